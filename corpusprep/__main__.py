@@ -1,0 +1,3 @@
+from corpusprep.cli import main
+
+main()

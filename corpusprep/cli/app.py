@@ -1,0 +1,12 @@
+"""The Typer application; each command lives in its own module beside this one and registers itself here."""
+
+import typer
+
+app = typer.Typer(
+    name="corpusprep",
+    help="Turn raw text into BERT pre-training data: vocab -> sentences -> pairs -> masked, shuffled shards.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)

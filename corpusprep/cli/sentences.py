@@ -1,0 +1,1 @@
+"""`corpusprep sentences` (owned by the splitter work; placeholder registration)."""

@@ -1,0 +1,1 @@
+"""`corpusprep vocab` (owned by the vocab work; placeholder registration)."""

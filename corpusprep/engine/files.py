@@ -1,0 +1,52 @@
+"""Atomic output files and JSON helpers: a file appears under its final name complete, or not at all."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def temp_name(path: Path) -> Path:
+    """The temporary name a file is written under before it is renamed into place (same directory)."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path to write; on success fsync and rename it to `path`, on failure remove it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_name(path)
+    try:
+        yield tmp
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """Write JSON atomically, with sorted keys so equal content gives equal bytes."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def read_json(path: str | Path) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def remove_stale_temps(directory: str | Path) -> int:
+    """Delete temporary files left by a killed run (never a file under a final name)."""
+    removed = 0
+    for tmp in Path(directory).rglob(".*.tmp-*"):
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+            removed += 1
+    return removed

@@ -1,0 +1,7 @@
+"""Read stage: stream documents from files, directories or globs in any supported format.
+
+    from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents
+    stats = ReadStats()
+    for doc in iter_documents(["corpus/"], ReadOptions(format="auto"), stats):
+        doc.id, doc.text, doc.sentences   # sentences: pre-split (BERT format) or None
+"""

@@ -1,0 +1,97 @@
+"""Tokenize stage: WordPiece vocab training (`vocab.py`) and what later stages need to know about a vocab.
+
+A vocab directory holds `vocab.txt` (one token per line, id = line number) and `tokenizer.json`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from corpusprep.errors import UsageError
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+@dataclass(frozen=True)
+class VocabInfo:
+    """The facts about a vocab that pairing, masking and the trainer need, read from `vocab.txt`."""
+
+    tokens: tuple[str, ...]
+    sha256: str
+    directory: Path | None = field(default=None, compare=False)
+
+    @classmethod
+    def load(cls, vocab: str | Path) -> VocabInfo:
+        """Load from a vocab directory or a vocab.txt file."""
+        path = Path(vocab)
+        directory = path if path.is_dir() else path.parent
+        vocab_txt = path / "vocab.txt" if path.is_dir() else path
+        if not vocab_txt.is_file():
+            raise UsageError(f"{vocab_txt}: no vocab.txt here (run `corpusprep vocab` first)")
+        data = vocab_txt.read_bytes()
+        tokens = tuple(data.decode("utf-8").splitlines())
+        missing = [t for t in SPECIAL_TOKENS if t not in tokens]
+        if missing:
+            raise UsageError(f"{vocab_txt}: vocab lacks the special tokens {' '.join(missing)}")
+        return cls(tokens=tokens, sha256=hashlib.sha256(data).hexdigest(), directory=directory)
+
+    @property
+    def size(self) -> int:
+        return len(self.tokens)
+
+    @cached_property
+    def ids(self) -> dict[str, int]:
+        return {token: i for i, token in enumerate(self.tokens)}
+
+    @property
+    def pad_id(self) -> int:
+        return self.ids["[PAD]"]
+
+    @property
+    def unk_id(self) -> int:
+        return self.ids["[UNK]"]
+
+    @property
+    def cls_id(self) -> int:
+        return self.ids["[CLS]"]
+
+    @property
+    def sep_id(self) -> int:
+        return self.ids["[SEP]"]
+
+    @property
+    def mask_id(self) -> int:
+        return self.ids["[MASK]"]
+
+    @cached_property
+    def is_special(self) -> np.ndarray:
+        """bool[size]: the five special tokens and reserved `[unusedN]` slots (never masked, never drawn)."""
+        return np.array([t in SPECIAL_TOKENS or (t.startswith("[unused") and t.endswith("]")) for t in self.tokens])
+
+    @cached_property
+    def random_token_ids(self) -> np.ndarray:
+        """Ids a masked position may be replaced with: the non-special vocab."""
+        return np.flatnonzero(~self.is_special).astype(np.int64)
+
+    @cached_property
+    def is_continuation(self) -> np.ndarray:
+        """bool[size]: word pieces that continue a word (`##...`), for whole-word masking."""
+        return np.array([t.startswith("##") for t in self.tokens])
+
+    @property
+    def token_dtype(self) -> np.dtype:
+        """The narrowest unsigned type that holds every id."""
+        return np.dtype(np.uint16) if self.size <= 2**16 else np.dtype(np.uint32)
+
+    def tokenizer(self):
+        """The `tokenizers.Tokenizer` of this vocab (from tokenizer.json)."""
+        from tokenizers import Tokenizer
+
+        if self.directory is None or not (self.directory / "tokenizer.json").is_file():
+            raise UsageError(f"{self.directory}: no tokenizer.json (run `corpusprep vocab --from-vocab ...`)")
+        return Tokenizer.from_file(str(self.directory / "tokenizer.json"))
