@@ -7,6 +7,9 @@ from typing import Annotated
 
 import typer
 
+from corpusprep.errors import UsageError
+from corpusprep.read import FORMATS, ON_ERROR, ReadOptions
+
 Inputs = Annotated[
     list[str],
     typer.Argument(help="Input files, directories (read recursively) or glob patterns.", show_default=False),
@@ -31,12 +34,14 @@ TextField = Annotated[str, typer.Option(help="JSONL key or Parquet column holdin
 OnError = Annotated[
     str,
     typer.Option(
-        help="What to do with a bad document (undecodable record, missing text field): skip it and count it "
-        "in the stats, or fail with the file and position.",
+        help="Bad input policy. auto: skip bad documents (not-JSON line, missing/null text) and count them, "
+        "fail on unreadable files (permission denied, truncated .gz/.xz, Parquet without the text column); "
+        "skip: skip and count both; fail: fail on both, naming the file and position.",
     ),
 ]
 VocabDir = Annotated[
-    Path, typer.Option("--vocab", help="Vocab directory written by `corpusprep vocab` (holds tokenizer.json).")
+    Path,
+    typer.Option("--vocab", help="Vocab directory written by `corpusprep vocab` (holds tokenizer.json)."),
 ]
 Workers = Annotated[
     int, typer.Option(help="Worker processes (0: one per available core).", min=0)
@@ -45,3 +50,24 @@ Seed = Annotated[int, typer.Option(help="Seed for every random choice; same seed
 Overwrite = Annotated[
     bool, typer.Option(help="Replace an existing, different output directory instead of refusing.")
 ]
+
+
+def read_options(
+    input_format: str = "auto",
+    one_sentence_per_line: bool = False,
+    text_field: str = "text",
+    on_error: str = "auto",
+) -> ReadOptions:
+    """ReadOptions from the shared options, validated the same way for every command (UsageError, exit 2)."""
+    input_format, on_error = input_format.lower(), on_error.lower()
+    if input_format not in FORMATS:
+        raise UsageError(f"--input-format {input_format!r}: choose from {', '.join(FORMATS)}")
+    if on_error not in ON_ERROR:
+        raise UsageError(f"--on-error {on_error!r}: choose from {', '.join(ON_ERROR)}")
+    if one_sentence_per_line:
+        if input_format not in ("auto", "bert"):
+            raise UsageError(f"--one-sentence-per-line conflicts with --input-format {input_format}")
+        input_format = "bert"
+    if not text_field.strip():
+        raise UsageError("--text-field must not be empty")
+    return ReadOptions(format=input_format, text_field=text_field, on_error=on_error)

@@ -5,3 +5,9 @@
     for doc in iter_documents(["corpus/"], ReadOptions(format="auto"), stats):
         doc.id, doc.text, doc.sentences   # sentences: pre-split (BERT format) or None
 """
+
+from corpusprep.read.document import FORMATS, ON_ERROR, Document, ReadOptions, ReadStats
+from corpusprep.read.inputs import resolve_inputs
+from corpusprep.read.reader import iter_documents
+
+__all__ = ["FORMATS", "ON_ERROR", "Document", "ReadOptions", "ReadStats", "iter_documents", "resolve_inputs"]

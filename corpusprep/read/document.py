@@ -1,0 +1,110 @@
+"""Read-stage values: a Document, the options saying how to read, the stats proving nothing was lost."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from corpusprep.errors import InputError, UsageError
+
+FORMATS = ("auto", "text", "bert", "jsonl", "parquet", "wiki")
+ON_ERROR = ("auto", "skip", "fail")
+MAX_EXAMPLES = 5  # examples kept per reason; counts stay exact
+
+log = logging.getLogger("corpusprep.read")
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One document. `text` holds paragraphs separated by "\\n" (a hard sentence boundary for the splitter);
+    `sentences` is set when the input was already split (BERT format), else None."""
+
+    id: str
+    text: str
+    sentences: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How to read. `on_error`: auto = skip bad documents, fail on unreadable files; skip = skip both
+    (counted); fail = fail on both. Empty documents and empty files are always skipped and counted."""
+
+    format: str = "auto"
+    text_field: str = "text"
+    on_error: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise InputError(f"unknown input format {self.format!r} (choose from {', '.join(FORMATS)})")
+        if self.on_error not in ON_ERROR:
+            raise UsageError(f"unknown on-error policy {self.on_error!r} (choose from {', '.join(ON_ERROR)})")
+        if not self.text_field:
+            raise UsageError("text field must not be empty")
+
+
+@dataclass
+class ReadStats:
+    """Exact counts of what was read and what was skipped, by reason, with a few examples of each.
+
+    Invariants: documents_seen == documents + sum(skipped.values());
+                files_seen == files + sum(skipped_files.values())."""
+
+    files_seen: int = 0
+    files: int = 0  # files read to the end
+    bytes: int = 0  # bytes of text read (after decompression; Parquet: text column bytes)
+    documents_seen: int = 0
+    documents: int = 0  # documents yielded
+    skipped: Counter[str] = field(default_factory=Counter)  # documents, by reason
+    skipped_files: Counter[str] = field(default_factory=Counter)
+    invalid_utf8: int = 0  # byte sequences replaced by U+FFFD
+    nul_bytes: int = 0  # NUL bytes removed
+    warnings: int = 0
+    examples: dict[str, list[str]] = field(default_factory=dict)  # reason -> "file:position: detail"
+
+    def note(self, kind: str, message: str) -> None:
+        """Keep `message` as an example of `kind` (capped) and log it."""
+        kept = self.examples.setdefault(kind, [])
+        if len(kept) < MAX_EXAMPLES:
+            kept.append(message)
+            log.warning(message)
+
+    def skip_document(self, reason: str, message: str) -> None:
+        self.skipped[reason] += 1
+        self.note(reason, message)
+
+    def skip_file(self, reason: str, message: str) -> None:
+        self.skipped_files[reason] += 1
+        self.note(reason, message)
+
+    def warn(self, kind: str, message: str) -> None:
+        self.warnings += 1
+        self.note(kind, message)
+
+    def merge(self, other: ReadStats) -> ReadStats:
+        """Add another partition's stats to this one (examples stay capped)."""
+        for name in ("files_seen", "files", "bytes", "documents_seen", "documents", "invalid_utf8",
+                     "nul_bytes", "warnings"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.skipped.update(other.skipped)
+        self.skipped_files.update(other.skipped_files)
+        for kind, messages in other.examples.items():
+            kept = self.examples.setdefault(kind, [])
+            kept.extend(messages[: MAX_EXAMPLES - len(kept)])
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files_seen": self.files_seen,
+            "files": self.files,
+            "skipped_files": dict(sorted(self.skipped_files.items())),
+            "bytes": self.bytes,
+            "documents_seen": self.documents_seen,
+            "documents": self.documents,
+            "skipped": dict(sorted(self.skipped.items())),
+            "invalid_utf8": self.invalid_utf8,
+            "nul_bytes": self.nul_bytes,
+            "warnings": self.warnings,
+            "examples": {kind: list(messages) for kind, messages in sorted(self.examples.items())},
+        }

@@ -1,0 +1,75 @@
+"""Input arguments (files, directories, globs) -> a sorted list of files, each with a stable source name."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from corpusprep.errors import InputError
+
+MARKER_SUFFIX = ".done.json"  # engine completion markers; temp files and locks are hidden (".name")
+
+
+def _wanted(name: str) -> bool:
+    return not name.startswith(".") and not name.endswith(MARKER_SUFFIX)
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for directory, subdirs, files in os.walk(root):
+        subdirs[:] = [d for d in subdirs if not d.startswith(".")]  # prune hidden trees
+        for name in files:
+            if _wanted(name):
+                yield Path(directory, name)
+
+
+def _glob_base(pattern: str) -> Path:
+    """The leading directories of a glob that contain no wildcard: ids are relative to it."""
+    parts = []
+    for part in Path(pattern).parts[:-1]:
+        if glob.has_magic(part):
+            break
+        parts.append(part)
+    return Path(*parts) if parts else Path(".")
+
+
+def resolve_inputs(inputs: Sequence[str | Path]) -> list[tuple[Path, str]]:
+    """Files to read as (path, source) in a deterministic order: arguments in the given order, each
+    directory or glob sorted by relative path. `source` is the path relative to the argument (a file
+    argument: its name), so document ids do not depend on where the corpus lives. A file reached twice is
+    read once. Raises InputError for a missing path or a directory/glob without files."""
+    if isinstance(inputs, (str, Path)):
+        inputs = [inputs]
+    if not inputs:
+        raise InputError("no input paths given")
+    found: list[tuple[Path, str]] = []
+    seen: set[Path] = set()
+    for arg in inputs:
+        path = Path(arg)
+        if path.is_file():
+            files = [(path, path.name)]
+        elif path.is_dir():
+            files = [(p, p.relative_to(path).as_posix()) for p in _walk(path)]
+            if not files:
+                raise InputError(f"{path}: directory has no input files (hidden files are ignored)")
+        elif glob.has_magic(str(arg)):
+            base = _glob_base(str(arg))
+            files = []
+            for match in map(Path, glob.glob(str(arg), recursive=True)):
+                if match.is_dir():
+                    files += [(p, p.relative_to(base).as_posix()) for p in _walk(match)]
+                elif match.is_file() and _wanted(match.name):
+                    files.append((match, match.relative_to(base).as_posix()))
+            if not files:
+                raise InputError(f"{arg}: no files match this pattern")
+        elif path.exists():
+            raise InputError(f"{path}: not a regular file or directory")
+        else:
+            raise InputError(f"{path}: no such file or directory")
+        for file, source in sorted(files, key=lambda item: item[1]):
+            key = file.resolve()
+            if key not in seen:
+                seen.add(key)
+                found.append((file, source))
+    return found

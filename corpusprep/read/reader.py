@@ -1,0 +1,113 @@
+"""`iter_documents`: resolve the inputs, open each file, parse it, and apply the on-error policy.
+
+Per-document problems (bad JSONL line, missing/null text) are skipped under auto and skip, fatal under fail.
+Whole-file problems (cannot open, truncated/corrupt stream, Parquet without the text column) are fatal under
+auto and fail, a skipped file under skip; documents already yielded from that file stay yielded.
+A binary file is skipped (fatal under fail); empty files and empty documents are always skipped.
+Every skip is counted in ReadStats by reason with an example naming the file and position."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from itertools import chain
+from pathlib import Path
+
+from corpusprep.errors import DataError, InputError
+from corpusprep.read.document import Document, ReadOptions, ReadStats
+from corpusprep.read.formats import (
+    PARQUET_MAGIC,
+    Record,
+    detect_format,
+    parse_bert,
+    parse_jsonl,
+    parse_parquet,
+    parse_text,
+    parse_wiki,
+)
+from corpusprep.read.inputs import resolve_inputs
+from corpusprep.read.streams import (
+    SNIFF,
+    Unopenable,
+    Unreadable,
+    iter_lines,
+    open_decompressed,
+    read_blocks,
+    sniff_binary,
+)
+
+LINE_PARSERS = {"text": parse_text, "bert": parse_bert, "jsonl": parse_jsonl, "wiki": parse_wiki}
+
+
+class _Skipped(Unreadable):
+    """A file that is skipped, not failed, under auto and skip (empty, binary)."""
+
+
+def iter_documents(
+    inputs: Sequence[str | Path], options: ReadOptions | None = None, stats: ReadStats | None = None
+) -> Iterator[Document]:
+    """Documents from files, directories (recursive) and globs, in a deterministic order, streamed.
+    Inputs are resolved now (InputError for a missing path or an empty directory/glob); files are read
+    lazily as the iterator is consumed."""
+    files = resolve_inputs(inputs)
+    return _iter_files(files, options or ReadOptions(), stats if stats is not None else ReadStats())
+
+
+def _iter_files(files: list[tuple[Path, str]], options: ReadOptions, stats: ReadStats) -> Iterator[Document]:
+    for path, source in files:
+        stats.files_seen += 1
+        try:
+            yield from _iter_file(path, source, options, stats)
+        except _Skipped as error:
+            stats.skip_file(error.reason, str(error))
+        except Unreadable as error:
+            if options.on_error != "skip":
+                failure = InputError if isinstance(error, Unopenable) else DataError
+                raise failure(str(error)) from error.__cause__
+            stats.skip_file(error.reason, str(error))
+        else:
+            stats.files += 1
+
+
+def _iter_file(path: Path, source: str, options: ReadOptions, stats: ReadStats) -> Iterator[Document]:
+    with open_decompressed(path) as (stream, kind):
+        blocks = read_blocks(stream, path, kind)
+        head = next(blocks, b"")
+        if not head:
+            raise _Skipped("empty_file", f"{path}: empty file")
+        fmt = options.format if options.format != "auto" else detect_format(path.name, head[:SNIFF])
+        if fmt == "parquet" or head.startswith(PARQUET_MAGIC):
+            if kind:
+                raise Unreadable("unreadable", f"{path}: compressed Parquet ({kind}) is not supported; "
+                                               "Parquet compresses its pages itself")
+            stream.seek(0)
+            records = parse_parquet(stream, path, options.text_field, stats)
+            unit = ": row "
+        else:
+            binary = sniff_binary(head[:SNIFF])
+            if binary:
+                if options.on_error == "fail":
+                    raise DataError(f"{path}: byte 0: {binary}, not text")
+                raise _Skipped("binary", f"{path}: skipped: looks like {binary}, not text")
+            lines = iter_lines(chain([head], blocks), path, stats)
+            records = LINE_PARSERS[fmt](lines, path, options.text_field, stats)
+            unit = ":"
+        yield from _documents(records, path, source, unit, options, stats)
+
+
+def _documents(records: Iterator[Record], path: Path, source: str, unit: str, options: ReadOptions,
+               stats: ReadStats) -> Iterator[Document]:
+    """Number every record (ids stay stable when a neighbour is skipped), skip or fail the bad ones."""
+    for index, (position, text, sentences, problem) in enumerate(records):
+        stats.documents_seen += 1
+        if problem is None and (not text or text.isspace()):
+            # Not corrupt data (Wikipedia has ~10% stub pages), so never an error, even under fail.
+            problem = ("empty_document", "empty or whitespace-only document")
+        if problem is not None:
+            reason, detail = problem
+            where = f"{path}{unit}{position}"
+            if options.on_error == "fail" and reason != "empty_document":
+                raise DataError(f"{where}: {detail}")
+            stats.skip_document(reason, f"{where}: {detail}")
+            continue
+        stats.documents += 1
+        yield Document(f"{source}:{index}", text, sentences)

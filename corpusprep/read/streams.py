@@ -1,0 +1,172 @@
+"""Bytes in, lines out: transparent decompression (by magic bytes), binary sniffing, UTF-8 decoding that
+repairs and counts bad bytes. Everything streams in fixed-size blocks, so memory stays flat."""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import gzip
+import lzma
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import pyarrow as pa
+
+from corpusprep.read.document import ReadStats
+
+BLOCK = 1 << 20
+SNIFF = 1024
+BOM = b"\xef\xbb\xbf"
+REPLACEMENT = "\ufffd".encode()
+
+COMPRESSION_MAGIC = {
+    b"\x1f\x8b": "gz",
+    b"\xfd7zXZ\x00": "xz",
+    b"BZh": "bz2",
+    b"\x28\xb5\x2f\xfd": "zst",
+}
+COMPRESSION_SUFFIXES = {".gz", ".xz", ".bz2", ".zst"}
+BINARY_MAGIC = {
+    b"\x89PNG": "PNG image",
+    b"\xff\xd8\xff": "JPEG image",
+    b"GIF8": "GIF image",
+    b"%PDF": "PDF document",
+    b"PK\x03\x04": "ZIP archive",
+    b"\x7fELF": "ELF executable",
+    b"\xff\xfe": "UTF-16 text (re-encode as UTF-8)",
+    b"\xfe\xff": "UTF-16 text (re-encode as UTF-8)",
+}
+# Control bytes that never appear in text (tab, newlines, form feed and escape do).
+_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\x0c\x1b")
+STREAM_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, pa.ArrowException)
+
+
+class Unreadable(Exception):
+    """An input that cannot be read to the end; the message names the file and position."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class Unopenable(Unreadable):
+    """A file the OS will not open (permission, vanished): a usage error, exit 2, like a missing path."""
+
+
+def compression_of(head: bytes) -> str | None:
+    return next((name for magic, name in COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
+
+
+def open_file(path: Path) -> BinaryIO:
+    """The one place an input file is opened (tests simulate unreadable files here)."""
+    try:
+        return open(path, "rb")
+    except OSError as error:
+        raise Unopenable("unreadable", f"{path}: cannot open: {error.strerror or error}") from error
+
+
+DECOMPRESSORS = {
+    "gz": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"),
+    "xz": lzma.LZMAFile,
+    "bz2": bz2.BZ2File,
+    "zst": lambda raw: pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd"),
+}
+
+
+@contextlib.contextmanager
+def open_decompressed(path: Path) -> Iterator[tuple[BinaryIO, str | None]]:
+    """The file's bytes, decompressed when its magic bytes say gz/xz/bz2/zst (whatever the extension)."""
+    with open_file(path) as raw:
+        try:
+            kind = compression_of(raw.read(8))
+            raw.seek(0)
+        except OSError as error:
+            raise Unreadable("unreadable", f"{path}: byte 0: read error: {error}") from error
+        yield (DECOMPRESSORS[kind](raw) if kind else raw), kind
+
+
+def read_blocks(stream: BinaryIO, path: Path, kind: str | None) -> Iterator[bytes]:
+    """Blocks of BLOCK bytes; a truncated or corrupt stream becomes Unreadable with the byte offset."""
+    offset = 0
+    while True:
+        try:
+            block = stream.read(BLOCK)
+        except STREAM_ERRORS as error:
+            what = f"truncated or corrupt {kind} stream" if kind else "read error"
+            raise Unreadable("unreadable", f"{path}: byte {offset}: {what}: {error}") from error
+        if not block:
+            return
+        offset += len(block)
+        yield block
+
+
+def sniff_binary(head: bytes) -> str | None:
+    """Why `head` (the first KiB) looks like a binary file, or None for text."""
+    for magic, what in BINARY_MAGIC.items():
+        if head.startswith(magic):
+            return what
+    if not head:
+        return None
+    # Random bytes are ~10% control bytes and mostly invalid UTF-8; text with a few NULs is neither.
+    # Demand a dozen or so of each before judging, so a short text with a stray NUL stays text.
+    size = len(head)
+    control = size - len(head.translate(None, _CONTROL))
+    invalid = head.decode(errors="replace").count("\ufffd")
+    if control > 0.3 * size or (control > max(0.05 * size, 12) and invalid > max(0.02 * size, 12)):
+        return f"binary content ({control / size:.0%} control bytes)"
+    return None
+
+
+def _decode(chunk: bytes, offset: int, path: Path, stats: ReadStats) -> str:
+    """UTF-8 text of `chunk`; invalid sequences become U+FFFD and are counted, NUL bytes are dropped."""
+    try:
+        text = chunk.decode()
+    except UnicodeDecodeError as error:
+        text = chunk.decode(errors="replace")
+        # Replacements made = U+FFFD in the result minus those already (validly) in the input.
+        replaced = text.count("\ufffd") - chunk.count(REPLACEMENT)
+        stats.invalid_utf8 += replaced
+        stats.warn("invalid_utf8", f"{path}: byte {offset + error.start}: invalid UTF-8 "
+                                   f"({replaced} sequence(s) in this block replaced by U+FFFD)")
+    if "\0" in text:
+        nuls = text.count("\0")
+        stats.nul_bytes += nuls
+        first = offset + chunk.find(b"\0")
+        stats.warn("nul_bytes", f"{path}: byte {first}: {nuls} NUL byte(s) removed")
+        text = text.replace("\0", "")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    return text
+
+
+def iter_lines(blocks: Iterator[bytes], path: Path, stats: ReadStats) -> Iterator[str]:
+    """Lines without their line ending (LF or CRLF; a leading BOM is dropped). Blocks are cut after their
+    last newline, so a multi-byte character is never split; a line longer than a block is held in pieces
+    until it ends (memory: the line itself, never the file)."""
+    offset = 0  # byte offset of pending[0]
+    pending: list[bytes] = []
+    first = True
+    for block in blocks:
+        stats.bytes += len(block)
+        if first:
+            first = False
+            if block.startswith(BOM):
+                block, offset = block[3:], 3
+        cut = block.rfind(b"\n") + 1
+        if not cut:
+            pending.append(block)
+            continue
+        pending.append(block[:cut])
+        chunk = b"".join(pending) if len(pending) > 1 else pending[0]
+        pending = [block[cut:]] if cut < len(block) else []
+        lines = _decode(chunk, offset, path, stats).split("\n")
+        offset += len(chunk)
+        del chunk
+        lines.pop()  # the chunk ends with "\n": the last piece is empty
+        yield from lines
+    if pending:
+        tail = b"".join(pending)
+        pending.clear()
+        yield from _decode(tail, offset, path, stats).split("\n")
