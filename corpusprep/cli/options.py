@@ -48,7 +48,7 @@ Workers = Annotated[
 ]
 Seed = Annotated[int, typer.Option(help="Seed for every random choice; same seed, same output.")]
 Overwrite = Annotated[
-    bool, typer.Option(help="Replace an existing, different output directory instead of refusing.")
+    bool, typer.Option(help="Replace an existing, different output instead of refusing.")
 ]
 
 

@@ -1,1 +1,136 @@
-"""`corpusprep sentences` (owned by the splitter work; placeholder registration)."""
+"""`corpusprep sentences`: split documents into sentences, one per line (BERT format) or as Parquet."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from corpusprep.cli import options as opt
+from corpusprep.cli.app import app
+from corpusprep.errors import UsageError
+
+console = Console(stderr=True)
+PROGRESS_EVERY = 256  # documents between progress-bar refreshes: a refresh costs more than splitting one
+
+
+@app.command("sentences")
+def sentences(
+    inputs: opt.Inputs,
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="File to write: sentences one per line with a blank line between documents, or Parquet with "
+            "--format parquet (the default when the name ends in .parquet).",
+        ),
+    ],
+    splitter: Annotated[
+        str,
+        typer.Option(
+            help="default: corpusprep's rule-based English splitter (fast, handles abbreviations, initials, "
+            "numbers, quotes, ellipses, lists); lines: every non-empty line is a sentence; pysbd, blingfire: "
+            "those libraries, if installed. Input that is already split (BERT format) is kept as it is.",
+        ),
+    ] = "default",
+    output_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="text (Google's one-sentence-per-line format) or parquet (one row per sentence: doc_id, "
+            "sentence_index, text). Default: parquet for a .parquet output, else text.",
+            show_default=False,
+        ),
+    ] = None,
+    stats_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--stats",
+            help="Also write the run's counts (read, split, skipped by reason) as JSON here.",
+            show_default=False,
+        ),
+    ] = None,
+    input_format: opt.Format = "auto",
+    one_sentence_per_line: opt.OneSentencePerLine = False,
+    text_field: opt.TextField = "text",
+    on_error: opt.OnError = "auto",
+    overwrite: Annotated[
+        bool, typer.Option(help="Replace an existing OUTPUT file instead of refusing.")
+    ] = False,
+) -> None:
+    """Split the input documents into sentences and write them to OUTPUT (atomically).
+
+    "\\n" inside a document separates paragraphs and always ends a sentence. Documents without any sentence
+    are skipped and counted; the summary shows documents read, used and skipped by reason.
+    """
+    from corpusprep.read import ReadStats, iter_documents
+    from corpusprep.split import get_splitter
+    from corpusprep.split.stage import (
+        OUTPUT_FORMATS,
+        SentenceStats,
+        split_documents,
+        write_parquet,
+        write_text,
+    )
+
+    fmt = (output_format or ("parquet" if output.suffix == ".parquet" else "text")).lower()
+    if fmt not in OUTPUT_FORMATS:
+        raise UsageError(f"--format {fmt!r}: choose from {', '.join(OUTPUT_FORMATS)}")
+    if output.is_dir():
+        raise UsageError(f"{output}: is a directory; --output takes a file name")
+    if output.exists() and not overwrite:
+        raise UsageError(f"{output}: already exists; pass --overwrite to replace it")
+    read_options = opt.read_options(input_format, one_sentence_per_line, text_field, on_error)
+    split = get_splitter(splitter)
+    read_stats, split_stats = ReadStats(), SentenceStats()
+    documents = iter_documents(inputs, read_options, read_stats)  # resolves inputs now: bad paths fail early
+
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.fields[documents]:>10,} documents"),
+        TextColumn("{task.fields[sentences]:>12,} sentences"),
+        TextColumn("{task.fields[mb]:>9.1f} MB"),
+        TextColumn("{task.fields[rate]:>6.1f} MB/s"),
+        TimeElapsedColumn(),
+    )
+    start = time.perf_counter()
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("splitting", documents=0, sentences=0, mb=0.0, rate=0.0)
+
+        def tracked():
+            for n, item in enumerate(split_documents(documents, split, split_stats), 1):
+                if n % PROGRESS_EVERY == 0:
+                    mb = read_stats.bytes / 1e6
+                    rate = mb / max(time.perf_counter() - start, 1e-9)
+                    bar.update(task, documents=n, sentences=split_stats.sentences, mb=mb, rate=rate)
+                yield item
+
+        (write_parquet if fmt == "parquet" else write_text)(output, tracked())
+    seconds = time.perf_counter() - start
+
+    report = {"output": str(output), "format": fmt, "splitter": splitter, "seconds": round(seconds, 3),
+              "read": read_stats.to_dict(), "split": split_stats.to_dict()}
+    if stats_path:
+        from corpusprep.engine.files import write_json
+
+        write_json(stats_path, report)
+    _print_summary(report, read_stats.bytes / 1e6 / max(seconds, 1e-9))
+
+
+def _print_summary(report: dict, rate: float) -> None:
+    read, split = report["read"], report["split"]
+    skipped = {**read["skipped"], **split["skipped"]}
+    why = ", ".join(f"{n:,} {reason}" for reason, n in sorted(skipped.items())) or "none"
+    console.print(
+        f"{report['output']}: {split['sentences']:,} sentences from {split['used']:,} of "
+        f"{read['documents_seen']:,} documents (skipped: {why}); {read['files']:,} files, "
+        f"{read['bytes'] / 1e6:.1f} MB in {report['seconds']:.1f} s ({rate:.1f} MB/s)"
+    )
+    if read["skipped_files"]:
+        console.print(f"  files skipped: {json.dumps(read['skipped_files'])}")

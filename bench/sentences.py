@@ -1,0 +1,144 @@
+"""Sentence splitters compared: our rule-based splitter against pySBD, BlingFire and syntok (those installed).
+
+    .venv/bin/python bench/sentences.py                 # 20 MB speed sample, slow peers on 1 MB
+    .venv/bin/python bench/sentences.py --mb 100 --slow-mb 2
+
+Columns:
+- golden: pySBD's 48 English golden rules (../shared/sbd/pysbd_golden_rules_en.jsonl) split exactly right.
+- EWT F1: sentence-boundary F1 on the 318 UD English-EWT dev documents, each document's paragraphs joined by
+  a single space (paragraph ends are found like any other boundary). A boundary is the end of a sentence,
+  written as the number of non-whitespace characters before it, so whitespace changes do not matter.
+  Predicted and gold boundary sets are compared per document; TP/precision/recall are micro-averaged over
+  all documents. "F1" counts every sentence end (as the reference figures for the peers do); "F1 inner"
+  leaves out each document's end, which every splitter gets for free.
+- MB/s: UTF-8 megabytes of Wikipedia text (../shared/corpus/enwiki_AA.txt.xz, whole documents, decompressed
+  before timing) split per second by one process (one core); only the splitting is timed. "MB/s" divides by
+  the process's CPU time, "wall MB/s" by elapsed time: on a shared machine the first is the fair per-core
+  figure (the ratios use it), on an idle one the two agree. pySBD and
+  syntok are too slow for the full sample and run on its first --slow-mb megabytes (shown in "sample").
+"""
+
+from __future__ import annotations
+
+import argparse
+import lzma
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from corpusprep.errors import UsageError
+from corpusprep.split import get_splitter
+from corpusprep.split.evaluate import (
+    boundaries,
+    golden_rule_failures,
+    load_ewt_documents,
+    load_golden_rules,
+)
+from corpusprep.split.peers import syntok_splitter
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+SLOW = {"pysbd", "syntok"}
+
+
+def read_wiki(path: Path, megabytes: float) -> list[str]:
+    """Whole WikiExtractor documents (title line, blank line, one paragraph per line) up to `megabytes`."""
+    docs, lines, size = [], [], 0
+    with lzma.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("<doc "):
+                lines = []
+            elif line.startswith("</doc>"):
+                text = "".join(lines).strip("\n")
+                docs.append(text)
+                size += len(text.encode())
+                if size >= megabytes * 1e6:
+                    break
+            else:
+                lines.append(line)
+    return docs
+
+
+def head(docs: list[str], megabytes: float) -> list[str]:
+    out, size = [], 0
+    for doc in docs:
+        if size >= megabytes * 1e6:
+            break
+        out.append(doc)
+        size += len(doc.encode())
+    return out
+
+
+def ewt_f1(split: Callable[[str], list[str]], documents: list[tuple[str, list[str]]]) -> tuple[float, float]:
+    """(F1 counting every sentence end, F1 over inner boundaries only); see the module docstring."""
+    tp = pred = gold = tp_in = pred_in = gold_in = 0
+    for text, gold_sentences in documents:
+        want, total = boundaries(gold_sentences)
+        got, got_total = boundaries(split(text))
+        if got_total != total:
+            raise SystemExit(f"splitter changed the text of {text[:60]!r}")
+        tp_in, pred_in, gold_in = tp_in + len(got & want), pred_in + len(got), gold_in + len(want)
+        tp, pred, gold = tp + len(got & want) + 1, pred + len(got) + 1, gold + len(want) + 1
+    return _f1(tp, pred, gold), _f1(tp_in, pred_in, gold_in)
+
+
+def _f1(tp: int, predicted: int, gold: int) -> float:
+    return 2 * tp / (predicted + gold) if predicted + gold else 1.0
+
+
+def speed(split: Callable[[str], list[str]], docs: list[str]) -> tuple[float, float]:
+    """(MB per CPU second of this process, MB per wall-clock second)."""
+    size = sum(len(d.encode()) for d in docs) / 1e6
+    cpu, wall = time.process_time(), time.perf_counter()
+    for doc in docs:
+        split(doc)
+    return size / (time.process_time() - cpu), size / (time.perf_counter() - wall)
+
+
+def load_splitter(name: str) -> Callable[[str], list[str]]:
+    return syntok_splitter() if name == "syntok" else get_splitter(name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mb", type=float, default=20, help="Wikipedia sample for the speed column (MB)")
+    parser.add_argument("--slow-mb", type=float, default=1, help="smaller sample for pySBD and syntok (MB)")
+    parser.add_argument("--splitters", default="default,blingfire,pysbd,syntok")
+    parser.add_argument("--shared", type=Path, default=SHARED, help="folder holding corpus/ and sbd/")
+    args = parser.parse_args()
+
+    rules = load_golden_rules(args.shared / "sbd/pysbd_golden_rules_en.jsonl")
+    ewt = load_ewt_documents(args.shared / "sbd/ewt_dev_documents_sentences.jsonl")
+    docs = read_wiki(args.shared / "corpus/enwiki_AA.txt.xz", args.mb)
+    size = sum(len(d.encode()) for d in docs) / 1e6
+    print(f"# {' '.join(['.venv/bin/python', 'bench/sentences.py', *sys.argv[1:]])}")
+    print(f"# Wikipedia sample: {len(docs)} documents, {size:.1f} MB; one process, one core\n")
+
+    rows = []
+    for name in args.splitters.split(","):
+        try:
+            split = load_splitter(name)
+        except UsageError as error:
+            print(f"skipping {name}: {error}")
+            continue
+        sample = head(docs, args.slow_mb) if name in SLOW else docs
+        sample_mb = sum(len(d.encode()) for d in sample) / 1e6
+        golden = len(rules) - len(golden_rule_failures(split, rules))
+        f1, f1_inner = ewt_f1(split, ewt)
+        cpu, wall = speed(split, sample)
+        rows.append((name, f"{golden}/{len(rules)}", f1, f1_inner, cpu, wall, sample_mb))
+
+    print("| splitter | golden rules | EWT F1 | EWT F1 inner | MB/s | wall MB/s | sample MB |")
+    print("|---|---|---|---|---|---|---|")
+    for name, golden, f1, f1_inner, cpu, wall, sample_mb in rows:
+        print(f"| {name} | {golden} | {f1:.3f} | {f1_inner:.3f} | {cpu:.2f} | {wall:.2f} | {sample_mb:.1f} |")
+    ours = next((row for row in rows if row[0] == "default"), None)
+    if ours:
+        print()
+        for name, *_, cpu, _wall, _mb in rows:
+            if name != "default":
+                print(f"default is {ours[4] / cpu:.1f}x the speed of {name} (CPU time)")
+
+
+if __name__ == "__main__":
+    main()
