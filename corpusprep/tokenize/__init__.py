@@ -17,6 +17,11 @@ from corpusprep.errors import UsageError
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
+def is_reserved(token: str) -> bool:
+    """A reserved slot `[unusedN]` (Google's vocab has 994), kept free for tokens added after training."""
+    return token.startswith("[unused") and token.endswith("]")
+
+
 @dataclass(frozen=True)
 class VocabInfo:
     """The facts about a vocab that pairing, masking and the trainer need, read from `vocab.txt`."""
@@ -71,7 +76,7 @@ class VocabInfo:
     @cached_property
     def is_special(self) -> np.ndarray:
         """bool[size]: the five special tokens and reserved `[unusedN]` slots (never masked, never drawn)."""
-        return np.array([t in SPECIAL_TOKENS or (t.startswith("[unused") and t.endswith("]")) for t in self.tokens])
+        return np.array([t in SPECIAL_TOKENS or is_reserved(t) for t in self.tokens])
 
     @cached_property
     def random_token_ids(self) -> np.ndarray:
