@@ -1,0 +1,1 @@
+"""Shard stage: masked examples -> globally shuffled, balanced, checksummed Parquet shards (`build.py`)."""

@@ -1,0 +1,109 @@
+"""`corpusprep shard`, `inspect`, `stats`, `validate`: make training shards from pairs, look, check."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from corpusprep.cli.app import app
+from corpusprep.cli.options import Overwrite, Seed, VocabDir, Workers
+
+SplitOpt = Annotated[str, typer.Option(help="Split to read: train or validation.")]
+
+
+@app.command()
+def shard(
+    pairs_dir: Annotated[Path, typer.Argument(help="Pairs directory written by `corpusprep build-pairs`.")],
+    vocab: VocabDir,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Shards directory to write.")],
+    masked_lm_prob: Annotated[float, typer.Option(help="Share of tokens to predict.")] = 0.15,
+    max_predictions_per_seq: Annotated[int, typer.Option(help="Cap on predictions per example.")] = 20,
+    whole_word_mask: Annotated[
+        bool, typer.Option(help="Mask all ## pieces of a word together, one 80/10/10 choice per word.")
+    ] = False,
+    dupe_masks: Annotated[int, typer.Option(help="Different maskings of each training pair.")] = 1,
+    num_shards: Annotated[
+        int | None, typer.Option(help="Training shards (validation gets the same rows per shard).")
+    ] = None,
+    examples_per_shard: Annotated[int | None, typer.Option(help="Rows per shard (default 50,000).")] = None,
+    max_seq_length: Annotated[
+        int | None, typer.Option(help="Longest example allowed (default: from the pairs' stats.json).")
+    ] = None,
+    row_group_size: Annotated[int, typer.Option(help="Parquet rows per row group (read unit).")] = 256,
+    compression: Annotated[str, typer.Option(help="Parquet compression: lz4, zstd, snappy, none.")] = "lz4",
+    seed: Seed = 12345,
+    workers: Workers = 0,
+    engine: Annotated[str, typer.Option(help="Executor: local (process pool) or ray.")] = "local",
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: local).")] = None,
+    overwrite: Overwrite = False,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+) -> None:
+    """Mask pairs (BERT's 15%, 80/10/10) into globally shuffled, balanced, checksummed Parquet shards."""
+    from corpusprep.shard.build import build_shards
+    from corpusprep.shard.options import ShardOptions
+
+    options = ShardOptions(
+        masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
+        whole_word_mask=whole_word_mask, dupe_masks=dupe_masks, num_shards=num_shards,
+        examples_per_shard=examples_per_shard, max_seq_length=max_seq_length, seed=seed,
+        row_group_size=row_group_size, compression=compression,
+    )
+    manifest = build_shards(
+        pairs_dir, vocab, output, options, workers=workers or None, engine=engine, ray_address=ray_address,
+        overwrite=overwrite, progress=progress,
+    )
+    splits = manifest["splits"].items()
+    parts = [f"{name}: {s['examples']:,} examples in {len(s['shards'])} shards" for name, s in splits]
+    Console(stderr=True).print(f"{output}: " + "; ".join(parts))
+
+
+@app.command()
+def inspect(
+    shards_dir: Annotated[Path, typer.Argument(help="Shards directory.")],
+    n: Annotated[int, typer.Option("-n", help="Examples to show.")] = 5,
+    split: SplitOpt = "train",
+    vocab: Annotated[Path | None, typer.Option(help="Vocab directory (default: the manifest's).")] = None,
+) -> None:
+    """Show examples decoded: segments A/B in colour, each prediction as shown/original."""
+    from corpusprep.shard.report import render_examples
+
+    console = Console()
+    for text in render_examples(shards_dir, n=n, split=split, vocab_dir=vocab):
+        console.print(text)
+        console.print()
+
+
+@app.command()
+def stats(
+    shards_dir: Annotated[Path, typer.Argument(help="Shards directory.")],
+    plot: Annotated[Path | None, typer.Option(help="Plot lengths and shard balance to this PNG.")] = None,
+    batch_size: Annotated[int, typer.Option(help="Batch size of the padding estimate.", min=1)] = 32,
+) -> None:
+    """Manifest totals, length histogram, padding waste and shard balance."""
+    from corpusprep.shard.report import column_stats, plot_stats, stats_tables
+
+    result = column_stats(shards_dir, batch_size=batch_size)
+    console = Console()
+    for table in stats_tables(result):
+        console.print(table)
+    if plot is not None:
+        plot_stats(result, plot)
+        console.print(f"plot: {plot}")
+
+
+@app.command()
+def validate(shards_dir: Annotated[Path, typer.Argument(help="Shards directory.")]) -> None:
+    """Recompute checksums and check every invariant; exit 1 with one line per problem."""
+    from corpusprep.shard.validate import validate_shards
+
+    problems = validate_shards(shards_dir)
+    for problem in problems:
+        print(f"{shards_dir}: {problem}", file=sys.stderr)
+    if problems:
+        print(f"{shards_dir}: INVALID ({len(problems)} problems)", file=sys.stderr)
+        raise typer.Exit(1)
+    print(f"{shards_dir}: valid")

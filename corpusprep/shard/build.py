@@ -1,0 +1,387 @@
+"""`corpusprep shard`: pairs -> masked examples -> globally shuffled, balanced, checksummed Parquet shards.
+
+Two passes with bounded memory, both seeded and independent of the number of workers:
+
+1. per pairs file (`mask_file`): build `[CLS] A [SEP] B [SEP]` examples batch by batch, mask them
+   (`dupe_masks` times for training pairs) and deal them to shards: the file's examples get a random
+   permutation of its planned per-shard counts as labels, and are appended to one Arrow IPC file as record
+   batches, one per (batch, shard). Nothing but one batch is held in memory.
+2. per shard (`write_shard`): memory-map its record batches from every pass-1 file, shuffle them in memory and
+   write the Parquet shard atomically.
+
+The plan fixes in advance how many examples each pairs file gives each shard: shard sizes are N // S or
+N // S + 1, and per file the counts are drawn by sequential multivariate hypergeometric sampling of what is
+left. Together with the random labels inside each file this is exactly a uniformly random assignment of
+examples to equal-sized shards, i.e. a global shuffle, without ever holding more than one shard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from corpusprep import __version__
+from corpusprep.engine.executor import Task, run_tasks
+from corpusprep.engine.files import atomic_path, read_json, remove_stale_temps, write_json
+from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
+from corpusprep.engine.rng import rng_for
+from corpusprep.errors import CorpusprepError, InputError, UsageError
+from corpusprep.mask import ACTIONS, MaskVocab, examples_from_pairs, mask_examples
+from corpusprep.shard.options import DEFAULT_EXAMPLES_PER_SHARD, ShardOptions
+from corpusprep.shard.schema import SCHEMA_VERSION, SPLITS, shard_schema
+from corpusprep.shard.table import COUNT_KEYS, count_table, to_table
+from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
+
+MANIFEST = "manifest.json"
+WORK = ".work"  # pass-1 files, completion markers and the run's fingerprint; removed once the manifest exists
+BATCH_PAIRS = 8192  # pairs masked at once; part of the RNG keys, so changing it changes the output
+DEFAULT_MAX_SEQ_LENGTH = 512
+
+
+@dataclass(frozen=True)
+class MaskTask:
+    split: str
+    source: str  # pairs Parquet file
+    out: str  # Arrow IPC file of masked examples, record batches grouped by destination shard
+    counts: tuple[int, ...]  # examples of this file that go to each shard of the split
+    dupes: int
+    options: ShardOptions
+    vocab: MaskVocab
+    max_seq_length: int
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    split: str
+    index: int
+    sources: tuple[tuple[str, tuple[int, ...]], ...]  # (pass-1 file, its record batches for this shard)
+    out: str
+    options: ShardOptions
+    mask_id: int
+
+
+def shard_name(index: int) -> str:
+    return f"shard-{index:05d}.parquet"
+
+
+@contextmanager
+def _writing(path: str | Path) -> Iterator[None]:
+    """Turn an OSError (a full disk, say) into one clear line; atomic_path leaves no file under `path`."""
+    try:
+        yield
+    except OSError as error:
+        raise CorpusprepError(f"{path}: cannot write ({error.strerror or error})") from error
+
+
+def mask_file(task: Task) -> dict[str, Any]:
+    """Pass 1 for one pairs file: returns the record batches of the output that belong to each shard."""
+    t: MaskTask = task.args
+    opts, name = t.options, Path(t.source).name
+    total = sum(t.counts)
+    order = rng_for(opts.seed, "scatter", t.split, name).permutation(total)
+    labels = np.repeat(np.arange(len(t.counts)), t.counts)[order]  # destination shard of each example
+    per_shard: list[list[int]] = [[] for _ in t.counts]
+    actions = dict.fromkeys(ACTIONS, 0)
+    done = batch_index = 0
+    dtype = np.dtype(np.uint16) if len(t.vocab.candidate) <= 2**16 else np.dtype(np.uint32)
+    with _writing(t.out), atomic_path(t.out) as tmp, pa.OSFile(str(tmp), "wb") as sink:
+        writer = pa.ipc.new_file(sink, shard_schema(dtype))
+        source = pq.ParquetFile(t.source)
+        for dupe in range(t.dupes):
+            first_row = 0
+            batches = source.iter_batches(BATCH_PAIRS, columns=["tokens_a", "tokens_b", "is_random_next"])
+            for b, batch in enumerate(batches):
+                examples = examples_from_pairs(
+                    pa.Table.from_batches([batch]), cls_id=t.vocab.cls_id, sep_id=t.vocab.sep_id,
+                    forbidden=t.vocab.forbidden_in_segment, max_seq_length=t.max_seq_length, dtype=dtype,
+                    source=t.source, first_row=first_row,
+                )
+                masked = mask_examples(
+                    examples, t.vocab, rng_for(opts.seed, "mask", t.split, name, dupe, b),
+                    masked_lm_prob=opts.masked_lm_prob, max_predictions_per_seq=opts.max_predictions_per_seq,
+                    whole_word_mask=opts.whole_word_mask,
+                )
+                for key, value in masked.counts().items():
+                    actions[key] += value
+                table = to_table(masked)
+                batch_labels = labels[done : done + table.num_rows]
+                order = np.argsort(batch_labels, kind="stable")
+                bounds = np.searchsorted(batch_labels[order], np.arange(len(t.counts) + 1))
+                grouped = table.take(order)
+                for shard in np.flatnonzero(np.diff(bounds)):
+                    writer.write_table(grouped.slice(bounds[shard], bounds[shard + 1] - bounds[shard]))
+                    per_shard[shard].append(batch_index)
+                    batch_index += 1
+                done += table.num_rows
+                first_row += table.num_rows
+        writer.close()
+    if done != total:  # the plan read the row count from the footer; the data disagrees
+        raise InputError(f"{t.source}: footer says {total // t.dupes} rows, read {done // t.dupes}")
+    return {"examples": done, "batches": per_shard, **actions}
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_shard(task: Task) -> dict[str, Any]:
+    """Pass 2 for one shard: gather its examples from every pass-1 file, shuffle, write Parquet atomically."""
+    t: ShardTask = task.args
+    batches = []
+    for path, indices in t.sources:
+        reader = pa.ipc.open_file(pa.memory_map(path))
+        batches.extend(reader.get_batch(i) for i in indices)
+    table = pa.Table.from_batches(batches)
+    table = table.take(rng_for(t.options.seed, "shuffle", t.split, t.index).permutation(table.num_rows))
+    out = Path(t.out)
+    with _writing(out), atomic_path(out) as tmp:
+        write_parquet(table, tmp, t.options)
+    entry = {"path": f"{t.split}/{out.name}", "rows": table.num_rows, "bytes": out.stat().st_size}
+    return {**entry, "sha256": sha256_file(out), **count_table(table, t.mask_id)}
+
+
+def write_parquet(table: pa.Table, path: Path, options: ShardOptions) -> None:
+    compression = None if options.compression == "none" else options.compression
+    pq.write_table(
+        table.combine_chunks(), path, row_group_size=options.row_group_size, compression=compression,
+        use_dictionary=False,  # dictionary pages of token ids cost write time and random reads, save little
+        write_statistics=False,  # min/max of token lists is useless to readers and costs time and bytes
+    )
+
+
+# --- planning ----------------------------------------------------------------------------------------------
+
+
+def find_inputs(pairs_dir: Path) -> dict[str, list[tuple[Path, int]]]:
+    """Pairs files per split with their row counts (from the Parquet footers)."""
+    if not pairs_dir.is_dir():
+        raise InputError(f"{pairs_dir}: no such pairs directory (run `corpusprep build-pairs` first)")
+    inputs: dict[str, list[tuple[Path, int]]] = {}
+    for split in SPLITS:
+        for path in sorted((pairs_dir / split).glob("*.parquet")):
+            try:
+                meta = pq.ParquetFile(path)
+            except (OSError, pa.ArrowInvalid) as error:
+                raise InputError(f"{path}: not a readable Parquet file ({error})") from None
+            columns = {f.name: f.type for f in meta.schema_arrow}
+            for column in ("tokens_a", "tokens_b"):
+                kind = columns.get(column)
+                if not (pa.types.is_list(kind) and kind.value_type in (pa.uint16(), pa.uint32())):
+                    raise InputError(f"{path}: column {column} must be list<uint16|uint32>, found {kind}")
+            if columns.get("is_random_next") != pa.bool_():
+                raise InputError(f"{path}: column is_random_next must be bool")
+            inputs.setdefault(split, []).append((path, meta.metadata.num_rows))
+    if not inputs:
+        raise InputError(f"{pairs_dir}: no {'/ or '.join(SPLITS)}/*.parquet pairs files")
+    return inputs
+
+
+def shard_counts(rows: dict[str, int], options: ShardOptions) -> dict[str, int]:
+    """Shards per split: training gets --num-shards; every split gets the same rows per shard."""
+    if options.num_shards is not None:
+        per_shard = math.ceil(rows.get("train", 0) / options.num_shards) or math.ceil(
+            max(rows.values()) / options.num_shards
+        )
+    else:
+        per_shard = options.examples_per_shard or DEFAULT_EXAMPLES_PER_SHARD
+    return {split: min(n, math.ceil(n / max(per_shard, 1))) for split, n in rows.items()}
+
+
+def plan_split(file_examples: list[int], num_shards: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
+    """How many examples each file gives each shard: shard sizes differ by at most one and the split between
+    files is what a uniformly random shuffle of all examples would give."""
+    total = sum(file_examples)
+    left = np.full(num_shards, total // num_shards, np.int64)
+    left[: total % num_shards] += 1
+    plan = []
+    for n in file_examples:
+        counts = rng.multivariate_hypergeometric(left, n) if n else np.zeros(num_shards, np.int64)
+        left -= counts
+        plan.append(tuple(int(c) for c in counts))
+    return plan
+
+
+def resolve_max_seq_length(options: ShardOptions, pairs_stats: dict) -> int:
+    if options.max_seq_length is not None:
+        return options.max_seq_length
+    found = pairs_stats.get("max_seq_length", pairs_stats.get("options", {}).get("max_seq_length"))
+    return int(found) if found else DEFAULT_MAX_SEQ_LENGTH
+
+
+# --- the run ----------------------------------------------------------------------------------------------
+
+
+def _clear(out_dir: Path) -> None:
+    (out_dir / MANIFEST).unlink(missing_ok=True)
+    for name in (WORK, *SPLITS):
+        shutil.rmtree(out_dir / name, ignore_errors=True)
+
+
+def _existing(out_dir: Path, fingerprint: str, overwrite: bool) -> dict | None:
+    """The finished manifest of this very run, or None after making room (resume or fresh start)."""
+    manifest, run = out_dir / MANIFEST, out_dir / WORK / "run.json"
+    if manifest.exists():
+        try:
+            previous = read_json(manifest)
+        except (OSError, ValueError):
+            previous = {}
+        if previous.get("fingerprint") == fingerprint:
+            shutil.rmtree(out_dir / WORK, ignore_errors=True)
+            return previous
+        what = "shards from a different run (pairs, vocab or options differ)"
+    elif run.exists():
+        if read_json(run).get("fingerprint") == fingerprint:
+            return None  # resume: finished tasks have markers
+        what = "an unfinished run with different pairs, vocab or options"
+    elif any(p.name != LOCK_NAME for p in out_dir.iterdir()):
+        what = "files that are not shards of this run"
+    else:
+        return None
+    if not overwrite:
+        raise UsageError(f"{out_dir}: holds {what}; pass --overwrite to replace them")
+    _clear(out_dir)
+    return None
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str, int], Callable]]:
+    """Yields `bar(label, total)` -> an `on_done` callback for run_tasks."""
+    if not enabled:
+        yield lambda label, total: None
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=False) as progress:
+
+        def bar(label: str, total: int):
+            task_id = progress.add_task(label, total=total)
+            return lambda task, stats, skipped: progress.advance(task_id)
+
+        yield bar
+
+
+def build_shards(
+    pairs_dir: Path,
+    vocab_dir: Path,
+    out_dir: Path,
+    options: ShardOptions,
+    *,
+    workers: int | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> dict:
+    """Mask, shuffle and shard a pairs directory; return the manifest (also written as out_dir/manifest.json).
+
+    Deterministic: the same pairs, vocab, options and seed give byte-identical shards for any `workers` or
+    `engine`. An interrupted run resumes from its completion markers; a finished one is not redone.
+    """
+    pairs_dir, out_dir = Path(pairs_dir), Path(out_dir)
+    vocab = VocabInfo.load(vocab_dir)
+    inputs = find_inputs(pairs_dir)
+    stats_path = pairs_dir / "stats.json"
+    if not stats_path.is_file():
+        raise InputError(f"{stats_path}: missing (is {pairs_dir} a finished build-pairs output?)")
+    pairs_stats = read_json(stats_path)
+    pairs_vocab = pairs_stats.get("vocab", {}).get("sha256")
+    if pairs_vocab not in (None, vocab.sha256):
+        raise UsageError(f"{vocab_dir}: not the vocab {pairs_dir} was tokenized with (sha256 differs)")
+    max_seq_length = resolve_max_seq_length(options, pairs_stats)
+    identity = {
+        "schema_version": SCHEMA_VERSION,
+        "options": asdict(options),
+        "max_seq_length": max_seq_length,
+        "vocab_sha256": vocab.sha256,
+        "pairs_stats_sha256": sha256_file(stats_path),
+        "pairs": {s: [[p.name, p.stat().st_size, n] for p, n in files] for s, files in inputs.items()},
+    }
+    fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+    with exclusive_dir(out_dir):
+        previous = _existing(out_dir, fingerprint, overwrite)
+        if previous is not None:
+            if progress:
+                print(f"{out_dir}: already holds these shards (same pairs, vocab and options): nothing to do")
+            return previous
+        remove_stale_temps(out_dir)
+        work = out_dir / WORK
+        write_json(work / "run.json", {"fingerprint": fingerprint, **identity})
+
+        mask_vocab = MaskVocab.from_vocab(vocab)
+        dupes = {split: options.dupe_masks if split == "train" else 1 for split in inputs}
+        examples = {s: [n * dupes[s] for _, n in files] for s, files in inputs.items()}
+        num_shards = shard_counts({s: sum(n) for s, n in examples.items()}, options)
+        mask_tasks, shard_tasks = [], []
+        for split, files in inputs.items():
+            plan = plan_split(examples[split], num_shards[split], rng_for(options.seed, "plan", split))
+            for (path, _), counts in zip(files, plan, strict=True):
+                out = work / "masked" / split / f"{path.stem}.arrow"
+                args = MaskTask(
+                    split, str(path), str(out), counts, dupes[split], options, mask_vocab, max_seq_length
+                )
+                mask_tasks.append(Task(f"{split}-{path.stem}", args))
+        run = {"workers": workers, "engine": engine, "ray_address": ray_address}
+        with _progress(progress) as bar:
+            masked = run_tasks(
+                mask_file, mask_tasks, marker_dir=work / "markers" / "mask",
+                on_done=bar("mask + scatter", len(mask_tasks)), **run,
+            )
+            for split in inputs:
+                done = zip(mask_tasks, masked, strict=True)
+                mine = [(t.args.out, st) for t, st in done if t.args.split == split]
+                for index in range(num_shards[split]):
+                    sources = tuple((out, tuple(st["batches"][index])) for out, st in mine)
+                    args = ShardTask(split, index, sources, str(out_dir / split / shard_name(index)), options,
+                                     vocab.mask_id)
+                    shard_tasks.append(Task(f"{split}-{index:05d}", args))
+            shards = run_tasks(
+                write_shard, shard_tasks, marker_dir=work / "markers" / "shard",
+                on_done=bar("shuffle + write", len(shard_tasks)), **run,
+            )
+
+        splits = {}
+        for split in inputs:
+            mine = [s for t, s in zip(shard_tasks, shards, strict=True) if t.args.split == split]
+            splits[split] = {
+                "shards": [{k: s[k] for k in ("path", "rows", "bytes", "sha256")} for s in mine],
+                **{k: sum(s[k] for s in mine) for k in COUNT_KEYS},
+            }
+        manifest = {
+            "schema_version": SCHEMA_VERSION,
+            "created_by": f"corpusprep {__version__}",
+            "fingerprint": fingerprint,
+            "options": asdict(options),
+            "seed": options.seed,
+            "max_seq_length": max_seq_length,
+            "token_dtype": str(vocab.token_dtype),
+            "vocab": {
+                "path": str(Path(vocab_dir).resolve()),
+                "sha256": vocab.sha256,
+                "size": vocab.size,
+                "special_ids": {token: vocab.ids[token] for token in SPECIAL_TOKENS},
+            },
+            "pairs": {"path": str(pairs_dir.resolve()), "files": identity["pairs"]},
+            "pairs_stats": pairs_stats,
+            "mask_decisions": {k: sum(stats[k] for stats in masked) for k in ACTIONS},
+            "splits": splits,
+            "totals": {k: sum(s[k] for s in splits.values()) for k in COUNT_KEYS},
+        }
+        write_json(out_dir / MANIFEST, manifest)
+        shutil.rmtree(work, ignore_errors=True)
+    return manifest

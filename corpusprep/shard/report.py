@@ -1,0 +1,170 @@
+"""Looking at shards: decoded examples (`inspect`), column statistics and plots (`stats`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+from rich.table import Table
+from rich.text import Text
+
+from corpusprep.engine.files import read_json
+from corpusprep.errors import InputError, UsageError
+from corpusprep.shard.build import MANIFEST
+from corpusprep.shard.table import COUNT_KEYS
+from corpusprep.tokenize import VocabInfo
+
+STYLE = {
+    "a": "cyan", "b": "green", "special": "bold magenta", "original": "yellow",
+    "mask_token": "bold white on red", "random_token": "bold black on yellow",
+    "kept_token": "bold black on green",
+}
+
+
+def load_manifest(directory: Path) -> dict:
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        raise InputError(f"{path}: missing (not a finished shards directory)")
+    return read_json(path)
+
+
+def shard_paths(directory: Path, manifest: dict, split: str) -> list[Path]:
+    if split not in manifest["splits"]:
+        raise UsageError(f"{directory}: no split {split!r} (has {', '.join(manifest['splits'])})")
+    return [Path(directory) / s["path"] for s in manifest["splits"][split]["shards"]]
+
+
+def render_examples(
+    directory: Path, n: int = 5, split: str = "train", vocab_dir: Path | None = None
+) -> list[Text]:
+    """The first `n` rows of a split as coloured text: A and B in their colours, each prediction as the shown
+    token (red: [MASK], yellow: random, green: kept) followed by `/original`."""
+    manifest = load_manifest(directory)
+    vocab = VocabInfo.load(vocab_dir or manifest["vocab"]["path"])
+    if vocab.sha256 != manifest["vocab"]["sha256"]:
+        raise UsageError(f"{vocab.directory}: not the vocab these shards were made with (sha256 differs)")
+    rendered = []
+    for path in shard_paths(directory, manifest, split):
+        table = pq.ParquetFile(path).read_row_group(0).slice(0, n - len(rendered)).to_pylist()
+        rendered += [_render(row, vocab, f"{path.name} row {i}") for i, row in enumerate(table)]
+        if len(rendered) >= n:
+            break
+    return rendered
+
+
+def _render(row: dict, vocab: VocabInfo, where: str) -> Text:
+    label = "NotNext (B is random)" if row["next_sentence_label"] else "IsNext"
+    text = Text(f"{where}: {label}, {row['num_tokens']} tokens, {len(row['masked_lm_ids'])} predictions\n",
+                style="bold")
+    originals = dict(zip(row["masked_lm_positions"], row["masked_lm_ids"], strict=True))
+    for i, (token, segment) in enumerate(zip(row["input_ids"], row["token_type_ids"], strict=True)):
+        if i:
+            text.append(" ")
+        if i in originals:
+            original = originals[i]
+            kind = (
+                "mask_token" if token == vocab.mask_id
+                else "kept_token" if token == original else "random_token"
+            )
+            text.append(vocab.tokens[token], style=STYLE[kind])
+            text.append(f"/{vocab.tokens[original]}", style=STYLE["original"])
+        else:
+            style = "special" if vocab.is_special[token] else "b" if segment else "a"
+            text.append(vocab.tokens[token], style=STYLE[style])
+    return text
+
+
+def column_stats(directory: Path, batch_size: int = 32) -> dict:
+    """Per split: length histogram, and the padding a fixed-length or a per-batch padded batch would waste."""
+    import polars as pl
+
+    manifest = load_manifest(directory)
+    max_len = manifest["max_seq_length"]
+    width = max(1, max_len // 8)
+    result = {}
+    for split in manifest["splits"]:
+        paths = [str(p) for p in shard_paths(directory, manifest, split)]
+        if not paths:
+            continue
+        frame = pl.scan_parquet(paths).select(
+            pl.col("num_tokens").cast(pl.Int64).alias("n"),
+            pl.col("masked_lm_positions").list.len().alias("predictions"),
+        ).with_row_index("row").collect()
+        hist = (frame.group_by((pl.col("n") - 1) // width * width + 1).agg(pl.len().alias("rows"))
+                .rename({"n": "from"}).sort("from"))
+        # Rows are shuffled, so consecutive rows are what a sequential loader would batch together.
+        batches = frame.group_by(pl.col("row") // batch_size).agg(pl.len().alias("k"), pl.col("n").max())
+        tokens = int(frame["n"].sum())
+        result[split] = {
+            "rows": frame.height,
+            "mean_length": float(frame["n"].mean()),
+            "max_length": int(frame["n"].max()),
+            "mean_predictions": float(frame["predictions"].mean()),
+            "histogram": [(lo, lo + width - 1, rows) for lo, rows in hist.iter_rows()],
+            "waste_fixed": 1 - tokens / (frame.height * max_len),
+            "waste_per_batch": 1 - tokens / int((batches["k"] * batches["n"]).sum()),
+            "shard_rows": [s["rows"] for s in manifest["splits"][split]["shards"]],
+        }
+    return {"manifest": manifest, "splits": result, "batch_size": batch_size}
+
+
+def stats_tables(stats: dict) -> list[Table]:
+    manifest, splits = stats["manifest"], stats["splits"]
+    columns = {**manifest["splits"], "all": manifest["totals"]}
+    totals = Table(title="manifest totals", title_justify="left")
+    totals.add_column("count")
+    for name in columns:
+        totals.add_column(name, justify="right")
+    for key in COUNT_KEYS:
+        totals.add_row(key, *(f"{c[key]:,}" for c in columns.values()))
+    ratios = [("masked_tokens", "tokens"), ("mask_token", "masked_tokens"), ("random_token", "masked_tokens"),
+              ("kept_token", "masked_tokens"), ("not_next", "examples")]
+    for num, den in ratios:
+        shares = (f"{c[num] / c[den]:.4f}" if c[den] else "-" for c in columns.values())
+        totals.add_row(f"{num} / {den}", *shares)
+    tables = [totals]
+    for name, s in splits.items():
+        title = (f"{name}: lengths (mean {s['mean_length']:.1f}, max {s['max_length']}, "
+                 f"{s['mean_predictions']:.2f} predictions per example)")
+        hist = Table(title=title, title_justify="left")
+        for column in ("tokens", "rows", "share", ""):
+            hist.add_column(column, justify="right" if column else "left")
+        top = max(r for _, _, r in s["histogram"])
+        for lo, hi, rows in s["histogram"]:
+            hist.add_row(f"{lo}-{hi}", f"{rows:,}", f"{rows / s['rows']:.3f}", "#" * round(40 * rows / top))
+        tables.append(hist)
+        pad = Table(title=f"{name}: padding", title_justify="left")
+        pad.add_column("batch padded to")
+        pad.add_column("tokens wasted", justify="right")
+        pad.add_row(f"max_seq_length ({manifest['max_seq_length']})", f"{s['waste_fixed']:.1%}")
+        pad.add_row(f"longest in batch (batch {stats['batch_size']})", f"{s['waste_per_batch']:.1%}")
+        rows = s["shard_rows"]
+        pad.add_row("(shard balance)", f"{min(rows):,} to {max(rows):,} rows in {len(rows)} shards")
+        tables.append(pad)
+    return tables
+
+
+def plot_stats(stats: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from corpusprep.engine.files import atomic_path
+
+    fig, (lengths, balance) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name, s in stats["splits"].items():
+        lows = np.array([lo for lo, _, _ in s["histogram"]])
+        rows = np.array([r for _, _, r in s["histogram"]])
+        lengths.step(lows, rows / rows.sum(), where="post", label=name)
+        balance.bar(np.arange(len(s["shard_rows"])), s["shard_rows"], label=name, alpha=0.7)
+    lengths.set(title="example length (tokens incl. specials)", xlabel="num_tokens", ylabel="share of rows")
+    balance.set(title="rows per shard", xlabel="shard", ylabel="rows")
+    lengths.legend()
+    balance.legend()
+    fig.tight_layout()
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", dpi=100)
+    plt.close(fig)

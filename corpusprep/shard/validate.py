@@ -1,0 +1,160 @@
+"""`corpusprep validate`: recompute checksums and check every invariant of a shards directory.
+
+Each problem is one line naming the shard (and the first bad row); an empty list means the directory is
+complete and valid. The pipeline runner uses it to decide whether a stage's output can be reused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from corpusprep.engine.files import read_json
+from corpusprep.mask import num_predictions
+from corpusprep.mask.examples import list_parts
+from corpusprep.shard.build import MANIFEST, sha256_file
+from corpusprep.shard.schema import SCHEMA_VERSION, SPLITS, shard_schema
+from corpusprep.shard.table import COUNT_KEYS, count_table, gather_predicted
+
+
+def _first(bad: np.ndarray, what: str) -> list[str]:
+    """One problem line for a per-row check: the first bad row and how many rows fail."""
+    rows = np.flatnonzero(bad)
+    return [f"row {rows[0]}: {what} ({len(rows)} rows)"] if len(rows) else []
+
+
+def _any(flags: np.ndarray, row_of: np.ndarray, n: int) -> np.ndarray:
+    """Per row: does any of its flat elements (tokens or predictions) have the flag?"""
+    return np.bincount(row_of[flags], minlength=n) > 0
+
+
+def check_rows(table: pa.Table, manifest: dict) -> list[str]:
+    """Row invariants, vectorised over a whole shard."""
+    special = manifest["vocab"]["special_ids"]
+    cls_id, sep_id, pad_id, mask_id = (special[t] for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]"))
+    options, max_len = manifest["options"], manifest["max_seq_length"]
+    offsets, ids = list_parts(table.column("input_ids"))
+    type_offsets, types = list_parts(table.column("token_type_ids"))
+    pred_offsets, positions = list_parts(table.column("masked_lm_positions"))
+    label_offsets, labels = list_parts(table.column("masked_lm_ids"))
+    lengths, num_tokens = np.diff(offsets), table.column("num_tokens").to_numpy().astype(np.int64)
+    nsp = table.column("next_sentence_label").to_numpy()
+    n = table.num_rows
+    problems = _first(num_tokens != lengths, "num_tokens != len(input_ids)")
+    problems += _first(lengths > max_len, f"longer than max_seq_length {max_len}")
+    problems += _first(lengths < 5, "shorter than [CLS] a [SEP] b [SEP]")
+    problems += _first(nsp > 1, "next_sentence_label not 0 or 1")
+    problems += _first(np.diff(type_offsets) != lengths, "len(token_type_ids) != len(input_ids)")
+    problems += _first(np.diff(label_offsets) != np.diff(pred_offsets), "masked_lm_ids/_positions lengths")
+    if problems:  # the layout checks below index by these lengths
+        return problems
+
+    # Layout: [CLS] A [SEP] B [SEP], token types 0...0 1...1, specials exactly there and nowhere else.
+    example = np.repeat(np.arange(n), lengths)
+    starts = offsets[:-1]
+    ones = np.add.reduceat(types.astype(np.int64), starts) if n else np.zeros(0, np.int64)
+    sep_a = offsets[1:] - ones - 1  # the [SEP] that ends A
+    problems += _first(_any(types > 1, example, n), "token_type_ids not 0/1")
+    problems += _first((ones < 2) | (lengths - ones < 3), "segment A or B empty (token_type_ids)")
+    if problems:
+        return problems
+    expect_types = (np.arange(len(ids)) > sep_a[example]).astype(np.uint8)
+    problems += _first(_any(types != expect_types, example, n), "token_type_ids not 0...0 1...1")
+    problems += _first(ids[starts] != cls_id, "does not start with [CLS]")
+    problems += _first((ids[sep_a] != sep_id) | (ids[offsets[1:] - 1] != sep_id), "no [SEP] after A or B")
+    specials = np.isin(ids, [cls_id, sep_id, pad_id])
+    problems += _first(np.bincount(example[specials], minlength=n) != 3, "[CLS]/[SEP]/[PAD] inside a segment")
+
+    # Predictions: ascending positions inside the example, never on a special, within the budget.
+    count = np.diff(pred_offsets)
+    pred_example = np.repeat(np.arange(n), count)
+    pos = positions.astype(np.int64)
+    problems += _first(_any(pos >= lengths[pred_example], pred_example, n), "masked position out of range")
+    if problems:
+        return problems
+    step_ok = np.ones(len(pos), bool)
+    step_ok[1:] = (pos[1:] > pos[:-1]) | (pred_example[1:] != pred_example[:-1])
+    problems += _first(_any(~step_ok, pred_example, n), "masked positions not ascending")
+    shown, _, _, flat = gather_predicted(table)
+    on_special = np.isin(ids[flat] if len(flat) else flat, [cls_id, sep_id]) | (flat == starts[pred_example])
+    problems += _first(_any(on_special, pred_example, n), "a [CLS]/[SEP] is masked")
+    special_label = np.isin(labels, [cls_id, sep_id, pad_id, mask_id])
+    problems += _first(_any(special_label, pred_example, n), "a label is a special token")
+    bad_random = (shown != mask_id) & (shown != labels) & np.isin(shown, list(special.values()))
+    problems += _first(_any(bad_random, pred_example, n), "a random replacement is a special token")
+    budget = num_predictions(lengths, options["masked_lm_prob"], options["max_predictions_per_seq"])
+    problems += _first(count > budget, "more predictions than the budget")
+    if not options["whole_word_mask"]:  # every example has far more candidates than its budget
+        problems += _first(count != np.minimum(budget, lengths - 3), "predictions != the budget")
+    return problems
+
+
+def validate_shards(directory: str | Path) -> list[str]:
+    """Every problem found in a shards directory, one line each; [] when it is complete and valid."""
+    directory = Path(directory)
+    manifest_path = directory / MANIFEST
+    if not manifest_path.is_file():
+        return [f"{manifest_path}: missing (unfinished or not a shards directory)"]
+    try:
+        manifest = read_json(manifest_path)
+        splits = manifest["splits"]
+        if manifest.get("schema_version") != SCHEMA_VERSION:
+            found = manifest.get("schema_version")
+            return [f"{manifest_path}: schema_version {found}, this corpusprep reads {SCHEMA_VERSION}"]
+        schema = shard_schema(np.dtype(manifest["token_dtype"]))
+        mask_id = manifest["vocab"]["special_ids"]["[MASK]"]
+    except (ValueError, KeyError, TypeError) as error:
+        return [f"{manifest_path}: unreadable manifest ({type(error).__name__}: {error})"]
+
+    problems: list[str] = []
+    listed = {s["path"] for split in splits.values() for s in split["shards"]}
+    for split in SPLITS:
+        folder = directory / split
+        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+            name = f"{split}/{path.name}"
+            if path.name.startswith(".") and ".tmp-" in path.name:
+                problems.append(f"{name}: leftover temporary file of an interrupted write")
+            elif name not in listed:
+                problems.append(f"{name}: file not in the manifest")
+    if set(splits) - set(SPLITS):
+        problems.append(f"{manifest_path}: unknown splits {sorted(set(splits) - set(SPLITS))}")
+
+    totals = dict.fromkeys(COUNT_KEYS, 0)
+    for split_name, split in splits.items():
+        sums = dict.fromkeys(COUNT_KEYS, 0)
+        rows = [s["rows"] for s in split["shards"]]
+        if rows and max(rows) - min(rows) > 1:
+            problems.append(f"{split_name}: unbalanced shards ({min(rows)} to {max(rows)} rows)")
+        for entry in split["shards"]:
+            path, name = directory / entry["path"], entry["path"]
+            if not path.is_file():
+                problems.append(f"{name}: missing")
+                continue
+            if path.stat().st_size != entry["bytes"]:
+                problems.append(f"{name}: {path.stat().st_size} bytes, manifest says {entry['bytes']}")
+            if sha256_file(path) != entry["sha256"]:
+                problems.append(f"{name}: sha256 differs from the manifest (corrupted or replaced)")
+            try:
+                table = pq.read_table(path)
+            except (OSError, pa.ArrowException) as error:
+                problems.append(f"{name}: unreadable Parquet ({error})")
+                continue
+            if not table.schema.equals(schema):
+                problems.append(f"{name}: schema differs from shard_schema({manifest['token_dtype']})")
+                continue
+            if table.num_rows != entry["rows"]:
+                problems.append(f"{name}: {table.num_rows} rows, manifest says {entry['rows']}")
+            problems += [f"{name} {p}" for p in check_rows(table, manifest)]
+            for key, value in count_table(table, mask_id).items():
+                sums[key] += value
+        for key in COUNT_KEYS:
+            totals[key] += split.get(key, 0)
+            if sums[key] != split.get(key):
+                problems.append(f"{split_name}: manifest {key} {split.get(key)}, the files hold {sums[key]}")
+    for key in COUNT_KEYS:
+        if manifest.get("totals", {}).get(key) != totals[key]:
+            problems.append(f"{manifest_path}: totals.{key} is not the sum of the splits")
+    return problems

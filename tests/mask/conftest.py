@@ -1,0 +1,1 @@
+from tests.shard.realistic import stream, vocab_dir  # noqa: F401  (fixtures)
