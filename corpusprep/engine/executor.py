@@ -4,6 +4,9 @@ A stage function is a plain, picklable top-level function `fn(task) -> stats` th
 atomically. The executor only schedules: it never changes what a task computes, so the output is the same
 whatever the engine or the number of workers. After a task's outputs are in place its completion marker
 (holding its stats) is written; a rerun skips marked tasks and reuses their stats.
+
+With Ray, every worker must be able to import the stage function's module (corpusprep installed on every
+node) and read and write the task's paths (a shared file system, the marker directory included).
 """
 
 from __future__ import annotations
@@ -11,7 +14,11 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing as mp
 import os
-from collections.abc import Callable, Iterable, Sequence
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,10 +29,15 @@ from corpusprep.errors import UsageError
 Stats = dict[str, Any]
 ENGINES = ("local", "ray")
 
+# Test hook for the kill-and-resume tests: SIGKILL this process after it has seen this many tasks finish
+# (counted across every run_tasks call in the process), as an OOM kill or a pulled plug would.
+KILL_AFTER_TASKS_ENV = "CORPUSPREP_TEST_KILL_AFTER_TASKS"
+_finished_in_process = 0
+
 
 @dataclass(frozen=True)
 class Task:
-    """One unit of work: `id` is unique within a stage and safe as a file name; `args` is any picklable payload."""
+    """One unit of work: `id` is unique in its stage and a safe file name; `args` is any picklable payload."""
 
     id: str
     args: Any
@@ -57,8 +69,16 @@ def run_tasks(
 ) -> list[Stats]:
     """Run `fn` on every task not yet marked done; return every task's stats in task order.
 
-    `on_done(task, stats, skipped)` is called in the parent as each task finishes (for progress bars).
+    `workers`: local processes (None or 0: one per core); on Ray, the most tasks in flight at once
+    (None or 0: as many as the cluster has CPUs). `ray_address`: an existing cluster ("auto" or
+    "ray://host:10001"); None starts a local one. `on_done(task, stats, skipped)` is called in the parent
+    as each task finishes (for progress bars).
     """
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    ids = [task.id for task in tasks]
+    if len(set(ids)) != len(ids):
+        raise ValueError("task ids must be unique within a stage")
     marker_dir = Path(marker_dir)
     marker_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Stats] = {}
@@ -71,28 +91,37 @@ def run_tasks(
                 on_done(task, results[task.id], True)
         else:
             todo.append(task)
-    workers = max(1, workers or default_workers())
     if engine == "local":
-        finished = _run_local(fn, todo, marker_dir, workers)
-    elif engine == "ray":
-        finished = _run_ray(fn, todo, marker_dir, workers, ray_address)
+        finished = _run_local(fn, todo, marker_dir, max(1, workers or default_workers()))
     else:
-        raise UsageError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+        finished = _run_ray(fn, todo, marker_dir, workers or None, ray_address)
     for task, stats in finished:
         results[task.id] = stats
         if on_done:
             on_done(task, stats, False)
+        _maybe_kill_for_test()
     return [results[t.id] for t in tasks]
 
 
-def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, workers: int) -> Iterable[tuple[Task, Stats]]:
+def _maybe_kill_for_test() -> None:
+    global _finished_in_process
+    limit = os.environ.get(KILL_AFTER_TASKS_ENV)
+    if not limit:
+        return
+    _finished_in_process += 1
+    if _finished_in_process >= int(limit):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, workers: int) -> Iterator[tuple[Task, Stats]]:
     if workers == 1 or len(tasks) <= 1:
         for task in tasks:
             yield task, _run_and_mark(fn, task, marker_dir)
         return
     # spawn, not fork: the parent may hold threads (tokenizers, torch) that fork would copy mid-lock.
     context = mp.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context) as pool:
+    workers = min(workers, len(tasks))
+    with cf.ProcessPoolExecutor(workers, mp_context=context, initializer=_exit_with_parent) as pool:
         futures = {pool.submit(_run_and_mark, fn, task, marker_dir): task for task in tasks}
         try:
             for future in cf.as_completed(futures):
@@ -103,22 +132,79 @@ def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, workers: int) -> Ite
             raise
 
 
-def _run_ray(fn, tasks: Sequence[Task], marker_dir: Path, workers: int, address: str | None):
+def _exit_with_parent() -> None:
+    """Pool workers end when the parent dies (SIGKILL, OOM killer): otherwise they wait forever on its
+    queue, and a rerun would start beside them."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def init_ray(address: str | None, num_cpus: int | None = None) -> None:
+    """Join the cluster at `address`, or start a local one with `num_cpus` CPUs; no-op if already joined."""
     try:
         import ray
     except ImportError:
         raise UsageError("--engine ray needs Ray: pip install 'corpusprep[ray]'") from None
-    if not ray.is_initialized():
+    if ray.is_initialized():
+        return
+    try:
         if address:
+            # Nodes of an existing cluster import corpusprep from their own installation.
             ray.init(address=address, log_to_driver=False)
         else:
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+            # Local workers get the driver's sys.path, so a source checkout (or a test module) imports too.
+            roots = dict.fromkeys([os.getcwd(), *sys.path])
+            path = os.pathsep.join(p for p in roots if p and Path(p).is_dir())
+            ray.init(
+                num_cpus=num_cpus or default_workers(),
+                include_dashboard=False,
+                log_to_driver=False,
+                runtime_env={"env_vars": {"PYTHONPATH": path}},
+            )
+    except ConnectionError as error:
+        raise UsageError(f"--ray-address {address}: cannot join the Ray cluster ({error})") from None
+
+
+def _run_ray(
+    fn, tasks: Sequence[Task], marker_dir: Path, workers: int | None, address: str | None
+) -> Iterator[tuple[Task, Stats]]:
+    if not tasks:
+        return
+    init_ray(address, workers)
+    import ray
+    from ray.exceptions import RayTaskError
+
+    # max_retries re-runs a task whose worker or node died (its outputs are atomic, so a retry is safe);
+    # an exception raised by the stage itself is not retried: it is a bug or bad data, and fails the run.
     remote = ray.remote(num_cpus=1, max_retries=2)(_run_and_mark)
-    pending = {remote.remote(fn, task, marker_dir): task for task in tasks}
-    while pending:
-        done, _ = ray.wait(list(pending), num_returns=1)
-        for ref in done:
-            yield pending.pop(ref), ray.get(ref)
+    fn_ref = ray.put(fn)
+    queue = list(reversed(tasks))
+    limit = workers or len(tasks)
+    pending: dict[Any, Task] = {}
+    try:
+        while queue or pending:
+            while queue and len(pending) < limit:
+                task = queue.pop()
+                pending[remote.remote(fn_ref, task, marker_dir)] = task
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                task = pending.pop(ref)
+                try:
+                    stats = ray.get(ref)
+                except RayTaskError as error:
+                    # Re-raise the stage's own exception (a DataError stays a one-line error for the CLI).
+                    cause = getattr(error, "cause", None)
+                    raise (cause if isinstance(cause, Exception) else error) from None
+                yield task, stats
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=True)
 
 
 def merge_stats(parts: Iterable[Stats]) -> Stats:
@@ -130,8 +216,6 @@ def merge_stats(parts: Iterable[Stats]) -> Stats:
                 merged[key] = merge_stats([value]) if isinstance(value, dict) else value
             elif isinstance(value, dict):
                 merged[key] = merge_stats([merged[key], value])
-            elif isinstance(value, list):
-                merged[key] = merged[key] + value
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                merged[key] = merged[key] + value
+            elif isinstance(value, (list, int, float)) and not isinstance(value, bool):
+                merged[key] = merged[key] + value  # lists concatenate, numbers add
     return merged

@@ -1,4 +1,4 @@
-"""Seeded randomness: every draw comes from a generator keyed by (seed, partition, pass, ...), never global state."""
+"""Seeded randomness: every draw comes from a generator keyed by (seed, partition, pass, ...)."""
 
 from __future__ import annotations
 

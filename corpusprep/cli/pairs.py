@@ -1,0 +1,88 @@
+"""`corpusprep build-pairs`: documents -> NSP sentence pairs (Parquet), exactly balanced, resumable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from corpusprep.cli.app import app
+from corpusprep.cli.options import (
+    Format,
+    Inputs,
+    OnError,
+    OneSentencePerLine,
+    Overwrite,
+    Seed,
+    TextField,
+    VocabDir,
+    Workers,
+)
+
+
+@app.command("build-pairs")
+def build_pairs_command(
+    inputs: Inputs,
+    vocab: VocabDir,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Pairs directory to write.")],
+    max_seq_length: Annotated[int, typer.Option(help="[CLS] A [SEP] B [SEP] length; A+B get 3 fewer.")] = 128,
+    short_seq_prob: Annotated[
+        float, typer.Option(help="Share of documents given a shorter random target.")
+    ] = 0.1,
+    dupe_factor: Annotated[
+        int, typer.Option(help="Passes over the data, each with different random choices.")
+    ] = 5,
+    docs_per_partition: Annotated[
+        int, typer.Option(help="Documents per partition: the pool NotNext segments come from; bounds memory.")
+    ] = 2048,
+    validation_fraction: Annotated[float, typer.Option(help="Share of documents (by id) held out.")] = 0.01,
+    splitter: Annotated[
+        str, typer.Option(help="Sentence splitter for text that is not pre-split.")
+    ] = "default",
+    seed: Seed = 12345,
+    workers: Workers = 0,
+    engine: Annotated[str, typer.Option(help="Executor: local (process pool) or ray.")] = "local",
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (--engine ray).")] = None,
+    overwrite: Overwrite = False,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,
+    input_format: Format = "auto",
+    one_sentence_per_line: OneSentencePerLine = False,
+    text_field: TextField = "text",
+    on_error: OnError = "auto",
+) -> None:
+    """Build BERT next-sentence-prediction pairs: PAIRS_DIR/{train,validation}/part-*.parquet + stats.json."""
+    from corpusprep.cli.options import read_options
+    from corpusprep.pair.build import PairOptions, build_pairs
+
+    options = PairOptions(
+        max_seq_length=max_seq_length,
+        short_seq_prob=short_seq_prob,
+        dupe_factor=dupe_factor,
+        docs_per_partition=docs_per_partition,
+        validation_fraction=validation_fraction,
+        seed=seed,
+        splitter=splitter,
+    )
+    stats = build_pairs(
+        inputs,
+        vocab,
+        output,
+        options,
+        read_options(input_format, one_sentence_per_line, text_field, on_error),
+        workers=workers or None,
+        engine=engine,
+        ray_address=ray_address,
+        overwrite=overwrite,
+        progress=progress,
+    )
+    if stats.get("nothing_to_do"):
+        typer.echo(f"{output}: already built with these inputs, vocab and options; nothing to do", err=True)
+        return
+    skipped = ", ".join(f"{n:,} {reason}" for reason, n in stats["documents_skipped"].items() if n) or "none"
+    typer.echo(
+        f"{output}: {stats['pairs']:,} pairs ({stats['not_next']:,} NotNext) from "
+        f"{stats['documents_used']:,} of {stats['documents']:,} documents (skipped: {skipped}) "
+        f"in {stats['seconds']:.1f}s",
+        err=True,
+    )

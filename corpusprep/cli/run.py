@@ -1,0 +1,73 @@
+"""`corpusprep run PIPELINE.toml`: every stage of a named pipeline in order, resumable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from corpusprep.cli.app import app
+from corpusprep.cli.options import Overwrite, Workers
+from corpusprep.engine.executor import ENGINES
+from corpusprep.errors import UsageError
+
+
+@app.command("run")
+def run(
+    pipeline: Annotated[
+        Path, typer.Argument(help="Pipeline file, e.g. pipelines/demo.toml (see pipelines/template.toml).")
+    ],
+    run_dir: Annotated[
+        Path | None, typer.Option(help="Where every stage writes (default: runs/NAME).", show_default=False)
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Change a setting: section.key=value (a TOML value), e.g. --set train.schedule.steps=50 "
+            "--set input.paths='[\"corpus/\"]'. Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    engine: Annotated[str, typer.Option(help=f"Data-preparation engine: {' or '.join(ENGINES)}.")] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            help="Ray cluster to join ('auto': the one this node belongs to); none: start a local one."
+        ),
+    ] = None,
+    workers: Workers = 0,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            help="Stop after this stage (e.g. pairs-seq128) or stage kind (e.g. shard: no training)."
+        ),
+    ] = None,
+    overwrite: Overwrite = False,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+) -> None:
+    """Run a named pipeline: (demo corpus ->) vocab -> build-pairs -> shard -> train -> plot -> report.
+
+    Stages whose outputs are complete and whose settings and inputs are unchanged are skipped, so a killed
+    run continues where it stopped and a second run does nothing. Changing a setting reruns that stage and
+    every stage after it. The report is RUN_DIR/report.md (and report.json).
+    """
+    from pipelines.config import load_pipeline
+    from pipelines.runner import run_pipeline
+
+    if engine not in ENGINES:
+        raise UsageError(f"--engine {engine!r}: choose {' or '.join(ENGINES)}")
+    if ray_address and engine != "ray":
+        raise UsageError("--ray-address needs --engine ray")
+    spec = load_pipeline(pipeline, set_ or [])
+    run_pipeline(
+        spec,
+        run_dir or Path("runs") / spec.name,
+        engine=engine,
+        ray_address=ray_address,
+        workers=workers or None,
+        until=until,
+        overwrite=overwrite,
+        progress=progress,
+    )

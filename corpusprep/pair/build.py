@@ -1,0 +1,490 @@
+"""`build-pairs`: documents -> NSP sentence pairs, partition by partition, resumable, in bounded memory.
+
+Stages (each resumable: outputs are atomic, finished tasks leave a completion marker under `_work`):
+1. read: one streaming pass over the input writes documents in chunks of `docs_per_chunk` to `_work/docs`
+   and counts them, which fixes the number of partitions per split.
+2. tokenize, one task per chunk: split, tokenize once, assign each document to its split (`unit_interval`) and
+   partition (`stable_hash`), and write one token cache per (split, partition) touched by the chunk.
+3. pairs, one task per (split, partition, dupe pass): load the partition's caches and write
+   `{split}/part-PPPPP-dD.parquet`. Partitions hold about `docs_per_partition` documents: the pool NotNext
+   segments are drawn from, and what one task holds in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from corpusprep.engine.executor import Task, merge_stats, run_tasks
+from corpusprep.engine.files import atomic_path, read_json, remove_stale_temps, write_json
+from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
+from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
+from corpusprep.errors import DataError, UsageError
+from corpusprep.pair.instances import make_pairs, pairs_table
+from corpusprep.pair.schema import SPLITS
+from corpusprep.pair.tokens import (
+    concat_partitions,
+    encode_documents,
+    load_cache,
+    save_cache,
+    select_documents,
+)
+from corpusprep.tokenize import VocabInfo
+
+STATS_VERSION = 1
+WORK = "_work"
+OUTPUTS = {*SPLITS, WORK, "stats.json", LOCK_NAME}
+NO_SENTENCES = "no_sentences"
+NO_PARTNER = "no_partner_document"
+
+
+@dataclass(frozen=True)
+class PairOptions:
+    """What the pairs are made of. Fields match the `build-pairs` options, so a TOML section gives
+    `PairOptions(**section)`."""
+
+    max_seq_length: int = 128
+    short_seq_prob: float = 0.1
+    dupe_factor: int = 5
+    docs_per_partition: int = 2048
+    validation_fraction: float = 0.01
+    seed: int = 12345
+    splitter: str = "default"
+    docs_per_chunk: int = 256
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.max_seq_length >= 5, "max_seq_length must be at least 5"),
+            (0 <= self.short_seq_prob <= 1, "short_seq_prob must be in [0, 1]"),
+            (self.dupe_factor >= 1, "dupe_factor must be at least 1"),
+            (self.docs_per_partition >= 2, "docs_per_partition must be at least 2"),
+            (0 <= self.validation_fraction < 1, "validation_fraction must be in [0, 1)"),
+            (self.docs_per_chunk >= 1, "docs_per_chunk must be at least 1"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise UsageError(f"build-pairs: {message}")
+
+
+def document_split(seed: int, doc_id: str, validation_fraction: float) -> str:
+    return "validation" if unit_interval(seed, "split", doc_id) < validation_fraction else "train"
+
+
+def document_partition(seed: int, doc_id: str, partitions: int) -> int:
+    return stable_hash(seed, "partition", doc_id) % partitions
+
+
+# ---------------------------------------------------------------------------------------------- tasks
+
+
+@dataclass(frozen=True)
+class TokenizeArgs:
+    chunk: Path
+    cache_dir: Path
+    tokenizer_json: Path
+    sep_id: int
+    token_dtype: str
+    options: PairOptions
+    partitions: dict[str, int]
+
+
+@dataclass(frozen=True)
+class PairArgs:
+    split: str
+    partition: int
+    dupe_pass: int
+    cache_dir: Path
+    output: Path
+    token_dtype: str
+    options: PairOptions
+
+
+@functools.lru_cache(maxsize=2)
+def _tokenizer(path: str):
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(path)
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Workers are processes: tokenizers' own thread pool would only oversubscribe the cores."""
+    before = os.environ.get("TOKENIZERS_PARALLELISM")
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TOKENIZERS_PARALLELISM"]
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = before
+
+
+def tokenize_task(task: Task) -> dict[str, Any]:
+    """Split and tokenize one chunk of documents; write a token cache per (split, partition)."""
+    args: TokenizeArgs = task.args
+    opts = args.options
+    table = pa.ipc.open_file(args.chunk).read_all()
+    ids = table.column("id").to_pylist()
+    texts = table.column("text").to_pylist()
+    presplit = table.column("sentences").to_pylist()
+    splitter = None
+    documents = []
+    for text, sentences in zip(texts, presplit, strict=True):
+        if sentences is not None:  # as `corpusprep sentences` does, so sentence indexes agree with its output
+            sentences = [s.strip() for s in sentences if s and not s.isspace()]
+        else:
+            if splitter is None:
+                from corpusprep.split import get_splitter
+
+                splitter = get_splitter(opts.splitter)
+            sentences = splitter(text)
+        documents.append(sentences)
+    tokenizer = _tokenizer(str(args.tokenizer_json))
+    splits = [document_split(opts.seed, doc_id, opts.validation_fraction) for doc_id in ids]
+    stats: dict[str, Any] = {"partition_documents": {}}
+    for split in SPLITS:
+        members = [d for d, s in enumerate(splits) if s == split]
+        with _one_thread():
+            part, counts = encode_documents(
+                tokenizer,
+                [documents[d] for d in members],
+                [ids[d] for d in members],
+                sep_id=args.sep_id,
+                max_tokens=opts.max_seq_length - 3,
+                dtype=np.dtype(args.token_dtype),
+            )
+        usable = np.flatnonzero(np.diff(part.doc_offsets) > 0)
+        stats[split] = {
+            "documents": len(members),
+            "skipped": {NO_SENTENCES: len(members) - len(usable)},
+            **counts,
+        }
+        partitions = np.array(
+            [document_partition(opts.seed, part.doc_ids[d], args.partitions[split]) for d in usable],
+            dtype=np.int64,
+        )
+        for p in np.unique(partitions).tolist():
+            docs = usable[partitions == p]
+            save_cache(
+                args.cache_dir / split / f"p{p:05d}" / f"{args.chunk.stem}.npz", select_documents(part, docs)
+            )
+            stats["partition_documents"][f"{split}/{p:05d}"] = len(docs)
+    return stats
+
+
+def pair_task(task: Task) -> dict[str, Any]:
+    """One dupe pass over one partition: build the pairs and write them as one Parquet file."""
+    args: PairArgs = task.args
+    opts = args.options
+    dtype = np.dtype(args.token_dtype)
+    part = concat_partitions([load_cache(p) for p in sorted(args.cache_dir.glob("c*.npz"))], dtype)
+    rng = rng_for(opts.seed, "pairs", args.split, args.partition, args.dupe_pass)
+    pairs = make_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng)
+    table = pairs_table(part, pairs)
+    with atomic_path(args.output) as tmp:
+        pq.write_table(table, tmp, compression="zstd", compression_level=1)
+    not_next = int(pairs.is_random_next.sum())
+    stats = {
+        "pairs": len(pairs),
+        "not_next": not_next,
+        "is_next": len(pairs) - not_next,
+        "pairs_truncated": int((pairs.truncated_tokens > 0).sum()),
+        "pair_tokens_truncated": int(pairs.truncated_tokens.sum()),
+        "files": 1,
+        "file_imbalance": [not_next - (len(pairs) - not_next)],
+    }
+    if args.dupe_pass == 0:
+        stats["documents_used"] = part.num_documents
+    return {args.split: stats}
+
+
+# ---------------------------------------------------------------------------------------------- driver
+
+
+def build_pairs(
+    inputs: Sequence[str | Path],
+    vocab_dir: Path,
+    out_dir: Path,
+    options: PairOptions,
+    read_options,
+    *,
+    workers: int | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Build NSP pairs from `inputs` into `out_dir`; return the stats also written to `out_dir/stats.json`.
+
+    Same inputs, vocab, options and seed give the same files whatever `workers` and `engine` are. An
+    interrupted run resumes where it stopped; a finished one with the same settings is left as it is.
+    """
+    started = time.perf_counter()
+    vocab = VocabInfo.load(vocab_dir)
+    tokenizer_json = Path(vocab.directory) / "tokenizer.json"
+    vocab.tokenizer()  # fail now, not in a worker, when tokenizer.json is missing
+    out_dir = Path(out_dir)
+    fingerprint = {
+        "inputs": [str(Path(p).resolve()) for p in inputs],
+        "read_options": _as_dict(read_options),
+        "options": dataclasses.asdict(options),
+        "vocab_sha256": vocab.sha256,
+    }
+    with exclusive_dir(out_dir), _Progress(progress) as bar:
+        finished = _prepare_out_dir(out_dir, fingerprint, overwrite)
+        if finished is not None:
+            return {**finished, "nothing_to_do": True}
+        work = out_dir / WORK
+        remove_stale_temps(out_dir)
+        write_json(work / "run.json", fingerprint)
+        run = functools.partial(run_tasks, workers=workers, engine=engine, ray_address=ray_address)
+
+        read = _read_stage(inputs, read_options, options, work, bar)
+        partitions = {
+            split: max(1, math.ceil(read["documents"][split] / options.docs_per_partition))
+            for split in SPLITS
+        }
+        token_tasks = [
+            Task(
+                f"tokens-{c:06d}",
+                TokenizeArgs(
+                    work / "docs" / f"c{c:06d}.arrow",
+                    work / "tokens",
+                    tokenizer_json,
+                    vocab.sep_id,
+                    vocab.token_dtype.str,
+                    options,
+                    partitions,
+                ),
+            )
+            for c in range(read["chunks"])
+        ]
+        on_done = bar.stage(
+            "tokenize", len(token_tasks), lambda s: sum(s[x]["documents"] for x in SPLITS), "docs"
+        )
+        token_stats = merge_stats(
+            run(tokenize_task, token_tasks, marker_dir=work / "markers", on_done=on_done)
+        )
+
+        docs_in = token_stats["partition_documents"]
+        usable = {
+            split: sum(n for key, n in docs_in.items() if key.startswith(f"{split}/")) for split in SPLITS
+        }
+        if usable["train"] < 2:
+            raise DataError(
+                f"{', '.join(map(str, inputs))}: {usable['train']} training document(s) with sentences; "
+                "NSP pairs need at least two (a NotNext segment comes from another document)"
+            )
+        pair_tasks = [
+            Task(
+                f"pairs-{split}-{p:05d}-d{d}",
+                PairArgs(
+                    split,
+                    p,
+                    d,
+                    work / "tokens" / split / f"p{p:05d}",
+                    out_dir / split / f"part-{p:05d}-d{d}.parquet",
+                    vocab.token_dtype.str,
+                    options,
+                ),
+            )
+            for split in SPLITS
+            for p in range(partitions[split])
+            if docs_in.get(f"{split}/{p:05d}", 0) >= 2
+            for d in range(options.dupe_factor)
+        ]
+        on_done = bar.stage("pairs", len(pair_tasks), lambda s: sum(v["pairs"] for v in s.values()), "pairs")
+        pair_stats = merge_stats(run(pair_task, pair_tasks, marker_dir=work / "markers", on_done=on_done))
+
+    stats = _assemble_stats(read, token_stats, pair_stats, partitions, fingerprint, vocab)
+    stats["seconds"] = round(time.perf_counter() - started, 3)
+    write_json(out_dir / "stats.json", stats)
+    shutil.rmtree(work)
+    return stats
+
+
+def _as_dict(options) -> dict[str, Any]:
+    return dataclasses.asdict(options) if dataclasses.is_dataclass(options) else dict(vars(options))
+
+
+def _prepare_out_dir(out_dir: Path, fingerprint: dict, overwrite: bool) -> dict | None:
+    """The stats of a finished identical run, or None after making `out_dir` ready to (re)start or resume."""
+    entries = {p.name for p in out_dir.iterdir()} - {LOCK_NAME}
+    if not entries:
+        return None
+    stats_path, run_path = out_dir / "stats.json", out_dir / WORK / "run.json"
+    if not overwrite:
+        if stats_path.exists() and read_json(stats_path).get("fingerprint") == fingerprint:
+            return read_json(stats_path)
+        if not stats_path.exists() and run_path.exists() and read_json(run_path) == fingerprint:
+            return None  # an interrupted run of the same build: resume it
+        raise UsageError(
+            f"{out_dir}: not empty and not a build-pairs run with these inputs, vocab and options; "
+            "pass --overwrite to replace it, or pick another directory"
+        )
+    foreign = sorted(entries - OUTPUTS)
+    if foreign:
+        raise UsageError(
+            f"{out_dir}: holds files build-pairs did not write ({', '.join(foreign[:3])}); "
+            "refusing to delete them, pick another directory"
+        )
+    for name in entries:
+        path = out_dir / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    return None
+
+
+def _read_stage(inputs, read_options, options: PairOptions, work: Path, bar: _Progress) -> dict[str, Any]:
+    """Stream the documents once into chunk files, counting them per split (that fixes the partitions)."""
+    marker = work / "read.done.json"
+    if marker.exists():
+        return read_json(marker)
+    from corpusprep.read import ReadStats, iter_documents
+
+    read_stats = ReadStats()
+    counts = dict.fromkeys(SPLITS, 0)
+    chunk: list = []
+    chunks = 0
+    tick = bar.stage("read", None, None, "docs")
+
+    def flush() -> None:
+        nonlocal chunks
+        table = pa.table(
+            {
+                "id": pa.array([d.id for d in chunk], pa.string()),
+                "text": pa.array([None if d.sentences is not None else d.text for d in chunk], pa.string()),
+                "sentences": pa.array(
+                    [None if d.sentences is None else list(d.sentences) for d in chunk], pa.list_(pa.string())
+                ),
+            }
+        )
+        with (
+            atomic_path(work / "docs" / f"c{chunks:06d}.arrow") as tmp,
+            pa.ipc.new_file(tmp, table.schema) as f,
+        ):
+            f.write_table(table)
+        tick(None, {"documents": len(chunk)}, False)
+        chunks += 1
+        chunk.clear()
+
+    for doc in iter_documents(list(inputs), read_options, read_stats):
+        counts[document_split(options.seed, doc.id, options.validation_fraction)] += 1
+        chunk.append(doc)
+        if len(chunk) == options.docs_per_chunk:
+            flush()
+    if chunk:
+        flush()
+    bar.finish("read")
+    result = {"chunks": chunks, "documents": counts, "read": read_stats.to_dict()}
+    write_json(marker, result)
+    return result
+
+
+def _assemble_stats(
+    read, token_stats, pair_stats, partitions, fingerprint, vocab: VocabInfo
+) -> dict[str, Any]:
+    splits = {}
+    for split in SPLITS:
+        tok, pairs = token_stats.get(split, {}), dict(pair_stats.get(split, {}))
+        imbalance = pairs.pop("file_imbalance", [])
+        documents = read["documents"][split]
+        used = pairs.pop("documents_used", 0)
+        skipped = {NO_SENTENCES: tok.get("skipped", {}).get(NO_SENTENCES, 0)}
+        skipped[NO_PARTNER] = documents - used - skipped[NO_SENTENCES]
+        splits[split] = {
+            "documents": documents,
+            "documents_used": used,
+            "documents_skipped": skipped,
+            "partitions": partitions[split],
+            **{
+                k: tok.get(k, 0)
+                for k in (
+                    "sentences",
+                    "empty_sentences",
+                    "tokens",
+                    "sentences_truncated",
+                    "sentence_tokens_truncated",
+                )
+            },
+            **{
+                k: pairs.get(k, 0)
+                for k in ("files", "pairs", "is_next", "not_next", "pairs_truncated", "pair_tokens_truncated")
+            },
+            "max_file_imbalance": max(map(abs, imbalance), default=0),
+        }
+    total = merge_stats(splits.values())
+    return {
+        "stats_version": STATS_VERSION,
+        "fingerprint": fingerprint,
+        "options": fingerprint["options"],
+        "vocab": {"sha256": vocab.sha256, "size": vocab.size, "directory": str(vocab.directory)},
+        "read": read["read"],
+        "documents": total["documents"],
+        "documents_used": total["documents_used"],
+        "documents_skipped": total["documents_skipped"],
+        "pairs": total["pairs"],
+        "is_next": total["is_next"],
+        "not_next": total["not_next"],
+        "splits": splits,
+    }
+
+
+class _Progress:
+    """Rich progress on stderr: one line per stage with its rate (documents/s, pairs/s)."""
+
+    def __init__(self, enabled: bool) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn("{task.description:<9}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[items]}"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            disable=not enabled,
+            transient=False,
+        )
+        self.enabled = enabled
+        self.bars: dict[str, Any] = {}
+
+    def __enter__(self) -> _Progress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.__exit__(*exc)
+
+    def stage(self, name: str, total: int | None, count: Callable | None, unit: str) -> Callable:
+        """An `on_done(task, stats, skipped)` callback: advance this stage, show items and items/s."""
+        bar = self.bars[name] = self.progress.add_task(name, total=total, items="")
+        start, items = time.perf_counter(), 0
+
+        def on_done(task, stats, skipped) -> None:
+            nonlocal items
+            items += stats["documents"] if count is None else count(stats)
+            rate = items / max(time.perf_counter() - start, 1e-9)
+            self.progress.update(bar, advance=1, items=f"{items:,} {unit}  {rate:,.0f} {unit}/s")
+
+        return on_done
+
+    def finish(self, name: str) -> None:
+        """Mark a stage of unknown length as complete (stops its clock)."""
+        bar = self.bars[name]
+        done = next(t.completed for t in self.progress.tasks if t.id == bar)
+        self.progress.update(bar, total=done, completed=done)

@@ -1,0 +1,185 @@
+"""NSP sentence pairs from one partition's tokenized documents: BERT's `create_instances_from_document`,
+with the IsNext/NotNext split kept exactly balanced.
+
+Everything is index arithmetic over a flat token array: a segment is a run of whole sentences of one document,
+so it is one contiguous token range, and truncation only moves its two ends. Tokens are gathered once, at the
+end, with numpy.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from corpusprep.pair.schema import pairs_schema
+
+
+@dataclass(frozen=True)
+class PartitionTokens:
+    """Tokenized documents, flat. Document d holds sentences `doc_offsets[d]:doc_offsets[d+1]`; sentence s
+    holds `tokens[sent_offsets[s]:sent_offsets[s+1]]` (never empty) and was sentence `sent_index[s]` of its
+    document."""
+
+    tokens: np.ndarray  # uint16 / uint32
+    sent_offsets: np.ndarray  # int64[n_sentences + 1]
+    sent_index: np.ndarray  # uint32[n_sentences]
+    doc_offsets: np.ndarray  # int64[n_documents + 1]
+    doc_ids: list[str]
+
+    @property
+    def num_documents(self) -> int:
+        return len(self.doc_offsets) - 1
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """One row per pair: token ranges `[a_start, a_end)`, `[b_start, b_end)` into the partition's tokens."""
+
+    a_start: np.ndarray
+    a_end: np.ndarray
+    b_start: np.ndarray
+    b_end: np.ndarray
+    a_sentence: np.ndarray  # first sentence of A (partition-wide index)
+    b_sentence: np.ndarray
+    a_doc: np.ndarray
+    b_doc: np.ndarray
+    is_random_next: np.ndarray  # bool
+    truncated_tokens: np.ndarray  # tokens cut by truncate_seq_pair
+
+    def __len__(self) -> int:
+        return len(self.a_start)
+
+
+def make_pairs(
+    part: PartitionTokens, max_seq_length: int, short_seq_prob: float, rng: np.random.Generator
+) -> Pairs:
+    """One dupe pass over the partition, document by document, as the reference does.
+
+    Differences from the reference, on purpose:
+    - Balance: a chunk of one sentence must be NotNext (there is no B in it). The reference therefore ends at
+      ~56% NotNext. Here a running balance (NotNext - IsNext) decides every free choice: above zero, IsNext;
+      below, NotNext; at zero, a fair coin. While IsNext pairs are owed, a one-sentence chunk that is not
+      its document's last also takes the next sentence, so it can be IsNext. Only one-sentence documents and
+      a document's lone last sentence still force NotNext, and the following free choices pay that back.
+    - The random document is drawn uniformly among the *other* documents (the reference retries 10 times and
+      may keep the current one).
+    - Truncation removes the same number of tokens from the same segment as the reference; the number taken
+      from the front is drawn at once (Binomial(n, 1/2)) instead of token by token: same distribution.
+    """
+    if part.num_documents < 2:
+        raise ValueError("a partition needs at least two documents to draw NotNext segments from")
+    max_tokens = max_seq_length - 3
+    off = part.sent_offsets.tolist()
+    doc_off = part.doc_offsets.tolist()
+    n_docs = part.num_documents
+    # Draws are taken from one block of uniforms: at most 2 per document and 4 per chunk, and every chunk
+    # consumes at least one sentence. Scalar Generator calls would cost more than the rest of the loop.
+    u = rng.random(2 * n_docs + 4 * (len(off) - 1) + 1).tolist()
+    k = 0
+    a_first, a_stop, b_first, b_stop, a_doc, b_doc, rand = [], [], [], [], [], [], []
+    balance = 0
+    for d in range(n_docs):
+        first, last = doc_off[d], doc_off[d + 1]
+        target = max_tokens
+        if u[k] < short_seq_prob:
+            target = 2 + int(u[k + 1] * (max_tokens - 1))  # uniform in [2, max_tokens]
+            k += 1
+        k += 1
+        c = first
+        while c < last:
+            # The chunk is sentences [c, end): up to the first that reaches the target, or the document's end.
+            end = min(bisect_left(off, off[c] + target, c + 1, last + 1), last)
+            if end - c == 1 and balance > 0 and end < last:
+                end += 1  # owed IsNext pairs: give the chunk a B (truncation keeps the pair in bounds)
+            n = end - c
+            split = c + 1
+            if n >= 2:
+                split += int(u[k] * (n - 1))  # A = sentences [c, split), split - c uniform in [1, n - 1]
+                k += 1
+            if n == 1:
+                random_next = True
+            elif balance:
+                random_next = balance < 0
+            else:
+                random_next = u[k] < 0.5
+                k += 1
+            a_first.append(c)
+            a_stop.append(split)
+            a_doc.append(d)
+            rand.append(random_next)
+            if random_next:
+                r = int(u[k] * (n_docs - 1))
+                r += r >= d  # any document but this one
+                r_first, r_last = doc_off[r], doc_off[r + 1]
+                start = r_first + int(u[k + 1] * (r_last - r_first))
+                k += 2
+                target_b = target - (off[split] - off[c])
+                stop = min(bisect_left(off, off[start] + target_b, start + 1, r_last + 1), r_last)
+                b_first.append(start)
+                b_stop.append(stop)
+                b_doc.append(r)
+                balance += 1
+                c = split  # the chunk's unused sentences go back
+            else:
+                b_first.append(split)
+                b_stop.append(end)
+                b_doc.append(d)
+                balance -= 1
+                c = end
+    sent_off = part.sent_offsets
+    a_start, a_end = sent_off[a_first], sent_off[a_stop]
+    b_start, b_end = sent_off[b_first], sent_off[b_stop]
+    cut_a, cut_b = truncation(a_end - a_start, b_end - b_start, max_tokens)
+    front_a, front_b = rng.binomial(cut_a, 0.5), rng.binomial(cut_b, 0.5)
+    return Pairs(
+        a_start=a_start + front_a,
+        a_end=a_end - (cut_a - front_a),
+        b_start=b_start + front_b,
+        b_end=b_end - (cut_b - front_b),
+        a_sentence=np.asarray(a_first, dtype=np.int64),
+        b_sentence=np.asarray(b_first, dtype=np.int64),
+        a_doc=np.asarray(a_doc, dtype=np.int64),
+        b_doc=np.asarray(b_doc, dtype=np.int64),
+        is_random_next=np.asarray(rand, dtype=bool),
+        truncated_tokens=cut_a + cut_b,
+    )
+
+
+def truncation(len_a: np.ndarray, len_b: np.ndarray, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens `truncate_seq_pair` removes from A and from B: one at a time from the longer (B on a tie)."""
+    excess = np.maximum(len_a + len_b - max_tokens, 0)
+    diff = len_a - len_b
+    first = np.minimum(np.abs(diff), excess)  # taken from the longer until both are equal
+    rest = excess - first  # then alternately, B first
+    cut_a = np.where(diff > 0, first, 0) + rest // 2
+    cut_b = np.where(diff < 0, first, 0) + rest - rest // 2
+    return cut_a, cut_b
+
+
+def gather(tokens: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.ListArray:
+    """The token ranges as an Arrow list column, built from offsets and values (no Python lists)."""
+    lengths = ends - starts
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    index = np.arange(offsets[-1], dtype=np.int64) + np.repeat(starts - offsets[:-1], lengths)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(tokens[index]))
+
+
+def pairs_table(part: PartitionTokens, pairs: Pairs) -> pa.Table:
+    """The pairs in the `build-pairs` Parquet schema, with provenance (document and sentence of A and B)."""
+    doc_ids = pa.array(part.doc_ids, type=pa.string())
+    return pa.Table.from_arrays(
+        [
+            gather(part.tokens, pairs.a_start, pairs.a_end),
+            gather(part.tokens, pairs.b_start, pairs.b_end),
+            pa.array(pairs.is_random_next),
+            doc_ids.take(pa.array(pairs.a_doc)),
+            pa.array(part.sent_index[pairs.a_sentence], type=pa.uint32()),
+            doc_ids.take(pa.array(pairs.b_doc)),
+            pa.array(part.sent_index[pairs.b_sentence], type=pa.uint32()),
+        ],
+        schema=pairs_schema(part.tokens.dtype),
+    )

@@ -1,0 +1,198 @@
+"""A pipeline file (TOML) -> an ordered plan of stages, each with the resolved settings that fingerprint it.
+
+    [pipeline] name, seed           [input] paths, format, text_field, on_error, demo_mb
+    [vocab] [pairs] [shard] [train]  the stage settings, shared by every phase
+    [phases.NAME.pairs|shard|train]  optional: one pairs -> shard -> train set per phase, in file order,
+                                     each phase's tables overriding the shared ones
+
+`--set section.key=value` edits the file's tables before anything else (`--set phases.seq512.train.x=1`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from corpusprep.errors import UsageError
+
+DEMO_INPUT = "@demo"  # input.paths = ["@demo"]: the embedded demo corpus, built at run time
+SECTIONS = ("pipeline", "input", "vocab", "pairs", "shard", "train", "phases")
+PHASE_SECTIONS = ("pairs", "shard", "train")
+KINDS = ("corpus", "vocab", "pairs", "shard", "train", "plot")  # run order within a phase
+# demo_mb: size of the demo corpus (None: corpusprep.demo_corpus.DEFAULT_MAX_MB)
+INPUT_DEFAULTS = {"paths": [DEMO_INPUT], "format": "auto", "text_field": "text", "on_error": "auto",
+                  "demo_mb": None}
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of a run. `settings` are all that decide its output (fingerprinted, never paths inside the
+    run dir, engine or worker count); `needs` names the stages (or "input") whose outputs it reads."""
+
+    name: str
+    kind: str
+    settings: dict[str, Any]
+    needs: tuple[str, ...]
+    output: str  # directory relative to the run dir
+    phase: str = ""
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    name: str
+    source: Path
+    config: dict[str, Any]  # the file's tables after --set, as run (for the report)
+    stages: tuple[Stage, ...] = field(default=())
+
+    @property
+    def demo_input(self) -> bool:
+        return self.config["input"]["paths"] == [DEMO_INPUT]
+
+    def stage(self, name: str) -> Stage:
+        return next(s for s in self.stages if s.name == name)
+
+
+def parse_value(text: str) -> Any:
+    """A `--set` value: a TOML value (1e-4, true, "x", [1, 2]) or else the text itself."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_override(config: dict[str, Any], item: str) -> None:
+    key, sep, text = item.partition("=")
+    parts = [p.strip() for p in key.split(".")]
+    if not sep or len(parts) < 2 or not all(parts):
+        raise UsageError(f"--set {item!r}: expected section.key=value")
+    if parts[0] not in SECTIONS:
+        raise UsageError(f"--set {item!r}: unknown section {parts[0]!r} (known: {', '.join(SECTIONS)})")
+    table = config
+    for part in parts[:-1]:
+        table = table.setdefault(part, {})
+        if not isinstance(table, dict):
+            raise UsageError(f"--set {item!r}: {part!r} is a value, not a table")
+    value = parse_value(text.strip())
+    if parts == ["input", "paths"] and isinstance(value, str):
+        value = [value]
+    table[parts[-1]] = value
+
+
+def load_pipeline(path: str | Path, overrides: list[str] | None = None) -> Pipeline:
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read pipeline file ({error.strerror})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise UsageError(f"{path}: invalid TOML ({error})") from None
+    for item in overrides or []:
+        apply_override(raw, item)
+    return plan(raw, path)
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `over`'s values, table by table (a phase's train.schedule.steps keeps train.schedule.*)."""
+    merged = dict(base)
+    for key, value in over.items():
+        both = isinstance(value, dict) and isinstance(base.get(key), dict)
+        merged[key] = deep_merge(base[key], value) if both else value
+    return merged
+
+
+def _table(config: dict, key: str, where: str) -> dict[str, Any]:
+    value = config.get(key, {})
+    if not isinstance(value, dict):
+        raise UsageError(f"{where}: [{key}] must be a table")
+    return value
+
+
+def plan(raw: dict[str, Any], source: Path) -> Pipeline:
+    """The ordered stages of a pipeline file's tables (pure: reads nothing but `raw`)."""
+    unknown = sorted(set(raw) - set(SECTIONS))
+    if unknown:
+        raise UsageError(f"{source}: unknown section [{unknown[0]}] (known: {', '.join(SECTIONS)})")
+    config = copy.deepcopy(raw)
+    meta = _table(config, "pipeline", str(source))
+    name = str(meta.get("name") or source.stem)
+    seed = meta.get("seed", 12345)
+    if not isinstance(seed, int):
+        raise UsageError(f"{source}: pipeline.seed must be an integer, not {seed!r}")
+    config["pipeline"] = {**meta, "name": name, "seed": seed}
+
+    inputs = {**INPUT_DEFAULTS, **_table(config, "input", str(source))}
+    if isinstance(inputs["paths"], str):
+        inputs["paths"] = [inputs["paths"]]
+    unknown = sorted(set(inputs) - set(INPUT_DEFAULTS))
+    if unknown:
+        raise UsageError(f"{source}: unknown key input.{unknown[0]} (known: {', '.join(INPUT_DEFAULTS)})")
+    if not inputs["paths"] or not all(isinstance(p, str) for p in inputs["paths"]):
+        raise UsageError(f'{source}: input.paths must be a list of paths (or ["{DEMO_INPUT}"])')
+    config["input"] = inputs
+    demo = inputs["paths"] == [DEMO_INPUT]
+    if DEMO_INPUT in inputs["paths"] and not demo:
+        raise UsageError(f"{source}: {DEMO_INPUT} cannot be mixed with other input paths")
+    read = {k: inputs[k] for k in ("format", "text_field", "on_error")}
+
+    # Every stage draws from the pipeline seed unless its own table sets one.
+    def seeded(section: dict) -> dict:
+        return {"seed": seed, **section}
+
+    corpus_need = "corpus" if demo else "input"
+    stages = []
+    if demo:
+        stages.append(Stage("corpus", "corpus", {"max_mb": inputs["demo_mb"]}, (), "corpus"))
+    vocab = _table(config, "vocab", str(source))
+    stages.append(Stage("vocab", "vocab", {"vocab": vocab, "read": read}, (corpus_need,), "vocab"))
+
+    phases = _table(config, "phases", str(source)) or {"": {}}
+    previous_train = None
+    for phase, tables in phases.items():
+        where = f"{source}: phases.{phase}"
+        if not isinstance(tables, dict) or set(tables) - set(PHASE_SECTIONS):
+            raise UsageError(f"{where}: a phase holds only the tables {', '.join(PHASE_SECTIONS)}")
+        shared = {s: _table(config, s, str(source)) for s in PHASE_SECTIONS}
+        merged = {s: deep_merge(shared[s], _table(tables, s, where)) for s in PHASE_SECTIONS}
+        suffix = f"-{phase}" if phase else ""
+        prefix = f"{phase}/" if phase else ""
+        pairs, shard, train = (f"{kind}{suffix}" for kind in ("pairs", "shard", "train"))
+        # A phase after the first starts from the previous phase's weights (BERT: 128 then 512 tokens).
+        init = merged["train"].pop("init_from_previous", True) and previous_train
+        stages += [
+            Stage(pairs, "pairs", {"pairs": seeded(merged["pairs"]), "read": read}, (corpus_need, "vocab"),
+                  f"{prefix}pairs", phase),
+            Stage(shard, "shard", {"shard": seeded(merged["shard"])}, (pairs, "vocab"),
+                  f"{prefix}shards", phase),
+            Stage(train, "train", {"train": seeded(merged["train"])},
+                  (shard, "vocab", previous_train) if init else (shard, "vocab"), f"{prefix}train", phase),
+            Stage(f"plot{suffix}", "plot", {}, (train,), f"{prefix}train", phase),
+        ]
+        previous_train = train
+    return Pipeline(name, source, config, tuple(stages))
+
+
+def fingerprint(kind: str, settings: dict[str, Any], inputs: dict[str, str], version: str) -> str:
+    """What decides a stage's output: kind, resolved settings, inputs' fingerprints, corpusprep version."""
+    from hashlib import sha256
+
+    blob = json.dumps([kind, settings, inputs, version], sort_keys=True, default=str)
+    return sha256(blob.encode()).hexdigest()[:16]
+
+
+def select(stages: tuple[Stage, ...], until: str | None) -> tuple[Stage, ...]:
+    """The stages up to `until`: a stage name (that stage and all before it) or a kind (every stage of that
+    kind or an earlier one, e.g. `shard` = all data preparation, no training)."""
+    if until is None:
+        return stages
+    names = [s.name for s in stages]
+    if until in names:
+        return stages[: names.index(until) + 1]
+    if until in KINDS:
+        rank = KINDS.index(until)
+        return tuple(s for s in stages if KINDS.index(s.kind) <= rank)
+    raise UsageError(f"--until {until!r}: not a stage ({', '.join(names)}) or stage kind")

@@ -1,0 +1,34 @@
+"""A file appears under its final name complete, or not at all."""
+
+from __future__ import annotations
+
+import pytest
+
+from corpusprep.engine.files import atomic_path, read_json, remove_stale_temps, temp_name, write_json
+
+
+def test_failed_write_leaves_neither_file_nor_temp(tmp_path):
+    target = tmp_path / "out.bin"
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_bytes(b"half")
+        raise RuntimeError("killed mid-write")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_replaces_atomically_and_json_is_canonical(tmp_path):
+    target = tmp_path / "sub" / "stats.json"
+    write_json(target, {"b": 1, "a": [1, 2]})
+    first = target.read_bytes()
+    write_json(target, {"a": [1, 2], "b": 1})
+    assert target.read_bytes() == first  # sorted keys: equal content, equal bytes
+    assert read_json(target) == {"a": [1, 2], "b": 1}
+
+
+def test_stale_temps_are_removed_and_final_files_kept(tmp_path):
+    final = tmp_path / "d" / "part-00000.parquet"
+    final.parent.mkdir()
+    final.write_bytes(b"complete")
+    temp_name(final).write_bytes(b"partial")
+    (tmp_path / "d" / ".other.json.tmp-99999").write_text("{")
+    assert remove_stale_temps(tmp_path) == 2
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["part-00000.parquet"]

@@ -1,0 +1,74 @@
+"""Token cache: one encoding per document cut at [SEP] equals encoding each sentence on its own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer
+
+from corpusprep.pair.tokens import (
+    concat_partitions,
+    encode_documents,
+    load_cache,
+    save_cache,
+    select_documents,
+)
+from tests.pair.helpers import make_vocab, synthetic_documents
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    return Tokenizer.from_file(str(make_vocab(tmp_path_factory.mktemp("vocab")) / "tokenizer.json"))
+
+
+def test_document_encoding_cut_at_sep_equals_sentence_encoding(tokenizer):
+    docs = synthetic_documents(40, seed=0)
+    docs[3] = ["w1 [SEP] w2", "w3 w4"]  # the separator inside the text: encoded sentence by sentence
+    docs[5] = ["w1 w2", "\x00", "w3"]  # a sentence with no tokens: dropped, its index kept
+    docs[7] = []  # no sentence at all
+    docs[9] = [" ".join(["w7"] * 200), "w8"]  # longer than max_tokens: truncated and counted
+    part, stats = encode_documents(
+        tokenizer,
+        docs,
+        [f"d{i}" for i in range(len(docs))],
+        sep_id=3,
+        max_tokens=125,
+        dtype=np.dtype(np.uint16),
+    )
+    assert part.tokens.dtype == np.uint16
+    assert stats["sentences_truncated"] == 1 and stats["sentence_tokens_truncated"] == 75
+    assert stats["empty_sentences"] == 1
+    assert np.diff(part.doc_offsets)[7] == 0
+    for d, sentences in enumerate(docs):
+        expected = [
+            (i, tokenizer.encode(s, add_special_tokens=False).ids[:125]) for i, s in enumerate(sentences)
+        ]
+        expected = [(i, ids) for i, ids in expected if ids]
+        got = [
+            (int(part.sent_index[s]), part.tokens[part.sent_offsets[s] : part.sent_offsets[s + 1]].tolist())
+            for s in range(part.doc_offsets[d], part.doc_offsets[d + 1])
+        ]
+        assert got == expected, d
+    assert stats["tokens"] == len(part.tokens)
+
+
+def test_select_concat_and_cache_round_trip(tokenizer, tmp_path):
+    docs = synthetic_documents(30, seed=1)
+    part, _ = encode_documents(
+        tokenizer, docs, [f"d{i}" for i in range(30)], sep_id=3, max_tokens=125, dtype=np.dtype(np.uint16)
+    )
+    odd, even = select_documents(part, np.arange(1, 30, 2)), select_documents(part, np.arange(0, 30, 2))
+    save_cache(tmp_path / "odd.npz", odd)
+    back = load_cache(tmp_path / "odd.npz")
+    assert back.doc_ids == odd.doc_ids and np.array_equal(back.tokens, odd.tokens)
+    both = concat_partitions([even, back], np.dtype(np.uint16))
+    order = list(range(0, 30, 2)) + list(range(1, 30, 2))
+    assert both.doc_ids == [f"d{i}" for i in order]
+    for new, old in enumerate(order):
+        s0, s1 = both.doc_offsets[new], both.doc_offsets[new + 1]
+        t0, t1 = part.doc_offsets[old], part.doc_offsets[old + 1]
+        assert np.array_equal(
+            both.tokens[both.sent_offsets[s0] : both.sent_offsets[s1]],
+            part.tokens[part.sent_offsets[t0] : part.sent_offsets[t1]],
+        )
+        assert np.array_equal(both.sent_index[s0:s1], part.sent_index[t0:t1])

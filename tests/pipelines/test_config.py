@@ -1,0 +1,111 @@
+"""Pipeline files -> stage plans: overrides, phases, fingerprints, and clear errors for bad files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corpusprep.errors import UsageError
+from pipelines.config import apply_override, fingerprint, load_pipeline, parse_value, plan
+
+PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
+
+
+def test_set_values_are_toml_values_or_plain_text():
+    assert parse_value("1e-4") == 1e-4
+    assert parse_value("true") is True
+    assert parse_value("[1, 2]") == [1, 2]
+    assert parse_value("data/corpus.txt") == "data/corpus.txt"
+    config: dict = {}
+    apply_override(config, "train.schedule.steps=50")
+    apply_override(config, "input.paths=corpus/")
+    assert config == {"train": {"schedule": {"steps": 50}}, "input": {"paths": ["corpus/"]}}
+    for bad in ("steps=5", "train.=5", "train.steps", "nosuch.key=1"):
+        with pytest.raises(UsageError, match="--set"):
+            apply_override({}, bad)
+
+
+def test_single_phase_plan_and_seed_propagation():
+    pipeline = plan({"pipeline": {"name": "x", "seed": 9}, "pairs": {"dupe_factor": 2}}, Path("x.toml"))
+    assert [(s.name, s.output) for s in pipeline.stages] == [
+        ("corpus", "corpus"),
+        ("vocab", "vocab"),
+        ("pairs", "pairs"),
+        ("shard", "shards"),
+        ("train", "train"),
+        ("plot", "train"),
+    ]
+    assert pipeline.stage("pairs").settings["pairs"] == {"seed": 9, "dupe_factor": 2}
+    assert pipeline.stage("pairs").needs == ("corpus", "vocab")
+
+
+def test_phases_override_shared_tables_and_chain_weights():
+    raw = {
+        "input": {"paths": ["wiki/"]},
+        "pairs": {"max_seq_length": 128, "dupe_factor": 5},
+        "train": {"schedule": {"steps": 10, "warmup_steps": 1}},
+        "phases": {
+            "a": {},
+            "b": {"pairs": {"max_seq_length": 512}},
+            "c": {"train": {"init_from_previous": False}},
+        },
+    }
+    pipeline = plan(raw, Path("w.toml"))
+    assert pipeline.stage("pairs-b").settings["pairs"] == {
+        "seed": 12345,
+        "max_seq_length": 512,
+        "dupe_factor": 5,
+    }
+    assert pipeline.stage("pairs-a").needs == ("input", "vocab")
+    raw["phases"]["b"]["train"] = {"schedule": {"steps": 20}}
+    assert plan(raw, Path("w.toml")).stage("train-b").settings["train"]["schedule"] == {
+        "steps": 20,
+        "warmup_steps": 1,
+    }
+    assert pipeline.stage("train-b").needs == ("shard-b", "vocab", "train-a")
+    assert pipeline.stage("train-c").needs == ("shard-c", "vocab")
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"trainer": {}}, r"unknown section \[trainer\]"),
+        ({"input": {"path": ["x"]}}, "unknown key input.path"),
+        ({"input": {"paths": ["@demo", "x"]}}, "cannot be mixed"),
+        ({"phases": {"a": {"model": {}}}}, "phases.a: a phase holds only"),
+        ({"pipeline": {"seed": "one"}}, "pipeline.seed must be an integer"),
+    ],
+)
+def test_bad_pipeline_files_name_the_problem(raw, message):
+    with pytest.raises(UsageError, match=message):
+        plan(raw, Path("bad.toml"))
+
+
+def test_fingerprint_follows_settings_and_inputs_only():
+    base = fingerprint("pairs", {"a": 1, "b": [1, 2]}, {"vocab": "f00"}, "0.1")
+    assert base == fingerprint("pairs", {"b": [1, 2], "a": 1}, {"vocab": "f00"}, "0.1")
+    assert base != fingerprint("pairs", {"a": 2, "b": [1, 2]}, {"vocab": "f00"}, "0.1")
+    assert base != fingerprint("pairs", {"a": 1, "b": [1, 2]}, {"vocab": "f01"}, "0.1")
+
+
+@pytest.mark.parametrize("name", ["demo", "wikipedia", "template"])
+def test_shipped_pipelines_plan_and_every_setting_is_known(name):
+    from pipelines.stages import check
+
+    pipeline = load_pipeline(PIPELINES / f"{name}.toml")
+    assert pipeline.name == name
+    kinds = [s.kind for s in pipeline.stages]
+    assert kinds[-4:] == ["pairs", "shard", "train", "plot"]
+    assert pipeline.demo_input == (name == "demo")
+    for stage in pipeline.stages:
+        check(stage)  # raises UsageError on an unknown or invalid setting
+
+
+def test_a_typo_in_a_late_stage_fails_before_anything_runs(tmp_path):
+    from pipelines.runner import run_pipeline
+
+    pipeline = load_pipeline(PIPELINES / "demo.toml", ["train.optim.lrate=1"])
+    with pytest.raises(UsageError, match="unknown config key 'lrate'"):
+        run_pipeline(pipeline, tmp_path / "run", progress=False)
+    assert not (tmp_path / "run").exists()
