@@ -1,11 +1,19 @@
-"""Benchmark `corpusprep shard`: examples/s per core and peak RSS at 1x and 4x input, masking vs peers.
+"""Benchmark `corpusprep shard`: examples/s per core and peak RSS at 1x and 4x input; CPU by stage; masking
+vs peers.
 
-    .venv/bin/python bench/shard.py                  # 1x = 100k pairs, 4x = 400k pairs, one worker
-    .venv/bin/python bench/shard.py --row-groups     # also: random row reads/s and bytes per row-group size
+    .venv/bin/python bench/shard.py                    # synthetic pairs: 1x = 100k, 4x = 400k, one worker
+    .venv/bin/python bench/shard.py --pairs PAIRS_DIR  # real build-pairs output (see below)
+    .venv/bin/python bench/shard.py --profile          # also: CPU time per stage (cProfile, process time)
+    .venv/bin/python bench/shard.py --row-groups       # also: random row reads/s and bytes per row group
 
-Input (synthetic pairs of real tokens, until build-pairs output is benchmarked here): the first 8 MB of
-../shared/corpus/enwiki_AA.txt.xz encoded with Google's bert-base-uncased vocab, cut into pairs with
-BERT's length profile (tests/shard/realistic.py: target 128 tokens, 10% shorter, half NotNext).
+Each run is `corpusprep shard --workers 1` in a child process, timed by its own rusage (CPU time is what
+counts on a shared machine; wall time is printed too). "marginal" is (4x - 1x examples) / (4x - 1x CPU): the
+rate with the fixed start-up cost (imports, vocab) taken out.
+Synthetic input: the first 8 MB of ../shared/corpus/enwiki_AA.txt.xz encoded with Google's bert-base-uncased
+vocab and cut into pairs with BERT's length profile (tests/shard/realistic.py: target 128 tokens, 10% shorter,
+half NotNext). Real input: `corpusprep build-pairs ../shared/corpus/enwiki_AA.txt.xz --vocab VOCAB -o DIR
+--dupe-factor 4` (VOCAB from `corpusprep vocab --from-vocab ../shared/corpus/bert-base-uncased-vocab.txt`);
+1x is its first dupe pass (the `*-d0.parquet` files), 4x all four.
 Peers for the masking step alone, on the same examples: Hugging Face's DataCollatorForLanguageModeling
 (per-token Bernoulli on padded tensors) and a per-example Python loop as in create_pretraining_data.py.
 """
@@ -16,6 +24,7 @@ import argparse
 import lzma
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -65,6 +74,7 @@ def prepare(cache: Path, text_mb: float) -> tuple[Path, np.ndarray]:
 
 def run_cli(pairs: Path, vocab: Path, out: Path, workers: int) -> dict:
     """Run `corpusprep shard` in a child; its own wall time, CPU time and peak RSS (wait4 rusage)."""
+    shutil.rmtree(out, ignore_errors=True)  # a finished run of the same input would be a no-op
     command = [
         sys.executable,
         "-m",
@@ -99,7 +109,7 @@ def reference_loop(examples, vocab: VocabInfo, seed: int) -> int:
     rng, predictions = random.Random(seed), 0
     words = vocab.random_token_ids.tolist()
     for i in range(len(examples)):
-        tokens = examples.ids[examples.offsets[i] : examples.offsets[i + 1]].tolist()
+        tokens = examples.ids[i, : examples.lengths[i]].tolist()
         candidates = [j for j, t in enumerate(tokens) if t not in (vocab.cls_id, vocab.sep_id)]
         rng.shuffle(candidates)
         budget = min(20, max(1, round(len(tokens) * 0.15)))
@@ -121,6 +131,7 @@ def masking_peers(stream: np.ndarray, vocab_dir: Path, n: int = 100_000) -> None
             table.slice(i, 8192),
             cls_id=vocab.cls_id,
             sep_id=vocab.sep_id,
+            pad_id=vocab.pad_id,
             forbidden=mv.forbidden_in_segment,
             max_seq_length=128,
             dtype=vocab.token_dtype,
@@ -141,14 +152,7 @@ def masking_peers(stream: np.ndarray, vocab_dir: Path, n: int = 100_000) -> None
     collator = DataCollatorForLanguageModeling(
         BertTokenizerFast(str(vocab_dir / "vocab.txt")), mlm_probability=0.15
     )
-    padded = []
-    for ex in batches:
-        dense = np.full((len(ex), int(ex.lengths.max())), vocab.pad_id, np.int64)
-        dense[
-            np.repeat(np.arange(len(ex)), ex.lengths),
-            np.arange(len(ex.ids)) - np.repeat(ex.offsets[:-1], ex.lengths),
-        ] = ex.ids
-        padded.append(torch.from_numpy(dense))
+    padded = [torch.from_numpy(ex.ids.astype(np.int64)) for ex in batches]  # already padded with [PAD]
     torch.manual_seed(0)  # the collator draws from torch's global generator
     start = time.process_time()
     for dense in padded:
@@ -199,45 +203,116 @@ def row_groups(shard: Path, reads: int = 400) -> None:
             path.unlink()
 
 
+def subset(pairs: Path, cache: Path) -> Path:
+    """The first dupe pass of a build-pairs directory (`*-d0.parquet` files and stats.json), as symlinks."""
+    out = cache / f"{pairs.name}-d0"
+    shutil.rmtree(out, ignore_errors=True)
+    for path in pairs.glob("*/*-d0.parquet"):
+        (out / path.parent.name).mkdir(parents=True, exist_ok=True)
+        (out / path.parent.name / path.name).symlink_to(path.resolve())
+    shutil.copy(pairs / "stats.json", out / "stats.json")
+    return out
+
+
+def rows(pairs: Path) -> int:
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in pairs.glob("*/*.parquet"))
+
+
+STAGES = {  # stage: (functions whose cumulative CPU it is, functions counted elsewhere)
+    "pass 1: read pairs (Parquet), deal to shards": (["mask_file"], ["examples_from_pairs", "mask_examples",
+                                                                     "write_group"]),
+    "pass 1: build [CLS] A [SEP] B [SEP] + checks": (["examples_from_pairs"], []),
+    "pass 1: masking": (["mask_examples"], []),
+    "pass 1: spill write": (["write_group"], []),
+    "pass 2: spill read + shuffle": (["read_groups"], []),
+    "pass 2: to Arrow": (["to_table"], []),
+    "pass 2: Parquet write": (["write_parquet"], []),
+    "pass 2: sha256": (["sha256_file"], []),
+}
+
+
+def profile(pairs: Path, vocab: Path, out: Path) -> None:
+    """CPU time per stage of an in-process build_shards under cProfile (timer: process time)."""
+    import cProfile
+    import pstats
+
+    from corpusprep.shard.build import build_shards
+    from corpusprep.shard.options import ShardOptions
+
+    shutil.rmtree(out, ignore_errors=True)
+    profiler = cProfile.Profile(time.process_time)
+    start = time.process_time()
+    profiler.runcall(build_shards, pairs, vocab, out, ShardOptions(), workers=1, progress=False)
+    total = time.process_time() - start
+    cumulative: dict[str, float] = {}
+    for (path, _, name), (_, _, _, ct, _) in pstats.Stats(profiler).stats.items():
+        if "corpusprep" in path:
+            cumulative[name] = cumulative.get(name, 0.0) + ct
+    n = rows(pairs)
+    print(f"\nCPU by stage, in-process build_shards of {n:,} pairs, one worker (cProfile, process time):")
+    counted = 0.0
+    for stage, (names, minus) in STAGES.items():
+        seconds = sum(cumulative.get(f, 0.0) for f in names) - sum(cumulative.get(f, 0.0) for f in minus)
+        counted += seconds
+        print(f"  {stage:48} {seconds:6.2f} s {seconds / n * 1e6:6.2f} us/example {seconds / total:6.1%}")
+    rest = total - counted
+    print(f"  {'other (vocab, planning, markers, fsync)':48} {rest:6.2f} s {rest / n * 1e6:6.2f} us/example "
+          f"{rest / total:6.1%}")
+    print(f"  {'total':48} {total:6.2f} s {total / n * 1e6:6.2f} us/example")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--pairs", type=int, default=100_000, help="pairs at 1x (4x is four times this)")
+    parser.add_argument("--pairs", type=Path, help="a build-pairs directory made with --dupe-factor 4")
+    parser.add_argument("--synthetic", type=int, default=100_000, help="synthetic pairs at 1x (4x: 4 times)")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--text-mb", type=float, default=8.0, help="corpus text encoded for the token stream")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/corpusprep-bench-shard"))
+    parser.add_argument("--profile", action="store_true")
     parser.add_argument("--row-groups", action="store_true")
     parser.add_argument("--no-peers", action="store_true")
     args = parser.parse_args()
     if not SHARED.exists():
         raise SystemExit(f"needs {SHARED}")
     vocab_dir, stream = prepare(args.cache, args.text_mb)
-    print(
-        f"token stream: {len(stream):,} tokens from {args.text_mb:g} MB of enwiki_AA; vocab bert-base-uncased"
-    )
+    if args.pairs:
+        inputs = {1: subset(args.pairs, args.cache), 4: args.pairs}
+        print(f"pairs: {args.pairs} (1x: its first dupe pass); vocab bert-base-uncased")
+    else:
+        inputs = {}
+        for scale in (1, 4):
+            n = args.synthetic * scale
+            inputs[scale] = pairs = args.cache / f"pairs-{n}"
+            if not (pairs / "stats.json").exists():
+                files = [PAIRS_PER_FILE] * (n // PAIRS_PER_FILE) + (
+                    [n % PAIRS_PER_FILE] if n % PAIRS_PER_FILE else []
+                )
+                write_pairs_dir(pairs, stream, {"train": files, "validation": [n // 20]})
+        print(f"synthetic pairs from {len(stream):,} tokens of {args.text_mb:g} MB of enwiki_AA; "
+              "vocab bert-base-uncased")
     print(
         f"{'input':>6} {'examples':>9} {'wall s':>7} {'cpu s':>7} {'ex/s':>9} {'ex/s/core':>10} {'RSS':>9}"
     )
-    for scale in (1, 4):
-        n = args.pairs * scale
-        pairs = args.cache / f"pairs-{n}"
-        if not (pairs / "stats.json").exists():
-            files = [PAIRS_PER_FILE] * (n // PAIRS_PER_FILE) + (
-                [n % PAIRS_PER_FILE] if n % PAIRS_PER_FILE else []
-            )
-            write_pairs_dir(pairs, stream, {"train": files, "validation": [n // 20]})
-        result = run_cli(pairs, vocab_dir, args.cache / f"shards-{n}", args.workers)
-        examples = n + n // 20
+    runs = {}
+    for scale, pairs in inputs.items():
+        examples = rows(pairs)
+        runs[scale] = result = run_cli(pairs, vocab_dir, args.cache / f"shards-{scale}x", args.workers)
+        result["examples"] = examples
         print(
             f"{scale:>5}x {examples:>9,} {result['wall']:7.1f} {result['cpu']:7.1f} "
             f"{examples / result['wall']:9,.0f} {examples / result['cpu']:10,.0f} {result['rss_mb']:7.0f} MB"
         )
-    print(f"command: {result['command']}")
+    extra, cpu = runs[4]["examples"] - runs[1]["examples"], runs[4]["cpu"] - runs[1]["cpu"]
+    print(f"marginal (4x - 1x): {extra / cpu:,.0f} examples/s per core by CPU time")
+    print(f"command: {runs[4]['command']}")
+    if args.profile:
+        profile(inputs[1], vocab_dir, args.cache / "shards-profile")
     if not args.no_peers:
         masking_peers(stream, vocab_dir)
     if args.row_groups:
-        row_groups(args.cache / f"shards-{args.pairs}" / "train" / "shard-00000.parquet")
+        row_groups(args.cache / "shards-1x" / "train" / "shard-00000.parquet")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,10 @@
-"""NSP pairs -> `[CLS] A [SEP] B [SEP]` sequences, as flat numpy arrays (one row per example, CSR layout)."""
+"""NSP pairs -> `[CLS] A [SEP] B [SEP]` examples, as a padded token grid (one row per example).
+
+Why a grid: a list column's flat values are its grid's inside cells in row-major order, so values go into the
+grid with one boolean-mask assignment (`pad_rows`) and come out with one boolean-mask selection
+(`unpad_rows`). On the grid, laying out, masking and shuffling examples are whole-array operations (a
+shuffle is a row gather) with no per-token index arrays. Rows are at least as wide as the longest example.
+"""
 
 from __future__ import annotations
 
@@ -10,93 +16,148 @@ import pyarrow as pa
 from corpusprep.errors import DataError
 
 
+def row_mask(lengths: np.ndarray, width: int) -> np.ndarray:
+    """bool[n, width]: the cells of each row that hold a value."""
+    return np.arange(width) < np.asarray(lengths)[:, None]
+
+
+def pad_rows(values: np.ndarray, lengths: np.ndarray, width: int | None = None, fill: int = 0) -> np.ndarray:
+    """Flat values of rows with these lengths -> [n, width] grid, `fill` past each row's end."""
+    width = int(lengths.max(initial=0)) if width is None else width
+    grid = np.full((len(lengths), width), fill, values.dtype)
+    grid[row_mask(lengths, width)] = values
+    return grid
+
+
+def unpad_rows(grid: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The inverse of pad_rows: the rows' values, flat."""
+    return grid[row_mask(lengths, grid.shape[1])]
+
+
+def to_numpy(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A null-free Arrow array of integers or bools as numpy, zero-copy for integers. (`Array.to_numpy` goes
+    through the pandas converter, which imports pandas: 0.3 s of CPU in every process.)"""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if array.null_count:
+        raise ValueError("null values")
+    data = array.buffers()[1]
+    if pa.types.is_boolean(array.type):  # bit-packed
+        bits = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")
+        return bits[array.offset : array.offset + len(array)].view(bool)
+    dtype = np.dtype(str(array.type))
+    return np.frombuffer(data, dtype, len(array), array.offset * dtype.itemsize)
+
+
+def list_parts(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets from 0, values) of a null-free Arrow list array, respecting slices."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if array.null_count:
+        raise ValueError("null lists")
+    offsets = to_numpy(array.offsets).astype(np.int64)  # `offsets` is already sliced, `values` is not
+    values = to_numpy(array.values.slice(offsets[0], offsets[-1] - offsets[0]))
+    return offsets - offsets[0], values
+
+
 @dataclass(frozen=True)
 class Examples:
-    """Example i is `ids[offsets[i]:offsets[i + 1]]`; its segment B starts at `offsets[i] + len_a[i] + 2`."""
+    """Example i is `ids[i, :lengths[i]]`; its segment B starts at column `len_a[i] + 2`."""
 
-    ids: np.ndarray  # token dtype, flat
-    offsets: np.ndarray  # int64[n + 1]
+    ids: np.ndarray  # token dtype [n, width]; [PAD] past each example's end
+    lengths: np.ndarray  # int64[n]
     len_a: np.ndarray  # int64[n]
     is_random_next: np.ndarray  # bool[n]
 
     def __len__(self) -> int:
-        return len(self.len_a)
+        return len(self.lengths)
 
     @property
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
+    def offsets(self) -> np.ndarray:
+        """int64[n + 1]: where each example starts in the flat layout."""
+        offsets = np.zeros(len(self) + 1, np.int64)
+        np.cumsum(self.lengths, out=offsets[1:])
+        return offsets
 
-    @property
-    def example_of_token(self) -> np.ndarray:
-        return np.repeat(np.arange(len(self)), self.lengths)
+    def flat_ids(self) -> np.ndarray:
+        return unpad_rows(self.ids, self.lengths)
 
     def token_type_ids(self) -> np.ndarray:
-        """uint8 per token: 0 for `[CLS] A [SEP]`, 1 for `B [SEP]`."""
-        example = self.example_of_token
-        within = np.arange(len(self.ids)) - self.offsets[example]
-        return (within >= self.len_a[example] + 2).astype(np.uint8)
+        """uint8, flat: 0 for `[CLS] A [SEP]`, 1 for `B [SEP]`; one run of each per example, so a repeat."""
+        runs = np.stack([self.len_a + 2, self.lengths - self.len_a - 2], axis=1).ravel()
+        return np.repeat(np.tile(np.array([0, 1], np.uint8), len(self)), runs)
+
+    def take(self, rows: np.ndarray | slice) -> Examples:
+        return Examples(self.ids[rows], self.lengths[rows], self.len_a[rows], self.is_random_next[rows])
 
 
-def list_parts(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets from 0, values) of an Arrow list array, respecting slices."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    offsets = array.offsets.to_numpy().astype(np.int64)
-    return offsets - offsets[0], array.flatten().to_numpy()
-
-
-def concat_segments(a_offsets, a_values, b_offsets, b_values, cls_id: int, sep_id: int, dtype) -> Examples:
-    """Lay out `[CLS] A [SEP] B [SEP]` for every pair without a Python loop."""
-    len_a, len_b = np.diff(a_offsets), np.diff(b_offsets)
+def concat_segments(
+    len_a: np.ndarray, a_values: np.ndarray, len_b: np.ndarray, b_values: np.ndarray,
+    *, cls_id: int, sep_id: int, pad_id: int, dtype: np.dtype,
+) -> Examples:
+    """Lay out `[CLS] A [SEP] B [SEP]` for every pair: each segment lands in its cells with one masked
+    assignment (see the module docstring)."""
+    len_a, len_b = np.asarray(len_a, np.int64), np.asarray(len_b, np.int64)
     lengths = len_a + len_b + 3
-    offsets = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    starts = offsets[:-1]
-    ids = np.empty(offsets[-1], dtype)
-    ids[starts] = cls_id
-    ids[starts + 1 + len_a] = sep_id
-    ids[offsets[1:] - 1] = sep_id
-    # Each segment token moves by a per-example shift: its example's start plus the preceding specials.
-    ids[np.arange(len(a_values)) + np.repeat(starts + 1 - a_offsets[:-1], len_a)] = a_values
-    ids[np.arange(len(b_values)) + np.repeat(starts + 2 + len_a - b_offsets[:-1], len_b)] = b_values
-    return Examples(ids, offsets, len_a, np.zeros(len(lengths), bool))
+    width = int(lengths.max(initial=0))
+    column, rows = np.arange(width), np.arange(len(lengths))
+    ids = np.full((len(lengths), width), pad_id, dtype)
+    ids[(column >= 1) & (column <= len_a[:, None])] = a_values
+    ids[(column >= len_a[:, None] + 2) & (column < lengths[:, None] - 1)] = b_values
+    ids[rows, 0] = cls_id
+    ids[rows, len_a + 1] = sep_id
+    ids[rows, lengths - 1] = sep_id
+    return Examples(ids, lengths, len_a, np.zeros(len(lengths), bool))
+
+
+def _outside(values: np.ndarray, forbidden: np.ndarray) -> np.ndarray:
+    """bool per value: outside the vocab or forbidden; one lookup, the table grown when ids exceed it."""
+    top = int(values.max(initial=0))
+    if top >= len(forbidden):
+        forbidden = np.concatenate([forbidden, np.ones(top + 1 - len(forbidden), bool)])
+    return forbidden[values]
 
 
 def examples_from_pairs(
-    table: pa.Table,
+    table: pa.Table | pa.RecordBatch,
     *,
     cls_id: int,
     sep_id: int,
+    pad_id: int,
     forbidden: np.ndarray,
     max_seq_length: int,
     dtype: np.dtype,
     source: str,
     first_row: int = 0,
 ) -> Examples:
-    """Build examples from a pairs table (`corpusprep.pair.schema`), checking the pairs contract.
+    """Build examples from pairs (`corpusprep.pair.schema`), checking the pairs contract.
 
     `forbidden` is bool[vocab size]: ids that may not appear inside a segment ([CLS], [SEP], [PAD]);
     `dtype` is the vocab's token dtype (pairs may use a wider one).
     A pair that breaks the contract raises DataError naming `source` and the row.
     """
-    a_offsets, a_values = list_parts(table.column("tokens_a"))
-    b_offsets, b_values = list_parts(table.column("tokens_b"))
-    len_a, len_b = np.diff(a_offsets), np.diff(b_offsets)
 
     def fail(rows: np.ndarray, what: str) -> None:
         if len(rows):
             row = first_row + int(rows[0])
             raise DataError(f"{source} row {row}: {what} ({len(rows)} such rows in this batch)")
 
+    try:
+        a_offsets, a_values = list_parts(table.column("tokens_a"))
+        b_offsets, b_values = list_parts(table.column("tokens_b"))
+        random_next = to_numpy(table.column("is_random_next"))
+    except ValueError:
+        raise DataError(f"{source}: null values in the batch of rows from {first_row}") from None
+    len_a, len_b = np.diff(a_offsets), np.diff(b_offsets)
     fail(np.flatnonzero((len_a == 0) | (len_b == 0)), "empty segment A or B")
     too_long = np.flatnonzero(len_a + len_b + 3 > max_seq_length)
     fail(too_long, f"[CLS] A [SEP] B [SEP] longer than max_seq_length {max_seq_length}")
     for offsets, values, name in ((a_offsets, a_values, "A"), (b_offsets, b_values, "B")):
-        bad = values >= len(forbidden)
-        bad[~bad] = forbidden[values[~bad]]
+        bad = _outside(values, forbidden)
         if bad.any():
             row = np.searchsorted(offsets, np.flatnonzero(bad), side="right") - 1
             fail(row, f"segment {name} holds an id outside the vocab or a [CLS]/[SEP]/[PAD] id")
-    examples = concat_segments(a_offsets, a_values, b_offsets, b_values, cls_id, sep_id, dtype)
-    random_next = table.column("is_random_next").to_numpy(zero_copy_only=False).astype(bool)
-    return Examples(examples.ids, examples.offsets, examples.len_a, random_next)
+    examples = concat_segments(
+        len_a, a_values, len_b, b_values, cls_id=cls_id, sep_id=sep_id, pad_id=pad_id, dtype=dtype
+    )
+    return Examples(examples.ids, examples.lengths, examples.len_a, random_next)

@@ -4,10 +4,10 @@ Two passes with bounded memory, both seeded and independent of the number of wor
 
 1. per pairs file (`mask_file`): build `[CLS] A [SEP] B [SEP]` examples batch by batch, mask them
    (`dupe_masks` times for training pairs) and deal them to shards: the file's examples get a random
-   permutation of its planned per-shard counts as labels, and are appended to one Arrow IPC file as record
-   batches, one per (batch, shard). Nothing but one batch is held in memory.
-2. per shard (`write_shard`): memory-map its record batches from every pass-1 file, shuffle them in memory and
-   write the Parquet shard atomically.
+   permutation of its planned per-shard counts as labels, and are appended to one spill file (`spill.py`)
+   in groups, one per (batch, shard). Nothing but one batch is held in memory.
+2. per shard (`write_shard`): read its groups from every spill file, each example straight into its row of a
+   random permutation, and write the Parquet shard atomically.
 
 The plan fixes in advance how many examples each pairs file gives each shard: shard sizes are N // S or
 N // S + 1, and per file the counts are drawn by sequential multivariate hypergeometric sampling of what is
@@ -39,8 +39,10 @@ from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, InputError, UsageError
 from corpusprep.mask import ACTIONS, MaskVocab, examples_from_pairs, mask_examples
 from corpusprep.shard.options import DEFAULT_EXAMPLES_PER_SHARD, ShardOptions
-from corpusprep.shard.schema import SCHEMA_VERSION, SPLITS, shard_schema
-from corpusprep.shard.table import COUNT_KEYS, count_table, to_table
+from corpusprep.shard.schema import SCHEMA_VERSION, SPLITS
+from corpusprep.shard.spill import FORMAT as SPILL_FORMAT
+from corpusprep.shard.spill import read_groups, write_group
+from corpusprep.shard.table import COUNT_KEYS, count_masked, to_table
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
 
 MANIFEST = "manifest.json"
@@ -53,7 +55,7 @@ DEFAULT_MAX_SEQ_LENGTH = 512
 class MaskTask:
     split: str
     source: str  # pairs Parquet file
-    out: str  # Arrow IPC file of masked examples, record batches grouped by destination shard
+    out: str  # spill file of masked examples, in groups by destination shard (`spill.py`)
     counts: tuple[int, ...]  # examples of this file that go to each shard of the split
     dupes: int
     options: ShardOptions
@@ -65,10 +67,11 @@ class MaskTask:
 class ShardTask:
     split: str
     index: int
-    sources: tuple[tuple[str, tuple[int, ...]], ...]  # (pass-1 file, its record batches for this shard)
+    groups: tuple[tuple[str, list[int]], ...]  # (spill file, index entry) of each group of this shard
     out: str
     options: ShardOptions
-    mask_id: int
+    token_dtype: str
+    pad_id: int
 
 
 def shard_name(index: int) -> str:
@@ -85,25 +88,24 @@ def _writing(path: str | Path) -> Iterator[None]:
 
 
 def mask_file(task: Task) -> dict[str, Any]:
-    """Pass 1 for one pairs file: returns the record batches of the output that belong to each shard."""
+    """Pass 1 for one pairs file: returns, per shard, the index entries of its groups in the spill file."""
     t: MaskTask = task.args
     opts, name = t.options, Path(t.source).name
     total = sum(t.counts)
     order = rng_for(opts.seed, "scatter", t.split, name).permutation(total)
     labels = np.repeat(np.arange(len(t.counts)), t.counts)[order]  # destination shard of each example
-    per_shard: list[list[int]] = [[] for _ in t.counts]
+    per_shard: list[list[list[int]]] = [[] for _ in t.counts]
     actions = dict.fromkeys(ACTIONS, 0)
-    done = batch_index = 0
-    dtype = np.dtype(np.uint16) if len(t.vocab.candidate) <= 2**16 else np.dtype(np.uint32)
-    with _writing(t.out), atomic_path(t.out) as tmp, pa.OSFile(str(tmp), "wb") as sink:
-        writer = pa.ipc.new_file(sink, shard_schema(dtype))
+    done = 0
+    dtype = token_dtype(t.vocab)
+    with _writing(t.out), atomic_path(t.out) as tmp, open(tmp, "wb") as spill:
         source = pq.ParquetFile(t.source)
         for dupe in range(t.dupes):
             first_row = 0
             batches = source.iter_batches(BATCH_PAIRS, columns=["tokens_a", "tokens_b", "is_random_next"])
             for b, batch in enumerate(batches):
                 examples = examples_from_pairs(
-                    pa.Table.from_batches([batch]), cls_id=t.vocab.cls_id, sep_id=t.vocab.sep_id,
+                    batch, cls_id=t.vocab.cls_id, sep_id=t.vocab.sep_id, pad_id=t.vocab.pad_id,
                     forbidden=t.vocab.forbidden_in_segment, max_seq_length=t.max_seq_length, dtype=dtype,
                     source=t.source, first_row=first_row,
                 )
@@ -114,21 +116,23 @@ def mask_file(task: Task) -> dict[str, Any]:
                 )
                 for key, value in masked.counts().items():
                     actions[key] += value
-                table = to_table(masked)
-                batch_labels = labels[done : done + table.num_rows]
-                order = np.argsort(batch_labels, kind="stable")
-                bounds = np.searchsorted(batch_labels[order], np.arange(len(t.counts) + 1))
-                grouped = table.take(order)
-                for shard in np.flatnonzero(np.diff(bounds)):
-                    writer.write_table(grouped.slice(bounds[shard], bounds[shard + 1] - bounds[shard]))
-                    per_shard[shard].append(batch_index)
-                    batch_index += 1
-                done += table.num_rows
-                first_row += table.num_rows
-        writer.close()
+                # One row gather on the grids puts the batch in shard order; each shard gets a slice.
+                batch_labels = labels[done : done + len(examples)]
+                grouped = masked.take(np.argsort(batch_labels, kind="stable"))
+                sizes = np.bincount(batch_labels, minlength=len(t.counts))
+                ends = np.cumsum(sizes)
+                for shard in np.flatnonzero(sizes):
+                    rows = slice(ends[shard] - sizes[shard], ends[shard])
+                    per_shard[shard].append(write_group(spill, grouped.take(rows)))
+                done += len(examples)
+                first_row += len(examples)
     if done != total:  # the plan read the row count from the footer; the data disagrees
         raise InputError(f"{t.source}: footer says {total // t.dupes} rows, read {done // t.dupes}")
-    return {"examples": done, "batches": per_shard, **actions}
+    return {"examples": done, "groups": per_shard, **actions}
+
+
+def token_dtype(vocab: MaskVocab) -> np.dtype:
+    return np.dtype(np.uint16) if len(vocab.candidate) <= 2**16 else np.dtype(np.uint32)
 
 
 def sha256_file(path: Path) -> str:
@@ -140,19 +144,16 @@ def sha256_file(path: Path) -> str:
 
 
 def write_shard(task: Task) -> dict[str, Any]:
-    """Pass 2 for one shard: gather its examples from every pass-1 file, shuffle, write Parquet atomically."""
+    """Pass 2 for one shard: gather its examples from every spill file, shuffle, write Parquet atomically."""
     t: ShardTask = task.args
-    batches = []
-    for path, indices in t.sources:
-        reader = pa.ipc.open_file(pa.memory_map(path))
-        batches.extend(reader.get_batch(i) for i in indices)
-    table = pa.Table.from_batches(batches)
-    table = table.take(rng_for(t.options.seed, "shuffle", t.split, t.index).permutation(table.num_rows))
+    rows = sum(entry[1] for _, entry in t.groups)
+    shuffle = rng_for(t.options.seed, "shuffle", t.split, t.index).permutation(rows)  # row of each example
+    masked = read_groups(t.groups, shuffle, np.dtype(t.token_dtype), t.pad_id)
     out = Path(t.out)
     with _writing(out), atomic_path(out) as tmp:
-        write_parquet(table, tmp, t.options)
-    entry = {"path": f"{t.split}/{out.name}", "rows": table.num_rows, "bytes": out.stat().st_size}
-    return {**entry, "sha256": sha256_file(out), **count_table(table, t.mask_id)}
+        write_parquet(to_table(masked), tmp, t.options)
+    entry = {"path": f"{t.split}/{out.name}", "rows": len(masked), "bytes": out.stat().st_size}
+    return {**entry, "sha256": sha256_file(out), **count_masked(masked)}
 
 
 def write_parquet(table: pa.Table, path: Path, options: ShardOptions) -> None:
@@ -305,6 +306,7 @@ def build_shards(
     max_seq_length = resolve_max_seq_length(options, pairs_stats)
     identity = {
         "schema_version": SCHEMA_VERSION,
+        "spill_format": SPILL_FORMAT,
         "options": asdict(options),
         "max_seq_length": max_seq_length,
         "vocab_sha256": vocab.sha256,
@@ -331,7 +333,7 @@ def build_shards(
         for split, files in inputs.items():
             plan = plan_split(examples[split], num_shards[split], rng_for(options.seed, "plan", split))
             for (path, _), counts in zip(files, plan, strict=True):
-                out = work / "masked" / split / f"{path.stem}.arrow"
+                out = work / "masked" / split / f"{path.stem}.spill"
                 args = MaskTask(
                     split, str(path), str(out), counts, dupes[split], options, mask_vocab, max_seq_length
                 )
@@ -346,9 +348,9 @@ def build_shards(
                 done = zip(mask_tasks, masked, strict=True)
                 mine = [(t.args.out, st) for t, st in done if t.args.split == split]
                 for index in range(num_shards[split]):
-                    sources = tuple((out, tuple(st["batches"][index])) for out, st in mine)
-                    args = ShardTask(split, index, sources, str(out_dir / split / shard_name(index)), options,
-                                     vocab.mask_id)
+                    groups = tuple((out, entry) for out, st in mine for entry in st["groups"][index])
+                    args = ShardTask(split, index, groups, str(out_dir / split / shard_name(index)), options,
+                                     str(vocab.token_dtype), vocab.pad_id)
                     shard_tasks.append(Task(f"{split}-{index:05d}", args))
             shards = run_tasks(
                 write_shard, shard_tasks, marker_dir=work / "markers" / "shard",
