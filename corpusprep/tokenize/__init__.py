@@ -74,9 +74,16 @@ class VocabInfo:
         return self.ids["[MASK]"]
 
     @cached_property
+    def token_array(self) -> np.ndarray:
+        """The tokens as a numpy string array, for vectorised lookups (30k tokens: ~1 ms, not a Python loop)."""
+        return np.array(self.tokens)
+
+    @cached_property
     def is_special(self) -> np.ndarray:
         """bool[size]: the five special tokens and reserved `[unusedN]` slots (never masked, never drawn)."""
-        return np.array([t in SPECIAL_TOKENS or is_reserved(t) for t in self.tokens])
+        tokens = self.token_array
+        reserved = np.char.startswith(tokens, "[unused") & np.char.endswith(tokens, "]")
+        return reserved | np.isin(tokens, SPECIAL_TOKENS)
 
     @cached_property
     def random_token_ids(self) -> np.ndarray:
@@ -86,7 +93,7 @@ class VocabInfo:
     @cached_property
     def is_continuation(self) -> np.ndarray:
         """bool[size]: word pieces that continue a word (`##...`), for whole-word masking."""
-        return np.array([t.startswith("##") for t in self.tokens])
+        return np.char.startswith(self.token_array, "##")
 
     @property
     def token_dtype(self) -> np.dtype:

@@ -1,0 +1,191 @@
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from corpusprep.engine.rng import rng_for
+from corpusprep.errors import DataError, UsageError
+from trainer.data import ShardStream, open_shards, remask
+
+
+def row_keys(batch: dict[str, torch.Tensor]) -> list[tuple]:
+    """One hashable key per row: its real tokens, masked positions and NSP label."""
+    B, L = batch["input_ids"].shape
+    pos_rows = batch["mlm_positions"] // L
+    keys = []
+    for b in range(B):
+        ids = batch["input_ids"][b][batch["attention_mask"][b]].tolist()
+        positions = (batch["mlm_positions"][pos_rows == b] % L).tolist()
+        keys.append((tuple(ids), tuple(positions), int(batch["nsp_labels"][b])))
+    return keys
+
+
+def all_rows(shards_dir: Path, split: str = "train") -> Counter:
+    keys = Counter()
+    for path in sorted((shards_dir / split).glob("*.parquet")):
+        for r in pq.read_table(path).to_pylist():
+            keys[(tuple(r["input_ids"]), tuple(r["masked_lm_positions"]), r["next_sentence_label"])] += 1
+    return keys
+
+
+def test_ranks_and_workers_cover_every_row_exactly_once(tiny_shards):
+    shards = open_shards(tiny_shards)
+    seen = Counter()
+    per_rank = []
+    for rank in range(2):
+        stream = ShardStream(shards, "train", 50, seed=3, rank=rank, world_size=2, chunk_rows=100, loop=False)
+        keys = [k for batch in DataLoader(stream, batch_size=None, num_workers=2) for k in row_keys(batch)]
+        per_rank.append(len(keys))
+        seen.update(keys)
+    expected = all_rows(tiny_shards)
+    assert seen == expected
+    # the split is balanced to within a chunk per consumer
+    assert abs(per_rank[0] - per_rank[1]) <= 2 * 100
+
+
+def test_order_is_seeded_and_changes_every_epoch(tiny_shards):
+    shards = open_shards(tiny_shards)
+    n = sum(f.rows for f in shards.files("train"))
+
+    def first_rows(seed: int, skip_epochs: int = 0) -> list[tuple]:
+        stream = ShardStream(
+            shards, "train", 64, seed=seed, chunk_rows=100, start_batch=skip_epochs * n // 64
+        )
+        return row_keys(next(iter(stream)))
+
+    assert first_rows(1) == first_rows(1)
+    assert first_rows(1) != first_rows(2)
+    # one epoch later (n is a multiple of 64 here or not: either way the rows differ)
+    assert first_rows(1) != first_rows(1, skip_epochs=1)
+
+
+def test_an_epoch_in_the_endless_stream_is_a_permutation(tiny_shards):
+    """Training mode: the first n rows of one consumer's stream are exactly the split, then it goes on."""
+    shards = open_shards(tiny_shards)
+    n = sum(f.rows for f in shards.files("train"))
+    stream = ShardStream(shards, "train", 100, seed=5, chunk_rows=64)
+    rows = [k for batch in itertools.islice(iter(stream), n // 100 + 2) for k in row_keys(batch)]
+    assert Counter(rows[:n]) == all_rows(tiny_shards)
+    assert len(rows) > n  # the partial last batch was completed from the next epoch
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_resume_position_gives_the_same_batches(tiny_shards, workers):
+    shards = open_shards(tiny_shards)
+
+    def batches(start: int, count: int) -> list[list[tuple]]:
+        stream = ShardStream(shards, "train", 48, seed=7, chunk_rows=128, start_batch=start)
+        loader = DataLoader(stream, batch_size=None, num_workers=workers)
+        return [row_keys(b) for b in itertools.islice(loader, count)]
+
+    uninterrupted = batches(0, 9)
+    assert batches(5, 4) == uninterrupted[5:]
+    assert batches(250, 1) != uninterrupted[:1]  # a later epoch, another order
+
+
+def test_batches_are_padded_to_a_multiple_of_8(tiny_shards):
+    shards = open_shards(tiny_shards)
+    stream = ShardStream(shards, "validation", 16, shuffle=False, loop=False, chunk_rows=16)
+    for batch in itertools.islice(iter(stream), 20):
+        B, L = batch["input_ids"].shape
+        lengths = batch["attention_mask"].sum(1)
+        assert L % 8 == 0 and L - 8 < lengths.max() <= L
+        assert (batch["input_ids"][~batch["attention_mask"]] == shards.vocab.pad_id).all()
+        positions = batch["mlm_positions"]
+        assert batch["attention_mask"].reshape(-1)[positions].all()  # predictions only at real tokens
+        assert len(batch["mlm_labels"]) == len(positions) and len(batch["nsp_labels"]) == B
+
+
+def test_dynamic_masking_follows_bert_rules(tiny_shards):
+    shards = open_shards(tiny_shards)
+    table = pq.read_table(tiny_shards / "train" / "shard-00000.parquet")
+    vocab = shards.vocab
+
+    def originals(t) -> list[list[int]]:
+        out = []
+        for r in t.to_pylist():
+            ids = list(r["input_ids"])
+            for p, label in zip(r["masked_lm_positions"], r["masked_lm_ids"], strict=True):
+                ids[p] = label
+            out.append(ids)
+        return out
+
+    new = remask(table, vocab, rng_for(0, "test", 1))
+    assert originals(new) == originals(table)  # re-masking starts from the same original tokens
+    assert new.schema == table.schema
+    assert new["input_ids"] != table["input_ids"]
+    again = remask(table, vocab, rng_for(0, "test", 1))
+    assert again.equals(new)  # seeded
+
+    originals_flat = np.concatenate(originals(new))
+    maskable = int((~np.isin(originals_flat, vocab.special_ids)).sum())
+    rows = new.to_pylist()
+    masked = sum(len(r["masked_lm_positions"]) for r in rows)
+    assert masked / maskable == pytest.approx(0.15, abs=0.01)
+    kinds = Counter()
+    for r in rows:
+        assert r["masked_lm_positions"] == sorted(set(r["masked_lm_positions"]))
+        for p, label in zip(r["masked_lm_positions"], r["masked_lm_ids"], strict=True):
+            assert label not in vocab.special_ids
+            token = r["input_ids"][p]
+            kinds["mask" if token == vocab.mask_id else "kept" if token == label else "random"] += 1
+    # ~2,000 predictions: 3 sigma of a binomial share is <= 0.03
+    assert kinds["mask"] / masked == pytest.approx(0.8, abs=0.03)
+    assert kinds["random"] / masked == pytest.approx(0.1, abs=0.025)
+    assert kinds["kept"] / masked == pytest.approx(0.1, abs=0.025)
+
+
+def test_dynamic_masking_differs_per_epoch(tiny_shards):
+    shards = open_shards(tiny_shards)
+    n = sum(f.rows for f in shards.files("train"))
+    stream = ShardStream(shards, "train", 64, seed=0, dynamic_masking=True, shuffle=False, chunk_rows=200)
+    epoch0 = next(stream.rows(0, 1))
+    epoch1 = next(stream.rows(0, 1, skip=n))  # the same first chunk, one epoch later
+    assert epoch0["masked_lm_positions"] != epoch1["masked_lm_positions"]
+    unmasked = [remask(t, shards.vocab, rng_for(0, "x")) for t in (epoch0, epoch1)]
+    assert unmasked[0].equals(unmasked[1])  # same rows: re-masking them alike gives equal tables
+
+
+def copy_shards(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_verify_catches_flipped_bytes(tiny_shards, tmp_path):
+    shards_dir = copy_shards(tiny_shards, tmp_path / "s")
+    victim = shards_dir / "train" / "shard-00002.parquet"
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    open_shards(shards_dir)  # same size: only the checksum can tell
+    with pytest.raises(DataError, match=r"shard-00002\.parquet: sha256"):
+        open_shards(shards_dir, verify=True)
+
+
+def test_size_mismatch_and_missing_manifest(tiny_shards, tmp_path):
+    shards_dir = copy_shards(tiny_shards, tmp_path / "s")
+    with open(shards_dir / "validation" / "shard-00001.parquet", "ab") as f:
+        f.write(b"x")
+    with pytest.raises(DataError, match=r"validation/shard-00001\.parquet: \d+ bytes, manifest says"):
+        open_shards(shards_dir, ("train", "validation"))
+    (shards_dir / "manifest.json").unlink()
+    with pytest.raises(UsageError, match="no manifest"):
+        open_shards(shards_dir)
+
+
+def test_too_many_consumers_is_a_clear_error(tiny_shards):
+    shards = open_shards(tiny_shards)
+    manifest = json.loads((tiny_shards / "manifest.json").read_text())
+    rows = manifest["splits"]["train"]["examples"]
+    stream = ShardStream(shards, "train", 8, rank=0, world_size=64, chunk_rows=rows)
+    with pytest.raises(UsageError, match="chunks of train data for 64"):
+        next(iter(stream))

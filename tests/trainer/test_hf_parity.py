@@ -1,0 +1,139 @@
+"""Our BERT is Hugging Face's `BertForPreTraining`: the exported model computes the same logits, and 50
+training steps of our model + optimizer and of transformers' model give the same losses."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+
+import pytest
+import torch
+
+from tests.interop.helpers import (
+    complaints,
+    load_with_log,
+    one_thread,
+    random_model,
+    write_checkpoint,
+    write_vocab,
+)
+from trainer.config import OptimConfig, ScheduleConfig
+from trainer.data import ShardStream, open_shards
+from trainer.export import QKV, export, key_names
+from trainer.model import BertForPreTraining, preset
+from trainer.optim import build_optimizer, build_scheduler
+from trainer.train import forward_loss
+
+transformers = pytest.importorskip("transformers")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with one_thread():
+        yield
+
+
+def exported_pair(model: BertForPreTraining, tmp_path, attn: str = "sdpa"):
+    """(our model, transformers' model loaded from our export), both eval mode."""
+    checkpoint = write_checkpoint(tmp_path / "checkpoint", model)
+    vocab = write_vocab(tmp_path / "vocab", model.config.vocab_size)
+    out = export(checkpoint, tmp_path / "hf", vocab)
+    hf, info, messages = load_with_log(transformers.BertForPreTraining, out, attn_implementation=attn)
+    assert not info["missing_keys"] and not info["unexpected_keys"] and complaints(messages) == []
+    return model.eval(), hf.eval()
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])  # transformers' two CPU attention implementations
+@pytest.mark.parametrize("padded", [False, True], ids=["no-padding", "padding"])
+def test_logits_equal_transformers(tmp_path, padded, attn):
+    config = preset("tiny", vocab_size=700, hidden_size=64, num_heads=4, num_layers=3)
+    ours, hf = exported_pair(random_model(config, seed=3), tmp_path, attn)
+    g = torch.Generator().manual_seed(7)
+    B, L = 8, 48
+    ids = torch.randint(5, config.vocab_size, (B, L), generator=g)
+    lengths = torch.randint(L // 3, L + 1, (B,), generator=g) if padded else torch.full((B,), L)
+    lengths[0] = L
+    mask = torch.arange(L)[None, :] < lengths[:, None]
+    split = (torch.rand(B, generator=g) * lengths * 0.8).long() + 1  # first token of segment B
+    types = ((torch.arange(L)[None, :] >= split[:, None]) & mask).long()
+    ids[~mask] = 0
+    # 15% of the real tokens carry a prediction, as flat positions b * L + i
+    chosen = (torch.rand(B, L, generator=g) < 0.15) & mask
+    positions = chosen.reshape(-1).nonzero().squeeze(1)
+    with torch.no_grad():
+        mlm, nsp = ours(ids, types, mask if padded else None, positions)
+        theirs = hf(input_ids=ids, token_type_ids=types, attention_mask=mask.long())
+    their_mlm = theirs.prediction_logits.reshape(B * L, -1)[positions]
+    mlm_diff = float((mlm - their_mlm).abs().max())
+    nsp_diff = float((nsp - theirs.seq_relationship_logits).abs().max())
+    print(f"{attn} padded={padded}: max |MLM logit diff| {mlm_diff:.2e}, max |NSP logit diff| {nsp_diff:.2e}")
+    assert len(positions) > 20 and float(mlm.abs().max()) > 0.5  # a real comparison, not of zeros
+    assert mlm_diff < 1e-5 and nsp_diff < 1e-5
+
+
+def hf_names(model: BertForPreTraining, names: set[str]) -> set[str]:
+    """Transformers' names of our parameters `names` (the fused qkv is three of theirs)."""
+    mapping = key_names(model.config)
+    out = set()
+    for name in names:
+        if ".attn.qkv." in name:
+            layer, part = name.split(".")[1], name.rsplit(".", 1)[1]
+            out |= {f"bert.encoder.layer.{layer}.attention.self.{n}.{part}" for n in QKV}
+        else:
+            out.add(mapping[name])
+    return out
+
+
+def decayed(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> set[str]:
+    by_id = {id(p): n for n, p in model.named_parameters()}
+    return {by_id[id(p)] for g in optimizer.param_groups if g["weight_decay"] > 0 for p in g["params"]}
+
+
+@pytest.mark.slow
+def test_fifty_training_steps_match_transformers(tiny_shards, tmp_path):
+    steps = 50
+    shards = open_shards(tiny_shards)
+    batches = list(itertools.islice(ShardStream(shards, "train", batch_size=16, seed=1), steps))
+    assert any(not bool(b["attention_mask"].all()) for b in batches)  # padding is exercised
+    torch.manual_seed(0)
+    config = preset("tiny", vocab_size=shards.vocab.size, dropout=0.0, attention_dropout=0.0)
+    ours, hf = exported_pair(BertForPreTraining(config), tmp_path)
+    assert hf.config.hidden_dropout_prob == hf.config.attention_probs_dropout_prob == 0.0
+    ours.train()
+    hf.train()
+
+    optim = OptimConfig(lr=1e-3, weight_decay=0.01, eps=1e-6, grad_clip=1.0)
+    schedule = ScheduleConfig(steps=steps, warmup_steps=5)
+    # the trainer's own optimizer and schedule for both models; the decayed sets must be the same weights
+    opt_ours, opt_hf = build_optimizer(ours, optim, fused=False), build_optimizer(hf, optim, fused=False)
+    assert hf_names(ours, decayed(ours, opt_ours)) == decayed(hf, opt_hf)
+    assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in hf.parameters())
+    runs = [(m, o, build_scheduler(o, schedule)) for m, o in ((ours, opt_ours), (hf, opt_hf))]
+
+    diffs = []
+    for batch in batches:
+        _, _, loss_ours, _, _ = forward_loss(ours, batch, contextlib.nullcontext)
+        labels = torch.full(batch["input_ids"].shape, -100)
+        labels.view(-1)[batch["mlm_positions"]] = batch["mlm_labels"]
+        loss_hf = hf(
+            input_ids=batch["input_ids"],
+            token_type_ids=batch["token_type_ids"],
+            attention_mask=batch["attention_mask"].long(),
+            labels=labels,
+            next_sentence_label=batch["nsp_labels"],
+        ).loss
+        for loss, (model, optimizer, scheduler) in zip((loss_ours, loss_hf), runs, strict=True):
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), optim.grad_clip)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+        diffs.append(abs(loss_ours.item() - loss_hf.item()))
+        if len(diffs) == 1:
+            first = loss_ours.item()
+    print(
+        f"per-step |loss diff|: max {max(diffs):.2e}, mean {sum(diffs) / steps:.2e}; "
+        f"loss {first:.3f} -> {loss_ours.item():.3f}"
+    )
+    assert loss_ours.item() < first - 0.5  # it trained: the comparison covers moving weights
+    assert max(diffs) < 1e-4, [f"{d:.1e}" for d in diffs]

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from trainer.model import PRESETS, BertForPreTraining, flops_per_token, preset, pretraining_loss
+
+V = 300
+
+
+def tiny(**overrides) -> BertForPreTraining:
+    torch.manual_seed(0)
+    return BertForPreTraining(
+        preset("tiny", vocab_size=V, dropout=0.0, attention_dropout=0.0, **overrides)
+    ).eval()
+
+
+def batch(lengths: list[int], L: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    B = len(lengths)
+    ids = torch.randint(5, V, (B, L), generator=g)
+    types = torch.zeros(B, L, dtype=torch.long)
+    types[:, L // 2 :] = 1
+    mask = torch.arange(L)[None, :] < torch.tensor(lengths)[:, None]
+    return ids, types, mask
+
+
+def test_presets_and_overrides():
+    c = preset("base")
+    assert (c.num_layers, c.hidden_size, c.num_heads, c.intermediate_size) == (12, 768, 12, 3072)
+    assert preset("mini", intermediate_size=100).intermediate_size == 100
+    assert set(PRESETS) == {"tiny", "mini", "small", "medium", "base", "large"}
+    with pytest.raises(ValueError, match="unknown model option"):
+        preset("tiny", hiden_size=3)
+    with pytest.raises(ValueError, match="divisible"):
+        preset("tiny", num_heads=3)
+
+
+def test_shapes_and_tied_decoder():
+    model = tiny()
+    ids, types, mask = batch([16, 9, 12], 16)
+    mlm, nsp = model(ids, types, mask)
+    assert mlm.shape == (3, 16, V) and nsp.shape == (3, 2)
+    positions = torch.tensor([1, 16 + 3, 32 + 11])
+    mlm_at, _ = model(ids, types, mask, positions)
+    assert mlm_at.shape == (3, V)
+    torch.testing.assert_close(mlm_at, mlm.reshape(48, V)[positions])
+    # tied: the decoder is the word embedding, so the state dict has no separate decoder weight
+    names = set(model.state_dict())
+    assert "embeddings.word_embeddings.weight" in names and not any("decoder" in n for n in names)
+    assert "final_norm.weight" not in names and "final_norm.weight" in tiny(pre_ln=True).state_dict()
+    assert model.num_params(non_embedding=False) - model.num_params() == (V + 512 + 2) * 128
+
+
+def test_padding_never_changes_real_tokens():
+    """A row's outputs are the same alone, padded beside longer rows, or with garbage in its padding."""
+    for pre_ln in (False, True):
+        model = tiny(pre_ln=pre_ln)
+        ids, types, mask = batch([7, 24], 24)
+        alone_mlm, alone_nsp = model(ids[:1, :7], types[:1, :7])  # no padding at all
+        garbage = ids.clone()
+        garbage[0, 7:] = torch.randint(5, V, (17,))
+        for padded_ids in (ids, garbage):
+            mlm, nsp = model(padded_ids, types, mask)
+            torch.testing.assert_close(mlm[0, :7], alone_mlm[0], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(nsp[0], alone_nsp[0], atol=1e-5, rtol=1e-5)
+
+
+def test_only_masked_positions_get_gradient():
+    """The MLM loss depends on the hidden state of masked positions only (and on no padding)."""
+    model = tiny()
+    ids, types, mask = batch([10, 14], 16)
+    x, layout = model.encode(ids, types, mask)
+    x.retain_grad()
+    positions = torch.tensor([2, 16 + 5])
+    logits = model.mlm_head(layout.take(x, positions))
+    torch.nn.functional.cross_entropy(logits, torch.tensor([7, 9])).backward()
+    rows_with_grad = (x.grad.abs().sum(1) > 0).nonzero().squeeze(1).tolist()
+    assert x.shape[0] == 24  # 10 + 14 real tokens, no padding rows
+    assert rows_with_grad == [2, 10 + 5]
+
+
+def test_loss_is_mean_over_masked_tokens_and_pairs():
+    mlm_logits = torch.randn(5, V)
+    labels = torch.randint(0, V, (5,))
+    nsp_logits, nsp_labels = torch.randn(3, 2), torch.tensor([0, 1, 1])
+    total, mlm, nsp = pretraining_loss(mlm_logits, labels, nsp_logits, nsp_labels)
+    expected = -torch.log_softmax(mlm_logits, -1)[torch.arange(5), labels].mean()
+    torch.testing.assert_close(mlm, expected)
+    torch.testing.assert_close(total, mlm + nsp)
+
+
+def test_learns_one_batch():
+    """A sanity check on the whole forward/backward: the tiny model memorises one batch."""
+    torch.manual_seed(0)
+    model = BertForPreTraining(preset("tiny", vocab_size=V)).train()
+    ids, types, mask = batch([16, 11, 13, 8], 16)
+    positions = torch.tensor([1, 3, 16 + 2, 32 + 5, 48 + 4])
+    labels, nsp_labels = torch.tensor([5, 6, 7, 8, 9]), torch.tensor([0, 1, 0, 1])
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    for _ in range(60):
+        mlm_logits, nsp_logits = model(ids, types, mask, positions)
+        loss = pretraining_loss(mlm_logits, labels, nsp_logits, nsp_labels)[0]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.2
+
+
+def test_flops_per_token_matches_parameter_count():
+    c = preset("mini", vocab_size=1000)
+    model = BertForPreTraining(c)
+    # non-embedding params minus biases/LayerNorms/pooler/NSP/MLM head ~= the encoder's matmul weights
+    encoder = sum(p.numel() for n, p in model.named_parameters() if n.startswith("layers.") and p.ndim == 2)
+    attention, head = 6 * 4 * 2 * 128 * 256, 6 * 0.15 * (256 * 256 + 256 * 1000)
+    assert flops_per_token(c, 128) == pytest.approx(6 * encoder + attention + head)

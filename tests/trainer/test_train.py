@@ -1,0 +1,180 @@
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from corpusprep.errors import UsageError
+from trainer import checkpoint
+from trainer.config import load_config
+from trainer.train import train
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def small_run(shards: Path, run_dir: Path, *extra: str) -> list[str]:
+    return [
+        f'data.shards="{shards}"',
+        f'logging.run_dir="{run_dir}"',
+        "data.batch_size=8",
+        "data.chunk_rows=64",
+        "schedule.steps=12",
+        "schedule.warmup_steps=3",
+        "optim.lr=1e-3",
+        "checkpoint.every=4",
+        "eval.every=6",
+        "eval.max_batches=2",
+        "logging.every=1",
+        'device="cpu"',
+        *extra,
+    ]
+
+
+def train_losses(run_dir: Path) -> list[tuple[int, float, float]]:
+    lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [(r["step"], r["loss"], r["lr"]) for r in lines if "loss" in r]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        ['optim.name="lamb"', "schedule.grad_accum=2", "data.dynamic_masking=true", "model.pre_ln=true"],
+    ],
+    ids=["adamw", "lamb-accum-dynamic-preln"],
+)
+def test_resumed_run_equals_uninterrupted_run(tiny_shards, tmp_path, extra):
+    """Dropout on, so the RNG state must come back too; data position, optimizer, schedule likewise."""
+    whole = train(load_config(None, small_run(tiny_shards, tmp_path / "whole", *extra)))
+    assert whole["steps"] == 12
+
+    # the same run "killed" after its step-8 checkpoint: drop what came after, then --resume
+    cut = tmp_path / "cut"
+    shutil.copytree(tmp_path / "whole", cut)
+    shutil.rmtree(cut / "checkpoints" / "step-0000012")
+    resumed = train(load_config(None, small_run(tiny_shards, cut, *extra, "checkpoint.resume=true")))
+
+    assert train_losses(cut) == train_losses(tmp_path / "whole")  # every step, exactly
+    assert resumed["weights_sha256"] == whole["weights_sha256"]
+    final = checkpoint.load(checkpoint.latest(cut), "model")
+    for name, tensor in checkpoint.load(checkpoint.latest(tmp_path / "whole"), "model").items():
+        assert torch.equal(final[name], tensor), name
+
+
+def test_checkpoints_are_kept_complete_and_rotated(tiny_shards, tmp_path):
+    summary = train(load_config(None, small_run(tiny_shards, tmp_path, "checkpoint.keep=2")))
+    found = checkpoint.list_checkpoints(tmp_path)
+    assert [step for step, _ in found] == [8, 12]
+    names = {p.name for p in found[-1][1].iterdir()}
+    assert names == {"model.pt", "optimizer.pt", "scheduler.pt", "trainer.pt", "config.json"}
+    state = checkpoint.load(found[-1][1], "model")
+    assert not any(k.startswith(("module.", "_orig_mod.")) for k in state)
+    saved = checkpoint.read_config(found[-1][1])
+    assert saved["train"]["schedule"]["steps"] == 12 and saved["model"]["hidden_size"] == 128
+    assert {"val_mlm_loss", "val_mlm_acc", "val_nsp_loss", "val_nsp_acc"} <= set(summary)
+
+    # rerunning a finished run does nothing; an unfinished one needs --resume
+    assert train(load_config(None, small_run(tiny_shards, tmp_path)))["status"] == "done"
+    with pytest.raises(UsageError, match="pass --resume"):
+        train(load_config(None, small_run(tiny_shards, tmp_path, "schedule.steps=20")))
+
+
+def test_config_from_toml_pipeline_table_and_overrides(tmp_path):
+    toml = tmp_path / "train.toml"
+    toml.write_text('seed = 4\n[model]\npreset = "mini"\nhidden_size = 64\n[optim]\nlr = 5e-4\n')
+    c = load_config(toml, ["optim.lr=2e-4", 'model.preset="small"', "data.dynamic_masking=true"])
+    assert (c.seed, c.model.preset, c.model.hidden_size, c.optim.lr, c.data.dynamic_masking) == (
+        4,
+        "small",
+        64,
+        2e-4,
+        True,
+    )
+    assert c.model.bert_config(100).num_layers == 4
+    pipeline_table = {"schedule": {"steps": 7, "warmup_steps": 2}}  # what a pipeline file passes
+    assert load_config(pipeline_table, []).schedule.steps == 7
+    (tmp_path / "pipe.toml").write_text("[train]\nseed = 9\n")
+    assert load_config(tmp_path / "pipe.toml", []).seed == 9
+    for bad, message in [
+        (["optim.lrr=1"], "unknown config key 'lrr'"),
+        (["optim.lr=fast"], "expected float"),
+        (["schedule.steps=1.5"], "expected an integer"),
+        (['model.preset="huge"'], "unknown model preset"),
+        (["nokey"], "expected section.key=value"),
+    ]:
+        with pytest.raises(UsageError, match=message):
+            load_config(None, bad)
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "trainer.run", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+def test_cli_prints_config_and_reports_errors_in_one_line(tmp_path):
+    done = run_cli("--print-config", "--preset", "mini", "--lr", "3e-4", "--run-dir", "123")
+    config = json.loads(done.stdout)
+    assert (config["model"]["preset"], config["optim"]["lr"], config["logging"]["run_dir"]) == (
+        "mini",
+        3e-4,
+        "123",
+    )
+    bad = run_cli("--shards", str(tmp_path / "nope"), "--run-dir", str(tmp_path / "r"))
+    assert bad.returncode == 2
+    assert bad.stderr.strip().count("\n") == 0 and "manifest" in bad.stderr
+
+
+def test_training_import_path_needs_only_torch_numpy_pyarrow():
+    code = (
+        "import sys, trainer.run, trainer.train, trainer.data, trainer.checkpoint;"
+        "heavy = ('polars', 'typer', 'rich', 'matplotlib', 'tokenizers', 'transformers');"
+        "bad = [m for m in heavy if m in sys.modules];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_torchrun_two_cpu_ranks_agree_on_weights(tiny_shards, tmp_path):
+    run_dir = tmp_path / "ddp"
+    args = small_run(tiny_shards, run_dir, "schedule.steps=4", "checkpoint.every=2", "eval.every=4")
+    env = os.environ | {"OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            str(REPO / "tests" / "trainer" / "ddp_worker.py"),
+            *args,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    summaries = [json.loads((run_dir / f"summary-rank{r}.json").read_text()) for r in range(2)]
+    assert summaries[0]["weights_sha256"] == summaries[1]["weights_sha256"]
+    assert summaries[0]["steps"] == 4
+    state = checkpoint.load(checkpoint.latest(run_dir), "trainer")
+    assert len(state["batches"]) == 2 and state["batches"][0] == state["batches"][1] == 4
+    # and the weights moved away from their initialisation: a single-process run from the same seed
+    single = train(load_config(None, small_run(tiny_shards, tmp_path / "one", "schedule.steps=4")))
+    assert single["weights_sha256"] != summaries[0]["weights_sha256"]  # twice the data per step

@@ -1,0 +1,195 @@
+"""Training configuration: one dataclass per component, filled from TOML and `section.key=value` overrides."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from corpusprep.errors import UsageError
+from trainer.model import BertConfig, preset
+
+
+@dataclass
+class ModelConfig:
+    preset: str = "tiny"  # tiny mini small medium base large; the fields below override it when set
+    hidden_size: int | None = None
+    num_layers: int | None = None
+    num_heads: int | None = None
+    intermediate_size: int | None = None  # default 4 * hidden_size
+    max_position: int = 512
+    dropout: float = 0.1
+    attention_dropout: float = 0.1
+    pre_ln: bool = False
+
+    def bert_config(self, vocab_size: int) -> BertConfig:
+        overrides = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "preset"}
+        set_fields = {k: v for k, v in overrides.items() if v is not None}
+        return preset(self.preset, vocab_size=vocab_size, **set_fields)
+
+
+@dataclass
+class DataConfig:
+    shards: str = ""  # SHARDS_DIR with manifest.json
+    batch_size: int = 32  # sequences per micro-batch per rank
+    num_workers: int = 0  # DataLoader worker processes per rank
+    chunk_rows: int = 1024  # rows per unit of work: shuffling and rank/worker assignment happen in chunks
+    pad_multiple: int = 8  # pad each batch to its longest sequence rounded up to this (tensor-core friendly)
+    dynamic_masking: bool = False  # re-mask every epoch from the original tokens
+    verify: bool = False  # sha256 every shard against the manifest before training
+
+
+@dataclass
+class OptimConfig:
+    name: str = "adamw"  # adamw | lamb
+    lr: float = 1e-4
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-6
+    weight_decay: float = 0.01  # not applied to biases and LayerNorm weights
+    grad_clip: float = 1.0  # max global grad norm; 0 = off
+
+
+@dataclass
+class ScheduleConfig:
+    steps: int = 1000  # optimizer steps
+    warmup_steps: int = 100  # linear warm-up from 0, then linear decay to 0 at `steps`
+    grad_accum: int = 1  # micro-batches per optimizer step
+
+
+@dataclass
+class CheckpointConfig:
+    every: int = 500  # steps; a final checkpoint is always written
+    keep: int = 3  # most recent checkpoints kept
+    resume: bool = False  # continue from the newest complete checkpoint in run_dir
+
+
+@dataclass
+class EvalConfig:
+    every: int = 500  # steps; 0 = only at the end
+    max_batches: int = 50  # 0 = the whole validation split
+
+
+@dataclass
+class LoggingConfig:
+    run_dir: str = "runs/bert"  # metrics.jsonl, config.json, checkpoints/
+    every: int = 10  # steps between progress lines / metric records
+
+
+@dataclass
+class TrainConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+    seed: int = 0
+    device: str = "auto"  # auto (cuda if available) | cpu | cuda
+    compile: bool = False  # torch.compile the model
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError:
+            raise UsageError(f"{path}: reading TOML needs Python >= 3.11 or `pip install tomli`") from None
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read config ({e.strerror})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: invalid TOML ({e})") from None
+    # a pipeline file keeps the trainer's settings under [train]
+    return data["train"] if set(data) == {"train"} else data
+
+
+def _parse_value(text: str) -> Any:
+    """`--set` values are TOML/JSON literals (1e-4, true, "x", [1, 2]); anything else is a plain string."""
+    try:
+        return json.loads(text.lower() if text.lower() in ("true", "false") else text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _apply(obj: Any, values: dict[str, Any], where: str) -> None:
+    for key, value in values.items():
+        names = {f.name: f for f in fields(obj)}
+        if key not in names:
+            raise UsageError(f"{where}: unknown config key {key!r} (known: {', '.join(names)})")
+        current = getattr(obj, key)
+        if is_dataclass(current):
+            if not isinstance(value, dict):
+                raise UsageError(f"{where}: {key!r} is a section, not a value")
+            _apply(current, value, f"{where}.{key}" if where != "config" else key)
+        else:
+            setattr(obj, key, _coerce(value, current, f"{where}.{key}"))
+
+
+def _coerce(value: Any, current: Any, where: str) -> Any:
+    if isinstance(current, bool) or current is None:
+        if current is not None and not isinstance(value, bool):
+            raise UsageError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if isinstance(current, (int, float)) and not isinstance(value, bool):
+        if isinstance(current, int) and isinstance(value, float) and not value.is_integer():
+            raise UsageError(f"{where}: expected an integer, got {value!r}")
+        if isinstance(value, (int, float)):
+            return type(current)(value)
+    if isinstance(current, str) and isinstance(value, (str, int, float)):
+        return str(value)
+    if type(value) is not type(current):
+        raise UsageError(f"{where}: expected {type(current).__name__}, got {value!r}")
+    return value
+
+
+def load_config(source: Path | str | dict | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    """Defaults <- TOML file or dict (a pipeline's [train] table) <- `section.key=value` overrides."""
+    config = TrainConfig()
+    if isinstance(source, (str, Path)):
+        _apply(config, _read_toml(Path(source)), str(source))
+    elif source is not None:
+        _apply(config, dict(source), "config")
+    for item in overrides or []:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set {item!r}: expected section.key=value")
+        *sections, name = key.strip().split(".")
+        nested: dict[str, Any] = {name: _parse_value(text.strip())}
+        for section in reversed(sections):
+            nested = {section: nested}
+        _apply(config, nested, f"--set {key.strip()}")
+    validate(config)
+    return config
+
+
+def validate(c: TrainConfig) -> None:
+    checks = [
+        (c.optim.name in ("adamw", "lamb"), f"optim.name must be adamw or lamb, not {c.optim.name!r}"),
+        (c.schedule.steps > 0, "schedule.steps must be > 0"),
+        (0 <= c.schedule.warmup_steps <= c.schedule.steps, "schedule.warmup_steps must be in [0, steps]"),
+        (c.schedule.grad_accum >= 1, "schedule.grad_accum must be >= 1"),
+        (c.data.batch_size >= 1, "data.batch_size must be >= 1"),
+        (c.data.chunk_rows >= 1, "data.chunk_rows must be >= 1"),
+        (c.checkpoint.keep >= 1, "checkpoint.keep must be >= 1"),
+        (c.device in ("auto", "cpu", "cuda"), f"device must be auto, cpu or cuda, not {c.device!r}"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise UsageError(f"config: {message}")
+    try:
+        c.model.bert_config(vocab_size=8)
+    except ValueError as e:
+        raise UsageError(f"config: model: {e}") from None

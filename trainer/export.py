@@ -1,0 +1,439 @@
+"""A trainer checkpoint as a Hugging Face BERT directory, and the weight names both ways.
+
+    python -m trainer.export runs/demo/checkpoints/step-0000300 hf/demo [--vocab DIR] [--verify]
+
+OUT_DIR loads with `transformers` `BertForPreTraining` / `AutoModelForPreTraining` / `AutoModel` /
+`AutoModelForMaskedLM` / `AutoTokenizer` / `pipeline("fill-mask")`: config.json, model.safetensors,
+vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json. Writing needs only torch and
+safetensors; `--verify` (optional) imports transformers to compare logits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import torch
+
+from corpusprep.errors import CorpusprepError, DataError, UsageError
+from trainer.model import BertConfig, BertForPreTraining
+
+SPECIAL_TOKENS = {
+    "unk_token": "[UNK]",
+    "sep_token": "[SEP]",
+    "pad_token": "[PAD]",
+    "cls_token": "[CLS]",
+    "mask_token": "[MASK]",
+}
+# wrappers whose state_dict prefixes every key: torch.compile (OptimizedModule) and DDP, in either order
+WRAPPER_PREFIXES = ("_orig_mod.", "module.")
+# in older (TF-converted) checkpoints
+LEGACY_SUFFIXES = {".gamma": ".weight", ".beta": ".bias"}
+EMBEDDING_TABLES = ("word_embeddings", "position_embeddings", "token_type_embeddings")
+QKV = ("query", "key", "value")  # row blocks of our fused qkv, in this order
+
+
+# ---------------------------------------------------------------- names
+
+
+def module_names(num_layers: int) -> dict[str, str]:
+    """Our module prefix -> Hugging Face `BertForPreTraining` module prefix (each has .weight/.bias)."""
+    names = {
+        "embeddings.norm": "bert.embeddings.LayerNorm",
+        "pooler": "bert.pooler.dense",
+        "mlm_head.dense": "cls.predictions.transform.dense",
+        "mlm_head.norm": "cls.predictions.transform.LayerNorm",
+        "nsp_head": "cls.seq_relationship",
+    }
+    for i in range(num_layers):
+        hf = f"bert.encoder.layer.{i}"
+        names |= {
+            f"layers.{i}.attn.out": f"{hf}.attention.output.dense",
+            f"layers.{i}.attn_norm": f"{hf}.attention.output.LayerNorm",
+            f"layers.{i}.mlp.fc1": f"{hf}.intermediate.dense",
+            f"layers.{i}.mlp.fc2": f"{hf}.output.dense",
+            f"layers.{i}.mlp_norm": f"{hf}.output.LayerNorm",
+        }
+    return names
+
+
+def key_names(config: BertConfig) -> dict[str, str]:
+    """Every state-dict key but the fused QKV: ours -> Hugging Face's."""
+    keys = {f"embeddings.{t}.weight": f"bert.embeddings.{t}.weight" for t in EMBEDDING_TABLES}
+    keys["mlm_head.bias"] = "cls.predictions.bias"
+    for ours, hf in module_names(config.num_layers).items():
+        keys |= {f"{ours}.weight": f"{hf}.weight", f"{ours}.bias": f"{hf}.bias"}
+    return keys
+
+
+def strip_wrappers(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Drop `_orig_mod.` / `module.` prefixes (torch.compile, DDP, both nested), whatever saved them."""
+
+    def clean(key: str) -> str:
+        while key.startswith(WRAPPER_PREFIXES):
+            key = key.split(".", 1)[1]
+        return key
+
+    cleaned = {clean(k): v for k, v in state.items()}
+    if len(cleaned) != len(state):
+        raise DataError("state dict holds the same key with and without a wrapper prefix")
+    return cleaned
+
+
+def to_hf(state: dict[str, torch.Tensor], config: BertConfig) -> dict[str, torch.Tensor]:
+    """Our state dict -> `BertForPreTraining`'s, as its `save_pretrained` writes it (tied decoder omitted)."""
+    if config.pre_ln:
+        raise UsageError(
+            "a pre-LN model (pre_ln=true) has no Hugging Face BERT equivalent: BERT normalises after each "
+            "sublayer, so the weights would compute something else"
+        )
+    out = {hf: state[ours] for ours, hf in key_names(config).items()}
+    for i in range(config.num_layers):
+        for part in ("weight", "bias"):
+            blocks = state[f"layers.{i}.attn.qkv.{part}"].chunk(3, dim=0)
+            for name, block in zip(QKV, blocks, strict=True):
+                out[f"bert.encoder.layer.{i}.attention.self.{name}.{part}"] = block
+    # safetensors refuses views and shared storage: give every tensor its own contiguous memory
+    return {k: v.detach().to("cpu", copy=True).contiguous() for k, v in out.items()}
+
+
+def from_hf(state: dict[str, torch.Tensor], config: BertConfig) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """A Hugging Face BERT state dict -> ours, and the Hugging Face names of heads it lacked.
+
+    Accepts `BertForPreTraining` / `BertForMaskedLM` / `BertModel` checkpoints and legacy gamma/beta names.
+    Missing heads (pooler, MLM transform, NSP) are returned so the caller can initialise them fresh; a
+    missing encoder weight, an untied decoder or a leftover unknown key is an error.
+    """
+    state = dict(state)
+    for key in list(state):
+        new = key
+        for old, suffix in LEGACY_SUFFIXES.items():
+            if new.endswith(old):
+                new = new[: -len(old)] + suffix
+        if new.startswith(("embeddings.", "encoder.", "pooler.")):  # saved from a bare BertModel
+            new = "bert." + new
+        state[new] = state.pop(key)
+    for buffer in ("bert.embeddings.position_ids", "bert.embeddings.token_type_ids"):
+        state.pop(buffer, None)
+    words = state.get("bert.embeddings.word_embeddings.weight")
+    decoder = state.pop("cls.predictions.decoder.weight", None)
+    if decoder is not None and words is not None and not torch.equal(decoder, words):
+        raise UsageError("the MLM decoder is not tied to the word embeddings (BERT and our model tie them)")
+    decoder_bias = state.pop("cls.predictions.decoder.bias", None)
+    bias = state.get("cls.predictions.bias")
+    if decoder_bias is not None and bias is not None and not torch.equal(decoder_bias, bias):
+        raise UsageError("cls.predictions.decoder.bias differs from cls.predictions.bias")
+
+    out: dict[str, torch.Tensor] = {}
+    missing: list[str] = []
+    for ours, hf in key_names(config).items():
+        if hf in state:
+            out[ours] = state.pop(hf)
+        else:
+            missing.append(hf)
+    for i in range(config.num_layers):
+        for part in ("weight", "bias"):
+            names = [f"bert.encoder.layer.{i}.attention.self.{n}.{part}" for n in QKV]
+            if all(n in state for n in names):
+                out[f"layers.{i}.attn.qkv.{part}"] = torch.cat([state.pop(n) for n in names])
+            else:
+                missing += [n for n in names if n not in state]
+    heads = ("bert.pooler.", "cls.predictions.", "cls.seq_relationship.")
+    if lost := [k for k in missing if not k.startswith(heads)]:
+        raise UsageError(f"not a complete BERT checkpoint: missing {', '.join(lost[:5])}")
+    if state:
+        raise UsageError(f"unknown weights (not BERT?): {', '.join(sorted(state)[:5])}")
+    return out, missing
+
+
+# ---------------------------------------------------------------- configs
+
+
+def hf_config(config: BertConfig, pad_token_id: int) -> dict:
+    """config.json of `transformers.BertConfig` for our BertConfig."""
+    return {
+        "architectures": ["BertForPreTraining"],
+        "model_type": "bert",
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_layers,
+        "num_attention_heads": config.num_heads,
+        "intermediate_size": config.intermediate_size,
+        "hidden_act": "gelu",  # exact erf GELU in transformers, as in our model
+        "hidden_dropout_prob": config.dropout,
+        "attention_probs_dropout_prob": config.attention_dropout,
+        "max_position_embeddings": config.max_position,
+        "type_vocab_size": config.type_vocab_size,
+        "initializer_range": config.init_std,
+        "layer_norm_eps": config.layer_norm_eps,
+        "pad_token_id": pad_token_id,
+        "position_embedding_type": "absolute",
+        "tie_word_embeddings": True,
+        "torch_dtype": "float32",
+    }
+
+
+def bert_config_from_hf(hf: dict, where: Path) -> BertConfig:
+    """Our BertConfig for a Hugging Face BERT config.json; anything our model cannot compute is an error."""
+    checks = {
+        "model_type": (hf.get("model_type", "bert"), "bert"),
+        "hidden_act": (hf.get("hidden_act", "gelu"), "gelu"),
+        "position_embedding_type": (hf.get("position_embedding_type", "absolute"), "absolute"),
+    }
+    for key, (value, want) in checks.items():
+        if value != want:
+            raise UsageError(f"{where}: {key} is {value!r}; only {want!r} BERT can be imported")
+    try:
+        return BertConfig(
+            vocab_size=hf["vocab_size"],
+            hidden_size=hf["hidden_size"],
+            num_layers=hf["num_hidden_layers"],
+            num_heads=hf["num_attention_heads"],
+            intermediate_size=hf["intermediate_size"],
+            max_position=hf.get("max_position_embeddings", 512),
+            type_vocab_size=hf.get("type_vocab_size", 2),
+            dropout=hf.get("hidden_dropout_prob", 0.1),
+            attention_dropout=hf.get("attention_probs_dropout_prob", 0.1),
+            layer_norm_eps=hf.get("layer_norm_eps", 1e-12),
+            init_std=hf.get("initializer_range", 0.02),
+        )
+    except KeyError as e:
+        raise UsageError(f"{where}: lacks {e.args[0]}") from None
+
+
+def bert_config(saved: dict, where: Path) -> BertConfig:
+    """BertConfig from a checkpoint's config.json "model" entry; an unknown field is an error, not ignored."""
+    known = {f.name for f in fields(BertConfig)}
+    if unknown := set(saved) - known:
+        raise UsageError(f"{where}: unknown model field(s) {', '.join(sorted(unknown))} (newer trainer?)")
+    return BertConfig(**saved)
+
+
+# ---------------------------------------------------------------- checkpoint and vocab
+
+
+def find_checkpoint(path: Path) -> Path:
+    """A checkpoint directory (model.pt + config.json), or a run directory: its newest checkpoint."""
+    from trainer import checkpoint
+
+    if (path / "checkpoints").is_dir() and not (path / "model.pt").exists():
+        found = checkpoint.latest(path)
+        if found is None:
+            raise UsageError(f"{path}: run directory without a complete checkpoint")
+        path = found
+    for name in ("model.pt", "config.json"):
+        if not (path / name).is_file():
+            raise UsageError(f"{path}: no {name} (not a trainer checkpoint directory)")
+    return path
+
+
+def load_checkpoint(path: Path) -> tuple[BertConfig, dict[str, torch.Tensor], dict]:
+    """(model config, our state dict without wrapper prefixes, the saved config.json)."""
+    path = find_checkpoint(Path(path))
+    saved = json.loads((path / "config.json").read_text())
+    if "model" not in saved:
+        raise UsageError(f'{path / "config.json"}: no "model" entry')
+    config = bert_config(saved["model"], path / "config.json")
+    try:
+        state = torch.load(path / "model.pt", map_location="cpu", weights_only=True)
+    except Exception as e:  # torch raises many types for a truncated or foreign file
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise DataError(f"{path / 'model.pt'}: cannot load ({type(e).__name__}: {first})") from None
+    if isinstance(state, dict) and isinstance(state.get("model"), dict):
+        state = state["model"]
+    return config, strip_wrappers(state), saved
+
+
+def check_state(state: dict[str, torch.Tensor], config: BertConfig, where: Path) -> None:
+    """Every key and shape our model has, no more: a checkpoint that would load with random weights fails."""
+    with torch.device("meta"):  # shapes only, no memory, no init
+        expected = {k: v.shape for k, v in BertForPreTraining(config).state_dict().items()}
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    wrong = [k for k in expected if k in state and state[k].shape != expected[k]]
+    for what, keys in (("missing", missing), ("unexpected", unexpected), ("wrong shape of", wrong)):
+        if keys:
+            raise DataError(f"{where}: {what} {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}")
+
+
+def find_vocab(checkpoint_dir: Path, saved: dict, explicit: Path | None, vocab_size: int) -> Path:
+    """The vocab directory: --vocab; the checkpoint's own vocab/ (import_hf); else the shards' vocab
+    named by the saved train config's data.shards -> manifest.json vocab.path (or vocab.txt beside it)."""
+    from corpusprep.tokenize import VocabInfo
+
+    manifest = {}
+    if explicit is not None:
+        candidates = [Path(explicit)]
+    elif (checkpoint_dir / "vocab" / "vocab.txt").is_file():
+        candidates = [checkpoint_dir / "vocab"]
+    else:
+        shards = saved.get("train", {}).get("data", {}).get("shards")
+        if not shards:
+            raise UsageError(f"{checkpoint_dir}: config names no shards; pass --vocab DIR")
+        manifest_path = Path(shards) / "manifest.json"
+        if not manifest_path.is_file():
+            raise UsageError(f"{manifest_path}: not found (shards moved?); pass --vocab DIR")
+        manifest = json.loads(manifest_path.read_text()).get("vocab", {})
+        candidates = [Path(p) for p in (manifest.get("path"), shards) if p]
+    for directory in candidates:
+        if not (directory / "vocab.txt").is_file():
+            continue
+        info = VocabInfo.load(directory)
+        if manifest.get("sha256") and info.sha256 != manifest["sha256"]:
+            raise UsageError(f"{directory / 'vocab.txt'}: not the vocab the shards were built with (sha256)")
+        if info.size != vocab_size:
+            raise UsageError(f"{directory / 'vocab.txt'}: {info.size} tokens, the model has {vocab_size}")
+        return directory
+    raise UsageError(f"no vocab.txt in {', '.join(map(str, candidates))}; pass --vocab DIR")
+
+
+def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
+    """vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json for `AutoTokenizer`."""
+    from corpusprep.tokenize import VocabInfo
+
+    info = VocabInfo.load(vocab_dir)
+    if (vocab_dir / "tokenizer.json").is_file():
+        tokenizer_json = (vocab_dir / "tokenizer.json").read_text(encoding="utf-8")
+        normalizer = json.loads(tokenizer_json).get("normalizer") or {}
+        lowercase = bool(normalizer.get("lowercase", True))
+    else:  # a bare vocab.txt: BERT's uncased pipeline, as `corpusprep vocab` builds it by default
+        from corpusprep.tokenize.vocab import tokenizer_from_tokens
+
+        lowercase = True
+        tokenizer_json = tokenizer_from_tokens(info.tokens, cased=False).to_str()
+    config = {
+        "tokenizer_class": "BertTokenizer",
+        "do_lower_case": lowercase,
+        "strip_accents": None,  # None: follow do_lower_case, as our normalizer does
+        "tokenize_chinese_chars": True,
+        "model_max_length": max_length,
+        "clean_up_tokenization_spaces": True,
+        **SPECIAL_TOKENS,
+    }
+    return {
+        "vocab.txt": (vocab_dir / "vocab.txt").read_text(encoding="utf-8"),
+        "tokenizer.json": tokenizer_json,
+        "tokenizer_config.json": json.dumps(config, indent=2) + "\n",
+        "special_tokens_map.json": json.dumps(SPECIAL_TOKENS, indent=2) + "\n",
+    }
+
+
+# ---------------------------------------------------------------- writing
+
+
+def write_dir(out_dir: Path, write, overwrite: bool) -> Path:
+    """Call write(tmp_dir) and rename tmp_dir to out_dir: a directory under the final name is complete."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
+        raise UsageError(f"{out_dir}: exists and is not empty; pass --overwrite to replace it")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        write(tmp)
+        for f in tmp.rglob("*"):
+            if f.is_file():
+                with open(f, "rb") as fh:
+                    os.fsync(fh.fileno())
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def export(
+    checkpoint: str | Path, out_dir: str | Path, vocab: str | Path | None = None, overwrite: bool = False
+) -> Path:
+    """Write the Hugging Face directory of a trainer checkpoint (or run directory's newest one)."""
+    from safetensors.torch import save_file
+
+    path = find_checkpoint(Path(checkpoint))
+    config, state, saved = load_checkpoint(path)
+    check_state(state, config, path / "model.pt")
+    weights = to_hf(state, config)  # raises for pre-LN before anything is written
+    vocab_dir = find_vocab(path, saved, Path(vocab) if vocab else None, config.vocab_size)
+    files = tokenizer_files(vocab_dir, config.max_position)
+    pad_id = files["vocab.txt"].splitlines().index("[PAD]")
+
+    def write(tmp: Path) -> None:
+        save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        (tmp / "config.json").write_text(json.dumps(hf_config(config, pad_id), indent=2) + "\n")
+        for name, text in files.items():
+            (tmp / name).write_text(text, encoding="utf-8")
+
+    return write_dir(Path(out_dir), write, overwrite)
+
+
+def our_model(config: BertConfig, state: dict[str, torch.Tensor]) -> BertForPreTraining:
+    model = BertForPreTraining(config)
+    model.load_state_dict(state)
+    return model.eval()
+
+
+def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch: int = 4) -> dict:
+    """Load OUT_DIR with transformers and compare logits with ours on a random padded batch (fp32, CPU).
+
+    Returns missing/unexpected keys and the max |difference| of MLM logits (real positions) and NSP logits.
+    """
+    from transformers import BertForPreTraining as HFBert
+
+    hf, info = HFBert.from_pretrained(str(out_dir), output_loading_info=True)
+    hf.eval()
+    model = model.eval()
+    c = model.config
+    g = torch.Generator().manual_seed(seed)
+    length = min(c.max_position, 32)
+    ids = torch.randint(0, c.vocab_size, (batch, length), generator=g)
+    types = (torch.arange(length) >= length // 2).long().expand(batch, -1)
+    lengths = torch.randint(length // 2, length + 1, (batch,), generator=g)
+    lengths[0] = length
+    mask = torch.arange(length)[None, :] < lengths[:, None]
+    with torch.no_grad():
+        ours_mlm, ours_nsp = model(ids, types, mask)
+        theirs = hf(input_ids=ids, token_type_ids=types, attention_mask=mask.long())
+    return {
+        "missing_keys": sorted(info["missing_keys"]),
+        "unexpected_keys": sorted(info["unexpected_keys"]),
+        "mlm_max_abs_diff": float((ours_mlm - theirs.prediction_logits)[mask].abs().max()),
+        "nsp_max_abs_diff": float((ours_nsp - theirs.seq_relationship_logits).abs().max()),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m trainer.export",
+        description="Write a trainer checkpoint as a Hugging Face BERT directory (safetensors + tokenizer).",
+    )
+    p.add_argument("checkpoint", type=Path, help="checkpoint directory (step-NNNNNNN) or run directory")
+    p.add_argument("out_dir", type=Path, help="output directory for transformers' from_pretrained")
+    p.add_argument("--vocab", type=Path, help="vocab directory (default: the one the shards name)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT_DIR")
+    p.add_argument("--verify", action="store_true", help="load with transformers and compare logits")
+    args = p.parse_args(argv)
+    try:
+        out = export(args.checkpoint, args.out_dir, args.vocab, args.overwrite)
+        print(f"wrote {out}")
+        if args.verify:
+            config, state, _ = load_checkpoint(args.checkpoint)
+            report = verify(out, our_model(config, state))
+            print(json.dumps(report, indent=2))
+            worst = max(report["mlm_max_abs_diff"], report["nsp_max_abs_diff"])
+            if report["missing_keys"] or report["unexpected_keys"] or worst > 1e-4:
+                raise DataError(f"{out}: transformers does not reproduce the checkpoint (see above)")
+    except CorpusprepError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""Start pre-training from a Hugging Face BERT directory (continued pre-training on a new domain).
+
+    python -m trainer.import_hf bert-base-uncased/ init/bert-base [--overwrite]
+
+Reads config.json, model.safetensors (or pytorch_model.bin) and vocab.txt (+ tokenizer_config.json for
+casing) from a `save_pretrained` directory, and writes OUT in the layout of one trainer checkpoint:
+
+    OUT/model.pt      our state dict (trainer/model.py names)
+    OUT/config.json   {"model": BertConfig fields, "vocab": {sha256, size}, "source": {...}}
+    OUT/vocab/        the model's vocab as a corpusprep vocab directory (vocab.txt byte for byte,
+                      tokenizer.json): build pairs and shards with `--vocab OUT/vocab`
+
+`python -m trainer.export OUT HF_DIR` turns it back into the same Hugging Face weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from corpusprep.engine.rng import rng_for
+from corpusprep.errors import CorpusprepError, UsageError
+from trainer.export import bert_config_from_hf, check_state, from_hf, write_dir
+from trainer.model import BertConfig, BertForPreTraining
+
+
+def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
+    if (hf_dir / "model.safetensors").is_file():
+        from safetensors.torch import load_file
+
+        return load_file(str(hf_dir / "model.safetensors"))
+    if (hf_dir / "pytorch_model.bin").is_file():
+        return torch.load(hf_dir / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    if any(hf_dir.glob("*.index.json")):
+        raise UsageError(f"{hf_dir}: sharded weights are not supported; save_pretrained with max_shard_size")
+    raise UsageError(f"{hf_dir}: no model.safetensors or pytorch_model.bin")
+
+
+def lowercases(hf_dir: Path) -> bool:
+    """The tokenizer's casing: tokenizer_config.json's do_lower_case (BERT's default: True)."""
+    path = hf_dir / "tokenizer_config.json"
+    return bool(json.loads(path.read_text()).get("do_lower_case", True)) if path.is_file() else True
+
+
+def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Tensor], list[str]]:
+    """(our config, our complete state dict, Hugging Face names of heads initialised fresh)."""
+    config_path = hf_dir / "config.json"
+    if not config_path.is_file():
+        raise UsageError(f"{hf_dir}: no config.json (not a save_pretrained directory)")
+    config = bert_config_from_hf(json.loads(config_path.read_text()), config_path)
+    try:
+        state, fresh = from_hf(read_hf_weights(hf_dir), config)
+    except UsageError as e:
+        raise UsageError(f"{hf_dir}: {e}") from None
+    if fresh:  # e.g. a BertForMaskedLM checkpoint has no NSP head: start those from BERT's init
+        with torch.random.fork_rng():  # leave the caller's torch RNG as it was
+            torch.manual_seed(int(rng_for(seed, "import-hf-init").integers(2**62)))
+            init = BertForPreTraining(config).state_dict()
+        state = {k: state.get(k, init[k]) for k in init}
+    check_state(state, config, hf_dir)
+    return config, state, fresh
+
+
+def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed: int = 0) -> dict:
+    """Write OUT (model.pt, config.json, vocab/); return the record saved as config.json."""
+    from corpusprep.tokenize import VocabInfo
+    from corpusprep.tokenize.vocab import vocab_from_file
+
+    hf_dir = Path(hf_dir)
+    if not (hf_dir / "vocab.txt").is_file():
+        raise UsageError(f"{hf_dir}: no vocab.txt (only WordPiece BERT tokenizers can be imported)")
+    config, state, fresh = convert(hf_dir, seed)
+    vocab = VocabInfo.load(hf_dir)  # also checks the five special tokens are present
+    if vocab.size != config.vocab_size:
+        raise UsageError(f"{hf_dir / 'vocab.txt'}: {vocab.size} tokens, config.json: {config.vocab_size}")
+    record = {
+        "model": asdict(config),
+        "vocab": {"sha256": vocab.sha256, "size": vocab.size, "path": "vocab"},
+        "source": {"huggingface": str(hf_dir.resolve()), "initialized_fresh": fresh},
+    }
+
+    def write(tmp: Path) -> None:
+        torch.save(state, tmp / "model.pt")
+        (tmp / "config.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=not lowercases(hf_dir))
+
+    write_dir(Path(out), write, overwrite)
+    copied = hashlib.sha256((Path(out) / "vocab" / "vocab.txt").read_bytes()).hexdigest()
+    assert copied == vocab.sha256, "vocab.txt must be copied byte for byte"
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m trainer.import_hf",
+        description="Convert a Hugging Face BERT directory into initial weights + vocab for the trainer.",
+    )
+    p.add_argument("hf_dir", type=Path, help="a save_pretrained directory (config.json, weights, vocab.txt)")
+    p.add_argument("out", type=Path, help="output directory: model.pt, config.json, vocab/")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+    p.add_argument("--seed", type=int, default=0, help="seed for heads the checkpoint lacks")
+    args = p.parse_args(argv)
+    try:
+        record = import_hf(args.hf_dir, args.out, args.overwrite, args.seed)
+    except CorpusprepError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    c, fresh = record["model"], record["source"]["initialized_fresh"]
+    print(f"wrote {args.out}: {c['num_layers']} layers, hidden {c['hidden_size']}, vocab {c['vocab_size']}")
+    if fresh:
+        print(f"initialised fresh (not in the checkpoint): {', '.join(fresh)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

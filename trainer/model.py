@@ -1,0 +1,276 @@
+"""BERT for pre-training (masked LM + next sentence prediction), in one file.
+
+Numerically the model is Hugging Face `BertForPreTraining` (post-LN, exact erf GELU, LayerNorm eps 1e-12,
+tanh pooler on [CLS], MLM head dense -> GELU -> LayerNorm -> decoder tied to the word embeddings plus
+its own bias), so weights convert both ways. Two differences in *how* it computes, not *what*:
+
+- Unpadding: with an attention mask, every token-wise layer (embeddings LayerNorm, QKV, output
+  projection, MLP, LayerNorms) runs on the real tokens only, a [T, H] matrix; only attention itself
+  sees the padded [B, heads, L, head_dim] layout. Padding therefore costs nothing in the layers that
+  hold ~all FLOPs at L=128, and can never change a real token's output.
+- The MLM head projects to the vocab only at the masked positions (gather first): at 15% masking that
+  is ~7x less work in the largest matmul of a small model.
+
+State-dict names (frozen; `trainer/export.py` maps them to Hugging Face):
+  embeddings.{word_embeddings,position_embeddings,token_type_embeddings}.weight, embeddings.norm.{weight,bias}
+  layers.N.attn.qkv.{weight,bias}   fused [3H, H]: rows 0:H query, H:2H key, 2H:3H value (HF head order)
+  layers.N.attn.out.{weight,bias}   layers.N.attn_norm.{weight,bias}
+  layers.N.mlp.fc1.{weight,bias}    layers.N.mlp.fc2.{weight,bias}   layers.N.mlp_norm.{weight,bias}
+  final_norm.{weight,bias}          only with pre_ln=True (a pre-LN stack needs a last LayerNorm)
+  pooler.{weight,bias}   mlm_head.dense.{weight,bias}   mlm_head.norm.{weight,bias}   mlm_head.bias
+  nsp_head.{weight,bias}
+The MLM decoder weight *is* embeddings.word_embeddings.weight (tied), so it has no entry of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass
+class BertConfig:
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_layers: int = 12
+    num_heads: int = 12
+    intermediate_size: int = 0  # 0: 4 * hidden_size
+    max_position: int = 512
+    type_vocab_size: int = 2
+    dropout: float = 0.1  # hidden states (embeddings, attention output, MLP output)
+    attention_dropout: float = 0.1  # attention probabilities
+    layer_norm_eps: float = 1e-12
+    pre_ln: bool = False  # LayerNorm before each sublayer (+ a final one): more stable at depth/high lr
+    init_std: float = 0.02
+
+    def __post_init__(self) -> None:
+        if self.intermediate_size == 0:
+            self.intermediate_size = 4 * self.hidden_size
+        if self.hidden_size % self.num_heads:
+            raise ValueError(f"hidden_size {self.hidden_size} not divisible by num_heads {self.num_heads}")
+
+
+# (layers, hidden, heads); intermediate is 4 * hidden unless overridden. tiny..medium as in Turc et al. 2019.
+PRESETS: dict[str, tuple[int, int, int]] = {
+    "tiny": (2, 128, 2),
+    "mini": (4, 256, 4),
+    "small": (4, 512, 8),
+    "medium": (8, 512, 8),
+    "base": (12, 768, 12),
+    "large": (24, 1024, 16),
+}
+
+
+def preset(name: str, **overrides) -> BertConfig:
+    """A config from a named preset; any BertConfig field can be overridden."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown model preset {name!r} (choose from {', '.join(PRESETS)})")
+    layers, hidden, heads = PRESETS[name]
+    known = {f.name for f in fields(BertConfig)}
+    unknown = set(overrides) - known
+    if unknown:
+        raise ValueError(f"unknown model option(s): {', '.join(sorted(unknown))}")
+    args = {"num_layers": layers, "hidden_size": hidden, "num_heads": heads} | overrides
+    return BertConfig(**args)
+
+
+class Embeddings(nn.Module):
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(c.vocab_size, c.hidden_size)
+        self.position_embeddings = nn.Embedding(c.max_position, c.hidden_size)
+        self.token_type_embeddings = nn.Embedding(c.type_vocab_size, c.hidden_size)
+        # post-LN BERT normalises the embedding sum; pre-LN normalises inside each block instead
+        self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps) if not c.pre_ln else nn.Identity()
+        self.drop = nn.Dropout(c.dropout)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        # input_ids, token_type_ids: [B, L] -> [B, L, H]
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        x = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+        x = x + self.position_embeddings(positions)
+        return self.drop(self.norm(x))
+
+
+class Attention(nn.Module):
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.num_heads = c.num_heads
+        self.qkv = nn.Linear(c.hidden_size, 3 * c.hidden_size)  # one matmul instead of three
+        self.out = nn.Linear(c.hidden_size, c.hidden_size)
+        self.attention_dropout = c.attention_dropout
+
+    def forward(self, x: torch.Tensor, layout: Layout) -> torch.Tensor:
+        # x: [T, H] real tokens only (or all B*L when unpadded == padded)
+        T, H = x.shape
+        B, L = layout.batch, layout.length
+        qkv = self.qkv(x)  # [T, 3H]
+        if layout.index is not None:  # scatter into the padded grid just for attention
+            qkv = qkv.new_zeros(B * L, 3 * H).index_copy_(0, layout.index, qkv)
+        # rows of qkv are [q | k | v], each split into heads as in BERT: 3 x [B, A, L, D]
+        q, k, v = qkv.view(B, L, 3, self.num_heads, H // self.num_heads).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=layout.key_mask, dropout_p=self.attention_dropout if self.training else 0.0
+        )  # [B, A, L, D]; padded queries attend to real keys, so no NaN, and are dropped below
+        y = y.transpose(1, 2).reshape(B * L, H)
+        if layout.index is not None:
+            y = y.index_select(0, layout.index)  # [T, H]
+        return self.out(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.fc1 = nn.Linear(c.hidden_size, c.intermediate_size)
+        self.fc2 = nn.Linear(c.intermediate_size, c.hidden_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(F.gelu(self.fc1(x)))  # exact erf GELU, as in BERT
+
+
+class Block(nn.Module):
+    def __init__(self, c: BertConfig):
+        super().__init__()
+        self.pre_ln = c.pre_ln
+        self.attn = Attention(c)
+        self.attn_norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.mlp = MLP(c)
+        self.mlp_norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.drop = nn.Dropout(c.dropout)
+
+    def forward(self, x: torch.Tensor, layout: Layout) -> torch.Tensor:
+        if self.pre_ln:
+            x = x + self.drop(self.attn(self.attn_norm(x), layout))
+            return x + self.drop(self.mlp(self.mlp_norm(x)))
+        x = self.attn_norm(x + self.drop(self.attn(x, layout)))
+        return self.mlp_norm(x + self.drop(self.mlp(x)))
+
+
+class MLMHead(nn.Module):
+    def __init__(self, c: BertConfig, word_embeddings: nn.Embedding):
+        super().__init__()
+        self.dense = nn.Linear(c.hidden_size, c.hidden_size)
+        self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.bias = nn.Parameter(torch.zeros(c.vocab_size))
+        self.decoder_weight = [word_embeddings]  # a list, so the tied weight is not registered twice
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        # h: [M, H] hidden states at the masked positions -> logits [M, V]
+        h = self.norm(F.gelu(self.dense(h)))
+        return F.linear(h, self.decoder_weight[0].weight, self.bias)
+
+
+class Layout:
+    """Where the real tokens of a padded [B, L] batch live in the flat [B*L] grid.
+
+    index: flat positions of real tokens ([T], None when nothing is padding); rows: for every flat
+    position, its row in the unpadded [T, H] activations; key_mask: [B, 1, 1, L] for attention.
+    """
+
+    def __init__(self, attention_mask: torch.Tensor | None, batch: int, length: int):
+        self.batch, self.length = batch, length
+        if attention_mask is None or bool(attention_mask.all()):
+            self.index = self.key_mask = None
+            self.rows = None
+            return
+        flat = attention_mask.reshape(-1).bool()
+        self.index = flat.nonzero().squeeze(1)  # [T]
+        self.rows = torch.cumsum(flat, 0) - 1  # [B*L]: valid where flat is True
+        self.key_mask = attention_mask.bool()[:, None, None, :]
+
+    def take(self, x: torch.Tensor, flat_positions: torch.Tensor) -> torch.Tensor:
+        """Rows of the [T, H] activations at flat positions (b * L + i) of the padded grid."""
+        return x.index_select(0, flat_positions if self.rows is None else self.rows[flat_positions])
+
+
+class BertForPreTraining(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.embeddings = Embeddings(config)
+        self.layers = nn.ModuleList(Block(config) for _ in range(config.num_layers))
+        if config.pre_ln:
+            self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
+        self.mlm_head = MLMHead(config, self.embeddings.word_embeddings)
+        self.nsp_head = nn.Linear(config.hidden_size, 2)
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module: nn.Module) -> None:
+        std = self.config.init_std
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, 0.0, std)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+        if isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    def encode(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, Layout]:
+        """Hidden states of the real tokens, [T, H], and the layout that locates them in [B, L]."""
+        B, L = input_ids.shape
+        layout = Layout(attention_mask, B, L)
+        x = self.embeddings(input_ids, token_type_ids).reshape(B * L, -1)
+        if layout.index is not None:
+            x = x.index_select(0, layout.index)  # [T, H]: padding leaves here and never comes back
+        for layer in self.layers:
+            x = layer(x, layout)
+        if self.config.pre_ln:
+            x = self.final_norm(x)
+        return x, layout
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # [B, L] int
+        token_type_ids: torch.Tensor,  # [B, L] int
+        attention_mask: torch.Tensor | None = None,  # [B, L], 1/True = real token; None = no padding
+        mlm_positions: torch.Tensor | None = None,  # [M] flat positions b * L + i; None = every position
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """MLM logits ([M, V], or [B, L, V] without mlm_positions) and NSP logits [B, 2]."""
+        B, L = input_ids.shape
+        x, layout = self.encode(input_ids, token_type_ids, attention_mask)
+        cls = layout.take(x, torch.arange(B, device=x.device) * L)  # [B, H]
+        nsp_logits = self.nsp_head(torch.tanh(self.pooler(cls)))  # [B, 2]
+        if mlm_positions is None:
+            every = torch.arange(B * L, device=x.device)
+            if layout.index is not None:  # padded positions get the (meaningless) first row, as a filler
+                every = torch.where(attention_mask.reshape(-1).bool(), every, layout.index[0])
+            return self.mlm_head(layout.take(x, every)).view(B, L, -1), nsp_logits
+        return self.mlm_head(layout.take(x, mlm_positions)), nsp_logits
+
+    def num_params(self, non_embedding: bool = True) -> int:
+        n = sum(p.numel() for p in self.parameters())
+        if non_embedding:
+            e = self.embeddings
+            tables = (e.word_embeddings, e.position_embeddings, e.token_type_embeddings)
+            n -= sum(m.weight.numel() for m in tables)
+        return n
+
+
+def pretraining_loss(
+    mlm_logits: torch.Tensor,  # [M, V]
+    mlm_labels: torch.Tensor,  # [M]
+    nsp_logits: torch.Tensor,  # [B, 2]
+    nsp_labels: torch.Tensor,  # [B]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(total, mlm, nsp) losses: mean cross-entropy over masked tokens plus mean over pairs, as in BERT."""
+    mlm = F.cross_entropy(mlm_logits.float(), mlm_labels)
+    nsp = F.cross_entropy(nsp_logits.float(), nsp_labels)
+    return mlm + nsp, mlm, nsp
+
+
+def flops_per_token(config: BertConfig, seq_len: int, masked_fraction: float = 0.15) -> float:
+    """Training FLOPs per token: 6 x non-embedding matmul params, attention scores, masked-position head."""
+    H, L, inner = config.hidden_size, config.num_layers, config.intermediate_size
+    dense = L * (4 * H * H + 2 * H * inner)  # qkv + out + mlp
+    attention = L * 2 * seq_len * H  # QK^T and AV, per query token
+    head = masked_fraction * (H * H + H * config.vocab_size)  # dense + decoder, only at masked positions
+    return 6 * (dense + attention + head)

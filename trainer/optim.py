@@ -1,0 +1,71 @@
+"""Optimizers and the learning-rate schedule."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from trainer.config import OptimConfig, ScheduleConfig
+
+
+class Lamb(torch.optim.Optimizer):
+    """LAMB (You et al. 2019): Adam's update, with weight decay, scaled per tensor by the trust ratio
+    ||w|| / ||update|| so that every layer moves by a similar *relative* amount; built for large batches."""
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-6, weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["step"] += 1
+                m, v = state["exp_avg"], state["exp_avg_sq"]
+                m.lerp_(p.grad, 1 - beta1)
+                v.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+                m_hat = m / (1 - beta1 ** state["step"])
+                v_hat = v / (1 - beta2 ** state["step"])
+                update = m_hat / (v_hat.sqrt() + group["eps"])
+                if group["weight_decay"]:
+                    update.add_(p, alpha=group["weight_decay"])
+                w_norm, u_norm = p.norm(), update.norm()
+                # a zero norm (fresh bias, or no update) gives no information: fall back to plain Adam
+                trust = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
+                p.add_(update * trust, alpha=-group["lr"])
+        return loss
+
+
+def build_optimizer(model: nn.Module, c: OptimConfig, fused: bool) -> torch.optim.Optimizer:
+    """AdamW (fused on CUDA) or LAMB; no weight decay on biases and LayerNorm weights (1-d tensors)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for p in params if p.ndim >= 2], "weight_decay": c.weight_decay},
+        {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
+    ]
+    betas = (c.beta1, c.beta2)
+    if c.name == "lamb":
+        return Lamb(groups, lr=c.lr, betas=betas, eps=c.eps)
+    return torch.optim.AdamW(groups, lr=c.lr, betas=betas, eps=c.eps, fused=fused or None)
+
+
+def build_scheduler(optimizer: torch.optim.Optimizer, c: ScheduleConfig) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up to the peak lr over warmup_steps, then linear decay to 0 at `steps`."""
+
+    def factor(step: int) -> float:
+        if step < c.warmup_steps:
+            return (step + 1) / c.warmup_steps
+        return max(0.0, (c.steps - step) / max(1, c.steps - c.warmup_steps))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)

@@ -1,0 +1,83 @@
+"""`python -m trainer.run [CONFIG.toml] --shards DIR --run-dir DIR [flags] [--set section.key=value ...]`
+
+Multi-GPU / multi-node: `torchrun --nproc-per-node N -m trainer.run ...` (DDP; gloo on CPU).
+Needs only torch, numpy and pyarrow, so it runs on a stock PyTorch image.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from corpusprep.errors import CorpusprepError, UsageError
+
+# direct flags -> config keys (`--set` reaches every other key)
+FLAGS = {
+    "shards": ("data.shards", str, "SHARDS_DIR with manifest.json"),
+    "run_dir": ("logging.run_dir", str, "where metrics, config and checkpoints go"),
+    "preset": ("model.preset", str, "tiny mini small medium base large"),
+    "steps": ("schedule.steps", int, "optimizer steps"),
+    "warmup_steps": ("schedule.warmup_steps", int, "linear warm-up steps"),
+    "grad_accum": ("schedule.grad_accum", int, "micro-batches per step"),
+    "batch_size": ("data.batch_size", int, "sequences per micro-batch per rank"),
+    "num_workers": ("data.num_workers", int, "DataLoader workers per rank"),
+    "lr": ("optim.lr", float, "peak learning rate"),
+    "optimizer": ("optim.name", str, "adamw or lamb"),
+    "seed": ("seed", int, "seed of every random draw"),
+    "device": ("device", str, "auto, cpu or cuda"),
+    "checkpoint_every": ("checkpoint.every", int, "steps between checkpoints"),
+    "eval_every": ("eval.every", int, "steps between validation runs"),
+    "log_every": ("logging.every", int, "steps between progress lines"),
+}
+SWITCHES = {
+    "resume": ("checkpoint.resume", "continue from the newest checkpoint in the run dir"),
+    "verify": ("data.verify", "check every shard's sha256 against the manifest first"),
+    "dynamic_masking": ("data.dynamic_masking", "re-mask every epoch from the original tokens"),
+    "compile": ("compile", "torch.compile the model"),
+    "pre_ln": ("model.pre_ln", "LayerNorm before each sublayer instead of after"),
+}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m trainer.run", description="Pre-train BERT (MLM + NSP) on shards."
+    )
+    p.add_argument("config", nargs="?", type=Path, help="TOML file (sections model, data, optim, ...)")
+    for name, (key, kind, text) in FLAGS.items():
+        p.add_argument("--" + name.replace("_", "-"), type=kind, help=f"{text} ({key})")
+    for name, (key, text) in SWITCHES.items():
+        p.add_argument(
+            "--" + name.replace("_", "-"), action="store_true", default=None, help=f"{text} ({key})"
+        )
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="any config key")
+    p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # values as JSON literals, so a path like `123` stays a string
+    given = {n: getattr(args, n) for n in FLAGS if getattr(args, n) is not None}
+    overrides = [f"{FLAGS[n][0]}={json.dumps(v)}" for n, v in given.items()]
+    overrides += [f"{SWITCHES[n][0]}=true" for n in SWITCHES if getattr(args, n)]
+    try:
+        from trainer.config import load_config
+        from trainer.train import train
+
+        config = load_config(args.config, overrides + args.set)
+        if args.print_config:
+            print(config.to_json())
+            return 0
+        if not config.data.shards:
+            raise UsageError("no shards: pass --shards DIR or set data.shards")
+        train(config)
+    except CorpusprepError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
