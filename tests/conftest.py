@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# pytest-xdist runs one test process per core: a torch (OpenMP) thread pool per process would oversubscribe the
+# cores, and busy-waiting OpenMP threads then slow every torch test several-fold. Subprocesses inherit this.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
