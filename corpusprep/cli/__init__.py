@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from corpusprep.cli.app import app
@@ -12,6 +13,8 @@ from corpusprep.cli import commands  # noqa: E402,F401  isort: skip
 
 
 def main() -> None:
+    # Skips and repairs (file and position) are logged by the stages as they happen; show them as one-liners.
+    logging.basicConfig(format="corpusprep: warning: %(message)s", level=logging.WARNING, stream=sys.stderr)
     try:
         app()
     except CorpusprepError as error:

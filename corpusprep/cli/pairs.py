@@ -79,10 +79,15 @@ def build_pairs_command(
     if stats.get("nothing_to_do"):
         typer.echo(f"{output}: already built with these inputs, vocab and options; nothing to do", err=True)
         return
-    skipped = ", ".join(f"{n:,} {reason}" for reason, n in stats["documents_skipped"].items() if n) or "none"
+    # Documents in = used + skipped: the reader's skips (bad JSON lines, empty documents) count too.
+    read = stats["read"]
+    reasons = {**read["skipped"], **stats["documents_skipped"]}
+    skipped = ", ".join(f"{n:,} {reason}" for reason, n in sorted(reasons.items()) if n) or "none"
+    files = ", ".join(f"{n:,} {reason}" for reason, n in sorted(read["skipped_files"].items()))
+    files = f"; files skipped: {files}" if files else ""
     typer.echo(
         f"{output}: {stats['pairs']:,} pairs ({stats['not_next']:,} NotNext) from "
-        f"{stats['documents_used']:,} of {stats['documents']:,} documents (skipped: {skipped}) "
+        f"{stats['documents_used']:,} of {read['documents_seen']:,} documents (skipped: {skipped}{files}) "
         f"in {stats['seconds']:.1f}s",
         err=True,
     )

@@ -233,7 +233,10 @@ def build_pairs(
     Same inputs, vocab, options and seed give the same files whatever `workers` and `engine` are. An
     interrupted run resumes where it stopped; a finished one with the same settings is left as it is.
     """
+    from corpusprep.read import resolve_inputs
+
     started = time.perf_counter()
+    resolve_inputs(inputs)  # a typo fails before the output dir exists (a rerun would then need --overwrite)
     vocab = VocabInfo.load(vocab_dir)
     tokenizer_json = Path(vocab.directory) / "tokenizer.json"
     vocab.tokenizer()  # fail now, not in a worker, when tokenizer.json is missing

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory) -> Path:
-    return build_shards(tmp_path_factory.mktemp("shards"), num_shards=2, dupe=1)
+    return build_shards(tmp_path_factory.mktemp("shards"), max_mb=0.5, dupe_factor=1, num_shards=2)
 
 
 def command(shards: Path, run_dir: Path, steps: int, *extra: str) -> list[str]:

@@ -1,0 +1,139 @@
+"""One writer per output: a second `build-pairs` or `shard` on a directory being written fails at start
+(exit 2, the lock message) and leaves the first run's output exactly as an undisturbed run makes it; and no
+command replaces or deletes an existing output without `--overwrite`.
+
+The first run is frozen (SIGSTOP) while it holds the lock, so the second one meets it however fast either is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from corpusprep.engine.lock import LOCK_NAME
+from tests.pair.helpers import make_vocab, synthetic_documents, write_bert
+from tests.reliability.helpers import REPO, command, corpusprep, environment, error_line, output_files
+
+pytestmark = pytest.mark.xdist_group("concurrency")
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("concurrency")
+    paths = {"root": root, "corpus": write_bert(root / "corpus.txt", synthetic_documents(300, seed=6)),
+             "vocab": make_vocab(root / "vocab"), "pairs": root / "pairs"}  # fmt: skip
+    done = corpusprep(*pairs_args(paths, paths["pairs"]))
+    assert done.returncode == 0, done.stderr
+    return paths
+
+
+def pairs_args(paths: dict, out: Path, *extra: str) -> list:
+    return ["build-pairs", paths["corpus"], "--vocab", paths["vocab"], "-o", out, "--input-format", "bert",
+            "--workers", "1", "--dupe-factor", "2", "--docs-per-partition", "50", "--no-progress",
+            *extra]  # fmt: skip
+
+
+def shard_args(paths: dict, out: Path, *extra: str) -> list:
+    return ["shard", paths["pairs"], "--vocab", paths["vocab"], "-o", out, "--num-shards", "3",
+            "--workers", "1", "--no-progress", *extra]  # fmt: skip
+
+
+def without_run_time(files: dict[str, bytes]) -> dict[str, bytes]:
+    if "stats.json" in files:
+        stats = json.loads(files["stats.json"])
+        del stats["seconds"]
+        files["stats.json"] = json.dumps(stats).encode()
+    return files
+
+
+def lock_holder(out: Path, proc: subprocess.Popen) -> None:
+    """Wait until `proc` holds the lock on `out` (it writes its pid there once it has it)."""
+    deadline = time.monotonic() + 60
+    lock = out / LOCK_NAME
+    while not (lock.is_file() and lock.read_text() == str(proc.pid)):
+        assert proc.poll() is None and time.monotonic() < deadline, "the first run never took the lock"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("make_args", [pairs_args, shard_args], ids=["build-pairs", "shard"])
+def test_second_writer_fails_at_start_and_the_first_finishes_untouched(setup, make_args, tmp_path):
+    reference = tmp_path / "reference"
+    done = corpusprep(*make_args(setup, reference))
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "out"
+    first = subprocess.Popen(command(*make_args(setup, out)), cwd=REPO, env=environment(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        lock_holder(out, first)
+        os.kill(first.pid, signal.SIGSTOP)  # frozen with the lock held, mid-run
+        before = output_files(out)
+        second = corpusprep(*make_args(setup, out))
+        assert second.returncode == 2
+        assert error_line(second) == (f"{out}: another corpusprep run is writing here (pid {first.pid}); "
+                                      "wait for it or pick another output directory")  # fmt: skip
+        assert output_files(out) == before  # the second run touched nothing
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    _, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert without_run_time(output_files(out)) == without_run_time(output_files(reference))
+
+
+@pytest.mark.parametrize(
+    ("make_args", "forced_code"),
+    # build-pairs refuses to clear a directory holding files it did not write; shard writes beside them.
+    [(pairs_args, 2), (shard_args, 0)],
+    ids=["build-pairs", "shard"],
+)
+def test_foreign_files_are_never_deleted(setup, make_args, forced_code, tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("precious\n")
+    refused = corpusprep(*make_args(setup, out))
+    assert refused.returncode == 2 and "--overwrite" in error_line(refused)
+    assert sorted(p.name for p in out.iterdir()) == [LOCK_NAME, "notes.txt"]
+    forced = corpusprep(*make_args(setup, out, "--overwrite"))
+    assert forced.returncode == forced_code, forced.stderr
+    if forced_code:
+        assert "holds files build-pairs did not write (notes.txt); refusing" in error_line(forced)
+    assert (out / "notes.txt").read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("make_args", [pairs_args, shard_args], ids=["build-pairs", "shard"])
+def test_different_output_is_replaced_only_with_overwrite(setup, make_args, tmp_path):
+    out = tmp_path / "out"
+    assert corpusprep(*make_args(setup, out)).returncode == 0
+    before = output_files(out)
+    refused = corpusprep(*make_args(setup, out, "--seed", "99"))
+    assert refused.returncode == 2 and "pass --overwrite" in error_line(refused)
+    assert output_files(out) == before
+    replaced = corpusprep(*make_args(setup, out, "--seed", "99", "--overwrite"))
+    assert replaced.returncode == 0, replaced.stderr
+    assert output_files(out) != before
+
+
+def test_vocab_and_sentences_outputs_are_replaced_only_with_overwrite(setup, tmp_path):
+    corpus = setup["corpus"]
+    vocab = tmp_path / "vocab"
+    assert corpusprep("vocab", corpus, "-o", vocab, "--vocab-size", "400").returncode == 0
+    before = output_files(vocab)
+    refused = corpusprep("vocab", corpus, "-o", vocab, "--vocab-size", "450")
+    assert refused.returncode == 2
+    message = f"{vocab}: holds a different or incomplete vocab; pass --overwrite to replace it"
+    assert error_line(refused) == message
+    assert output_files(vocab) == before
+
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("precious\n")
+    refused = corpusprep("sentences", corpus, "-o", sentences)
+    assert refused.returncode == 2
+    assert error_line(refused) == f"{sentences}: already exists; pass --overwrite to replace it"
+    assert sentences.read_text() == "precious\n"
+    replaced = corpusprep("sentences", corpus, "-o", sentences, "--overwrite")
+    assert replaced.returncode == 0 and sentences.read_text() != "precious\n"
