@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-# pytest-xdist runs one test process per core: a torch (OpenMP) thread pool per process would oversubscribe the
-# cores, and busy-waiting OpenMP threads then slow every torch test several-fold. Subprocesses inherit this.
+# pytest-xdist runs one test process per core: a torch (OpenMP) thread pool per process would oversubscribe
+# the cores, and busy-waiting OpenMP threads then slow every torch test several-fold. Subprocesses inherit it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
