@@ -3,7 +3,7 @@
     model.pt      plain state_dict (no `_orig_mod.` / `module.` prefixes); the format export reads
     optimizer.pt  scheduler.pt
     trainer.pt    step, batches consumed by each rank's data stream, RNG states
-    config.json   the resolved TrainConfig, plus the model's BertConfig
+    config.json   {"train": resolved TrainConfig, "model": BertConfig, "vocab": the shards' {sha256, size}}
 
 A checkpoint is written into a hidden temporary directory and renamed into place, so a directory under a
 final name is always complete; a killed write leaves only a temp dir, removed on the next start.
@@ -15,11 +15,15 @@ import json
 import os
 import re
 import shutil
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from corpusprep.errors import UsageError
+from trainer.config import ModelConfig
+from trainer.model import BertConfig
 
 STEP_DIR = re.compile(r"^step-(\d{7,})$")
 
@@ -92,8 +96,40 @@ def read_config(path: Path) -> dict:
     return json.loads((path / "config.json").read_text())
 
 
-def config_record(train_config: Any, bert_config: Any) -> dict:
-    return {"train": asdict(train_config), "model": asdict(bert_config)}
+def config_record(train_config: Any, bert_config: Any, vocab: dict | None = None) -> dict:
+    record = {"train": asdict(train_config), "model": asdict(bert_config)}
+    if vocab:  # as import_hf writes it: checkpoint.init_from checks it against the shards' vocab
+        record["vocab"] = {"sha256": vocab.get("sha256"), "size": vocab.get("size")}
+    return record
+
+
+def init_weights(
+    source: str | Path, model: ModelConfig, vocab_size: int, vocab_sha256: str | None, where: Path
+) -> tuple[BertConfig, dict[str, torch.Tensor], Path]:
+    """checkpoint.init_from: (architecture, weights, checkpoint dir) to start a run from.
+
+    `source`: a run dir (its newest checkpoint), a step-N checkpoint or a `trainer.import_hf` output. The
+    architecture is the saved one; `model` may repeat it but not contradict it, and its dropout rates
+    (training settings) replace the saved ones. The vocab must be the shards' (`where`: their manifest):
+    same size, and the same sha256 when the checkpoint records one.
+    """
+    from trainer.export import check_state, find_checkpoint, load_checkpoint
+
+    path = find_checkpoint(Path(source))
+    saved_model, state, saved = load_checkpoint(path)
+    if conflicts := model.conflicts(saved_model):
+        raise UsageError(f"{path}: init_from a model other than the requested one: {', '.join(conflicts)}")
+    if saved_model.vocab_size != vocab_size:
+        raise UsageError(f"{path}: a model of {saved_model.vocab_size} tokens; {where}: {vocab_size} tokens")
+    saved_sha = saved.get("vocab", {}).get("sha256")
+    if saved_sha and vocab_sha256 and saved_sha != vocab_sha256:
+        raise UsageError(
+            f"{path / 'config.json'}: vocab sha256 {saved_sha[:12]}... but {where}: {vocab_sha256[:12]}... "
+            "(build the pairs and shards with the model's vocab)"
+        )
+    check_state(state, saved_model, path / "model.pt")  # every weight, right shapes: nothing left random
+    bert = replace(saved_model, dropout=model.dropout, attention_dropout=model.attention_dropout)
+    return bert, state, path
 
 
 def _test_hook(step: int) -> None:

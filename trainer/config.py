@@ -5,28 +5,41 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 from corpusprep.errors import UsageError
-from trainer.model import BertConfig, preset
+from trainer.model import PRESETS, BertConfig, preset
+
+# fields that shape the weights; with checkpoint.init_from they come from the saved model
+ARCHITECTURE = ("num_layers", "hidden_size", "num_heads", "intermediate_size", "max_position", "pre_ln")
 
 
 @dataclass
 class ModelConfig:
-    preset: str = "tiny"  # tiny mini small medium base large; the fields below override it when set
+    # None = not set: the preset's or BertConfig's default, or with checkpoint.init_from the saved model's
+    preset: str | None = None  # tiny (default) mini small medium base large; the fields below override it
     hidden_size: int | None = None
     num_layers: int | None = None
     num_heads: int | None = None
     intermediate_size: int | None = None  # default 4 * hidden_size
-    max_position: int = 512
-    dropout: float = 0.1
+    max_position: int | None = None  # default 512
+    dropout: float = 0.1  # training settings, not architecture: these apply with init_from too
     attention_dropout: float = 0.1
-    pre_ln: bool = False
+    pre_ln: bool | None = None  # default false (post-LN, as BERT)
 
     def bert_config(self, vocab_size: int) -> BertConfig:
         overrides = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "preset"}
         set_fields = {k: v for k, v in overrides.items() if v is not None}
-        return preset(self.preset, vocab_size=vocab_size, **set_fields)
+        return preset(self.preset or "tiny", vocab_size=vocab_size, **set_fields)
+
+    def conflicts(self, saved: BertConfig) -> list[str]:
+        """The architecture this config sets explicitly (preset or fields) where `saved` differs."""
+        wanted: dict = {}
+        if self.preset is not None:
+            wanted = dict(zip(ARCHITECTURE[:3], PRESETS[self.preset], strict=True))
+        wanted |= {k: getattr(self, k) for k in ARCHITECTURE if getattr(self, k) is not None}
+        differ = {k: v for k, v in wanted.items() if v != getattr(saved, k)}
+        return [f"model.{k}={v} (saved: {getattr(saved, k)})" for k, v in differ.items()]
 
 
 @dataclass
@@ -63,6 +76,9 @@ class CheckpointConfig:
     every: int = 500  # steps; a final checkpoint is always written
     keep: int = 3  # most recent checkpoints kept
     resume: bool = False  # continue from the newest complete checkpoint in run_dir
+    # start from these weights (fresh optimizer, step 0): a run dir (its newest checkpoint), a step-N
+    # checkpoint, or a `python -m trainer.import_hf` output; the architecture is the saved one
+    init_from: str = ""
 
 
 @dataclass
@@ -125,6 +141,7 @@ def _parse_value(text: str) -> Any:
 
 
 def _apply(obj: Any, values: dict[str, Any], where: str) -> None:
+    hints = get_type_hints(type(obj))
     for key, value in values.items():
         names = {f.name: f for f in fields(obj)}
         if key not in names:
@@ -135,12 +152,14 @@ def _apply(obj: Any, values: dict[str, Any], where: str) -> None:
                 raise UsageError(f"{where}: {key!r} is a section, not a value")
             _apply(current, value, f"{where}.{key}" if where != "config" else key)
         else:
+            if current is None:  # an optional field not set yet: check the value against its declared type
+                current = next(t for t in get_args(hints[key]) if t is not type(None))()
             setattr(obj, key, _coerce(value, current, f"{where}.{key}"))
 
 
 def _coerce(value: Any, current: Any, where: str) -> Any:
-    if isinstance(current, bool) or current is None:
-        if current is not None and not isinstance(value, bool):
+    if isinstance(current, bool):
+        if not isinstance(value, bool):
             raise UsageError(f"{where}: expected true or false, got {value!r}")
         return value
     if isinstance(current, (int, float)) and not isinstance(value, bool):

@@ -28,6 +28,7 @@ FLAGS = {
     "seed": ("seed", int, "seed of every random draw"),
     "device": ("device", str, "auto, cpu or cuda"),
     "checkpoint_every": ("checkpoint.every", int, "steps between checkpoints"),
+    "init_from": ("checkpoint.init_from", str, "start from weights: run dir, step dir, import_hf output"),
     "eval_every": ("eval.every", int, "steps between validation runs"),
     "log_every": ("logging.every", int, "steps between progress lines"),
 }

@@ -8,7 +8,8 @@ import json
 import math
 import os
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -40,8 +41,11 @@ class Dist:
         return self.rank == 0
 
 
-def setup(config: TrainConfig) -> tuple[Dist, torch.device]:
-    """Join the torchrun process group when WORLD_SIZE > 1 (NCCL on GPU, gloo on CPU)."""
+@contextlib.contextmanager
+def distributed(config: TrainConfig) -> Iterator[tuple[Dist, torch.device]]:
+    """This process's rank and device; under torchrun (WORLD_SIZE > 1) it joins the process group (NCCL on
+    GPU, gloo on CPU) for the run and leaves it cleanly: a gloo group still alive at interpreter exit
+    aborts the process ("terminate called without an active exception", exit -6)."""
     want_cuda = config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available())
     if config.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("device=cuda but no CUDA device is available")
@@ -49,9 +53,20 @@ def setup(config: TrainConfig) -> tuple[Dist, torch.device]:
     d = Dist(int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0)))
     if want_cuda:
         torch.cuda.set_device(d.local_rank)
-    if d.world > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if want_cuda else "gloo")
-    return d, torch.device("cuda", d.local_rank) if want_cuda else torch.device("cpu")
+    backend = "nccl" if want_cuda else "gloo"
+    owned = d.world > 1 and not dist.is_initialized()  # a caller's own group is left to the caller
+    if owned:
+        dist.init_process_group(backend)
+    try:
+        yield d, torch.device("cuda", d.local_rank) if want_cuda else torch.device("cpu")
+    except BaseException:
+        # gloo's destroy closes this rank's connections, so peers waiting in a collective fail at once; NCCL's
+        # would wait for those peers (a hang), so there torchrun's teardown of the failed job does it
+        if owned and backend == "gloo":
+            dist.destroy_process_group()
+        raise
+    if owned:
+        dist.destroy_process_group()
 
 
 def log(d: Dist, message: str) -> None:
@@ -122,8 +137,12 @@ class Metrics:
 
 def train(config: TrainConfig) -> dict:
     """Train until config.schedule.steps; returns {steps, losses/accuracies, run_dir, seconds, status}."""
+    with distributed(config) as (d, device):
+        return _train(config, d, device)
+
+
+def _train(config: TrainConfig, d: Dist, device: torch.device) -> dict:
     started = time.time()
-    d, device = setup(config)
     run_dir = Path(config.logging.run_dir)
     found = checkpoint.latest(run_dir)
     if found is not None:
@@ -142,7 +161,15 @@ def train(config: TrainConfig) -> dict:
 
     shards = open_shards(config.data.shards, ("train", "validation"), verify=config.data.verify)
     has_validation = bool(shards.manifest["splits"].get("validation", {}).get("shards"))
-    bert = config.model.bert_config(shards.vocab.size)
+    vocab = shards.manifest["vocab"]
+    init_state = None
+    if config.checkpoint.init_from:  # the architecture is the saved one (the weights load below)
+        where = shards.directory / "manifest.json"
+        bert, init_state, init_path = checkpoint.init_weights(
+            config.checkpoint.init_from, config.model, shards.vocab.size, vocab.get("sha256"), where
+        )
+    else:
+        bert = config.model.bert_config(shards.vocab.size)
     # one seed for torch (dropout, init), derived like every other draw; distinct per rank for dropout
     torch.manual_seed(int(rng_for(config.seed, "torch-init").integers(2**62)))
     raw_model = BertForPreTraining(bert).to(device)
@@ -152,7 +179,7 @@ def train(config: TrainConfig) -> dict:
     step, batches = 0, 0
     if found is not None:  # resume: every state, then the data stream continues where it stopped
         saved = checkpoint.read_config(found)["model"]
-        if saved != json.loads(json.dumps(checkpoint.config_record(config, bert)["model"])):
+        if saved != json.loads(json.dumps(asdict(bert))):
             raise UsageError(f"{found}: saved with another model config than the one requested")
         raw_model.load_state_dict(checkpoint.load(found, "model", device))
         optimizer.load_state_dict(checkpoint.load(found, "optimizer", device))
@@ -163,6 +190,10 @@ def train(config: TrainConfig) -> dict:
         if device.type == "cuda" and state["rng"][d.rank].get("cuda") is not None:
             torch.cuda.set_rng_state(state["rng"][d.rank]["cuda"])
         log(d, f"resumed from {found} at step {step}")
+    elif init_state is not None:  # weights only, strictly; optimizer, schedule and data start afresh
+        raw_model.load_state_dict(init_state)
+        log(d, f"initialised from {init_path}")
+    del init_state
 
     model: nn.Module = raw_model
     if d.world > 1:
@@ -258,7 +289,7 @@ def train(config: TrainConfig) -> dict:
                 },
             }
             checkpoint.save(
-                run_dir, step, states, checkpoint.config_record(config, bert), config.checkpoint.keep
+                run_dir, step, states, checkpoint.config_record(config, bert, vocab), config.checkpoint.keep
             )
         if d.world > 1:
             dist.barrier()
@@ -329,7 +360,6 @@ def train(config: TrainConfig) -> dict:
     if d.world > 1:  # data parallel means identical replicas: check it once, at the end
         digests = [None] * d.world
         dist.all_gather_object(digests, digest)
-        dist.destroy_process_group()
         if len(set(digests)) != 1:
             raise RuntimeError(f"ranks ended with different weights: {digests}")
     log(d, f"done: {step} steps in {seconds:.1f}s; checkpoints in {checkpoint.checkpoint_dir(run_dir)}")

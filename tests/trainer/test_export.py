@@ -177,7 +177,8 @@ def exported(trained_run, tmp_path_factory) -> Path:
 
 def test_export_writes_the_hugging_face_files(exported, tiny_shards):
     assert {p.name for p in exported.iterdir()} == FILES
-    assert (exported / "vocab.txt").read_bytes() == (tiny_shards / "vocab.txt").read_bytes()
+    vocab_dir = Path(json.loads((tiny_shards / "manifest.json").read_text())["vocab"]["path"])
+    assert (exported / "vocab.txt").read_bytes() == (vocab_dir / "vocab.txt").read_bytes()  # the shards' own
     config = json.loads((exported / "config.json").read_text())
     assert config["architectures"] == ["BertForPreTraining"] and config["num_hidden_layers"] == 2
 
