@@ -94,6 +94,11 @@ def open_shards(directory: str | Path, splits: tuple[str, ...] = ("train",), ver
                 raise DataError(f"{f.path}: {size} bytes, manifest says {f.bytes}")
             if verify and (digest := sha256_file(f.path)) != f.sha256:
                 raise DataError(f"{f.path}: sha256 {digest[:12]}... but the manifest says {f.sha256[:12]}...")
+        if verify:  # a shard the manifest does not list: copied in by hand, or left by another run
+            listed = {f.path.resolve() for f in shards.files(split)}
+            for path in sorted((directory / split).glob("*.parquet")):
+                if path.resolve() not in listed:
+                    raise DataError(f"{path}: not in the manifest")
     return shards
 
 

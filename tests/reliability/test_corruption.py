@@ -74,8 +74,6 @@ CASES = {
                       "rows, manifest says"),
     "not_in_manifest": (add_unlisted, "file not in the manifest", "shard-00009.parquet"),
 }  # fmt: skip
-# Reported to the lead; strict, so the test says so once the trainer catches it.
-TRAINER_MISSES = {"not_in_manifest": "trainer --verify checks the files the manifest lists, not others"}
 
 
 @pytest.fixture(scope="module")
@@ -127,12 +125,8 @@ def test_validate_names_the_damaged_file(damaged, case):
 
 @pytest.mark.parametrize(
     "case",
-    [
-        pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=TRAINER_MISSES[case]))
-        if case in TRAINER_MISSES else case
-        for case in CASES
-    ],
-)  # fmt: skip
+    list(CASES),
+)
 def test_trainer_verify_names_the_damaged_file_and_stops(damaged, case):
     shards, _, trainer = damaged[case]
     _, _, says = CASES[case]
