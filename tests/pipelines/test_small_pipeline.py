@@ -8,7 +8,7 @@ import pytest
 
 from pipelines.config import load_pipeline
 from pipelines.runner import run_pipeline
-from tests.pipelines.helpers import DEMO, shard_digests, small_overrides, write_small_corpus
+from tests.pipelines.helpers import DEMO, SMALL, shard_digests, small_overrides, write_small_corpus
 
 
 @pytest.mark.slow
@@ -50,3 +50,21 @@ def test_small_pipeline_runs_skips_and_reruns_what_changed(tmp_path):
     masked = third["stages"][2]["counts"]["masked_tokens"] / third["stages"][2]["counts"]["tokens"]
     before = stages["shard"]["counts"]["masked_tokens"] / stages["shard"]["counts"]["tokens"]
     assert masked > before  # the new setting reached the stage
+
+
+@pytest.mark.slow
+def test_model_exported_from_the_demo_pipeline_answers_fill_mask(tmp_path):
+    """pipelines/demo.toml as shipped (the embedded corpus, cut small; a few steps), then `trainer.export`
+    and a `transformers` fill-mask call, offline. A tiny model's top guess need not be right: the path must
+    work end to end."""
+    transformers = pytest.importorskip("transformers")
+    from trainer import export
+
+    run_dir = tmp_path / "demo"
+    summary = run_pipeline(load_pipeline(DEMO, ["input.demo_mb=0.2", *SMALL]), run_dir, progress=False)
+    assert [s["name"] for s in summary["stages"]][0] == "corpus"  # the embedded corpus, built at run time
+    assert export.main([str(run_dir / "train"), str(tmp_path / "hf")]) == 0
+    fill = transformers.pipeline("fill-mask", model=str(tmp_path / "hf"), device="cpu")
+    results = fill("Return the [MASK] of the file.", top_k=5)
+    assert len(results) == 5 and all(r["sequence"].startswith("return the") for r in results)
+    assert all(0 < r["score"] <= 1 for r in results) and results[0]["score"] >= results[-1]["score"]
