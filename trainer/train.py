@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import math
@@ -66,6 +67,10 @@ def distributed(config: TrainConfig) -> Iterator[tuple[Dist, torch.device]]:
             dist.destroy_process_group()
         raise
     if owned:
+        # DDP's reducer sits in reference cycles: free it while its group is alive (freed at interpreter exit,
+        # after the group, it aborts the process), and let every rank arrive before the group goes.
+        gc.collect()
+        dist.barrier()
         dist.destroy_process_group()
 
 

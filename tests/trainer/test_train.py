@@ -147,13 +147,13 @@ def test_training_import_path_needs_only_torch_numpy_pyarrow():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def torchrun(*args: str) -> subprocess.CompletedProcess:
+def torchrun(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """Two CPU ranks under torchrun. --standalone binds its rendezvous store to a free port itself (no port
     picked here and raced for); the timeouts leave room for a machine shared with other test runs."""
     worker = REPO / "tests" / "trainer" / "ddp_worker.py"
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                "--rdzv-conf", "join_timeout=300", str(worker), *args]  # fmt: skip
-    env = os.environ | {"OMP_NUM_THREADS": "1"}
+    env = os.environ | {"OMP_NUM_THREADS": "1"} | (env or {})
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
 
 
@@ -179,6 +179,14 @@ def test_torchrun_two_cpu_ranks_agree_on_weights(tiny_shards, tmp_path):
     assert_clean_exit(again)
     assert "nothing to do" in again.stdout
     assert json.loads((run_dir / "summary-rank1.json").read_text())["status"] == "done"
+    # killed (rank 0, in the middle of writing checkpoint 4), then resumed under torchrun: the same weights
+    killed = tmp_path / "killed"
+    resumed_args = small_run(tiny_shards, killed, "schedule.steps=4", "checkpoint.every=2", "eval.every=4")
+    died = torchrun(*resumed_args, env={"TRAINER_TEST_KILL_IN_CHECKPOINT": "4"})
+    assert died.returncode != 0 and checkpoint.latest(killed).name.endswith("2")
+    assert_clean_exit(torchrun(*resumed_args, "checkpoint.resume=true"))
+    resumed = [json.loads((killed / f"summary-rank{r}.json").read_text()) for r in range(2)]
+    assert resumed[0]["weights_sha256"] == resumed[1]["weights_sha256"] == summaries[0]["weights_sha256"]
     # and the weights moved away from their initialisation: a single-process run from the same seed
     single = train(load_config(None, small_run(tiny_shards, tmp_path / "one", "schedule.steps=4")))
     assert single["weights_sha256"] != summaries[0]["weights_sha256"]  # twice the data per step
