@@ -118,6 +118,11 @@ def run_pairs(stage: Stage, ctx: StageContext) -> StageResult:
         "documents_used": stats["documents_used"],
         "documents_skipped": sum(skipped.values()),
         "skipped": skipped,
+        # what the reader dropped before pairing (bad lines, empty documents; empty or binary files):
+        # documents_read = documents + sum(read_skipped), so the report accounts for every input document
+        "documents_read": stats["read"]["documents_seen"],
+        "read_skipped": stats["read"]["skipped"],
+        "files_skipped": stats["read"]["skipped_files"],
         "pairs": stats["pairs"],
         "is_next": stats["is_next"],
         "not_next": stats["not_next"],
