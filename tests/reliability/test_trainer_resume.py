@@ -92,8 +92,8 @@ def test_sigkill_at_a_random_time_during_training(shards, uninterrupted, tmp_pat
     time.sleep(float(rng_for(int(time.time()), "kill").uniform(0, 1.5)))  # anywhere in what follows
     process.send_signal(signal.SIGKILL)
     process.wait()
-    steps_before = [step for step, _ in checkpoint.list_checkpoints(tmp_path)]
-    assert steps_before and steps_before[-1] < 40 or process.returncode == 0
+    # the kill may land anywhere, even after the last checkpoint: a resume must end the same in every case
+    assert checkpoint.list_checkpoints(tmp_path) or process.returncode == 0
 
     resumed = run(command(shards, tmp_path, 40, "--resume"))
     assert resumed.returncode == 0, resumed.stderr[-2000:]
