@@ -50,6 +50,15 @@ Seed = Annotated[int, typer.Option(help="Seed for every random choice; same seed
 Overwrite = Annotated[
     bool, typer.Option(help="Replace an existing, different output instead of refusing.")
 ]
+Engine = Annotated[
+    str,
+    typer.Option(help="Where tasks run: local (a process pool) or ray (a Ray cluster); same output."),
+]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(help="Ray cluster to join with --engine ray ('auto': this node's); none: a local one."),
+]
+Progress = Annotated[bool, typer.Option(help="Show progress bars on stderr.")]
 
 
 def read_options(

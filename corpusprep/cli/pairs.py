@@ -9,11 +9,14 @@ import typer
 
 from corpusprep.cli.app import app
 from corpusprep.cli.options import (
+    Engine,
     Format,
     Inputs,
     OnError,
     OneSentencePerLine,
     Overwrite,
+    Progress,
+    RayAddress,
     Seed,
     TextField,
     VocabDir,
@@ -42,10 +45,10 @@ def build_pairs_command(
     ] = "default",
     seed: Seed = 12345,
     workers: Workers = 0,
-    engine: Annotated[str, typer.Option(help="Executor: local (process pool) or ray.")] = "local",
-    ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (--engine ray).")] = None,
+    engine: Engine = "local",
+    ray_address: RayAddress = None,
     overwrite: Overwrite = False,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,
+    progress: Progress = True,
     input_format: Format = "auto",
     one_sentence_per_line: OneSentencePerLine = False,
     text_field: TextField = "text",

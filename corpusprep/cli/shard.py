@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from corpusprep.cli.app import app
-from corpusprep.cli.options import Overwrite, Seed, VocabDir, Workers
+from corpusprep.cli.options import Engine, Overwrite, Progress, RayAddress, Seed, VocabDir, Workers
 
 SplitOpt = Annotated[str, typer.Option(help="Split to read: train or validation.")]
 
@@ -37,10 +37,10 @@ def shard(
     compression: Annotated[str, typer.Option(help="Parquet compression: lz4, zstd, snappy, none.")] = "lz4",
     seed: Seed = 12345,
     workers: Workers = 0,
-    engine: Annotated[str, typer.Option(help="Executor: local (process pool) or ray.")] = "local",
-    ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: local).")] = None,
+    engine: Engine = "local",
+    ray_address: RayAddress = None,
     overwrite: Overwrite = False,
-    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    progress: Progress = True,
 ) -> None:
     """Mask pairs (BERT's 15%, 80/10/10) into globally shuffled, balanced, checksummed Parquet shards."""
     from corpusprep.shard.build import build_shards
