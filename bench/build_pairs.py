@@ -136,7 +136,7 @@ def main() -> None:
             ]
             seconds, peak = measured(command)
             stats = json.loads((out / "stats.json").read_text())
-            subprocess.run(["rm", "-rf", str(out)], check=True)
+            shutil.rmtree(out)
             used = workers or cores
             print(
                 f"build-pairs {name:>9}: {seconds:6.1f} s  {stats['pairs']:>9,} pairs  "
