@@ -32,12 +32,13 @@ INPUT_DEFAULTS = {"paths": [DEMO_INPUT], "format": "auto", "text_field": "text",
 @dataclass(frozen=True)
 class Stage:
     """One step of a run. `settings` are all that decide its output (fingerprinted, never paths inside the
-    run dir, engine or worker count); `needs` names the stages (or "input") whose outputs it reads."""
+    run dir, engine or worker count); `needs` names, by role ("corpus", "vocab", "pairs", "shards", "init",
+    "train"), the stages (or "input") whose outputs it reads."""
 
     name: str
     kind: str
     settings: dict[str, Any]
-    needs: tuple[str, ...]
+    needs: dict[str, str]
     output: str  # directory relative to the run dir
     phase: str = ""
 
@@ -146,9 +147,9 @@ def plan(raw: dict[str, Any], source: Path) -> Pipeline:
     corpus_need = "corpus" if demo else "input"
     stages = []
     if demo:
-        stages.append(Stage("corpus", "corpus", {"max_mb": inputs["demo_mb"]}, (), "corpus"))
+        stages.append(Stage("corpus", "corpus", {"max_mb": inputs["demo_mb"]}, {}, "corpus"))
     vocab = _table(config, "vocab", str(source))
-    stages.append(Stage("vocab", "vocab", {"vocab": vocab, "read": read}, (corpus_need,), "vocab"))
+    stages.append(Stage("vocab", "vocab", {"vocab": vocab, "read": read}, {"corpus": corpus_need}, "vocab"))
 
     phases = _table(config, "phases", str(source)) or {"": {}}
     previous_train = None
@@ -164,13 +165,14 @@ def plan(raw: dict[str, Any], source: Path) -> Pipeline:
         # A phase after the first starts from the previous phase's weights (BERT: 128 then 512 tokens).
         init = merged["train"].pop("init_from_previous", True) and previous_train
         stages += [
-            Stage(pairs, "pairs", {"pairs": seeded(merged["pairs"]), "read": read}, (corpus_need, "vocab"),
-                  f"{prefix}pairs", phase),
-            Stage(shard, "shard", {"shard": seeded(merged["shard"])}, (pairs, "vocab"),
+            Stage(pairs, "pairs", {"pairs": seeded(merged["pairs"]), "read": read},
+                  {"corpus": corpus_need, "vocab": "vocab"}, f"{prefix}pairs", phase),
+            Stage(shard, "shard", {"shard": seeded(merged["shard"])}, {"pairs": pairs, "vocab": "vocab"},
                   f"{prefix}shards", phase),
             Stage(train, "train", {"train": seeded(merged["train"])},
-                  (shard, "vocab", previous_train) if init else (shard, "vocab"), f"{prefix}train", phase),
-            Stage(f"plot{suffix}", "plot", {}, (train,), f"{prefix}train", phase),
+                  {"shards": shard, "vocab": "vocab", **({"init": previous_train} if init else {})},
+                  f"{prefix}train", phase),
+            Stage(f"plot{suffix}", "plot", {}, {"train": train}, f"{prefix}train", phase),
         ]
         previous_train = train
     return Pipeline(name, source, config, tuple(stages))

@@ -1,17 +1,17 @@
 """`corpusprep run`: run a pipeline's stages in order, skipping those whose outputs are complete and current.
 
-A stage is complete when its marker (`RUN_DIR/stages/NAME.done.json`, written after its outputs were
-validated) holds the stage's current fingerprint (settings + inputs' fingerprints + corpusprep version)
-and every file it lists is still there with its recorded size. A changed setting changes that stage's
-fingerprint and so every later stage's: they rerun, the earlier ones do not. A stage that was interrupted
-resumes (its `started` record matches; the stage functions skip their finished tasks); a stage whose
-settings changed starts over. Training launched by hand with torchrun into the run dir is picked up too.
+Every stage writes an artifact (`corpusprep.engine.artifact`). A stage is complete when its marker
+(`RUN_DIR/stages/NAME.done.json`, written after its output was validated) holds the stage's current
+fingerprint (settings + inputs' fingerprints + corpusprep version) and every file its artifact owns is still
+there with its recorded size. A changed setting changes that stage's fingerprint and so every later
+stage's: they rerun with overwrite (the artifact removes only what it owns), the earlier ones do not. A stage
+that was interrupted, or whose output lost files, runs again with the same settings: its artifact resumes
+or repairs at task granularity. Training launched by hand with torchrun into the run dir is picked up too.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,50 +19,28 @@ from typing import Any
 from rich.console import Console
 
 import corpusprep
+from corpusprep.engine import artifact
 from corpusprep.engine.files import read_json, remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
 from corpusprep.errors import DataError, UsageError
+from pipelines import report, stages
 from pipelines.config import Pipeline, fingerprint, select
+from pipelines.stages import StageContext
 
 RUN_FILE = "run.json"  # names the pipeline a run dir belongs to
 STAGES_DIR = "stages"
 
 
-@dataclass(frozen=True)
-class StageContext:
-    """Where a stage reads and writes, and how its parallel work is scheduled (never what it computes)."""
-
-    run_dir: Path
-    out: Path
-    inputs: list[str]  # the corpus: the user's paths, or the demo corpus file
-    dirs: dict[str, Path]  # output directory of every stage, by name
-    engine: str = "local"
-    ray_address: str | None = None
-    workers: int | None = None
-    overwrite: bool = False  # True: replace what is there; False: resume the same settings' unfinished work
-    progress: bool = True
-
-
-@dataclass(frozen=True)
-class StageResult:
-    counts: dict[str, Any]  # what the stage reports: documents, pairs, examples, steps, ...
-    unit: str | None = None  # counts[unit] per second is the stage's throughput
-    files: tuple[str, ...] | None = None  # the outputs, relative to the out dir (None: all files in it)
-
-
 def input_fingerprint(paths: list[str]) -> str:
-    """Files as (path, size, mtime): hashing a many-GB corpus on every run would cost minutes."""
-    from corpusprep.read.inputs import resolve_inputs
-
-    files = [(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p, _ in resolve_inputs(paths)]
-    return fingerprint("input", {"files": files}, {}, "")
+    """Files as (path, size, mtime), as every stage fingerprints its inputs (`engine.artifact`)."""
+    return fingerprint("input", {"files": artifact.input_files(paths)}, {}, "")
 
 
 def list_outputs(out: Path, files: tuple[str, ...] | None) -> dict[str, int]:
-    """Relative path -> size of a stage's outputs (hidden files: locks and temporaries, left out)."""
+    """Relative path -> size of a stage's outputs: the files its artifact owns (and its manifest), or the
+    files it names."""
     if files is None:
-        paths = [p for p in out.rglob("*") if p.is_file() and not any(s.startswith(".") for s in p.parts)]
-        files = tuple(p.relative_to(out).as_posix() for p in paths)
+        files = (*artifact.owned_files(out), artifact.MANIFEST)
     return {f: (out / f).stat().st_size for f in sorted(files)}
 
 
@@ -99,31 +77,32 @@ def run_pipeline(
     console: Console | None = None,
 ) -> dict[str, Any]:
     """Run (or skip) every stage up to `until`; write and return the run report."""
-    from pipelines import report, stages
-
     console = console or Console(stderr=True, soft_wrap=True)  # whole lines in logs, whatever the width
     run_dir = Path(run_dir)
     selected = select(pipeline.stages, until)
     started = time.perf_counter()
     for stage in selected:
         stages.check(stage)
+    # Everything is checked before anything is written: settings, input paths, the run dir's place.
+    dirs = {s.name: run_dir / s.output for s in pipeline.stages}
+    demo = pipeline.demo_input
+    inputs = [str(dirs["corpus"] / "demo.jsonl")] if demo else pipeline.config["input"]["paths"]
+    fingerprints = {} if pipeline.demo_input else {"input": input_fingerprint(inputs)}
+    if not pipeline.demo_input:
+        artifact.check_not_nested(run_dir, inputs, "run")
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: exists and is not a directory; pick another --run-dir")
     with exclusive_dir(run_dir):
         check_run_dir(run_dir, pipeline.name, overwrite)
         removed = remove_stale_temps(run_dir)
         if removed:
-            console.print(f"removed {removed} temporary file(s) left by an interrupted run")
+            console.print(f"removed {removed} temporary file(s) or folder(s) left by an interrupted run")
         write_json(run_dir / RUN_FILE, {"pipeline": pipeline.name, "source": str(pipeline.source)})
         write_json(run_dir / "pipeline.json", pipeline.config)
-
-        dirs = {s.name: run_dir / s.output for s in pipeline.stages}
-        inputs = (
-            [str(dirs["corpus"] / "demo.jsonl")] if pipeline.demo_input else pipeline.config["input"]["paths"]
-        )
-        fingerprints = {} if pipeline.demo_input else {"input": input_fingerprint(inputs)}
         stages.write_train_configs(pipeline.stages, dirs)
         records = []
         for number, stage in enumerate(selected, 1):
-            needs = {need: fingerprints[need] for need in stage.needs}
+            needs = {name: fingerprints[name] for name in stage.needs.values()}
             fp = fingerprints[stage.name] = fingerprint(
                 stage.kind, stage.settings, needs, corpusprep.__version__
             )
@@ -138,16 +117,17 @@ def run_pipeline(
             start_file = run_dir / STAGES_DIR / f"{stage.name}.started.json"
             started_as = read_json(start_file)["fingerprint"] if start_file.is_file() else None
             # Replace the outputs only when this runner made them with other settings (or --overwrite); else
-            # the stage resumes its own interrupted work, or refuses a directory it did not write.
+            # the stage resumes or repairs its own work (the artifact rule), or refuses a foreign directory.
             fresh = overwrite or started_as not in (None, fp)
             done_file.unlink(missing_ok=True)  # the old outputs are about to change
             write_json(start_file, {"fingerprint": fp})
             console.rule(f"{label} ({'resuming' if started_as == fp else 'running'})", align="left")
             ctx = StageContext(run_dir, out, inputs, dirs, engine, ray_address, workers, fresh, progress)
             t0 = time.perf_counter()
-            result = stages.RUN[stage.kind](stage, ctx)
+            kind = stages.KINDS[stage.kind]
+            result = kind.run(stage, ctx)
             seconds = time.perf_counter() - t0
-            problems = stages.VALIDATE[stage.kind](stage, ctx)
+            problems = kind.validate(stage, ctx)
             if problems:
                 raise DataError(f"{out}: {stage.name} output failed validation: {'; '.join(problems[:3])}")
             record = {

@@ -1,7 +1,9 @@
-"""What each stage kind runs (the library functions of the stage commands) and how its output is validated.
+"""Stage kinds: one object per kind says how to check its settings, run it (the library function of the
+stage's command) and validate its output. `KINDS[kind].run(stage, ctx) -> StageResult`.
 
-`RUN[kind](stage, ctx) -> StageResult` and `VALIDATE[kind](stage, ctx) -> problems`. Imports are local so
-that planning a pipeline (or `--until pairs`) never imports torch.
+Every stage writes its output directory through `corpusprep.engine.artifact` (the commands do it
+themselves; corpus and train are wrapped here), so skip, resume, repair and overwrite follow one rule.
+Imports are local so that planning a pipeline (or `--until pairs`) never imports torch.
 """
 
 from __future__ import annotations
@@ -9,17 +11,42 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from corpusprep.engine.files import atomic_path, read_json, write_json
+from corpusprep.engine import artifact
+from corpusprep.engine.files import atomic_path, write_json
 from corpusprep.errors import DataError, UsageError
 from pipelines.config import Stage
-from pipelines.runner import StageContext, StageResult
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """Where a stage reads and writes, and how its parallel work is scheduled (never what it computes)."""
+
+    run_dir: Path
+    out: Path
+    inputs: list[str]  # the corpus: the user's paths, or the demo corpus file
+    dirs: dict[str, Path]  # output directory of every stage, by name
+    engine: str = "local"
+    ray_address: str | None = None
+    workers: int | None = None
+    overwrite: bool = False  # True: replace what is there; False: resume or repair the same settings' work
+    progress: bool = True
+
+    def need(self, stage: Stage, role: str) -> Path:
+        """The output directory of the stage this one reads in `role` ("vocab", "pairs", "shards", ...)."""
+        return self.dirs[stage.needs[role]]
+
+
+@dataclass(frozen=True)
+class StageResult:
+    counts: dict[str, Any]  # what the stage reports: documents, pairs, examples, steps, ...
+    unit: str | None = None  # counts[unit] per second is the stage's throughput
+    files: tuple[str, ...] | None = None  # the outputs, relative to the out dir (None: its artifact's files)
 
 
 def _options(cls: type, section: dict[str, Any], where: str):
@@ -37,147 +64,165 @@ def _read_options(stage: Stage):
     return _options(ReadOptions, stage.settings["read"], "input")
 
 
-def _fresh(ctx: StageContext) -> None:
-    """A stage rerun with other settings starts from an empty output directory."""
-    if ctx.overwrite and ctx.out.exists():
-        shutil.rmtree(ctx.out)
+class StageKind:
+    """What a kind of stage does. Subclasses set `kind` and override what differs."""
+
+    kind = ""
+
+    def check(self, stage: Stage) -> None:
+        """Build the stage's options without running it: a typo in the last stage fails before the first."""
+        if "read" in stage.settings:
+            _read_options(stage)
+
+    def run(self, stage: Stage, ctx: StageContext) -> StageResult:
+        raise NotImplementedError
+
+    def validate(self, stage: Stage, ctx: StageContext) -> list[str]:
+        """Problems with the finished output, one line each ([] when it is complete and valid)."""
+        return artifact.problems(ctx.out)
 
 
-# corpus --------------------------------------------------------------------------------------------------
+class CorpusStage(StageKind):
+    kind = "corpus"
+
+    def run(self, stage: Stage, ctx: StageContext) -> StageResult:
+        from corpusprep.demo_corpus import DEFAULT_MAX_MB, write_demo_corpus
+
+        with artifact.Artifact(ctx.out, "corpus", {"settings": stage.settings}, owns=("demo*.json*",),
+                               overwrite=ctx.overwrite) as out:
+            if out.complete is None:
+                stats = write_demo_corpus(ctx.out / "demo.jsonl", stage.settings["max_mb"] or DEFAULT_MAX_MB)
+                write_json(ctx.out / "demo_stats.json", stats.to_dict())
+                out.commit(files=["demo.jsonl", "demo_stats.json"])
+        stats = json.loads((ctx.out / "demo_stats.json").read_text())
+        counts = {k: stats[k] for k in ("modules", "docstrings", "documents", "dropped")}
+        return StageResult({**counts, "MB": round(stats["bytes"] / 1e6, 3)}, unit="documents")
 
 
-def run_corpus(stage: Stage, ctx: StageContext) -> StageResult:
-    from corpusprep.demo_corpus import DEFAULT_MAX_MB, write_demo_corpus
+class VocabStage(StageKind):
+    kind = "vocab"
 
-    stats = write_demo_corpus(ctx.out / "demo.jsonl", stage.settings["max_mb"] or DEFAULT_MAX_MB).to_dict()
-    write_json(ctx.out / "demo_stats.json", stats)
-    counts = {k: stats[k] for k in ("modules", "docstrings", "documents", "dropped")}
-    return StageResult({**counts, "MB": round(stats["bytes"] / 1e6, 3)}, unit="documents")
+    def check(self, stage: Stage) -> None:
+        from corpusprep.tokenize.vocab import VocabOptions
 
+        super().check(stage)
+        _options(VocabOptions, stage.settings["vocab"], "vocab")
 
-def validate_corpus(stage: Stage, ctx: StageContext) -> list[str]:
-    path = ctx.out / "demo.jsonl"
-    return [] if path.is_file() and path.stat().st_size > 0 else [f"{path}: missing or empty"]
+    def run(self, stage: Stage, ctx: StageContext) -> StageResult:
+        from corpusprep.tokenize.vocab import VocabOptions, build_vocab
 
+        options = _options(VocabOptions, stage.settings["vocab"], "vocab")
+        report = build_vocab(ctx.inputs, ctx.out, options, _read_options(stage), overwrite=ctx.overwrite)
+        docs = report["documents"]
+        counts = {
+            "vocab_size": report["vocab_size"],
+            "documents_read": docs["read"],
+            "documents_used": docs["used"],
+            "documents_skipped": sum(docs["skipped"].values()),
+            "skipped": docs["skipped"],
+            "MB": round(report["bytes_read"] / 1e6, 3),
+        }
+        return StageResult(counts, unit="MB")
 
-# vocab ---------------------------------------------------------------------------------------------------
+    def validate(self, stage: Stage, ctx: StageContext) -> list[str]:
+        from corpusprep.tokenize import VocabInfo
 
-
-def run_vocab(stage: Stage, ctx: StageContext) -> StageResult:
-    from corpusprep.tokenize.vocab import VocabOptions, build_vocab
-
-    # Vocab training has no partial results to resume from: an interrupted one starts over.
-    shutil.rmtree(ctx.out, ignore_errors=True)
-    options = _options(VocabOptions, stage.settings["vocab"], "vocab")
-    report = build_vocab(ctx.inputs, ctx.out, options, _read_options(stage))
-    docs = report["documents"]
-    counts = {
-        "vocab_size": report["vocab_size"],
-        "documents_read": docs["read"],
-        "documents_used": docs["used"],
-        "documents_skipped": sum(docs["skipped"].values()),
-        "skipped": docs["skipped"],
-        "MB": round(report["bytes_read"] / 1e6, 3),
-    }
-    return StageResult(counts, unit="MB")
-
-
-def validate_vocab(stage: Stage, ctx: StageContext) -> list[str]:
-    from corpusprep.tokenize import VocabInfo
-
-    try:
-        info = VocabInfo.load(ctx.out)
-        info.tokenizer()
-    except UsageError as error:
-        return [str(error)]
-    return []
+        try:
+            VocabInfo.load(ctx.out).tokenizer()
+        except UsageError as error:
+            return [str(error)]
+        return super().validate(stage, ctx)
 
 
-# pairs ---------------------------------------------------------------------------------------------------
+class PairsStage(StageKind):
+    kind = "pairs"
+
+    def check(self, stage: Stage) -> None:
+        from corpusprep.pair.build import PairOptions
+
+        super().check(stage)
+        _options(PairOptions, stage.settings["pairs"], "pairs")
+
+    def run(self, stage: Stage, ctx: StageContext) -> StageResult:
+        from corpusprep.pair.build import PairOptions, build_pairs
+
+        options = _options(PairOptions, stage.settings["pairs"], "pairs")
+        stats = build_pairs(
+            ctx.inputs,
+            ctx.need(stage, "vocab"),
+            ctx.out,
+            options,
+            _read_options(stage),
+            workers=ctx.workers,
+            engine=ctx.engine,
+            ray_address=ctx.ray_address,
+            overwrite=ctx.overwrite,
+            progress=ctx.progress,
+        )
+        skipped = stats.get("documents_skipped", {})
+        counts = {
+            "documents": stats["documents"],  # = documents_used + documents_skipped
+            "documents_used": stats["documents_used"],
+            "documents_skipped": sum(skipped.values()),
+            "skipped": skipped,
+            # what the reader dropped before pairing (bad lines, empty documents; empty or binary files):
+            # documents_read = documents + sum(read_skipped), so the report accounts for every input document
+            "documents_read": stats["read"]["documents_seen"],
+            "read_skipped": stats["read"]["skipped"],
+            "files_skipped": stats["read"]["skipped_files"],
+            "pairs": stats["pairs"],
+            "is_next": stats["is_next"],
+            "not_next": stats["not_next"],
+            "MB": round(stats["read"]["bytes"] / 1e6, 3),
+        }
+        return StageResult(counts, unit="pairs")
+
+    def validate(self, stage: Stage, ctx: StageContext) -> list[str]:
+        import pyarrow.parquet as pq
+
+        problems = super().validate(stage, ctx)
+        if problems:
+            return problems
+        rows = sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(ctx.out.glob("*/part-*.parquet")))
+        expected = json.loads((ctx.out / "stats.json").read_text()).get("pairs")
+        if rows != expected:
+            return [f"{ctx.out}: {rows} pairs in the Parquet files, stats.json says {expected}"]
+        return [] if rows else [f"{ctx.out}: no pairs"]
 
 
-def run_pairs(stage: Stage, ctx: StageContext) -> StageResult:
-    from corpusprep.pair.build import PairOptions, build_pairs
+class ShardStage(StageKind):
+    kind = "shard"
 
-    options = _options(PairOptions, stage.settings["pairs"], "pairs")
-    stats = build_pairs(
-        ctx.inputs,
-        ctx.dirs["vocab"],
-        ctx.out,
-        options,
-        _read_options(stage),
-        workers=ctx.workers,
-        engine=ctx.engine,
-        ray_address=ctx.ray_address,
-        overwrite=ctx.overwrite,
-        progress=ctx.progress,
-    )
-    skipped = stats.get("documents_skipped", {})
-    counts = {
-        "documents": stats["documents"],  # = documents_used + documents_skipped
-        "documents_used": stats["documents_used"],
-        "documents_skipped": sum(skipped.values()),
-        "skipped": skipped,
-        # what the reader dropped before pairing (bad lines, empty documents; empty or binary files):
-        # documents_read = documents + sum(read_skipped), so the report accounts for every input document
-        "documents_read": stats["read"]["documents_seen"],
-        "read_skipped": stats["read"]["skipped"],
-        "files_skipped": stats["read"]["skipped_files"],
-        "pairs": stats["pairs"],
-        "is_next": stats["is_next"],
-        "not_next": stats["not_next"],
-        "MB": round(stats["read"]["bytes"] / 1e6, 3),
-    }
-    return StageResult(counts, unit="pairs")
+    def check(self, stage: Stage) -> None:
+        from corpusprep.shard.options import ShardOptions
 
+        _options(ShardOptions, stage.settings["shard"], "shard")
 
-def validate_pairs(stage: Stage, ctx: StageContext) -> list[str]:
-    import pyarrow.parquet as pq
+    def run(self, stage: Stage, ctx: StageContext) -> StageResult:
+        from corpusprep.shard.build import ShardOptions, build_shards
 
-    stats_file = ctx.out / "stats.json"
-    if not stats_file.is_file():
-        return [f"{stats_file}: missing"]
-    files = sorted(ctx.out.glob("*/part-*.parquet"))
-    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-    expected = read_json(stats_file).get("pairs")
-    if expected is not None and rows != expected:
-        return [f"{ctx.out}: {rows} pairs in the Parquet files, stats.json says {expected}"]
-    return [] if rows else [f"{ctx.out}: no pairs"]
+        options = _options(ShardOptions, stage.settings["shard"], "shard")
+        manifest = build_shards(
+            ctx.need(stage, "pairs"),
+            ctx.need(stage, "vocab"),
+            ctx.out,
+            options,
+            workers=ctx.workers,
+            engine=ctx.engine,
+            ray_address=ctx.ray_address,
+            overwrite=ctx.overwrite,
+            progress=ctx.progress,
+        )
+        counts = dict(manifest["totals"])
+        for split, info in manifest["splits"].items():
+            counts[f"{split}_examples"] = info["examples"]
+            counts[f"{split}_shards"] = len(info["shards"])
+        return StageResult(counts, unit="examples")
 
+    def validate(self, stage: Stage, ctx: StageContext) -> list[str]:
+        from corpusprep.shard.validate import validate_shards
 
-# shard ---------------------------------------------------------------------------------------------------
-
-
-def run_shard(stage: Stage, ctx: StageContext) -> StageResult:
-    from corpusprep.shard.build import ShardOptions, build_shards
-
-    pairs_stage = next(n for n in stage.needs if n.startswith("pairs"))
-    options = _options(ShardOptions, stage.settings["shard"], "shard")
-    manifest = build_shards(
-        ctx.dirs[pairs_stage],
-        ctx.dirs["vocab"],
-        ctx.out,
-        options,
-        workers=ctx.workers,
-        engine=ctx.engine,
-        ray_address=ctx.ray_address,
-        overwrite=ctx.overwrite,
-        progress=ctx.progress,
-    )
-    counts = dict(manifest["totals"])
-    for split, info in manifest["splits"].items():
-        counts[f"{split}_examples"] = info["examples"]
-        counts[f"{split}_shards"] = len(info["shards"])
-    return StageResult(counts, unit="examples")
-
-
-def validate_shard(stage: Stage, ctx: StageContext) -> list[str]:
-    from corpusprep.shard.validate import validate_shards
-
-    return [str(p) for p in validate_shards(ctx.out)]
-
-
-# train ---------------------------------------------------------------------------------------------------
+        return [str(p) for p in validate_shards(ctx.out)]
 
 
 RUNNER_KEYS = ("processes",)  # [train] keys for the runner, not the trainer
@@ -188,11 +233,11 @@ def train_config(stage: Stage, dirs: dict[str, Path], resume: bool = True) -> di
     section = {k: dict(v) if isinstance(v, dict) else v for k, v in stage.settings["train"].items()}
     for key in RUNNER_KEYS:
         section.pop(key, None)
-    section.setdefault("data", {})["shards"] = str(dirs[stage.needs[0]].resolve())
+    section.setdefault("data", {})["shards"] = str(dirs[stage.needs["shards"]].resolve())
     section.setdefault("logging", {})["run_dir"] = str(dirs[stage.name].resolve())
     # An interrupted run resumes from its newest checkpoint; a rerun with new settings starts over.
     section.setdefault("checkpoint", {})["resume"] = resume
-    if len(stage.needs) > 2:  # start from the previous phase's final weights
+    if "init" in stage.needs:  # start from the previous phase's final weights
         from trainer.config import CheckpointConfig
 
         if "init_from" not in {f.name for f in dataclasses.fields(CheckpointConfig)}:
@@ -200,7 +245,7 @@ def train_config(stage: Stage, dirs: dict[str, Path], resume: bool = True) -> di
                 f"{stage.name}: this trainer cannot start from the previous phase's weights (no "
                 "checkpoint.init_from); set train.init_from_previous = false to train the phase from scratch"
             )
-        section["checkpoint"]["init_from"] = str(dirs[stage.needs[2]].resolve())
+        section["checkpoint"]["init_from"] = str(dirs[stage.needs["init"]].resolve())
     return section
 
 
@@ -229,34 +274,64 @@ def write_train_configs(stages: tuple[Stage, ...], dirs: dict[str, Path]) -> Non
                 write_train_toml(train_toml_path(stage, dirs), train_config(stage, dirs))
 
 
-def run_train(stage: Stage, ctx: StageContext) -> StageResult:
-    _fresh(ctx)
-    config = train_config(stage, ctx.dirs, resume=not ctx.overwrite)
-    config_file = train_toml_path(stage, ctx.dirs)
-    write_train_toml(config_file, config)
-    processes = int(stage.settings["train"].get("processes", 1))
-    if processes > 1:
+class TrainStage(StageKind):
+    """The trainer resumes from its own checkpoints; the run dir becomes an artifact once training is done."""
+
+    kind = "train"
+    OWNS = ("checkpoints/*", "checkpoints/*/*", "metrics.jsonl", "config.toml", "*.png")
+
+    def check(self, stage: Stage) -> None:
+        from trainer.config import load_config
+
+        load_config({k: v for k, v in stage.settings["train"].items() if k not in RUNNER_KEYS})
+
+    def run(self, stage: Stage, ctx: StageContext) -> StageResult:
+        identity = {"settings": stage.settings, "shards": artifact.content_digest(ctx.need(stage, "shards"))}
+        if "init" in stage.needs:
+            identity["init"] = artifact.content_digest(ctx.need(stage, "init"))
+        # adopt: checkpoints of a run launched by hand (torchrun, docs/cluster.md) are resumed, not refused
+        with artifact.Artifact(ctx.out, "train", identity, owns=self.OWNS, overwrite=ctx.overwrite,
+                               adopt=True) as out:
+            if out.complete is None:
+                summary = self._train(stage, ctx)
+                from trainer.checkpoint import latest
+
+                final = latest(ctx.out)
+                files = [p.relative_to(ctx.out).as_posix() for p in sorted(final.iterdir())] if final else []
+                out.commit(files=[*files, "metrics.jsonl"], record={"summary": summary})
+        summary = artifact.read_manifest(ctx.out)["summary"]
+        counts = {k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return StageResult(counts, unit="steps")
+
+    def _train(self, stage: Stage, ctx: StageContext) -> dict[str, Any]:
+        config = train_config(stage, ctx.dirs, resume=True)  # resumes only this artifact's own checkpoints
+        config_file = train_toml_path(stage, ctx.dirs)
+        write_train_toml(config_file, config)
+        processes = int(stage.settings["train"].get("processes", 1))
+        if processes <= 1:
+            from trainer.config import load_config
+            from trainer.train import train
+
+            return train(load_config(config_file))
         # One process per device (DDP) under torchrun on this node; see docs/cluster.md for several nodes.
-        command = [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            f"--nproc-per-node={processes}",
-            "-m",
-            "trainer.run",
-            str(config_file),
-        ]
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                   f"--nproc-per-node={processes}", "-m", "trainer.run", str(config_file)]
         if subprocess.run(command).returncode != 0:
             raise DataError(f"{stage.name}: torchrun failed (command: {' '.join(command)})")
-        summary = _last_metrics(ctx.out)
-    else:
-        from trainer.config import load_config
-        from trainer.train import train
+        return _last_metrics(ctx.out)
 
-        summary = train(load_config(config_file))
-    counts = {k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    return StageResult(counts, unit="steps")
+    def validate(self, stage: Stage, ctx: StageContext) -> list[str]:
+        from trainer.checkpoint import latest, read_config
+
+        found = latest(ctx.out)
+        if found is None:
+            return [f"{ctx.out}: no checkpoint"]
+        steps = stage.settings["train"].get("schedule", {}).get("steps")
+        saved = int(found.name.split("-")[1])
+        if steps is not None and saved < steps:
+            return [f"{found}: last checkpoint is step {saved}, not the {steps} asked for"]
+        read_config(found)
+        return super().validate(stage, ctx)
 
 
 def _last_metrics(run_dir: Path) -> dict[str, Any]:
@@ -264,74 +339,29 @@ def _last_metrics(run_dir: Path) -> dict[str, Any]:
     return json.loads(lines[-1]) if lines else {}
 
 
-def validate_train(stage: Stage, ctx: StageContext) -> list[str]:
-    from trainer.checkpoint import latest, read_config
+class PlotStage(StageKind):
+    """Curves into the train stage's directory (which owns `*.png`): the runner records their sizes."""
 
-    found = latest(ctx.out)
-    if found is None:
-        return [f"{ctx.out}: no checkpoint"]
-    steps = stage.settings["train"].get("schedule", {}).get("steps")
-    saved = int(found.name.split("-")[1])
-    if steps is not None and saved < steps:
-        return [f"{found}: last checkpoint is step {saved}, not the {steps} asked for"]
-    read_config(found)
-    return []
+    kind = "plot"
 
+    def run(self, stage: Stage, ctx: StageContext) -> StageResult:
+        """`python -m trainer.plot TRAIN_DIR` in its own process: keeps matplotlib out of the runner."""
+        command = [sys.executable, "-m", "trainer.plot", str(ctx.out)]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            last = (result.stderr.strip().splitlines() or ["no message"])[-1]
+            raise DataError(f"{stage.name}: {' '.join(command)} failed: {last}")
+        pngs = sorted(p.name for p in ctx.out.glob("*.png"))
+        return StageResult({"plots": len(pngs)}, files=tuple(pngs))
 
-# plot ----------------------------------------------------------------------------------------------------
-
-
-def run_plot(stage: Stage, ctx: StageContext) -> StageResult:
-    """`python -m trainer.plot TRAIN_DIR` in its own process: keeps matplotlib out of the runner."""
-    command = [sys.executable, "-m", "trainer.plot", str(ctx.out)]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        last = (result.stderr.strip().splitlines() or ["no message"])[-1]
-        raise DataError(f"{stage.name}: {' '.join(command)} failed: {last}")
-    pngs = sorted(p.name for p in ctx.out.glob("*.png"))
-    return StageResult({"plots": len(pngs)}, files=tuple(pngs))
+    def validate(self, stage: Stage, ctx: StageContext) -> list[str]:
+        return [] if any(ctx.out.glob("*.png")) else [f"{ctx.out}: no PNG curves"]
 
 
-def validate_plot(stage: Stage, ctx: StageContext) -> list[str]:
-    return [] if any(ctx.out.glob("*.png")) else [f"{ctx.out}: no PNG curves"]
+KINDS: dict[str, StageKind] = {
+    k.kind: k for k in (CorpusStage(), VocabStage(), PairsStage(), ShardStage(), TrainStage(), PlotStage())
+}
 
 
 def check(stage: Stage) -> None:
-    """Build the stage's options without running it: a typo in the last stage fails before the first runs."""
-    settings = stage.settings
-    if stage.kind == "vocab":
-        from corpusprep.tokenize.vocab import VocabOptions
-
-        _options(VocabOptions, settings["vocab"], "vocab")
-    if "read" in settings:
-        _read_options(stage)
-    if stage.kind == "pairs":
-        from corpusprep.pair.build import PairOptions
-
-        _options(PairOptions, settings["pairs"], "pairs")
-    elif stage.kind == "shard":
-        from corpusprep.shard.options import ShardOptions
-
-        _options(ShardOptions, settings["shard"], "shard")
-    elif stage.kind == "train":
-        from trainer.config import load_config
-
-        load_config({k: v for k, v in settings["train"].items() if k not in RUNNER_KEYS})
-
-
-RUN: dict[str, Callable[[Stage, StageContext], StageResult]] = {
-    "corpus": run_corpus,
-    "vocab": run_vocab,
-    "pairs": run_pairs,
-    "shard": run_shard,
-    "train": run_train,
-    "plot": run_plot,
-}
-VALIDATE: dict[str, Callable[[Stage, StageContext], list[str]]] = {
-    "corpus": validate_corpus,
-    "vocab": validate_vocab,
-    "pairs": validate_pairs,
-    "shard": validate_shard,
-    "train": validate_train,
-    "plot": validate_plot,
-}
+    KINDS[stage.kind].check(stage)

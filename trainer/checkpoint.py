@@ -5,8 +5,9 @@
     trainer.pt    step, batches consumed by each rank's data stream, RNG states
     config.json   {"train": resolved TrainConfig, "model": BertConfig, "vocab": the shards' {sha256, size}}
 
-A checkpoint is written into a hidden temporary directory and renamed into place, so a directory under a
-final name is always complete; a killed write leaves only a temp dir, removed on the next start.
+A checkpoint is written into a hidden temporary directory and renamed into place (`engine.files.atomic_dir`,
+the same mechanism every corpusprep output uses), so a directory under a final name is always complete; a
+killed write leaves only a temp dir, removed on the next start; a failed one (a full disk) removes it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import Any
 
 import torch
 
+from corpusprep.engine import faults
+from corpusprep.engine.files import atomic_dir, remove_stale_temps
 from corpusprep.errors import UsageError
 from trainer.config import ModelConfig
 from trainer.model import BertConfig
@@ -47,42 +50,23 @@ def latest(run_dir: Path) -> Path | None:
 
 
 def remove_partial(run_dir: Path) -> int:
-    """Delete temp directories of checkpoint writes that were killed."""
-    root = checkpoint_dir(run_dir)
-    stale = [p for p in root.glob(".step-*.tmp-*")] if root.is_dir() else []
-    for p in stale:
-        shutil.rmtree(p, ignore_errors=True)
-    return len(stale)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Delete what killed writes left in a run dir: checkpoint temp directories and temp files."""
+    return remove_stale_temps(run_dir) if Path(run_dir).is_dir() else 0
 
 
 def save(run_dir: Path, step: int, states: dict[str, Any], config: dict, keep: int) -> Path:
-    """Write states[name] to name.pt and config.json, atomically as a directory; keep the newest `keep`."""
-    root = checkpoint_dir(run_dir)
-    root.mkdir(parents=True, exist_ok=True)
-    final = root / f"step-{step:07d}"
-    tmp = root / f".{final.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    for name, state in states.items():
-        with open(tmp / f"{name}.pt", "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        _test_hook(step)
-    (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    _fsync_dir(tmp)
-    if final.exists():  # a rerun of the same step after a crash that followed the rename
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    _fsync_dir(root)
+    """Write states[name] to name.pt and config.json, atomically as a directory; keep the newest `keep`.
+
+    A full disk (or any failure) removes the partial directory: the previous checkpoints stay usable."""
+    final = checkpoint_dir(run_dir) / f"step-{step:07d}"
+    with atomic_dir(final) as tmp:
+        for name, state in states.items():
+            with open(tmp / f"{name}.pt", "wb") as f:
+                torch.save(state, f)
+                f.flush()
+                os.fsync(f.fileno())
+            faults.reached("checkpoint_file")
+        (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     for _, old in list_checkpoints(run_dir)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return final
@@ -130,9 +114,3 @@ def init_weights(
     check_state(state, saved_model, path / "model.pt")  # every weight, right shapes: nothing left random
     bert = replace(saved_model, dropout=model.dropout, attention_dropout=model.attention_dropout)
     return bert, state, path
-
-
-def _test_hook(step: int) -> None:
-    """For the reliability tests: SIGKILL this process in the middle of writing checkpoint `step`."""
-    if os.environ.get("TRAINER_TEST_KILL_IN_CHECKPOINT") == str(step):
-        os.kill(os.getpid(), 9)

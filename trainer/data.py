@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
+from corpusprep.engine import artifact
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
 
@@ -78,6 +79,7 @@ def open_shards(directory: str | Path, splits: tuple[str, ...] = ("train",), ver
     manifest_path = directory / "manifest.json"
     if not manifest_path.is_file():
         raise UsageError(f"{manifest_path}: no manifest (not a finished `corpusprep shard` output)")
+    artifact.require(directory, "shards")  # every owned file there with its size (sha256 below, with verify)
     try:
         manifest = json.loads(manifest_path.read_text())
     except (OSError, json.JSONDecodeError) as e:

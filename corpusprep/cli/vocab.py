@@ -104,7 +104,7 @@ def _print_summary(output: Path, report: dict) -> None:
         return
     docs, seconds = report["documents"], report["seconds"]
     line = f"{output}: {report['vocab_size']:,} tokens"
-    if report["inputs"]:
+    if report["inputs"]["files"]:
         skipped = sum(docs["skipped"].values())
         line += (f" from {docs['used']:,} documents ({skipped:,} skipped), "
                  f"{report['characters'] / 1e6:.1f}M characters in {seconds['total']:.1f} s")

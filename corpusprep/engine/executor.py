@@ -1,9 +1,10 @@
 """Run one stage function over many tasks (partitions), locally or on Ray, skipping finished ones.
 
-A stage function is a plain, picklable top-level function `fn(task) -> stats` that writes its own outputs
-atomically. The executor only schedules: it never changes what a task computes, so the output is the same
-whatever the engine or the number of workers. After a task's outputs are in place its completion marker
-(holding its stats) is written; a rerun skips marked tasks and reuses their stats.
+A stage function is a plain, picklable top-level function `fn(task) -> stats` over one partition that writes
+its own outputs atomically. The executor alone decides what runs: it never changes what a task computes, so
+the output is the same whatever the engine or the number of workers. After a task's outputs are in place its
+completion marker (its stats, and the size and sha256 of each output) is written; a rerun skips a task whose
+marker exists and whose outputs are intact, and reuses its stats.
 
 With Ray, every worker must be able to import the stage function's module (corpusprep installed on every
 node) and read and write the task's paths (a shared file system, the marker directory included).
@@ -12,6 +13,7 @@ node) and read and write the task's paths (a shared file system, the marker dire
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing as mp
 import os
 import signal
@@ -23,24 +25,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from corpusprep.engine import faults
 from corpusprep.engine.files import read_json, write_json
-from corpusprep.errors import UsageError
+from corpusprep.errors import CorpusprepError, UsageError
 
 Stats = dict[str, Any]
 ENGINES = ("local", "ray")
-
-# Test hook for the kill-and-resume tests: SIGKILL this process after it has seen this many tasks finish
-# (counted across every run_tasks call in the process), as an OOM kill or a pulled plug would.
-KILL_AFTER_TASKS_ENV = "CORPUSPREP_TEST_KILL_AFTER_TASKS"
-_finished_in_process = 0
+OUTPUTS_KEY = "_outputs"  # a stage may list outputs it could not declare up front (relative to the root)
 
 
 @dataclass(frozen=True)
 class Task:
-    """One unit of work: `id` is unique in its stage and a safe file name; `args` is any picklable payload."""
+    """One unit of work: `id` is unique in its stage and a safe file name; `args` is any picklable payload;
+    `outputs` are the files it writes, relative to the run's root (recorded, with sizes and checksums, in
+    its marker: a task whose files are gone is run again)."""
 
     id: str
     args: Any
+    outputs: tuple[str, ...] = ()
 
 
 def default_workers() -> int:
@@ -51,10 +53,28 @@ def marker_path(marker_dir: Path, task: Task) -> Path:
     return Path(marker_dir) / f"{task.id}.done.json"
 
 
-def _run_and_mark(fn: Callable[[Task], Stats], task: Task, marker_dir: Path) -> Stats:
+def _run_and_mark(fn: Callable[[Task], Stats], task: Task, marker_dir: Path, root: Path) -> Stats:
+    from corpusprep.engine.artifact import sha256_file
+
     stats = fn(task)
-    write_json(marker_path(marker_dir, task), stats)
-    return stats
+    names = [*task.outputs, *stats.pop(OUTPUTS_KEY, ())]
+    outputs = {}
+    for name in names:
+        path = root / name
+        outputs[name] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
+    record = {"stats": stats, "outputs": outputs}
+    write_json(marker_path(marker_dir, task), record)
+    return record
+
+
+def _intact(root: Path, record: Any) -> bool:
+    if not (isinstance(record, dict) and isinstance(record.get("outputs"), dict) and "stats" in record):
+        return False
+    for name, entry in record["outputs"].items():
+        path = root / name
+        if not path.is_file() or path.stat().st_size != entry.get("size"):
+            return False
+    return True
 
 
 def run_tasks(
@@ -62,13 +82,18 @@ def run_tasks(
     tasks: Sequence[Task],
     *,
     marker_dir: str | Path,
+    root: str | Path | None = None,
+    known: dict[str, Any] | None = None,
     workers: int | None = None,
     engine: str = "local",
     ray_address: str | None = None,
     on_done: Callable[[Task, Stats, bool], None] | None = None,
 ) -> list[Stats]:
-    """Run `fn` on every task not yet marked done; return every task's stats in task order.
+    """Run `fn` on every task not yet done; return every task's stats in task order.
 
+    A task is done when its marker (or its record in `known`, from an artifact's manifest) exists and
+    every output it recorded is still there with its size: a deleted or truncated output reruns just
+    that task. `root`: what outputs are relative to (default: the marker directory's parent).
     `workers`: local processes (None or 0: one per core); on Ray, the most tasks in flight at once
     (None or 0: as many as the cluster has CPUs). `ray_address`: an existing cluster ("auto" or
     "ray://host:10001"); None starts a local one. `on_done(task, stats, skipped)` is called in the parent
@@ -80,62 +105,99 @@ def run_tasks(
     if len(set(ids)) != len(ids):
         raise ValueError("task ids must be unique within a stage")
     marker_dir = Path(marker_dir)
+    root = Path(root) if root is not None else marker_dir.parent
     marker_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Stats] = {}
     todo = []
     for task in tasks:
         marker = marker_path(marker_dir, task)
+        record = None
         if marker.exists():
-            results[task.id] = read_json(marker)
+            try:
+                record = read_json(marker)
+            except (OSError, ValueError):
+                record = None
+        if record is None and known and task.id in known:
+            record = known[task.id]
+            if _intact(root, record):
+                write_json(marker, record)
+        if _intact(root, record):
+            results[task.id] = record["stats"]
             if on_done:
                 on_done(task, results[task.id], True)
         else:
+            marker.unlink(missing_ok=True)
             todo.append(task)
     if engine == "local":
-        finished = _run_local(fn, todo, marker_dir, max(1, workers or default_workers()))
+        finished = _run_local(fn, todo, marker_dir, root, max(1, workers or default_workers()))
     else:
-        finished = _run_ray(fn, todo, marker_dir, workers or None, ray_address)
-    for task, stats in finished:
-        results[task.id] = stats
+        finished = _run_ray(fn, todo, marker_dir, root, workers or None, ray_address)
+    for task, record in finished:
+        results[task.id] = record["stats"]
         if on_done:
-            on_done(task, stats, False)
-        _maybe_kill_for_test()
+            on_done(task, record["stats"], False)
+        faults.reached("task_done")
     return [results[t.id] for t in tasks]
 
 
-def _maybe_kill_for_test() -> None:
-    global _finished_in_process
-    limit = os.environ.get(KILL_AFTER_TASKS_ENV)
-    if not limit:
-        return
-    _finished_in_process += 1
-    if _finished_in_process >= int(limit):
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, workers: int) -> Iterator[tuple[Task, Stats]]:
+def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, root: Path, workers: int) -> Iterator:
     if workers == 1 or len(tasks) <= 1:
         for task in tasks:
-            yield task, _run_and_mark(fn, task, marker_dir)
+            yield task, _run_and_mark(fn, task, marker_dir, root)
         return
     # spawn, not fork: the parent may hold threads (tokenizers, torch) that fork would copy mid-lock.
     context = mp.get_context("spawn")
     workers = min(workers, len(tasks))
-    with cf.ProcessPoolExecutor(workers, mp_context=context, initializer=_exit_with_parent) as pool:
-        futures = {pool.submit(_run_and_mark, fn, task, marker_dir): task for task in tasks}
-        try:
-            for future in cf.as_completed(futures):
-                yield futures[future], future.result()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+    pool = cf.ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),)
+    )
+    futures = {pool.submit(_run_and_mark, fn, task, marker_dir, root): task for task in tasks}
+    faults.reached("pool_started")  # workers are starting up: the narrowest window for orphans
+    try:
+        for future in cf.as_completed(futures):
+            try:
+                record = future.result()
+            except cf.process.BrokenProcessPool:
+                lost = [t.id for f, t in futures.items() if not f.done() or _failed(f)]
+                raise CorpusprepError(
+                    f"a worker process died while running one of {', '.join(lost[:3]) or 'the tasks'}"
+                    f"{' and others' if len(lost) > 3 else ''} (killed from outside; with no other "
+                    "cause the OOM killer is likely: use fewer --workers); rerun to continue"
+                ) from None
+            yield futures[future], record
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        # Interrupted or failed: do not wait for the tasks in flight; end the workers now.
+        for process in list(getattr(pool, "_processes", {}).values()):
+            with contextlib.suppress(Exception):
+                process.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
-def _exit_with_parent() -> None:
-    """Pool workers end when the parent dies (SIGKILL, OOM killer): otherwise they wait forever on its
-    queue, and a rerun would start beside them."""
-    parent = os.getppid()
+def _failed(future: cf.Future) -> bool:
+    return not future.cancelled() and future.exception() is not None
+
+
+def _worker_init(parent: int) -> None:
+    """Pool workers end with their parent, in every window: otherwise a worker whose parent was killed
+    (SIGKILL, OOM killer) waits forever on its queue, and a rerun would start beside it.
+
+    The kernel kills the worker when the parent thread dies (PR_SET_PDEATHSIG); a parent that died before
+    that was set is caught by comparing the parent pid with the one the parent passed (after a parent's
+    death the worker is re-parented, so `getppid()` no longer matches). A watch thread covers systems
+    without prctl. Ctrl-C goes to the whole process group: only the parent handles it.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -172,8 +234,8 @@ def init_ray(address: str | None, num_cpus: int | None = None) -> None:
 
 
 def _run_ray(
-    fn, tasks: Sequence[Task], marker_dir: Path, workers: int | None, address: str | None
-) -> Iterator[tuple[Task, Stats]]:
+    fn, tasks: Sequence[Task], marker_dir: Path, root: Path, workers: int | None, address: str | None
+) -> Iterator:
     if not tasks:
         return
     init_ray(address, workers)
@@ -191,7 +253,7 @@ def _run_ray(
         while queue or pending:
             while queue and len(pending) < limit:
                 task = queue.pop()
-                pending[remote.remote(fn_ref, task, marker_dir)] = task
+                pending[remote.remote(fn_ref, task, marker_dir, root)] = task
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
                 task = pending.pop(ref)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,10 +44,42 @@ def read_json(path: str | Path) -> Any:
 
 
 def remove_stale_temps(directory: str | Path) -> int:
-    """Delete temporary files left by a killed run (never a file under a final name)."""
+    """Delete temporary files and directories left by killed writes (never anything under a final name)."""
     removed = 0
-    for tmp in Path(directory).rglob(".*.tmp-*"):
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-            removed += 1
+    for tmp in sorted(Path(directory).rglob(".*.tmp-*"), reverse=True):
+        if tmp.is_dir() and not tmp.is_symlink():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        removed += 1
     return removed
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary directory to fill; on success rename it to `path` (replacing an older one), on
+    failure (a full disk, a kill's cleanup) remove it, so `path` is always complete or absent."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_name(path)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        yield tmp
+        _fsync_dir(tmp)
+        if path.exists():  # a rerun of the same write after a crash that followed the rename
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -1,7 +1,7 @@
 """`build-pairs`: documents -> NSP sentence pairs, partition by partition, resumable, in bounded memory.
 
-Stages (each resumable: outputs are atomic, finished tasks leave a completion marker under `_work`):
-1. read: one streaming pass over the input writes documents in chunks of `docs_per_chunk` to `_work/docs`
+Stages (each resumable: outputs are atomic, finished tasks leave a completion marker under `.work`):
+1. read: one streaming pass over the input writes documents in chunks of `docs_per_chunk` to `.work/docs`
    and counts them, which fixes the number of partitions per split.
 2. tokenize, one task per chunk: split, tokenize once, assign each document to its split (`unit_interval`) and
    partition (`stable_hash`), and write one token cache per (split, partition) touched by the chunk.
@@ -17,7 +17,6 @@ import dataclasses
 import functools
 import math
 import os
-import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -28,9 +27,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from corpusprep.engine.executor import Task, merge_stats, run_tasks
-from corpusprep.engine.files import atomic_path, read_json, remove_stale_temps, write_json
-from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
+from corpusprep.engine.artifact import WORK, Artifact, input_files
+from corpusprep.engine.executor import OUTPUTS_KEY, Task, merge_stats
+from corpusprep.engine.files import atomic_path, read_json, write_json
 from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
 from corpusprep.errors import DataError, UsageError
 from corpusprep.pair.instances import make_pairs, pairs_table
@@ -45,8 +44,7 @@ from corpusprep.pair.tokens import (
 from corpusprep.tokenize import VocabInfo
 
 STATS_VERSION = 1
-WORK = "_work"
-OUTPUTS = {*SPLITS, WORK, "stats.json", LOCK_NAME}
+OWNS = ("stats.json", "train/part-*.parquet", "validation/part-*.parquet")  # what --overwrite may remove
 NO_SENTENCES = "no_sentences"
 NO_PARTNER = "no_partner_document"
 
@@ -156,6 +154,7 @@ def tokenize_task(task: Task) -> dict[str, Any]:
     tokenizer = _tokenizer(str(args.tokenizer_json))
     splits = [document_split(opts.seed, doc_id, opts.validation_fraction) for doc_id in ids]
     stats: dict[str, Any] = {"partition_documents": {}}
+    written: list[str] = []
     for split in SPLITS:
         members = [d for d, s in enumerate(splits) if s == split]
         with _one_thread():
@@ -179,11 +178,11 @@ def tokenize_task(task: Task) -> dict[str, Any]:
         )
         for p in np.unique(partitions).tolist():
             docs = usable[partitions == p]
-            save_cache(
-                args.cache_dir / split / f"p{p:05d}" / f"{args.chunk.stem}.npz", select_documents(part, docs)
-            )
+            path = args.cache_dir / split / f"p{p:05d}" / f"{args.chunk.stem}.npz"
+            save_cache(path, select_documents(part, docs))
+            written.append(path.relative_to(args.cache_dir.parent.parent).as_posix())
             stats["partition_documents"][f"{split}/{p:05d}"] = len(docs)
-    return stats
+    return {**stats, OUTPUTS_KEY: written}
 
 
 def pair_task(task: Task) -> dict[str, Any]:
@@ -230,33 +229,37 @@ def build_pairs(
 ) -> dict[str, Any]:
     """Build NSP pairs from `inputs` into `out_dir`; return the stats also written to `out_dir/stats.json`.
 
-    Same inputs, vocab, options and seed give the same files whatever `workers` and `engine` are. An
-    interrupted run resumes where it stopped; a finished one with the same settings is left as it is.
+    Same inputs, vocab, options and seed give the same files whatever `workers` and `engine` are. The output
+    directory is an artifact (`engine.artifact`): an interrupted run resumes, a damaged one is repaired, a
+    finished one with the same inputs and settings is left as it is.
     """
     from corpusprep.read import resolve_inputs
 
     started = time.perf_counter()
-    resolve_inputs(inputs)  # a typo fails before the output dir exists (a rerun would then need --overwrite)
+    resolve_inputs(inputs)  # a typo fails before the output dir exists
     vocab = VocabInfo.load(vocab_dir)
     tokenizer_json = Path(vocab.directory) / "tokenizer.json"
     vocab.tokenizer()  # fail now, not in a worker, when tokenizer.json is missing
     out_dir = Path(out_dir)
-    fingerprint = {
-        "inputs": [str(Path(p).resolve()) for p in inputs],
+    identity = {
+        "stats_version": STATS_VERSION,
+        "inputs": {"files": input_files(inputs)},
         "read_options": _as_dict(read_options),
         "options": dataclasses.asdict(options),
         "vocab_sha256": vocab.sha256,
     }
-    with exclusive_dir(out_dir), _Progress(progress) as bar:
-        finished = _prepare_out_dir(out_dir, fingerprint, overwrite)
-        if finished is not None:
-            return {**finished, "nothing_to_do": True}
+    artifact = Artifact(
+        out_dir, "pairs", identity, owns=OWNS, inputs=[*inputs, vocab_dir], overwrite=overwrite,
+        command="build-pairs"
+    )
+    with artifact, _Progress(progress) as bar:
+        if artifact.complete is not None:
+            return {**read_json(out_dir / "stats.json"), "nothing_to_do": True}
         work = out_dir / WORK
-        remove_stale_temps(out_dir)
-        write_json(work / "run.json", fingerprint)
-        run = functools.partial(run_tasks, workers=workers, engine=engine, ray_address=ray_address)
+        run = functools.partial(artifact.run, workers=workers, engine=engine, ray_address=ray_address)
 
-        read = _read_stage(inputs, read_options, options, work, bar)
+        read_task = Task("read", ReadArgs(tuple(map(str, inputs)), read_options, options, work))
+        (read,) = run(functools.partial(read_stage, bar=bar), [read_task], workers=1, engine="local")
         partitions = {
             split: max(1, math.ceil(read["documents"][split] / options.docs_per_partition))
             for split in SPLITS
@@ -279,18 +282,17 @@ def build_pairs(
         on_done = bar.stage(
             "tokenize", len(token_tasks), lambda s: sum(s[x]["documents"] for x in SPLITS), "docs"
         )
-        token_stats = merge_stats(
-            run(tokenize_task, token_tasks, marker_dir=work / "markers", on_done=on_done)
-        )
+        token_stats = merge_stats(run(tokenize_task, token_tasks, on_done=on_done))
 
-        docs_in = token_stats["partition_documents"]
+        docs_in = token_stats.get("partition_documents", {})
         usable = {
             split: sum(n for key, n in docs_in.items() if key.startswith(f"{split}/")) for split in SPLITS
         }
         if usable["train"] < 2:
             raise DataError(
-                f"{', '.join(map(str, inputs))}: {usable['train']} training document(s) with sentences; "
-                "NSP pairs need at least two (a NotNext segment comes from another document)"
+                f"{', '.join(map(str, inputs))}: {usable['train']} training document(s) with sentences "
+                f"({_read_summary(read['read'])}); NSP pairs need at least two (a NotNext segment comes from "
+                "another document)"
             )
         pair_tasks = [
             Task(
@@ -304,6 +306,7 @@ def build_pairs(
                     vocab.token_dtype.str,
                     options,
                 ),
+                outputs=(f"{split}/part-{p:05d}-d{d}.parquet",),
             )
             for split in SPLITS
             for p in range(partitions[split])
@@ -311,61 +314,46 @@ def build_pairs(
             for d in range(options.dupe_factor)
         ]
         on_done = bar.stage("pairs", len(pair_tasks), lambda s: sum(v["pairs"] for v in s.values()), "pairs")
-        pair_stats = merge_stats(run(pair_task, pair_tasks, marker_dir=work / "markers", on_done=on_done))
+        pair_stats = merge_stats(run(pair_task, pair_tasks, on_done=on_done))
 
-    stats = _assemble_stats(read, token_stats, pair_stats, partitions, fingerprint, vocab)
-    stats["seconds"] = round(time.perf_counter() - started, 3)
-    write_json(out_dir / "stats.json", stats)
-    shutil.rmtree(work)
-    return stats
+        stats = _assemble_stats(read, token_stats, pair_stats, partitions, identity, vocab)
+        write_json(out_dir / "stats.json", stats)  # no run time in it: the same inputs give the same bytes
+        artifact.commit(files=["stats.json"])
+    return {**stats, "seconds": round(time.perf_counter() - started, 3)}
 
 
 def _as_dict(options) -> dict[str, Any]:
     return dataclasses.asdict(options) if dataclasses.is_dataclass(options) else dict(vars(options))
 
 
-def _prepare_out_dir(out_dir: Path, fingerprint: dict, overwrite: bool) -> dict | None:
-    """The stats of a finished identical run, or None after making `out_dir` ready to (re)start or resume."""
-    entries = {p.name for p in out_dir.iterdir()} - {LOCK_NAME}
-    if not entries:
-        return None
-    stats_path, run_path = out_dir / "stats.json", out_dir / WORK / "run.json"
-    if not overwrite:
-        if stats_path.exists() and read_json(stats_path).get("fingerprint") == fingerprint:
-            return read_json(stats_path)
-        if not stats_path.exists() and run_path.exists() and read_json(run_path) == fingerprint:
-            return None  # an interrupted run of the same build: resume it
-        raise UsageError(
-            f"{out_dir}: not empty and not a build-pairs run with these inputs, vocab and options; "
-            "pass --overwrite to replace it, or pick another directory"
-        )
-    foreign = sorted(entries - OUTPUTS)
-    if foreign:
-        raise UsageError(
-            f"{out_dir}: holds files build-pairs did not write ({', '.join(foreign[:3])}); "
-            "refusing to delete them, pick another directory"
-        )
-    for name in entries:
-        path = out_dir / name
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
-    return None
+def _read_summary(read: dict[str, Any]) -> str:
+    files = {f"file {k}": v for k, v in read.get("skipped_files", {}).items()}
+    skipped = {**read.get("skipped", {}), **files}
+    reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items()) if v)
+    return f"{read.get('documents_seen', 0)} read" + (f"; skipped {reasons}" if reasons else "")
 
 
-def _read_stage(inputs, read_options, options: PairOptions, work: Path, bar: _Progress) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ReadArgs:
+    inputs: tuple[str, ...]
+    read_options: Any
+    options: PairOptions
+    work: Path
+
+
+def read_stage(task: Task, bar: _Progress) -> dict[str, Any]:
     """Stream the documents once into chunk files, counting them per split (that fixes the partitions)."""
-    marker = work / "read.done.json"
-    if marker.exists():
-        return read_json(marker)
     from corpusprep.read import ReadStats, iter_documents
 
+    args: ReadArgs = task.args
+    options, work = args.options, args.work
     read_stats = ReadStats()
     counts = dict.fromkeys(SPLITS, 0)
     chunk: list = []
-    chunks = 0
+    written: list[str] = []
     tick = bar.stage("read", None, None, "docs")
 
     def flush() -> None:
-        nonlocal chunks
         table = pa.table(
             {
                 "id": pa.array([d.id for d in chunk], pa.string()),
@@ -375,16 +363,14 @@ def _read_stage(inputs, read_options, options: PairOptions, work: Path, bar: _Pr
                 ),
             }
         )
-        with (
-            atomic_path(work / "docs" / f"c{chunks:06d}.arrow") as tmp,
-            pa.ipc.new_file(tmp, table.schema) as f,
-        ):
+        path = work / "docs" / f"c{len(written):06d}.arrow"
+        with atomic_path(path) as tmp, pa.ipc.new_file(tmp, table.schema) as f:
             f.write_table(table)
+        written.append(path.relative_to(work.parent).as_posix())
         tick(None, {"documents": len(chunk)}, False)
-        chunks += 1
         chunk.clear()
 
-    for doc in iter_documents(list(inputs), read_options, read_stats):
+    for doc in iter_documents(list(args.inputs), args.read_options, read_stats):
         counts[document_split(options.seed, doc.id, options.validation_fraction)] += 1
         chunk.append(doc)
         if len(chunk) == options.docs_per_chunk:
@@ -392,13 +378,11 @@ def _read_stage(inputs, read_options, options: PairOptions, work: Path, bar: _Pr
     if chunk:
         flush()
     bar.finish("read")
-    result = {"chunks": chunks, "documents": counts, "read": read_stats.to_dict()}
-    write_json(marker, result)
-    return result
+    return {"chunks": len(written), "documents": counts, "read": read_stats.to_dict(), OUTPUTS_KEY: written}
 
 
 def _assemble_stats(
-    read, token_stats, pair_stats, partitions, fingerprint, vocab: VocabInfo
+    read, token_stats, pair_stats, partitions, identity, vocab: VocabInfo
 ) -> dict[str, Any]:
     splits = {}
     for split in SPLITS:
@@ -432,8 +416,8 @@ def _assemble_stats(
     total = merge_stats(splits.values())
     return {
         "stats_version": STATS_VERSION,
-        "fingerprint": fingerprint,
-        "options": fingerprint["options"],
+        "identity": identity,
+        "options": identity["options"],
         "vocab": {"sha256": vocab.sha256, "size": vocab.size, "directory": str(vocab.directory)},
         "read": read["read"],
         "documents": total["documents"],

@@ -17,8 +17,13 @@ def _wanted(name: str) -> bool:
 
 
 def _walk(root: Path) -> Iterator[Path]:
+    from corpusprep.engine.artifact import is_artifact_dir
+
+    if is_artifact_dir(root):
+        raise InputError(f"{root}: a corpusprep output (vocab, pairs, shards...), not a corpus")
     for directory, subdirs, files in os.walk(root):
-        subdirs[:] = [d for d in subdirs if not d.startswith(".")]  # prune hidden trees
+        # prune hidden trees and corpusprep's own outputs: a run never reads its (or another run's) output
+        subdirs[:] = [d for d in subdirs if not d.startswith(".") and not is_artifact_dir(Path(directory, d))]
         for name in files:
             if _wanted(name):
                 yield Path(directory, name)

@@ -17,11 +17,8 @@ examples to equal-sized shards, i.e. a global shuffle, without ever holding more
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,9 +29,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from corpusprep import __version__
-from corpusprep.engine.executor import Task, run_tasks
-from corpusprep.engine.files import atomic_path, read_json, remove_stale_temps, write_json
-from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
+from corpusprep.engine import artifact
+from corpusprep.engine.artifact import WORK, sha256_file
+from corpusprep.engine.executor import Task
+from corpusprep.engine.files import atomic_path, read_json, write_json
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, InputError, UsageError
 from corpusprep.mask import ACTIONS, MaskVocab, examples_from_pairs, mask_examples
@@ -46,7 +44,7 @@ from corpusprep.shard.table import COUNT_KEYS, count_masked, to_table
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
 
 MANIFEST = "manifest.json"
-WORK = ".work"  # pass-1 files, completion markers and the run's fingerprint; removed once the manifest exists
+OWNS = (MANIFEST, "train/shard-*.parquet", "validation/shard-*.parquet")  # what --overwrite may remove
 BATCH_PAIRS = 8192  # pairs masked at once; part of the RNG keys, so changing it changes the output
 DEFAULT_MAX_SEQ_LENGTH = 512
 
@@ -135,14 +133,6 @@ def token_dtype(vocab: MaskVocab) -> np.dtype:
     return np.dtype(np.uint16) if len(vocab.candidate) <= 2**16 else np.dtype(np.uint32)
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def write_shard(task: Task) -> dict[str, Any]:
     """Pass 2 for one shard: gather its examples from every spill file, shuffle, write Parquet atomically."""
     t: ShardTask = task.args
@@ -168,13 +158,13 @@ def write_parquet(table: pa.Table, path: Path, options: ShardOptions) -> None:
 # --- planning ----------------------------------------------------------------------------------------------
 
 
-def find_inputs(pairs_dir: Path) -> dict[str, list[tuple[Path, int]]]:
-    """Pairs files per split with their row counts (from the Parquet footers)."""
-    if not pairs_dir.is_dir():
-        raise InputError(f"{pairs_dir}: no such pairs directory (run `corpusprep build-pairs` first)")
+def find_inputs(pairs_dir: Path, owned: Iterable[str]) -> dict[str, list[tuple[Path, int]]]:
+    """The pairs files the pairs artifact owns, per split, with their row counts (from the Parquet footers);
+    files that someone else put there are not read."""
     inputs: dict[str, list[tuple[Path, int]]] = {}
+    owned = set(owned)
     for split in SPLITS:
-        for path in sorted((pairs_dir / split).glob("*.parquet")):
+        for path in sorted(p for p in (pairs_dir / split).glob("*.parquet") if f"{split}/{p.name}" in owned):
             try:
                 meta = pq.ParquetFile(path)
             except (OSError, pa.ArrowInvalid) as error:
@@ -227,38 +217,6 @@ def resolve_max_seq_length(options: ShardOptions, pairs_stats: dict) -> int:
 # --- the run ----------------------------------------------------------------------------------------------
 
 
-def _clear(out_dir: Path) -> None:
-    (out_dir / MANIFEST).unlink(missing_ok=True)
-    for name in (WORK, *SPLITS):
-        shutil.rmtree(out_dir / name, ignore_errors=True)
-
-
-def _existing(out_dir: Path, fingerprint: str, overwrite: bool) -> dict | None:
-    """The finished manifest of this very run, or None after making room (resume or fresh start)."""
-    manifest, run = out_dir / MANIFEST, out_dir / WORK / "run.json"
-    if manifest.exists():
-        try:
-            previous = read_json(manifest)
-        except (OSError, ValueError):
-            previous = {}
-        if previous.get("fingerprint") == fingerprint:
-            shutil.rmtree(out_dir / WORK, ignore_errors=True)
-            return previous
-        what = "shards from a different run (pairs, vocab or options differ)"
-    elif run.exists():
-        if read_json(run).get("fingerprint") == fingerprint:
-            return None  # resume: finished tasks have markers
-        what = "an unfinished run with different pairs, vocab or options"
-    elif any(p.name != LOCK_NAME for p in out_dir.iterdir()):
-        what = "files that are not shards of this run"
-    else:
-        return None
-    if not overwrite:
-        raise UsageError(f"{out_dir}: holds {what}; pass --overwrite to replace them")
-    _clear(out_dir)
-    return None
-
-
 @contextmanager
 def _progress(enabled: bool) -> Iterator[Callable[[str, int], Callable]]:
     """Yields `bar(label, total)` -> an `on_done` callback for run_tasks."""
@@ -295,10 +253,11 @@ def build_shards(
     """
     pairs_dir, out_dir = Path(pairs_dir), Path(out_dir)
     vocab = VocabInfo.load(vocab_dir)
-    inputs = find_inputs(pairs_dir)
+    if not pairs_dir.is_dir():
+        raise InputError(f"{pairs_dir}: no such pairs directory (run `corpusprep build-pairs` first)")
+    pairs_artifact = artifact.require(pairs_dir, "pairs")  # complete: every file there with its size
+    inputs = find_inputs(pairs_dir, pairs_artifact["files"])
     stats_path = pairs_dir / "stats.json"
-    if not stats_path.is_file():
-        raise InputError(f"{stats_path}: missing (is {pairs_dir} a finished build-pairs output?)")
     pairs_stats = read_json(stats_path)
     pairs_vocab = pairs_stats.get("vocab", {}).get("sha256")
     if pairs_vocab not in (None, vocab.sha256):
@@ -310,21 +269,21 @@ def build_shards(
         "options": asdict(options),
         "max_seq_length": max_seq_length,
         "vocab_sha256": vocab.sha256,
-        "pairs_stats_sha256": sha256_file(stats_path),
-        "pairs": {s: [[p.name, p.stat().st_size, n] for p, n in files] for s, files in inputs.items()},
+        "pairs": artifact.content_digest(pairs_dir),
     }
-    fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    files_record = {s: [[p.name, p.stat().st_size, n] for p, n in files] for s, files in inputs.items()}
 
-    with exclusive_dir(out_dir):
-        previous = _existing(out_dir, fingerprint, overwrite)
-        if previous is not None:
+    art = artifact.Artifact(
+        out_dir, "shards", identity, owns=OWNS, inputs=[pairs_dir, vocab_dir], overwrite=overwrite,
+        command="shard"
+    )
+    with art:
+        if art.complete is not None:
             if progress:
                 print(f"{out_dir}: already holds these shards (same pairs, vocab and options): nothing to do")
-            return previous
-        remove_stale_temps(out_dir)
+            return read_json(out_dir / MANIFEST)
         work = out_dir / WORK
-        write_json(work / "run.json", {"fingerprint": fingerprint, **identity})
-
+        fingerprint = art.fingerprint
         mask_vocab = MaskVocab.from_vocab(vocab)
         dupes = {split: options.dupe_masks if split == "train" else 1 for split in inputs}
         examples = {s: [n * dupes[s] for _, n in files] for s, files in inputs.items()}
@@ -337,13 +296,10 @@ def build_shards(
                 args = MaskTask(
                     split, str(path), str(out), counts, dupes[split], options, mask_vocab, max_seq_length
                 )
-                mask_tasks.append(Task(f"{split}-{path.stem}", args))
+                mask_tasks.append(Task(f"mask-{split}-{path.stem}", args))
         run = {"workers": workers, "engine": engine, "ray_address": ray_address}
         with _progress(progress) as bar:
-            masked = run_tasks(
-                mask_file, mask_tasks, marker_dir=work / "markers" / "mask",
-                on_done=bar("mask + scatter", len(mask_tasks)), **run,
-            )
+            masked = art.run(mask_file, mask_tasks, on_done=bar("mask + scatter", len(mask_tasks)), **run)
             for split in inputs:
                 done = zip(mask_tasks, masked, strict=True)
                 mine = [(t.args.out, st) for t, st in done if t.args.split == split]
@@ -351,11 +307,10 @@ def build_shards(
                     groups = tuple((out, entry) for out, st in mine for entry in st["groups"][index])
                     args = ShardTask(split, index, groups, str(out_dir / split / shard_name(index)), options,
                                      str(vocab.token_dtype), vocab.pad_id)
-                    shard_tasks.append(Task(f"{split}-{index:05d}", args))
-            shards = run_tasks(
-                write_shard, shard_tasks, marker_dir=work / "markers" / "shard",
-                on_done=bar("shuffle + write", len(shard_tasks)), **run,
-            )
+                    name = f"{split}/{shard_name(index)}"
+                    shard_tasks.append(Task(f"shard-{split}-{index:05d}", args, outputs=(name,)))
+            on_done = bar("shuffle + write", len(shard_tasks))
+            shards = art.run(write_shard, shard_tasks, on_done=on_done, **run)
 
         splits = {}
         for split in inputs:
@@ -378,12 +333,12 @@ def build_shards(
                 "size": vocab.size,
                 "special_ids": {token: vocab.ids[token] for token in SPECIAL_TOKENS},
             },
-            "pairs": {"path": str(pairs_dir.resolve()), "files": identity["pairs"]},
+            "pairs": {"path": str(pairs_dir.resolve()), "files": files_record},
             "pairs_stats": pairs_stats,
             "mask_decisions": {k: sum(stats[k] for stats in masked) for k in ACTIONS},
             "splits": splits,
             "totals": {k: sum(s[k] for s in splits.values()) for k in COUNT_KEYS},
         }
         write_json(out_dir / MANIFEST, manifest)
-        shutil.rmtree(work, ignore_errors=True)
+        art.commit(files=[MANIFEST])
     return manifest

@@ -12,10 +12,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from corpusprep.engine import artifact
+from corpusprep.engine.artifact import sha256_file
 from corpusprep.engine.files import read_json
 from corpusprep.mask import num_predictions
 from corpusprep.mask.examples import list_parts
-from corpusprep.shard.build import MANIFEST, sha256_file
+from corpusprep.shard.build import MANIFEST
 from corpusprep.shard.schema import SCHEMA_VERSION, SPLITS, shard_schema
 from corpusprep.shard.table import COUNT_KEYS, count_table, gather_predicted
 
@@ -157,4 +159,20 @@ def validate_shards(directory: str | Path) -> list[str]:
     for key in COUNT_KEYS:
         if manifest.get("totals", {}).get(key) != totals[key]:
             problems.append(f"{manifest_path}: totals.{key} is not the sum of the splits")
+    problems += _lost_pairs(manifest, splits)
+    checked = {str(directory / s["path"]) for split in splits.values() for s in split["shards"]}
+    problems += [p for p in artifact.problems(directory) if p.split(": ")[0] not in checked]
     return problems
+
+
+def _lost_pairs(manifest: dict, splits: dict) -> list[str]:
+    """Every pair of the pairs stats became an example (dupe_masks of them for training): none was lost."""
+    pairs_splits = manifest.get("pairs_stats", {}).get("splits", {})
+    dupes = manifest.get("options", {}).get("dupe_masks", 1)
+    found = []
+    for name, split in splits.items():
+        pairs = pairs_splits.get(name, {}).get("pairs")
+        want = None if pairs is None else pairs * (dupes if name == "train" else 1)
+        if want is not None and split.get("examples") != want:
+            found.append(f"{name}: {split.get('examples')} examples, the pairs' stats.json promises {want}")
+    return found

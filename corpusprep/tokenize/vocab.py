@@ -4,9 +4,10 @@
 
 A vocab directory holds `vocab.txt` (Google's format: one token per line, id = line number; loads with
 `transformers.BertTokenizerFast`), `tokenizer.json` (normalizer, pre-tokenizer, WordPiece model, `[CLS] A
-[SEP] B [SEP]` post-processor and decoder) and `vocab_report.json` (written last: its presence marks a
-complete directory). The token order is Google's: `[PAD]`, the reserved `[unusedN]` slots, `[UNK] [CLS] [SEP]
-[MASK]`, then the learned alphabet and word pieces.
+[SEP] B [SEP]` post-processor and decoder), `vocab_report.json` and `artifact.json` (written last: the
+files the directory owns and what they were built from, `corpusprep.engine.artifact`). The token order is
+Google's: `[PAD]`, the reserved `[unusedN]` slots, `[UNK] [CLS] [SEP] [MASK]`, then the learned alphabet and
+word pieces.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from typing import Any
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from tokenizers import trainers as hf_trainers
 
-from corpusprep.engine.files import atomic_path, read_json, remove_stale_temps, write_json
-from corpusprep.engine.lock import exclusive_dir
+from corpusprep.engine.artifact import Artifact, input_files
+from corpusprep.engine.files import atomic_path, read_json, write_json
 from corpusprep.engine.rng import stable_hash
 from corpusprep.errors import UsageError
-from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents, resolve_inputs
+from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo, is_reserved
 
 FILES = ("vocab.txt", "tokenizer.json", "vocab_report.json")
@@ -218,27 +219,11 @@ def _batches(
 def _run_key(inputs: Sequence[str | Path] | None, options: VocabOptions, read_options: ReadOptions) -> dict:
     """What makes two runs the same (a directory built with the same key is reused): the inputs, each file's
     size and modification time (so an edited corpus is retrained), and the options."""
-    files = [(path.stat(), source) for path, source in resolve_inputs(inputs)] if inputs else []
     return {
-        "inputs": [str(Path(p).absolute()) for p in inputs or []],
-        "input_files": [[source, st.st_size, st.st_mtime_ns] for st, source in files],
+        "inputs": {"files": input_files(inputs) if inputs else []},
         "options": asdict(options),
         "read_options": asdict(read_options) if inputs else None,
     }
-
-
-def _check_existing(vocab_dir: Path, key: dict, overwrite: bool) -> dict | None:
-    """The existing report if `vocab_dir` already holds this vocab; refuse to replace a different one."""
-    report_path = vocab_dir / "vocab_report.json"
-    if report_path.is_file() and all((vocab_dir / f).is_file() for f in FILES):
-        report = read_json(report_path)
-        if {k: report.get(k) for k in key} == key:
-            return report
-    if not overwrite and any((vocab_dir / f).exists() for f in FILES):
-        raise UsageError(
-            f"{vocab_dir}: holds a different or incomplete vocab; pass --overwrite to replace it"
-        )
-    return None
 
 
 def build_vocab(
@@ -265,11 +250,14 @@ def build_vocab(
     documents = iter_documents(inputs, read_options, read_stats) if inputs else iter([])
     if options.from_vocab is not None:
         vocab_data, tokens = read_vocab_txt(options.from_vocab)
-    with exclusive_dir(vocab_dir):
-        existing = _check_existing(vocab_dir, key, overwrite)
-        if existing is not None:
-            return {**existing, "reused": True}
-        remove_stale_temps(vocab_dir)
+    sources = [*(inputs or []), *([options.from_vocab] if options.from_vocab else [])]
+    artifact = Artifact(
+        vocab_dir, "vocab", key, owns=FILES, inputs=sources, overwrite=overwrite, command="vocab",
+    )
+    with artifact:
+        if artifact.complete is not None:
+            return {**read_json(vocab_dir / "vocab_report.json"), "reused": True}
+        artifact.claim(FILES)
         counts = {"characters": 0}
         sample = _Sample()
         batches = _batches(documents, read_stats, counts, sample, progress)
@@ -309,7 +297,8 @@ def build_vocab(
         assert info.tokens == tuple(tokens), "vocab.txt must read back as written"
         report["sha256"] = info.sha256
         report["seconds"]["total"] = time.perf_counter() - started
-        write_json(vocab_dir / "vocab_report.json", report)  # last: marks the directory complete
+        write_json(vocab_dir / "vocab_report.json", report)
+        artifact.commit(files=FILES)  # last: marks the directory complete
     return {**report, "reused": False}
 
 

@@ -151,7 +151,7 @@ def test_interrupted_run_resumes_to_the_same_bytes(corpus, vocab, built, tmp_pat
     monkeypatch.setattr(build_module, "pair_task", failing)
     with pytest.raises(RuntimeError, match="simulated crash"):
         run(corpus[0], vocab, tmp_path / "resumed")
-    assert (tmp_path / "resumed" / "_work").is_dir() and not (tmp_path / "resumed" / "stats.json").exists()
+    assert (tmp_path / "resumed" / ".work").is_dir() and not (tmp_path / "resumed" / "stats.json").exists()
     assert len(files(tmp_path / "resumed")) == 3  # finished files only, each complete
     monkeypatch.setattr(build_module, "pair_task", real)
     stats = run(corpus[0], vocab, tmp_path / "resumed")
@@ -173,9 +173,11 @@ def test_rerun_is_a_no_op_and_other_options_need_overwrite(corpus, vocab, built,
     assert stats1["splits"]["train"]["files"] == stats["splits"]["train"]["files"] // 2
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
-    with pytest.raises(UsageError, match="did not write"):
-        run(corpus[0], vocab, tmp_path / "mine", overwrite=True)
-    assert (tmp_path / "mine" / "notes.txt").exists()
+    with pytest.raises(UsageError, match="no corpusprep run wrote"):
+        run(corpus[0], vocab, tmp_path / "mine")
+    run(corpus[0], vocab, tmp_path / "mine", overwrite=True)  # writes beside the user's file
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+    assert files(tmp_path / "mine") == files(out)
 
 
 def test_too_small_corpus_is_a_clear_error(vocab, tmp_path):

@@ -37,7 +37,7 @@ def test_single_phase_plan_and_seed_propagation():
         ("plot", "train"),
     ]
     assert pipeline.stage("pairs").settings["pairs"] == {"seed": 9, "dupe_factor": 2}
-    assert pipeline.stage("pairs").needs == ("corpus", "vocab")
+    assert pipeline.stage("pairs").needs == {"corpus": "corpus", "vocab": "vocab"}
 
 
 def test_phases_override_shared_tables_and_chain_weights():
@@ -57,14 +57,14 @@ def test_phases_override_shared_tables_and_chain_weights():
         "max_seq_length": 512,
         "dupe_factor": 5,
     }
-    assert pipeline.stage("pairs-a").needs == ("input", "vocab")
+    assert pipeline.stage("pairs-a").needs == {"corpus": "input", "vocab": "vocab"}
     raw["phases"]["b"]["train"] = {"schedule": {"steps": 20}}
     assert plan(raw, Path("w.toml")).stage("train-b").settings["train"]["schedule"] == {
         "steps": 20,
         "warmup_steps": 1,
     }
-    assert pipeline.stage("train-b").needs == ("shard-b", "vocab", "train-a")
-    assert pipeline.stage("train-c").needs == ("shard-c", "vocab")
+    assert pipeline.stage("train-b").needs == {"shards": "shard-b", "vocab": "vocab", "init": "train-a"}
+    assert pipeline.stage("train-c").needs == {"shards": "shard-c", "vocab": "vocab"}
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ import pytest
 from corpusprep.errors import DataError, UsageError
 from pipelines import stages
 from pipelines.config import load_pipeline
-from pipelines.runner import StageResult, run_pipeline
+from pipelines.runner import run_pipeline
+from pipelines.stages import StageKind, StageResult
 
 PIPELINE = """
 [pipeline]
@@ -52,16 +53,24 @@ def calls(monkeypatch) -> Counter:
         ctx.out.mkdir(parents=True, exist_ok=True)
         upstream = [
             (ctx.dirs[n] / f"{n}.txt").read_text() if n in ctx.dirs else Path(ctx.inputs[0]).read_text()
-            for n in stage.needs
+            for n in stage.needs.values()
         ]
         digest = hashlib.sha256(json.dumps([stage.settings, upstream], sort_keys=True).encode()).hexdigest()
         (ctx.out / f"{stage.name}.txt").write_text(digest)
         return StageResult({"items": 10}, unit="items", files=(f"{stage.name}.txt",))
 
-    monkeypatch.setattr(stages, "check", lambda stage: None)  # the toy settings are no real options
-    for kind in stages.RUN:
-        monkeypatch.setitem(stages.RUN, kind, fake)
-        monkeypatch.setitem(stages.VALIDATE, kind, lambda stage, ctx: [])
+    class Fake(StageKind):
+        def check(self, stage) -> None:  # the toy settings are no real options
+            pass
+
+        def run(self, stage, ctx) -> StageResult:
+            return fake(stage, ctx)
+
+        def validate(self, stage, ctx) -> list[str]:
+            return []
+
+    for kind in stages.KINDS:
+        monkeypatch.setitem(stages.KINDS, kind, Fake())
     return counter
 
 
@@ -168,7 +177,8 @@ def test_until_stops_after_a_stage_or_a_kind(toml, tmp_path, calls):
 
 
 def test_invalid_output_fails_the_run_and_leaves_no_marker(toml, tmp_path, calls, monkeypatch):
-    monkeypatch.setitem(stages.VALIDATE, "shard", lambda stage, ctx: ["shard-00000.parquet: bad checksum"])
+    bad = ["shard-00000.parquet: bad checksum"]
+    monkeypatch.setattr(stages.KINDS["shard"], "validate", lambda stage, ctx: bad)  # this stage's stand-in
     with pytest.raises(DataError, match="shard-short output failed validation: shard-00000.parquet: bad"):
         run(toml, tmp_path / "run")
     assert not (tmp_path / "run" / "stages" / "shard-short.done.json").exists()

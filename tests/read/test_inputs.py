@@ -11,7 +11,7 @@ from corpusprep.read import resolve_inputs
 @pytest.fixture
 def tree(tmp_path):
     names = ["b/2.txt", "b/10.txt", "a.txt", "c/deep/z.jsonl"]
-    ignored = [".hidden.txt", ".git/config", "b/.x.tmp-12", "markers/task-1.done.json", "c/.corpusprep.lock"]
+    ignored = [".hidden.txt", ".git/config", "b/.x.tmp-12", "markers/task-1.done.json", "c/.DS_Store"]
     for name in names + ignored:
         path = tmp_path / "corpus" / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -68,3 +68,15 @@ def test_unusable_inputs_raise_input_error(tmp_path, monkeypatch, arg, message):
 def test_no_inputs_at_all(tmp_path):
     with pytest.raises(InputError, match="no input paths"):
         resolve_inputs([])
+
+
+def test_corpusprep_outputs_are_never_read_as_corpus(tree):
+    outputs = [("pairs", "artifact.json"), ("running", ".work/run.json"), ("vocab", ".corpusprep.lock")]
+    for output, owned in outputs:
+        (tree / output / "train").mkdir(parents=True)
+        (tree / output / "train" / "part.txt").write_text("text\n")
+        (tree / output / owned).parent.mkdir(parents=True, exist_ok=True)
+        (tree / output / owned).write_text("{}")
+    assert sources(resolve_inputs([tree])) == ["a.txt", "b/10.txt", "b/2.txt", "c/deep/z.jsonl"]
+    with pytest.raises(InputError, match="corpusprep output"):
+        resolve_inputs([tree / "pairs"])

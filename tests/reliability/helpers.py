@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from corpusprep.engine.executor import KILL_AFTER_TASKS_ENV
+from corpusprep.engine import faults
 from corpusprep.engine.lock import LOCK_NAME
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,10 +33,10 @@ main()
 
 
 def environment(kill_after: int | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != KILL_AFTER_TASKS_ENV}
+    env = {k: v for k, v in os.environ.items() if k != faults.ENV}
     env["OMP_NUM_THREADS"] = "1"
     if kill_after is not None:
-        env[KILL_AFTER_TASKS_ENV] = str(kill_after)
+        env.update(faults.spec("task_done", kill_after))
     return env
 
 

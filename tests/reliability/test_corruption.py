@@ -68,7 +68,7 @@ def edit_manifest(change):
 CASES = {
     "flipped_bytes": (flip_bytes, "sha256 differs from the manifest", "sha256 "),
     "truncated": (truncate, "bytes, manifest says", "bytes, manifest says"),
-    "deleted": (delete, "missing", "listed in the manifest but missing"),
+    "deleted": (delete, "missing", "missing"),
     "manifest_sha256": (edit_manifest(lambda e: e.update(sha256="0" * 64)), "sha256 differs", "sha256 "),
     "manifest_rows": (edit_manifest(lambda e: e.update(rows=e["rows"] + 1)), "rows, manifest says",
                       "rows, manifest says"),

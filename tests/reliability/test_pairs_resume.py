@@ -10,14 +10,14 @@ import sys
 
 import pyarrow.parquet as pq
 
-from corpusprep.engine.executor import KILL_AFTER_TASKS_ENV
+from corpusprep.engine import faults
 from tests.pair.helpers import make_vocab, synthetic_documents, write_bert
 
 
 def build(corpus, vocab, out, kill_after=None):
-    env = {k: v for k, v in os.environ.items() if k != KILL_AFTER_TASKS_ENV}
+    env = {k: v for k, v in os.environ.items() if k != faults.ENV}
     if kill_after:
-        env[KILL_AFTER_TASKS_ENV] = str(kill_after)
+        env.update(faults.spec("task_done", kill_after))
     command = [
         sys.executable,
         "-m",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from corpusprep.engine.executor import KILL_AFTER_TASKS_ENV
+from corpusprep.engine import faults
 from corpusprep.engine.lock import LOCK_NAME
 from tests.pipelines.helpers import (
     DEMO,
@@ -57,7 +57,7 @@ def test_killed_after_k_tasks_then_rerun_gives_identical_output(tmp_path, setup,
     """The hook SIGKILLs the runner as the k-th task finishes: during tokenizing, pairing, or masking."""
     args, reference = setup
     run_dir = tmp_path / "run"
-    killed = cli(run_dir, *args, env={KILL_AFTER_TASKS_ENV: str(kill_after)})
+    killed = cli(run_dir, *args, env=faults.spec("task_done", kill_after))
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert not killed.orphans  # its pool workers noticed and exited
     assert not (run_dir / "report.json").exists()

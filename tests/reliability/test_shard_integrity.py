@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from corpusprep.engine.executor import KILL_AFTER_TASKS_ENV
+from corpusprep.engine import faults
 from corpusprep.errors import CorpusprepError
 from corpusprep.shard import build
 from corpusprep.shard.build import build_shards
@@ -68,7 +68,7 @@ def test_killed_process_then_rerun_is_identical(tmp_path, pairs_dir, vocab_dir, 
                "-o", str(tmp_path), "--num-shards", "4", "--dupe-masks", "2", "--seed", "11",
                "--workers", "1", "--no-progress"]
     # SIGKILL after 5 tasks: the 4 pass-1 tasks and one shard are done, as an OOM kill would leave it.
-    killed = subprocess.run(command, env={**os.environ, KILL_AFTER_TASKS_ENV: "5"}, capture_output=True)
+    killed = subprocess.run(command, env={**os.environ, **faults.spec("task_done", 5)}, capture_output=True)
     assert killed.returncode == -9, killed.stderr
     assert not (tmp_path / "manifest.json").exists()
     done = subprocess.run(command, capture_output=True, text=True)

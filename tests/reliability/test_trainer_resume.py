@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from corpusprep.engine import faults
 from corpusprep.engine.rng import rng_for
 from tests.trainer.conftest import build_shards
 from trainer import checkpoint
@@ -69,7 +70,7 @@ def uninterrupted(shards, tmp_path_factory) -> dict[int, Path]:
 
 
 def test_sigkill_during_checkpoint_write(shards, uninterrupted, tmp_path):
-    killed = run(command(shards, tmp_path, 12), env={"TRAINER_TEST_KILL_IN_CHECKPOINT": "8"})
+    killed = run(command(shards, tmp_path, 12), env=faults.spec("checkpoint_file", 5))
     assert killed.returncode == -signal.SIGKILL
     assert [step for step, _ in checkpoint.list_checkpoints(tmp_path)] == [4]  # step 8 never appeared
     assert list((tmp_path / "checkpoints").glob(".step-0000008.tmp-*"))  # killed with model.pt written

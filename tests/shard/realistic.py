@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.files import write_json
 from corpusprep.pair.schema import pairs_schema
 
@@ -98,6 +99,9 @@ def write_pairs_dir(directory: Path, stream: np.ndarray, sizes: dict[str, list[i
             pq.write_table(table, directory / split / f"part-{p:05d}-d0.parquet")
             counts[split] = counts.get(split, 0) + n
     write_json(directory / "stats.json", {"pairs": counts, "max_seq_length": 128})
+    owned = [p.relative_to(directory).as_posix() for p in sorted(directory.rglob("*")) if p.is_file()]
+    with Artifact(directory, "pairs", {"test_seed": seed}, overwrite=True, quiet=True) as artifact:
+        artifact.commit(files=owned)  # as build-pairs finishes: the manifest owns every file
     return directory
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import asdict
 from pathlib import Path
 
@@ -114,8 +115,14 @@ def test_rerun_is_a_no_op_and_different_options_need_overwrite(tmp_path, pairs_d
 
 def test_refuses_a_foreign_directory(tmp_path, pairs_dir, vocab_dir):
     (tmp_path / "notes.txt").write_text("mine")
-    with pytest.raises(UsageError, match="not shards"):
+    with pytest.raises(UsageError, match="no corpusprep run wrote"):
         build_shards(pairs_dir, vocab_dir, tmp_path, ShardOptions(), workers=1, progress=False)
+    with pytest.raises(UsageError, match="overlap"):  # its own input: refused before anything is touched
+        build_shards(pairs_dir, vocab_dir, pairs_dir, ShardOptions(), progress=False, overwrite=True)
+    other_pairs = tmp_path / "other"
+    shutil.copytree(pairs_dir, other_pairs)
+    with pytest.raises(UsageError, match="holds pairs, not shards"):  # another kind: even with --overwrite
+        build_shards(pairs_dir, vocab_dir, other_pairs, ShardOptions(), progress=False, overwrite=True)
 
 
 def test_readable_by_pyarrow_polars_and_duckdb(built):

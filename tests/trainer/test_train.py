@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from corpusprep.engine import faults
 from corpusprep.errors import UsageError
 from trainer import checkpoint
 from trainer.config import load_config
@@ -182,7 +183,7 @@ def test_torchrun_two_cpu_ranks_agree_on_weights(tiny_shards, tmp_path):
     # killed (rank 0, in the middle of writing checkpoint 4), then resumed under torchrun: the same weights
     killed = tmp_path / "killed"
     resumed_args = small_run(tiny_shards, killed, "schedule.steps=4", "checkpoint.every=2", "eval.every=4")
-    died = torchrun(*resumed_args, env={"TRAINER_TEST_KILL_IN_CHECKPOINT": "4"})
+    died = torchrun(*resumed_args, env=faults.spec("checkpoint_file", 5))
     assert died.returncode != 0 and checkpoint.latest(killed).name.endswith("2")
     assert_clean_exit(torchrun(*resumed_args, "checkpoint.resume=true"))
     resumed = [json.loads((killed / f"summary-rank{r}.json").read_text()) for r in range(2)]

@@ -1,0 +1,427 @@
+"""Artifacts: every output directory (vocab, pairs, shards, a pipeline stage) follows one protocol.
+
+An artifact is a directory whose manifest, `artifact.json`, is written last and atomically. It lists every
+file the artifact owns (relative path, size, sha256), the identity the files were built from (the kind, the
+format version, the resolved options and the fingerprint of the inputs) and the records of the tasks that
+wrote them. While it is being built the directory holds `.work/run.json` (the identity) and one marker per
+finished task instead.
+
+One rule decides what a run does with its output directory (`Artifact.__enter__`):
+
+- a manifest whose files are all there with their recorded sizes, same identity: complete, nothing to do;
+- a manifest with missing or changed files, same identity: repair, rerunning only the tasks whose files
+  are gone (and the intermediate tasks they need);
+- an unfinished build (`.work/run.json`) of the same identity: resume from the task markers;
+- a manifest or unfinished build of another identity: refuse with one line naming what changed (options,
+  input files added, removed or modified); `--overwrite` rebuilds;
+- another kind's manifest: refuse, even with `--overwrite`;
+- files no corpusprep run wrote: refuse; `--overwrite` builds beside them and never deletes them;
+- nothing: build.
+
+`--overwrite` removes only what the artifact owns (its manifest's files, its work directory, and files
+matching its kind's output patterns); a foreign file is left in place and mentioned. An output directory
+that is, contains or lies inside one of the command's inputs is refused before anything is touched, and
+`corpusprep/read` never reads a directory holding an artifact as corpus.
+
+Input files are fingerprinted like make: (absolute path, size, modification time). Hashing a many-GB
+corpus on every run would cost minutes; what this misses is an edit that keeps both the size and the
+modification time (a file rewritten in place within the file system's timestamp granularity, or an mtime
+set back on purpose). Artifacts read as inputs (a vocab, pairs) are fingerprinted by their content digest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import hashlib
+import json
+import shutil
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from corpusprep.engine.files import read_json, remove_stale_temps, write_json
+from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
+from corpusprep.errors import DataError, InputError, UsageError
+
+MANIFEST = "artifact.json"
+WORK = ".work"
+FORMAT_VERSION = 1
+
+
+def sha256_file(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fingerprint(identity: Any) -> str:
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def input_files(inputs: Sequence[str | Path]) -> list[list[Any]]:
+    """[absolute path, size, mtime_ns] of every file the readers would read from `inputs`."""
+    from corpusprep.read.inputs import resolve_inputs
+
+    rows = []
+    for path, _ in resolve_inputs(inputs):
+        st = path.stat()
+        rows.append([str(path.resolve()), st.st_size, st.st_mtime_ns])
+    return rows
+
+
+def read_manifest(directory: str | Path) -> dict | None:
+    """The manifest of a finished artifact, or None (absent, unreadable or not a manifest)."""
+    path = Path(directory) / MANIFEST
+    try:
+        manifest = read_json(path)
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(manifest, dict) and isinstance(manifest.get("files"), dict) and "kind" in manifest
+    return manifest if ok else None
+
+
+def content_digest(directory: str | Path) -> str:
+    """A finished artifact's content digest, for the fingerprint of a stage that reads it."""
+    manifest = read_manifest(directory)
+    if manifest is None:
+        raise InputError(f"{directory}: not a finished corpusprep output ({MANIFEST} missing)")
+    # The files the tasks wrote are the data; reports beside them (stats.json: run times) are not, so a
+    # repaired artifact has the same digest as the original.
+    data = {n for record in manifest.get("tasks", {}).values() for n in record.get("outputs", {})}
+    files = {n: e["sha256"] for n, e in manifest["files"].items() if n in data or not data}
+    return fingerprint(files)
+
+
+def problems(directory: str | Path, manifest: dict | None = None, *, checksums: bool = False) -> list[str]:
+    """Owned files that are missing or changed (size; with `checksums`, content), one line each."""
+    directory = Path(directory)
+    manifest = manifest or read_manifest(directory)
+    if manifest is None:
+        return [f"{directory / MANIFEST}: missing or unreadable (an unfinished or foreign directory)"]
+    found = []
+    for name, entry in sorted(manifest["files"].items()):
+        path = directory / name
+        if not path.is_file():
+            found.append(f"{path}: missing")
+        elif path.stat().st_size != entry["size"]:
+            found.append(f"{path}: {path.stat().st_size} bytes, manifest says {entry['size']}")
+        elif checksums and sha256_file(path) != entry["sha256"]:
+            found.append(f"{path}: content differs from the manifest (sha256)")
+    return found
+
+
+def require(directory: str | Path, kind: str | Sequence[str], *, checksums: bool = False) -> dict:
+    """The manifest of a complete artifact of `kind`, for a consumer; else one line naming what is wrong."""
+    directory = Path(directory)
+    kinds = (kind,) if isinstance(kind, str) else tuple(kind)
+    manifest = read_manifest(directory)
+    if manifest is None:
+        what = "missing" if not directory.exists() else f"not a finished corpusprep output (no {MANIFEST})"
+        raise InputError(f"{directory}: {what}")
+    if manifest["kind"] not in kinds:
+        raise InputError(f"{directory}: holds {manifest['kind']}, not {' or '.join(kinds)}")
+    found = problems(directory, manifest, checksums=checksums)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise DataError(f"{found[0]}{more}; rerun the command that wrote {directory} to repair it")
+    return manifest
+
+
+def check_not_nested(out_dir: str | Path, inputs: Iterable[str | Path], command: str) -> None:
+    """Refuse an output directory that is, contains or lies inside one of the inputs."""
+    out = Path(out_dir).resolve()
+    for arg in inputs:
+        text = str(arg)
+        base = Path(text[: min((text.find(c) for c in "*?[" if c in text), default=len(text))] or ".")
+        src = base.resolve() if base.exists() or not base.name else base.parent.resolve()
+        if out == src or src in out.parents or out in src.parents:
+            raise UsageError(
+                f"{command}: the output {out_dir} and the input {arg} overlap; write the output outside the "
+                "input (it would read its own output back, or delete its input)"
+            )
+
+
+def describe_changes(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """What differs between two identities, as short phrases ("options.dupe_factor: 5 -> 3")."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return [] if old == new else [f"{prefix or 'identity'}: {_short(old)} -> {_short(new)}"]
+    changes = []
+    for key in sorted(set(old) | set(new)):
+        name = f"{prefix}{key}"
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        if key == "files" and isinstance(a, list) and isinstance(b, list):
+            changes += _file_changes(a, b)
+        elif isinstance(a, dict) and isinstance(b, dict):
+            changes += describe_changes(a, b, f"{name}.")
+        else:
+            changes.append(f"{name}: {_short(a)} -> {_short(b)}")
+    return changes
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _file_changes(old: list, new: list) -> list[str]:
+    before, after = {row[0]: row[1:] for row in old}, {row[0]: row[1:] for row in new}
+    out = [f"input {p}: added" for p in after if p not in before]
+    out += [f"input {p}: removed" for p in before if p not in after]
+    out += [f"input {p}: modified" for p in after if p in before and after[p] != before[p]]
+    return out
+
+
+def _matches(name: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatch(name, p) for p in patterns)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _note(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+class Artifact:
+    """Build an artifact under the one rule (module docstring): `with Artifact(...) as art:` then, unless
+    `art.complete` holds the finished manifest, run tasks with `art.run(...)` and finish with `art.commit()`.
+
+    `kind` names what is built ("pairs", "shards", ...); `identity` is everything the bytes depend on
+    (options, input fingerprints, format versions); `owns` are glob patterns (relative paths) of the files
+    this kind writes, used to clear an unfinished build of other settings; `inputs` are the command's input
+    paths, for the overlap check.
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        kind: str,
+        identity: dict,
+        *,
+        owns: Sequence[str] = (),
+        inputs: Iterable[str | Path] = (),
+        overwrite: bool = False,
+        command: str | None = None,
+        quiet: bool = False,
+        adopt: bool = False,
+    ) -> None:
+        self.directory = Path(directory)
+        self.kind = kind
+        self.identity = {"kind": kind, "format_version": FORMAT_VERSION, **identity}
+        self.fingerprint = fingerprint(self.identity)
+        self.owns = tuple(owns)
+        self.overwrite = overwrite
+        self.command = command or kind
+        self.quiet = quiet
+        self.adopt = adopt  # files matching `owns` in a directory without a manifest are this kind's own work
+        self.complete: dict | None = None
+        self.state = "fresh"
+        self.foreign: set[str] = set()
+        self._records: dict[str, dict] = {}
+        if self.directory.exists() and not self.directory.is_dir():
+            raise UsageError(f"{self.directory}: exists and is not a directory; pick another output")
+        check_not_nested(self.directory, inputs, self.command)
+        self._lock = exclusive_dir(self.directory)
+
+    @property
+    def work(self) -> Path:
+        return self.directory / WORK
+
+    # -- deciding --------------------------------------------------------------------------------------
+
+    def __enter__(self) -> Artifact:
+        self._lock.__enter__()
+        try:
+            self._decide()
+        except BaseException:
+            self._lock.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._lock.__exit__(*exc)
+
+    def _decide(self) -> None:
+        manifest, run = read_manifest(self.directory), self._read_run()
+        if (self.directory / MANIFEST).exists() and manifest is None:
+            run = run or {}  # a damaged manifest: the directory is ours, its identity unknown
+        if manifest is not None and manifest["kind"] != self.kind:
+            raise UsageError(
+                f"{self.directory}: holds {manifest['kind']}, not {self.kind}; pick another output directory"
+            )
+        if manifest is not None and manifest["fingerprint"] == self.fingerprint:
+            missing = problems(self.directory, manifest)
+            if not missing:
+                _remove(self.work)  # a kill between the manifest and this cleanup
+                self.complete, self.state = manifest, "complete"
+                return
+            self._note(f"{len(missing)} file(s) missing or changed ({missing[0]}): rebuilding them")
+            self._restore(manifest)
+            self.state = "repair"
+            return
+        previous = manifest["identity"] if manifest is not None else (run or {}).get("identity")
+        if manifest is not None or run is not None:
+            if run is not None and manifest is None and run.get("fingerprint") == self.fingerprint:
+                self.state = "resume"
+                self._records = self._read_markers()
+                return
+            if not self.overwrite:
+                changes = describe_changes(previous or {}, self.identity) or ["unknown"]
+                unfinished = "" if manifest is not None else "an unfinished "
+                raise UsageError(
+                    f"{self.directory}: holds {unfinished}{self.kind} built from other inputs or options "
+                    f"({'; '.join(changes[:3])}); pass --overwrite to rebuild it, or pick another directory"
+                )
+            self._clear(manifest)
+        else:
+            entries = sorted(p.name for p in self.directory.iterdir() if p.name not in (LOCK_NAME, WORK))
+            visible = [e for e in entries if not e.startswith(".") and not self._adopted(e)]
+            if visible and not self.overwrite:
+                raise UsageError(
+                    f"{self.directory}: holds files no corpusprep run wrote ({', '.join(visible[:3])}); pick "
+                    "another directory, or pass --overwrite to write beside them (they are never deleted)"
+                )
+            self.foreign = {
+                name
+                for p in self.directory.rglob("*")
+                if p.is_file() and p.name != LOCK_NAME
+                and not self._adopted((name := p.relative_to(self.directory).as_posix()).split("/")[0])
+            }
+            if visible:
+                self._note_foreign(visible)
+            _remove(self.work)
+        remove_stale_temps(self.directory)
+        write_json(self.work / "run.json", {"fingerprint": self.fingerprint, "identity": self.identity})
+        self.state = "fresh"
+
+    def _adopted(self, name: str) -> bool:
+        return self.adopt and any(fnmatch.fnmatch(name, p.split("/")[0]) for p in self.owns)
+
+    def _read_run(self) -> dict | None:
+        try:
+            run = read_json(self.work / "run.json")
+        except (OSError, ValueError):
+            return None
+        return run if isinstance(run, dict) else None
+
+    def _read_markers(self) -> dict[str, dict]:
+        remove_stale_temps(self.directory)
+        records = {}
+        for path in sorted((self.work / "markers").glob("*.done.json")):
+            with contextlib.suppress(OSError, ValueError):
+                records[path.name[: -len(".done.json")]] = read_json(path)
+        return records
+
+    def _restore(self, manifest: dict) -> None:
+        """Turn a finished but damaged artifact back into an unfinished build whose intact tasks are done."""
+        _remove(self.work)
+        remove_stale_temps(self.directory)
+        write_json(self.work / "run.json", {"fingerprint": self.fingerprint, "identity": self.identity})
+        (self.directory / MANIFEST).unlink()  # consumers now see an unfinished directory
+        self._records = dict(manifest.get("tasks", {}))
+
+    def _clear(self, manifest: dict | None) -> None:
+        """Remove what this artifact owns, and nothing else."""
+        owned = set(manifest["files"]) if manifest else set()
+        for record in self._read_markers().values():
+            owned |= set(record.get("outputs", {}))
+        for path in sorted(self.directory.rglob("*"), reverse=True):
+            name = path.relative_to(self.directory).as_posix()
+            if path.is_file() and (name in owned or _matches(name, self.owns)):
+                path.unlink()
+        for path in sorted(self.directory.rglob("*"), reverse=True):  # directories emptied above
+            if path.is_dir() and path.name != WORK and not any(path.iterdir()):
+                path.rmdir()
+        _remove(self.work)
+        (self.directory / MANIFEST).unlink(missing_ok=True)
+        left = sorted(p.name for p in self.directory.iterdir() if p.name not in (LOCK_NAME, WORK))
+        if left:
+            self._note_foreign(left)
+
+    def _note_foreign(self, names: list[str]) -> None:
+        self._note(f"{self.directory}: left in place, not written by corpusprep: {', '.join(names[:5])}")
+
+    def _note(self, message: str) -> None:
+        if not self.quiet:
+            _note(message)
+
+    # -- building --------------------------------------------------------------------------------------
+
+    def run(self, fn: Callable, tasks: Sequence, **executor: Any) -> list[dict]:
+        """Run the tasks not yet done (executor.run_tasks) with markers in the work directory."""
+        from corpusprep.engine.executor import run_tasks
+
+        self.claim(name for task in tasks for name in task.outputs)
+        return run_tasks(fn, tasks, marker_dir=self.work / "markers", root=self.directory,
+                         known=self._records, **executor)
+
+    def claim(self, names: Iterable[str]) -> None:
+        """Refuse to write over a file that was there before and that corpusprep did not write."""
+        clash = sorted(set(names) & self.foreign)
+        if clash:
+            raise UsageError(f"{self.directory / clash[0]}: not written by corpusprep; move it away first")
+
+    def commit(self, files: Iterable[str] = (), record: dict | None = None) -> dict:
+        """Write the manifest (last, atomically) owning every task output and `files`; drop the work dir."""
+        records = {**self._records, **self._read_markers()}
+        owned: dict[str, dict] = {}
+        for task_record in records.values():
+            for name, entry in task_record.get("outputs", {}).items():
+                if not name.startswith(WORK + "/"):
+                    owned[name] = entry
+        for name in files:
+            path = self.directory / name
+            owned[name] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
+        final = {k: v for k, v in records.items() if any(not n.startswith(WORK + "/") for n in v["outputs"])}
+        manifest = {
+            "kind": self.kind,
+            "format_version": FORMAT_VERSION,
+            "fingerprint": self.fingerprint,
+            "identity": self.identity,
+            "files": dict(sorted(owned.items())),
+            "tasks": final,
+            **(record or {}),
+        }
+        write_json(self.directory / MANIFEST, manifest)
+        _remove(self.work)
+        self.complete = manifest
+        return manifest
+
+
+def owned_files(directory: str | Path) -> list[str]:
+    manifest = read_manifest(directory)
+    return sorted(manifest["files"]) if manifest else []
+
+
+def is_artifact_dir(path: str | Path) -> bool:
+    """A directory holding a corpusprep output, finished or not: never read as corpus."""
+    path = Path(path)
+    return (path / MANIFEST).is_file() or (path / WORK / "run.json").is_file() or (path / LOCK_NAME).exists()
+
+
+__all__ = [
+    "MANIFEST",
+    "WORK",
+    "Artifact",
+    "check_not_nested",
+    "content_digest",
+    "describe_changes",
+    "fingerprint",
+    "input_files",
+    "is_artifact_dir",
+    "owned_files",
+    "problems",
+    "read_manifest",
+    "require",
+    "sha256_file",
+]
