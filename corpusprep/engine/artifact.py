@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from corpusprep.engine import faults
 from corpusprep.engine.files import read_json, remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
 from corpusprep.errors import DataError, InputError, UsageError
@@ -393,6 +394,7 @@ class Artifact:
             **(record or {}),
         }
         write_json(self.directory / MANIFEST, manifest)
+        faults.reached("artifact_committed")
         _remove(self.work)
         self.complete = manifest
         return manifest

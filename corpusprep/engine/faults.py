@@ -5,6 +5,7 @@ Set `CORPUSPREP_FAULT="POINT:N"` in a child process's environment to kill it the
 
 - `task_done`: the executor has recorded a finished task (counted across every stage of the process);
 - `pool_started`: the executor has started its worker processes (they are still booting);
+- `artifact_committed`: an artifact's manifest is written, its work directory not yet removed;
 - `checkpoint_file`: the trainer has written one state file of a checkpoint (before the directory is
   renamed into place).
 

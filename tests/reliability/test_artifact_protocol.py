@@ -20,7 +20,7 @@ from corpusprep.engine.artifact import MANIFEST
 from corpusprep.engine.rng import rng_for
 from tests.pair.helpers import make_vocab, synthetic_documents, write_bert
 from tests.pipelines.helpers import group_alive
-from tests.reliability.helpers import REPO, command, corpusprep, environment, error_line
+from tests.reliability.helpers import REPO, command, corpusprep, environment, error_line, output_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("artifact_protocol")]
 
@@ -183,6 +183,20 @@ def test_output_inside_the_input_is_refused_and_outputs_are_never_read_as_corpus
     subprocess.run(["cp", "-r", str(tmp_path / "before"), str(data / "old-pairs")], check=True)
     ok(pairs(data, vocab, tmp_path / "after"))
     assert parquet_bytes(tmp_path / "after") == parquet_bytes(tmp_path / "before")
+
+
+def test_killed_between_the_manifest_and_the_cleanup(reference, vocab, tmp_path):
+    """The window that once left `_work/` files in a finished output: the rerun cleans it up."""
+    text, ref_pairs, _ = reference
+    out = tmp_path / "pairs"
+    env_kill = faults.spec("artifact_committed", 1)
+    args = ["build-pairs", text, "--vocab", vocab, "-o", out, "--input-format", "bert", "--workers", "1",
+            "--dupe-factor", "2", "--docs-per-partition", "40", "--no-progress"]
+    died = subprocess.run(command(*args), cwd=REPO, env={**environment(), **env_kill}, capture_output=True)
+    assert died.returncode == -signal.SIGKILL and (out / ".work").is_dir() and (out / MANIFEST).is_file()
+    again = ok(pairs(text, vocab, out))
+    assert "nothing to do" in again.stderr + again.stdout
+    assert not (out / ".work").exists() and output_files(out) == output_files(ref_pairs)
 
 
 # --- orphans ------------------------------------------------------------------------------------------
