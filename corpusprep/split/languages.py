@@ -99,7 +99,7 @@ _DE = _lang(
     doch aber und oder denn so auch nur noch schon nicht kein keine dies diese dieser dieses jener alle viele
     einige mein meine sein seine unser unsere wie was wer wo warum wann welche welcher welches hier dort heute
     gestern morgen nun jetzt damit deshalb daher trotzdem außerdem zudem ja nein bitte danke dabei dazu
-    darüber dafür hierbei insgesamt allerdings jedoch also zwar bereits leider
+    darüber dafür danach hierbei insgesamt allerdings jedoch also zwar bereits leider
     """,
     suffixes=("str",),
     ordinals=True,

@@ -107,7 +107,7 @@ def _wide_cuts(para: str) -> list[int]:
         if nxt == n or para[nxt] in _WIDE_CONTINUERS:
             continue
         if match.group("close") and nxt == end and "\u3040" <= para[nxt] <= "\u309f":
-            continue  # 「行こう！」と言った: a quotation the sentence goes on after (a hiragana particle)
+            continue  # 「行こう！」と言った: a hiragana particle after a quotation goes on with the sentence
         cuts.append(end)
     return cuts
 
@@ -163,7 +163,7 @@ def _period_ends_sentence(para: str, at: int, nxt: str, lang: Language) -> bool:
     opener = nxt.lower() in lang.starters
     if lang.ordinals and (word.isdigit() and len(word) <= 3 or _ROMAN.fullmatch(word)):
         return opener  # "am 3. Oktober", "der 2. Weltkrieg", "Ludwig XIV. König" are ordinals
-    if 0 < len(word) <= lang.short_abbreviations and not word.isdigit():
+    if lang.short_abbreviations and 0 < len(word.rpartition(".")[2]) <= lang.short_abbreviations:
         return opener  # Devanagari initials and short forms: "बी.सी.", "डॉ."
     if len(word) == 1 and word.lower() != word.upper():
         if word == "I" and word_start >= 2 and lang.code == "en":
