@@ -31,7 +31,7 @@ def test_ewt_boundary_f1(sbd_dir):
     # The benchmark's headline F1 counts every sentence end, each document's end included (target >= 0.86);
     # the inner-only score is the stricter view.
     full = 2 * (score.true_positives + 318) / (score.predicted + 318 + score.gold + 318)
-    assert full >= 0.86
+    assert full >= 0.876
     assert score.f1 >= 0.83
     assert score.precision >= 0.97  # a false split costs more than a missed one for pre-training data
 
