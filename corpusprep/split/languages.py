@@ -57,17 +57,30 @@ def candidate_regex(terminals: str) -> re.Pattern:
         # a run of terminal marks or a spaced ellipsis ". . ."; starting with a plain character class lets the
         # regex engine skip ahead quickly (an alternation here made the whole scan five times slower)
         rf"(?P<punct>[{t}](?:(?:[ ]\.){{2,}}|[{t}]*))"
-        # closing quotes and brackets, footnote marks "[12]" and page marks ".:211" stay with the sentence
-        r"(?P<close>(?:[\"'”’»)\]}]|\[\d{1,3}\]|:\d{1,4}(?:[–-]\d{1,4})?(?=\s))*)"
+        # closing quotes and brackets, footnote marks "[12]" and page marks ".:211" stay with the sentence,
+        # and so does a tokenised closing quote " ''" (its opening twin is ``)
+        r"(?P<close>(?:[\"'”’»)\]}]|\[\d{1,3}\]|:\d{1,4}(?:[–-]\d{1,4})?(?=\s)|[ ]''(?=\s))*)"
         r"\s+"
-        r"(?=[\"'“‘«„‚(\[{¿¡]*(?P<next>[^\s\"'“‘«„‚(\[{¿¡]\w*\.?))"  # the next word, kept for the decision
+        # the next word, kept for the decision, after opening quotes (",," is a typed low quote in Dutch)
+        r"(?=(?:[\"'“‘«„‚(\[{¿¡]|,,)*(?P<next>[^\s\"'“‘«„‚(\[{¿¡]\w*\.?))"
     )
+
+
+# Titles and company abbreviations that other languages borrow from English ("Mr. Frost", "Warner Bros.").
+_BORROWED_PREPOSITIVE = "mr mrs ms dr prof st"
+_BORROWED_ABBREVIATIONS = "bros corp inc ltd etc vs"
 
 
 def _lang(code: str, prepositive: str = "", abbreviations: str = "", before_number: str = "",
           starters: str = "", **options) -> Language:
-    return Language(code, _words(prepositive), _words(abbreviations), _words(before_number), _words(starters),
-                    **options)
+    return Language(
+        code,
+        _words(prepositive + " " + _BORROWED_PREPOSITIVE),
+        _words(abbreviations + " " + _BORROWED_ABBREVIATIONS),
+        _words(before_number),
+        _words(starters),
+        **options,
+    )
 
 
 ENGLISH = Language(
@@ -292,15 +305,15 @@ _EL = _lang(
 )
 
 # Scripts that end sentences with the danda "।": a period follows abbreviations ("डॉ.", "बी.सी.").
-_INDIC = {code: Language(code, short_abbreviations=3) for code in ("as", "bn", "hi", "mr", "ne", "pa", "sa")}
+_INDIC = {code: _lang(code, short_abbreviations=3) for code in ("as", "bn", "hi", "mr", "ne", "pa", "sa")}
 
 # Languages that write ordinals with a period ("3. května", "3. maj", "3. tammikuuta"): no other data yet.
 _ORDINAL_ONLY = _words("bs cs da et eu fo hr hu is lv nb nn no sk sl sq sr")
 
 _WITH_LISTS = (ENGLISH, _DE, _FR, _ES, _PT, _IT, _NL, _SV, _FI, _RU, _PL, _TR, _ID, _VI, _EL)
 LANGUAGES: dict[str, Language] = {lang.code: lang for lang in _WITH_LISTS}
-LANGUAGES |= _INDIC | {code: Language(code, ordinals=True) for code in _ORDINAL_ONLY}
-NEUTRAL = Language("xx")  # the language-independent rules
+LANGUAGES |= _INDIC | {code: _lang(code, ordinals=True) for code in _ORDINAL_ONLY}
+NEUTRAL = _lang("xx")  # the language-independent rules
 
 # ISO 639-1: every code is accepted; those not in LANGUAGES use NEUTRAL (the script's marks still count).
 ISO_639_1 = _words(

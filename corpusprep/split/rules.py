@@ -23,7 +23,7 @@ _CLOCK = frozenset(("a.m", "p.m"))
 # A list or question label alone before the period ("1. The item", "Q. What is it?"), never a sentence.
 _LABEL = re.compile(r"\s*[\"'“‘«(\[{¿¡•⁃‣◦▪●]*(?:\d{1,3}|[A-Za-z])\s*")
 # Characters that never open a sentence: a candidate followed by one of them is not a boundary.
-CONTINUERS = ",;:)]}.…%"
+CONTINUERS = ",;:)]}.…%/"
 _EMOTICON = re.compile(r"[:;=][-']?[()DPpO/\\|*]+(?=\s|$)")
 # A list marker: "1." "2.)" "3)" "a." "b)" at the start of a word (or right after a bullet).
 _MARKER = re.compile(r"(?<![^\s" + BULLETS + r"])(?P<label>\d{1,2}|[a-z])(?P<style>\.\)|\)|\.)(?=\s)")
@@ -154,14 +154,15 @@ def _period_ends_sentence(para: str, at: int, nxt: str, lang: Language) -> bool:
     word_start = _word_start(para, at)
     word = para[word_start:at].lstrip(OPENERS)
     key = _lookup_key(word)
+    dotted = "." in word and _DOTTED.fullmatch(word)
     if nxt[0].isdigit():
         # "p. 55", "No. 5", "N°. 1026", "U.S. 1869" continue; "in 1990. 2000 people", "item. 2. The" end.
         short = len(word) <= 2 and word.lower() != word.upper()  # letters with case: not digits, not Hangul
-        return not (_listed(word, key, lang.before_number, lang) or short or _DOTTED.fullmatch(word))
+        return not (_listed(word, key, lang.before_number, lang) or short or dotted)
     if key in lang.prepositive or word in lang.prepositive:
         return False  # "Mr. Smith", "Mt. Fuji"
     opener = nxt.lower() in lang.starters
-    if lang.ordinals and (word.isdigit() and len(word) <= 3 or _ROMAN.fullmatch(word)):
+    if lang.ordinals and (word.isdigit() and len(word) <= 3 or word.isupper() and _ROMAN.fullmatch(word)):
         return opener  # "am 3. Oktober", "der 2. Weltkrieg", "Ludwig XIV. König" are ordinals
     if lang.short_abbreviations and 0 < len(word.rpartition(".")[2]) <= lang.short_abbreviations:
         return opener  # Devanagari initials and short forms: "बी.सी.", "डॉ."
@@ -174,7 +175,7 @@ def _period_ends_sentence(para: str, at: int, nxt: str, lang: Language) -> bool:
         return opener  # an initial: "Jonas E. Smith", but "Plan B. The" ends
     if key in _CLOCK:
         return True  # "at 6 p.m. Travelers": a time ends clauses far more often than it precedes a name
-    if _listed(word, key, lang.abbreviations, lang) or _DOTTED.fullmatch(word):
+    if dotted or _listed(word, key, lang.abbreviations, lang):
         return opener  # "U.S. How" ends, "U.S. Government" and "Inc. Jobs" do not
     return True
 
@@ -202,7 +203,9 @@ def _lowercase_opens(para: str, match: re.Match, punct: str, nxt: str, lang: Lan
         return ("?" in punct and lang.lowercase_after_question) or nxt in lang.after_exclamation
     word = para[_word_start(para, match.start()) : match.start()].lstrip(OPENERS)
     key = _lookup_key(word)
-    if len(word) < 2 or _listed(word, key, lang.before_number, lang) or _DOTTED.fullmatch(word):
+    if len(word) < 2 or _listed(word, key, lang.before_number, lang):
+        return False
+    if "." in word and _DOTTED.fullmatch(word):
         return False
     # A common opener after any other word, or any word after a plain lowercase word of four or more letters
     # (short unknown words may be abbreviations: "fl.", "ssp."); a lone letter ("years. s") is debris.
@@ -212,8 +215,8 @@ def _lowercase_opens(para: str, match: re.Match, punct: str, nxt: str, lang: Lan
 
 def _ellipsis_cut(para: str, match: re.Match, punct: str, nxt: str, end: int) -> int:
     start = match.start()
-    if start and para[start - 1] == "[" and match.group("close").startswith("]"):
-        return -1  # "[...]" marks an omission inside a quotation
+    if start and para[start - 1] in "[(" and match.group("close")[:1] in "])":
+        return -1  # "[...]" or "(...)" marks an omission inside a quotation
     dots = punct.count(".") + 3 * punct.count("…")
     if dots >= 4:
         if " " in punct and start and not para[start - 1].isspace():

@@ -20,7 +20,7 @@ def test_pysbd_golden_rules(sbd_dir):
     rules = load_golden_rules(sbd_dir / "pysbd_golden_rules_en.jsonl")
     assert len(rules) == 48
     failures = golden_rule_failures(get_splitter("default"), rules)
-    assert len(failures) <= 2, [(rule["id"], rule["rule"]) for rule in failures]
+    assert len(failures) <= 1, [(rule["id"], rule["rule"]) for rule in failures]
 
 
 def test_ewt_boundary_f1(sbd_dir):
