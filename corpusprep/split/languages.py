@@ -40,7 +40,9 @@ class Language:
     suffixes: tuple[str, ...] = ()
     ordinals: bool = False
     terminals: str = ".!?…‽‼⁇⁈⁉"  # Latin-style marks: a boundary needs whitespace after them
-    lowercase_after_question: bool = True  # "really? they said": after "?" a lowercase word opens a sentence
+    # "really? they said": informal English opens sentences in lowercase after "?"; edited text in other
+    # languages goes on ("¿Qué? dijo", "make-maka? föräldrar-barn?")
+    lowercase_after_question: bool = False
     lowercase_after_word: bool = False  # "great place. i loved it": informal English
     short_abbreviations: int = 0  # words this short before "." are abbreviations (Devanagari "डॉ.")
     candidates: re.Pattern = field(init=False, repr=False, compare=False)
@@ -92,6 +94,7 @@ ENGLISH = Language(
     lowercase_starters=lexicon.LOWERCASE_STARTERS,
     after_exclamation=lexicon.AFTER_EXCLAMATION,
     lowercase_after_word=True,
+    lowercase_after_question=True,
 )
 
 _DE = _lang(
@@ -220,6 +223,7 @@ _FI = _lang(
     abbreviations="""
     esim ym yms jne ns nk ks vrt mm tms n ts ko em huom klo kpl puh os v vs toim milj mrd ekr jkr eaa jaa
     tammik helmik maalisk huhtik toukok kesäk heinäk elok syysk lokak marrask jouluk
+    engl ruots saks ransk lat kreik jap kiin ven ukr suom
     """,
     before_number="nro s",
     starters="""
