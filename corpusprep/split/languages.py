@@ -43,7 +43,7 @@ class Language:
     # "really? they said": informal English opens sentences in lowercase after "?"; edited text in other
     # languages goes on ("¿Qué? dijo", "make-maka? föräldrar-barn?")
     lowercase_after_question: bool = False
-    lowercase_after_word: bool = False  # "great place. i loved it": informal English
+    lowercase_after_word: bool = True  # "great place. i loved it": informal text
     short_abbreviations: int = 0  # words this short before "." are abbreviations (Devanagari "डॉ.")
     candidates: re.Pattern = field(init=False, repr=False, compare=False)
 
@@ -231,7 +231,8 @@ _FI = _lang(
     siksi lisäksi kuitenkin mikä kuka missä miksi miten kaikki jokainen monet ei en emme olen on oli ovat
     olivat vuonna siellä täällä tänään eilen
     """,
-    ordinals=True,
+    # Ordinals are followed by an inflected lowercase word ("3. heinäkuuta"), which the lowercase rule keeps;
+    # a capital after a number with a period ends the sentence far more often ("sijalle 13. Iglesias").
 )
 
 _RU = _lang(
@@ -263,7 +264,8 @@ _PL = _lang(
     choć chociaż jednak także również już według podczas dzięki tam tu teraz dziś wtedy potem następnie
     ponadto natomiast wszyscy każdy wiele niektóre
     """,
-    ordinals=True,
+    # As in Finnish: "zajął 3. miejsce" is kept by the lowercase rule; a capital after "1990 r." is checked
+    # against the sentence openers like any abbreviation.
 )
 
 _TR = _lang(

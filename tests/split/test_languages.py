@@ -152,8 +152,8 @@ def test_cjk_numbers_and_full_width_periods():
         ),
         (
             "pl",
-            "To był 3. Festiwal Kultury. W 2010 r. W Polsce padało.",
-            ["To był 3. Festiwal Kultury.", "W 2010 r.", "W Polsce padało."],
+            "Zajął 3. miejsce w 2010 r. W Polsce padało.",
+            ["Zajął 3. miejsce w 2010 r.", "W Polsce padało."],
         ),
         (
             "fi",
