@@ -46,9 +46,11 @@ class Language:
     lowercase_after_word: bool = True  # "great place. i loved it": informal text
     short_abbreviations: int = 0  # words this short before "." are abbreviations (Devanagari "डॉ.")
     candidates: re.Pattern = field(init=False, repr=False, compare=False)
+    listed: frozenset[str] = field(init=False, repr=False, compare=False)  # in any list: the slow path
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "before_number", self.before_number | self.abbreviations)
+        object.__setattr__(self, "listed", self.before_number | self.prepositive)
         object.__setattr__(self, "candidates", candidate_regex(self.terminals))
 
 

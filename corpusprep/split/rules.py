@@ -153,6 +153,16 @@ def _period_ends_sentence(para: str, at: int, nxt: str, lang: Language) -> bool:
     """A single period at `at` followed by whitespace and `nxt` (not lowercase)."""
     word_start = _word_start(para, at)
     word = para[word_start:at].lstrip(OPENERS)
+    if (
+        len(word) > 1 + lang.short_abbreviations
+        and word.isalpha()
+        and not nxt[0].isdigit()
+        and word not in lang.listed
+        and word.lower() not in lang.listed
+        and not (lang.suffixes and word.lower().endswith(lang.suffixes))
+        and not (lang.ordinals and word.isupper())
+    ):
+        return True  # the common case, answered early: a plain word that is in no list (speed)
     key = _lookup_key(word)
     dotted = "." in word and _DOTTED.fullmatch(word)
     if nxt[0].isdigit():
