@@ -71,8 +71,8 @@ def candidate_regex(terminals: str) -> re.Pattern:
 
 
 # Titles and company abbreviations that other languages borrow from English ("Mr. Frost", "Warner Bros.").
-_BORROWED_PREPOSITIVE = "mr mrs ms dr prof st"
-_BORROWED_ABBREVIATIONS = "bros corp inc ltd etc vs"
+_BORROWED_PREPOSITIVE = "mr mrs ms dr prof st rev"
+_BORROWED_ABBREVIATIONS = "bros corp inc ltd etc vs ph"
 
 
 def _lang(code: str, prepositive: str = "", abbreviations: str = "", before_number: str = "",
@@ -289,7 +289,7 @@ _ID = _lang(
     "id",
     prepositive="tn ny nn sdr bpk dr drs dra ir prof h hj kh tb r rd st",
     abbreviations="""
-    dll dsb dst dkk yth tsb sbb spt hlm jl jln kab kec kel prov tgl thn th rp no
+    dll dsb dst dkk yth tsb sbb spt hlm jl jln kab kec kel prov tgl thn th rp no dsn dk JL RS
     """,
     before_number="no hlm",
     starters="""
