@@ -6,7 +6,9 @@ then match only in capitals, e.g. Spanish "EE. UU."):
 
 - prepositive: titles and words that precede a name or a number: a period after them never ends a sentence.
 - abbreviations: may end a sentence: after them a capitalised word starts a new sentence only when it is one
-  of the language's common sentence openers (`starters`).
+  of the language's common sentence openers (`starters`). Left out on purpose: the "etc." of each language
+  (etc, usw, jne, itd, itp, ecc, osv, enz, dll, vb), which ends its sentence far more often than not, so
+  that it is treated like a word (a capital after it starts a sentence, a lowercase word goes on).
 - before_number: abbreviations that precede a number ("Nr. 5", "S. 12"), as well as the ones above.
 - suffixes: abbreviated word endings ("Hauptstr.": German street names).
 - ordinals: a number or Roman numeral with a period is an ordinal ("am 3. Oktober", "der 2. Weltkrieg",
@@ -72,7 +74,7 @@ def candidate_regex(terminals: str) -> re.Pattern:
 
 # Titles and company abbreviations that other languages borrow from English ("Mr. Frost", "Warner Bros.").
 _BORROWED_PREPOSITIVE = "mr mrs ms dr prof st rev"
-_BORROWED_ABBREVIATIONS = "bros corp inc ltd etc vs ph"
+_BORROWED_ABBREVIATIONS = "bros corp inc ltd vs ph"
 
 
 def _lang(code: str, prepositive: str = "", abbreviations: str = "", before_number: str = "",
@@ -104,10 +106,10 @@ _DE = _lang(
     prepositive="dr prof hr hrn fr frl dipl ing st sr mag univ",
     abbreviations="""
     abb abk abs abt allg anh anm art aufl bd bde bearb bes betr bsp bspw bzgl bzw ca chr co dgl dipl ebd
-    einschl engl entspr erg etc ev evtl exkl fa ff frz geb gebr gegr gem gest ggf ggfs hbf hg hl hrsg inkl
+    einschl engl entspr erg ev evtl exkl fa ff frz geb gebr gegr gem gest ggf ggfs hbf hg hl hrsg inkl
     insb
     jh jhd jhs jr kap kath kfm kgl lat lfd lt max mio min mind mrd mrz nachf nördl näml od orig östl pkt pl
-    rd röm sog spr std stellv str südl tägl tel u usf usw v verf vgl vs westl wg zb zit zt zzgl zzt
+    rd röm sog spr std stellv str südl tägl tel u v verf vgl vs westl wg zb zit zt zzgl zzt
     jan feb febr apr jun jul aug sep sept okt nov dez
     """,
     before_number="nr s abs art ziff tab fig bd kap no",
@@ -127,7 +129,7 @@ _FR = _lang(
     "fr",
     prepositive="m mm mme mmes mlle mlles dr pr me mgr st ste sts stes vve",
     abbreviations="""
-    apr av bd boul cf chap ch coll dép éd env etc ex fig hab janv févr avr juil sept oct nov déc lun mar mer
+    apr av bd boul cf chap ch coll dép éd env ex fig hab janv févr avr juil sept oct nov déc lun mar mer
     jeu ven sam dim min max réf sq vol vs cie éts qqch qqn resp suiv tél hon
     """,
     before_number="n° no nos p pp t art al chap fig vol",
@@ -144,7 +146,7 @@ _ES = _lang(
     "es",
     prepositive="sr sra srta sres sras d dña dn dr dra lic ing arq prof sto sta gral fr sor",
     abbreviations="""
-    aprox avda av c cap cf cía col dept dpto ej etc fig ib ibid ed admón atte tel vol vols ene feb mar abr
+    aprox avda av c cap cf cía col dept dpto ej fig ib ibid ed admón atte tel vol vols ene feb mar abr
     jun jul ago sep sept oct nov dic a.c d.c adj bco ud uds vd vds vda hnos izq dcha máx mín
     EE UU AA FF CC OO SS RR HH JJ
     """,
@@ -162,7 +164,7 @@ _PT = _lang(
     "pt",
     prepositive="sr sra srs sras srta dr dra drs dras prof profa eng arq d sto sta s exmo exma pe",
     abbreviations="""
-    av ap apto aprox cap cf cia dept etc ex fl fig jan fev mar abr jun jul ago set out nov dez séc tel vol
+    av ap apto aprox cap cf cia dept ex fl fig jan fev mar abr jun jul ago set out nov dez séc tel vol
     obs ltda lda cx gov min dir adj
     """,
     before_number="n nº núm pág págs p pp art",
@@ -178,7 +180,7 @@ _IT = _lang(
     "it",
     prepositive="sig sigg dott prof avv ing arch geom rag on mons s ss sen dr gent egr",
     abbreviations="""
-    ecc ca cfr es fig ed gen feb mar apr mag giu lug ago set ott nov dic tel vol ca ss sgg seg segg
+    ca cfr es fig ed gen feb mar apr mag giu lug ago set ott nov dic tel vol ca ss sgg seg segg
     """,
     before_number="n nn pag pagg p pp art cap",
     starters="""
@@ -193,7 +195,7 @@ _NL = _lang(
     "nl",
     prepositive="dhr mevr mr dr drs ir ing prof st jhr mgr",
     abbreviations="""
-    adv afb afd alg bijv bv ca cf ct enz etc evt ex fig max min mln mld mrd pag resp sept tel vgl vnl zgn
+    adv afb afd alg bijv bv ca cf ct evt ex fig max min mln mld mrd pag resp sept tel vgl vnl zgn
     jan feb mrt apr jun jul aug sep okt nov dec
     """,
     before_number="nr nrs blz art p pp",
@@ -208,7 +210,7 @@ _SV = _lang(
     "sv",
     prepositive="dr prof st",
     abbreviations="""
-    dvs etc osv ca kl resp jfr enl inkl exkl bl fig tel vard äv f d jan feb apr jun jul aug sep sept okt nov
+    dvs ca kl resp jfr enl inkl exkl bl fig tel vard äv f d jan feb apr jun jul aug sep sept okt nov
     dec fr tr
     """,
     before_number="nr s sid kap",
@@ -223,7 +225,7 @@ _FI = _lang(
     "fi",
     prepositive="prof tri ht",
     abbreviations="""
-    esim ym yms jne ns nk ks vrt mm tms n ts ko em huom klo kpl puh os v vs toim milj mrd ekr jkr eaa jaa
+    esim ns nk ks vrt mm n ts ko em huom klo kpl puh os v vs toim milj mrd ekr jkr eaa jaa
     tammik helmik maalisk huhtik toukok kesäk heinäk elok syysk lokak marrask jouluk
     engl ruots saks ransk lat kreik jap kiin ven ukr suom
     """,
@@ -256,7 +258,7 @@ _PL = _lang(
     "pl",
     prepositive="dr prof mgr inż ks św gen płk kpt im ppłk mjr por",
     abbreviations="""
-    r w ul al pl os np tzn tj itd itp ok godz tys mln mld zł gr proc ds hab ang łac niem franc ros
+    r w ul al pl os np tzn tj ok godz tys mln mld zł gr proc ds hab ang łac niem franc ros
     sty lut mar kwi cze lip sie wrz paź lis gru pn wt śr czw pt sob ndz tzw wg zob por jw
     """,
     before_number="nr s str poz art ust pkt tab rys",
@@ -274,7 +276,7 @@ _TR = _lang(
     "tr",
     prepositive="dr prof doç yrd av alb gen org hz sn sayın",
     abbreviations="""
-    vb vs örn bkz yy s dr cad sok mah apt tel ltd şti bl kr mö ms oca şub mar nis haz tem ağu eyl eki kas
+    vs örn bkz yy s dr cad sok mah apt tel ltd şti bl kr mö ms oca şub mar nis haz tem ağu eyl eki kas
     ara
     """,
     before_number="no nr s sf",
@@ -289,7 +291,7 @@ _ID = _lang(
     "id",
     prepositive="tn ny nn sdr bpk dr drs dra ir prof h hj kh tb r rd st",
     abbreviations="""
-    dll dsb dst dkk yth tsb sbb spt hlm jl jln kab kec kel prov tgl thn th rp no dsn dk JL RS
+    dkk yth tsb sbb spt hlm jl jln kab kec kel prov tgl thn th rp no dsn dk JL RS
     """,
     before_number="no hlm",
     starters="""

@@ -37,6 +37,7 @@ _PART = re.compile(r"[-/–]")
 # Abbreviations written with inner periods: "U.S", "e.g", "a.m", "Ph.D" (the final period is the candidate).
 _DOTTED = re.compile(r"(?:[^\W\d_]{1,2}\.)+[^\W\d_]{1,2}")
 _ROMAN = re.compile(r"[IVXLC]+")
+_DASH_WORD = re.compile(r"[-–—]+\s*[^\W\d_]")
 _WINDOW = 64  # the longest word looked at before a candidate: longer ones are never abbreviations
 
 # Marks of scripts other than Latin that end a sentence whether or not a space follows: CJK full- and
@@ -127,6 +128,8 @@ def _decide(para: str, match: re.Match, lang: Language) -> int:
         return -1  # nothing opens a sentence with ",", ")" or ".": "affiliates. , 2000", "complex. . . .”"
     punct = match.group("punct")
     end = match.end("close")
+    if first in "-–—" and (said := _DASH_WORD.match(para, match.end())) and said.group()[-1].islower():
+        return -1  # "espinhos... -- dizia ele", "Où ? — demanda-t-il": a dash before the speaker goes on
     if first.islower():
         if len(nxt) <= 3 and para.startswith(")", match.end("next")):
             return end  # a list label: "Hello world. (b) Hello world.", "the store. w) hello"
@@ -149,10 +152,17 @@ def _word_start(para: str, at: int) -> int:
     return space + 1 if space >= 0 or not low else low
 
 
+def _word_before(chunk: str) -> str:
+    """The word without opening quotes or brackets, and after a bracket inside it ("montanha»(pág")."""
+    if "(" in chunk:
+        chunk = chunk.rpartition("(")[2]
+    return chunk.lstrip(OPENERS + "»›")  # German quotes open with »
+
+
 def _period_ends_sentence(para: str, at: int, nxt: str, lang: Language) -> bool:
     """A single period at `at` followed by whitespace and `nxt` (not lowercase)."""
     word_start = _word_start(para, at)
-    word = para[word_start:at].lstrip(OPENERS)
+    word = _word_before(para[word_start:at])
     if (
         len(word) > 1 + lang.short_abbreviations
         and word.isalpha()
@@ -211,7 +221,7 @@ def _lowercase_opens(para: str, match: re.Match, punct: str, nxt: str, lang: Lan
             return False  # an ellipsis: "really ... well, what I mean"
         # After "?" a lowercase word starts a new sentence; after "!" only a common opener ("Yahoo! in").
         return ("?" in punct and lang.lowercase_after_question) or nxt in lang.after_exclamation
-    word = para[_word_start(para, match.start()) : match.start()].lstrip(OPENERS)
+    word = _word_before(para[_word_start(para, match.start()) : match.start()])
     key = _lookup_key(word)
     if len(word) < 2 or _listed(word, key, lang.before_number, lang):
         return False

@@ -177,6 +177,31 @@ def test_cjk_numbers_and_full_width_periods():
             ["Ia tinggal di Jl. Merdeka no. 5 bersama Tn. Budi dll.", "Dia senang."],
         ),
         ("vi", "Họ về TP. HCM hôm qua . Chúng tôi ở lại .", ["Họ về TP. HCM hôm qua .", "Chúng tôi ở lại ."]),
+        (
+            "pt",
+            "Tinha rosas sem espinhos... -- dizia ele. Depois saiu.",
+            ["Tinha rosas sem espinhos... -- dizia ele.", "Depois saiu."],
+        ),
+        (
+            "pt",
+            "Está no livro «A Cidade» (pág. 51). O resto não.",
+            ["Está no livro «A Cidade» (pág. 51).", "O resto não."],
+        ),
+        (
+            "fi",
+            "Ostimme maitoa, leipää jne. Kauppa oli kiinni.",
+            ["Ostimme maitoa, leipää jne.", "Kauppa oli kiinni."],
+        ),
+        (
+            "nl",
+            "Hij was tevreden. ,,Het ging goed'', zei hij.",
+            ["Hij was tevreden.", ",,Het ging goed'', zei hij."],
+        ),
+        (
+            "nl",
+            "Ik ben een twijfelaar. '' Gelanceerd door Spijker",
+            ["Ik ben een twijfelaar. ''", "Gelanceerd door Spijker"],
+        ),
     ],
 )
 def test_abbreviations_and_ordinals(language, text, expected):
