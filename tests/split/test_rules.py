@@ -110,11 +110,12 @@ PIECES = [
     "word", "Word", "THE", "Mr.", "U.S.", "e.g.", "3.5", "1990", "I", "A.", "etc.", ".", "...", ". . .", "!",
     "?", "?!", '"', "'", "“", "”", "(", ")", "[1]", ":)", ",", "a)", "2.", "•", "é", "日本", "—", "$", "%",
     " ", " ", " ", "  ", "\n", "\t", "\u00a0", "。", "！", "」", "．", "।", "؟", "で", "３",
+    "--", ",,", "''", "「", "」と", "XIV.", "17.", "usw.", "(pág.", "»", "‼", "፧", "Dann", "z.", "डॉ.",
 ]
 
 
 @pytest.mark.parametrize("case", range(5))
-@pytest.mark.parametrize("language", ["en", "de", "zh", "hi"])
+@pytest.mark.parametrize("language", ["en", "de", "pt", "zh", "hi"])
 def test_random_text_loses_nothing(case, language):
     """On seeded random token soup: sentences are stripped, non-empty, single-line, and together keep every
     non-whitespace character in order."""
