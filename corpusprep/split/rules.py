@@ -107,10 +107,23 @@ def _wide_cuts(para: str) -> list[int]:
             nxt += 1
         if nxt == n or para[nxt] in _WIDE_CONTINUERS:
             continue
-        if match.group("close") and nxt == end and "\u3040" <= para[nxt] <= "\u309f":
+        close = match.group("close")
+        if close and nxt == end and "\u3040" <= para[nxt] <= "\u309f":
             continue  # 「行こう！」と言った: a hiragana particle after a quotation goes on with the sentence
+        if not close and _inside_quotation(para, start):
+            continue  # 「おはよう。元気？」と言った: a mark inside a quotation ends no sentence
         cuts.append(end)
     return cuts
+
+
+_QUOTATIONS = (("「", "」"), ("『", "』"), ("“", "”"))
+
+
+def _inside_quotation(para: str, at: int) -> bool:
+    """A CJK quotation opens in the 100 characters before `at` and has not closed (a bounded look, so an
+    unclosed quote cannot hide the rest of the paragraph)."""
+    low = at - 100 if at > 100 else 0
+    return any(para.rfind(o, low, at) > para.rfind(c, low, at) for o, c in _QUOTATIONS)
 
 
 def _no_space_script(char: str) -> bool:
