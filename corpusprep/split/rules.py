@@ -94,6 +94,7 @@ def _split_paragraph(para: str, out: list[str], lang: Language) -> None:
 def _wide_cuts(para: str) -> list[int]:
     cuts = []
     n = len(para)
+    quotations = [pair for pair in _QUOTATIONS if pair[0] in para]
     for match in _WIDE.finditer(para):
         end = match.end()
         start = match.start()
@@ -110,7 +111,7 @@ def _wide_cuts(para: str) -> list[int]:
         close = match.group("close")
         if close and nxt == end and "\u3040" <= para[nxt] <= "\u309f":
             continue  # 「行こう！」と言った: a hiragana particle after a quotation goes on with the sentence
-        if not close and _inside_quotation(para, start):
+        if not close and quotations and _inside_quotation(para, start, quotations):
             continue  # 「おはよう。元気？」と言った: a mark inside a quotation ends no sentence
         cuts.append(end)
     return cuts
@@ -119,11 +120,11 @@ def _wide_cuts(para: str) -> list[int]:
 _QUOTATIONS = (("「", "」"), ("『", "』"), ("“", "”"))
 
 
-def _inside_quotation(para: str, at: int) -> bool:
-    """A CJK quotation opens in the 100 characters before `at` and has not closed (a bounded look, so an
-    unclosed quote cannot hide the rest of the paragraph)."""
+def _inside_quotation(para: str, at: int, quotations: list[tuple[str, str]]) -> bool:
+    """A quotation opens in the 100 characters before `at` and has not closed (a bounded look, so an unclosed
+    quote cannot hide the rest of the paragraph)."""
     low = at - 100 if at > 100 else 0
-    return any(para.rfind(o, low, at) > para.rfind(c, low, at) for o, c in _QUOTATIONS)
+    return any(para.rfind(opening, low, at) > para.rfind(closing, low, at) for opening, closing in quotations)
 
 
 def _no_space_script(char: str) -> bool:
