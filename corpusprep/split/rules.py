@@ -51,6 +51,7 @@ _LATIN_MARKS = "!?‼⁇⁈⁉"
 _WIDE = re.compile(rf"[{WIDE_MARKS}{_LATIN_MARKS}][{WIDE_MARKS}{_LATIN_MARKS}.…]*(?P<close>[{_CLOSERS}]*)")
 # What never opens a sentence after a wide mark (the mark is inside a list, a quotation or a number).
 _WIDE_CONTINUERS = frozenset(",，、;；:：.…%·・" + WIDE_MARKS)
+_QUOTATIONS = (("「", "」"), ("『", "』"), ("“", "”"))
 
 
 def split_sentences(text: str, language: Language = ENGLISH) -> list[str]:
@@ -92,6 +93,7 @@ def _split_paragraph(para: str, out: list[str], lang: Language) -> None:
 
 
 def _wide_cuts(para: str) -> list[int]:
+    """Cuts after the marks of other scripts (and after "!?" directly before kana or ideographs)."""
     cuts = []
     n = len(para)
     quotations = [pair for pair in _QUOTATIONS if pair[0] in para]
@@ -115,9 +117,6 @@ def _wide_cuts(para: str) -> list[int]:
             continue  # 「おはよう。元気？」と言った: a mark inside a quotation ends no sentence
         cuts.append(end)
     return cuts
-
-
-_QUOTATIONS = (("「", "」"), ("『", "』"), ("“", "”"))
 
 
 def _inside_quotation(para: str, at: int, quotations: list[tuple[str, str]]) -> bool:
