@@ -51,7 +51,8 @@ _LATIN_MARKS = "!?‼⁇⁈⁉"
 _WIDE = re.compile(rf"[{WIDE_MARKS}{_LATIN_MARKS}][{WIDE_MARKS}{_LATIN_MARKS}.…]*(?P<close>[{_CLOSERS}]*)")
 # What never opens a sentence after a wide mark (the mark is inside a list, a quotation or a number).
 _WIDE_CONTINUERS = frozenset(",，、;；:：.…%·・" + WIDE_MARKS)
-_QUOTATIONS = (("「", "」"), ("『", "』"), ("“", "”"))
+# A CJK quotation of at most 100 characters (an unclosed quotation mark hides nothing).
+_QUOTED = re.compile(r"「[^「」]{0,100}」|『[^『』]{0,100}』|“[^“”]{0,100}”")
 
 
 def split_sentences(text: str, language: Language = ENGLISH) -> list[str]:
@@ -96,7 +97,8 @@ def _wide_cuts(para: str) -> list[int]:
     """Cuts after the marks of other scripts (and after "!?" directly before kana or ideographs)."""
     cuts = []
     n = len(para)
-    quotations = [pair for pair in _QUOTATIONS if pair[0] in para]
+    quoted = [m.span() for m in _QUOTED.finditer(para)] if any(q in para for q in "「『“") else []
+    k = 0  # the first quotation that may hold the current mark
     for match in _WIDE.finditer(para):
         end = match.end()
         start = match.start()
@@ -113,17 +115,13 @@ def _wide_cuts(para: str) -> list[int]:
         close = match.group("close")
         if close and nxt == end and "\u3040" <= para[nxt] <= "\u309f":
             continue  # 「行こう！」と言った: a hiragana particle after a quotation goes on with the sentence
-        if not close and quotations and _inside_quotation(para, start, quotations):
-            continue  # 「おはよう。元気？」と言った: a mark inside a quotation ends no sentence
+        if quoted and not close:
+            while k < len(quoted) and quoted[k][1] <= start:
+                k += 1
+            if k < len(quoted) and quoted[k][0] < start:
+                continue  # 「おはよう。元気？」と言った: a mark inside a quotation ends no sentence
         cuts.append(end)
     return cuts
-
-
-def _inside_quotation(para: str, at: int, quotations: list[tuple[str, str]]) -> bool:
-    """A quotation opens in the 100 characters before `at` and has not closed (a bounded look, so an unclosed
-    quote cannot hide the rest of the paragraph)."""
-    low = at - 100 if at > 100 else 0
-    return any(para.rfind(opening, low, at) > para.rfind(closing, low, at) for opening, closing in quotations)
 
 
 def _no_space_script(char: str) -> bool:
