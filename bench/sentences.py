@@ -1,4 +1,4 @@
-"""Sentence splitters compared: our rule-based splitter against pySBD, BlingFire and syntok (those installed).
+"""Sentence splitters compared: ours against pySBD, BlingFire, sentencex and syntok (those installed).
 
     .venv/bin/python bench/sentences.py                 # 20 MB speed sample, slow peers on 1 MB
     .venv/bin/python bench/sentences.py --mb 100 --slow-mb 2
@@ -16,6 +16,12 @@ Columns:
   the process's CPU time, "wall MB/s" by elapsed time: on a shared machine the first is the fair per-core
   figure (the ratios use it), on an idle one the two agree. pySBD and
   syntok are too slow for the full sample and run on its first --slow-mb megabytes (shown in "sample").
+- Languages: boundary F1 on the 18 Universal Dependencies dev sets (../shared/sbd/ud/, scored as its
+  score_ud.py does: each paragraph one line, its sentences joined by a space, or by nothing in Chinese and
+  Japanese; only inner boundaries count) and MB/s (CPU time) on the same text, paragraph by paragraph, for
+  ours (told the language) and each peer (told the language where it takes one; pySBD only in its languages).
+- Long line: the first --long-mb megabytes of the Wikipedia sample split as one line against the same text in
+  its own lines (the split of a single line must stay linear in its length).
 """
 
 from __future__ import annotations
@@ -30,15 +36,22 @@ from pathlib import Path
 from corpusprep.errors import UsageError
 from corpusprep.split import get_splitter
 from corpusprep.split.evaluate import (
+    Paragraph,
     boundaries,
     golden_rule_failures,
     load_ewt_documents,
     load_golden_rules,
+    load_ud_paragraphs,
+    ud_score,
 )
 from corpusprep.split.peers import syntok_splitter
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SLOW = {"pysbd", "syntok"}
+# The order of ../shared/sbd/ud/README.md: European languages, then the others.
+UD_LANGUAGES = ("de", "fr", "es", "pt", "nl", "ru", "tr", "fi", "sv", "zh", "ja", "ko", "id", "vi", "it")
+UD_LANGUAGES += ("pl", "hi", "ar")
+UD_PEERS = ("pysbd", "sentencex", "blingfire")
 
 
 def read_wiki(path: Path, megabytes: float) -> list[str]:
@@ -99,17 +112,77 @@ def load_splitter(name: str) -> Callable[[str], list[str]]:
     return syntok_splitter() if name == "syntok" else get_splitter(name)
 
 
+def paragraph_speed(split: Callable[[str], list[str]], paragraphs: list[Paragraph], repeat: int) -> float:
+    """MB per CPU second, splitting one paragraph at a time, `repeat` passes over the text."""
+    size = sum(len(p.text.encode()) for p in paragraphs) * repeat / 1e6
+    cpu = time.process_time()
+    for _ in range(repeat):
+        for p in paragraphs:
+            split(p.text)
+    return size / (time.process_time() - cpu)
+
+
+def languages_table(ud_dir: Path, peers: list[str]) -> None:
+    """Per-language F1 and MB/s for ours and every installed peer; the macro averages in the last rows."""
+    names = ["default", *peers]
+    f1: dict[str, dict[str, float]] = {name: {} for name in names}
+    columns = [f"{n} F1" for n in names] + [f"{n} MB/s" for n in names]
+    print("| lang | " + " | ".join(columns) + " |")
+    print("|---|" + "---:|" * (2 * len(names)))
+    for lang in UD_LANGUAGES:
+        paragraphs = load_ud_paragraphs(ud_dir / f"{lang}_dev.jsonl", lang)
+        scores, speeds = [], []
+        for name in names:
+            try:
+                split = get_splitter(name, lang)
+            except UsageError:  # not installed, or no rules for this language (pySBD)
+                scores.append("–")
+                speeds.append("–")
+                continue
+            f1[name][lang] = ud_score(split, paragraphs).f1
+            scores.append(f"{f1[name][lang]:.3f}")
+            rate = paragraph_speed(split, paragraphs, 5 if name == "default" else 1)
+            speeds.append(f"{rate:.1f}" if rate >= 1 else f"{rate:.2f}")
+        print(f"| {lang} | " + " | ".join(scores) + " | " + " | ".join(speeds) + " |")
+    best = [max(f1[n].get(lang, 0.0) for n in peers) for lang in UD_LANGUAGES] if peers else []
+    macro = [
+        f"{sum(f1[n].values()) / len(UD_LANGUAGES):.3f}" if len(f1[n]) == len(UD_LANGUAGES) else "–"
+        for n in names
+    ]
+    print(f"| macro, {len(UD_LANGUAGES)} languages | " + " | ".join(macro) + " |" + " |" * len(names))
+    if best:
+        print(f"\nbest peer per language, macro: {sum(best) / len(best):.3f}")
+        gaps = [f"{lang} {f1['default'][lang] - b:+.3f}" for lang, b in zip(UD_LANGUAGES, best, strict=True)]
+        print("ours minus the best peer: " + ", ".join(gaps))
+
+
+def long_line(docs: list[str], megabytes: float) -> None:
+    text = "\n".join(head(docs, megabytes))
+    one_line = text.replace("\n", " ")
+    cpu = time.process_time()
+    get_splitter("default")(text)
+    lines = time.process_time() - cpu
+    cpu = time.process_time()
+    get_splitter("default")(one_line)
+    single = time.process_time() - cpu
+    size = len(text.encode()) / 1e6
+    print(f"long line: {size:.1f} MB as one line {single:.2f} s, in its {text.count(chr(10)) + 1} lines "
+          f"{lines:.2f} s (ratio {single / lines:.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=20, help="Wikipedia sample for the speed column (MB)")
     parser.add_argument("--slow-mb", type=float, default=1, help="smaller sample for pySBD and syntok (MB)")
-    parser.add_argument("--splitters", default="default,blingfire,pysbd,syntok")
+    parser.add_argument("--splitters", default="default,blingfire,pysbd,sentencex,syntok")
+    parser.add_argument("--long-mb", type=float, default=40, help="text split as one line (MB; 0: skip)")
     parser.add_argument("--shared", type=Path, default=SHARED, help="folder holding corpus/ and sbd/")
     args = parser.parse_args()
 
     rules = load_golden_rules(args.shared / "sbd/pysbd_golden_rules_en.jsonl")
     ewt = load_ewt_documents(args.shared / "sbd/ewt_dev_documents_sentences.jsonl")
-    docs = read_wiki(args.shared / "corpus/enwiki_AA.txt.xz", args.mb)
+    docs = read_wiki(args.shared / "corpus/enwiki_AA.txt.xz", max(args.mb, args.long_mb))
+    long_docs, docs = docs, head(docs, args.mb)
     size = sum(len(d.encode()) for d in docs) / 1e6
     print(f"# {' '.join(['.venv/bin/python', 'bench/sentences.py', *sys.argv[1:]])}")
     print(f"# Wikipedia sample: {len(docs)} documents, {size:.1f} MB; one process, one core\n")
@@ -138,6 +211,24 @@ def main() -> None:
         for name, *_, cpu, _wall, _mb in rows:
             if name != "default":
                 print(f"default is {ours[4] / cpu:.1f}x the speed of {name} (CPU time)")
+
+    if args.long_mb:
+        print()
+        long_line(long_docs, args.long_mb)
+
+    ud_dir = args.shared / "sbd/ud"
+    if ud_dir.exists():
+        print("\n# Universal Dependencies dev sets: boundary F1, MB/s (CPU time), paragraph by paragraph\n")
+        peers = [name for name in UD_PEERS if name in args.splitters.split(",") and _installed(name)]
+        languages_table(ud_dir, peers)
+
+
+def _installed(name: str) -> bool:
+    try:
+        get_splitter(name)
+    except UsageError:
+        return False
+    return True
 
 
 if __name__ == "__main__":

@@ -80,3 +80,50 @@ def load_ewt_documents(path: str | Path) -> list[tuple[str, list[str]]]:
             sentences = [s for paragraph in record["paragraphs"] for s in paragraph]
             documents.append((" ".join(sentences), sentences))
     return documents
+
+
+# Scripts written without spaces between sentences: a paragraph's sentences are joined with nothing.
+NO_SPACE_LANGUAGES = frozenset(("zh", "ja", "th", "lo", "km", "my", "bo"))
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: str
+    squashed: str  # the text without whitespace: boundaries are offsets into it
+    gold: frozenset[int]  # inner boundaries (the paragraph's end is given and not scored)
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
+
+
+def load_ud_paragraphs(path: str | Path, language: str) -> list[Paragraph]:
+    """A Universal Dependencies gold set ({"paragraphs": [[sentence, ...], ...]} a line): each paragraph as
+    the splitter sees it (its sentences joined by a space, or by nothing in NO_SPACE_LANGUAGES)."""
+    joiner = "" if language in NO_SPACE_LANGUAGES else " "
+    out = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        for sentences in json.loads(line)["paragraphs"]:
+            squashed = [_squash(s) for s in sentences]
+            total, gold = 0, set()
+            for s in squashed:
+                total += len(s)
+                gold.add(total)
+            out.append(Paragraph(joiner.join(sentences), "".join(squashed), frozenset(gold - {0, total})))
+    return out
+
+
+def ud_score(split: Callable[[str], list[str]], paragraphs: Iterable[Paragraph]) -> BoundaryScore:
+    """Boundary score summed over paragraphs, inner boundaries only (the UD gold sets' scoring rule)."""
+    tp = predicted = gold = 0
+    for para in paragraphs:
+        sentences = split(para.text)
+        got, total = boundaries(sentences)
+        if total != len(para.squashed):
+            raise ValueError(f"splitter changed the non-whitespace text of {para.text[:60]!r}")
+        tp += len(got & para.gold)
+        predicted += len(got)
+        gold += len(para.gold)
+    return BoundaryScore(tp, predicted, gold)

@@ -31,7 +31,10 @@ ABBREVIATIONS = _words(
 
 # Abbreviations that precede a number ("No. 5", "p. 55", "Art. 3"); ordinary words among them are harmless
 # because they only count when a number follows.
-BEFORE_NUMBER = ABBREVIATIONS | _words("art ext fig no nr nrs p para paras pl ref refs sec secs")
+BEFORE_NUMBER = ABBREVIATIONS | _words(
+    "alg app appx art cor def ex exs ext fig lem no nr nrs p para paras pl ref refs sec secs sect sects tab"
+    " tbl thm"
+)
 
 # Capitalised words that usually open a sentence and rarely continue a name or an abbreviation.
 SENTENCE_STARTERS = _words(
@@ -53,3 +56,6 @@ LOWERCASE_STARTERS = _words(
     what whatever when where which who why will would yes you your
     """
 )
+
+# After "!" a verb continues a brand name ("Yahoo! is back", "Jeopardy! can be"): only the other openers do.
+AFTER_EXCLAMATION = LOWERCASE_STARTERS - _words("are can cant could did do does is will would")

@@ -11,37 +11,43 @@ def _missing(name: str) -> UsageError:
     return UsageError(f"the {name} splitter needs the {name} package: pip install {name}")
 
 
-def pysbd_splitter() -> Callable[[str], list[str]]:
-    try:
-        import pysbd
-    except ImportError:
-        raise _missing("pysbd") from None
-    # clean=False keeps the text as it is, so sentences stay slices of the input.
-    segmenter = pysbd.Segmenter(language="en", clean=False)
+def _by_paragraph(split_line: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    """Peers join lines, so paragraphs go in one at a time; their sentences come back stripped."""
 
     def split(text: str) -> list[str]:
-        return [s.strip() for line in text.split("\n") for s in segmenter.segment(line) if s.strip()]
+        return [s.strip() for line in text.split("\n") if line.strip() for s in split_line(line) if s.strip()]
 
     return split
 
 
+def pysbd_splitter(language: str = "en") -> Callable[[str], list[str]]:
+    try:
+        import pysbd
+        from pysbd.languages import LANGUAGE_CODES
+    except ImportError:
+        raise _missing("pysbd") from None
+    if language not in LANGUAGE_CODES:
+        raise UsageError(f"pysbd has no rules for {language!r}: it knows {', '.join(sorted(LANGUAGE_CODES))}")
+    # clean=False keeps the text as it is, so sentences stay slices of the input.
+    return _by_paragraph(pysbd.Segmenter(language=language, clean=False).segment)
+
+
 def blingfire_splitter() -> Callable[[str], list[str]]:
+    """Language-agnostic: it returns one sentence per line."""
     try:
         import blingfire
     except ImportError:
         raise _missing("blingfire") from None
+    return _by_paragraph(lambda line: blingfire.text_to_sentences(line).split("\n"))
 
-    def split(text: str) -> list[str]:
-        # BlingFire joins lines, so paragraphs go in one at a time; it returns one sentence per line.
-        return [
-            s.strip()
-            for line in text.split("\n")
-            if line.strip()
-            for s in blingfire.text_to_sentences(line).split("\n")
-            if s.strip()
-        ]
 
-    return split
+def sentencex_splitter(language: str = "en") -> Callable[[str], list[str]]:
+    """sentencex picks its rules by language code, falling back through related languages to English."""
+    try:
+        import sentencex
+    except ImportError:
+        raise _missing("sentencex") from None
+    return _by_paragraph(lambda line: list(sentencex.segment(language, line)))
 
 
 def syntok_splitter() -> Callable[[str], list[str]]:

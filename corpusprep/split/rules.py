@@ -1,41 +1,29 @@
-"""The default splitter: rule-based English sentence boundaries, fast enough for whole corpora.
+"""The default splitter: rule-based sentence boundaries for any script, fast enough for whole corpora.
 
-A compiled regex finds every candidate boundary (terminal punctuation, closing quotes or brackets, space);
-a few dictionary lookups decide each one from the word before it and the word after it. Numbered, lettered
-and bulleted list items are found by two more regexes, only in paragraphs that can hold them.
+A compiled regex finds every candidate boundary after Latin-style marks (terminal punctuation, closing quotes
+or brackets, space); a few dictionary lookups in the language's word lists decide each one from the word
+before it and the word after it. A second regex finds the marks of other scripts (`。！？` `।` `؟` `۔` `։` `።`
+`။` ...), which end a sentence with or without a space after them; it runs only on paragraphs that are not
+pure ASCII. Numbered, lettered and bulleted list items are found by two more regexes, only in paragraphs that
+can hold them.
 "\\n" separates paragraphs and is always a boundary. Sentences are slices of the input, stripped, so no
-non-whitespace character is ever lost or changed.
+non-whitespace character is ever lost or changed. Every step looks at a bounded window around a candidate, so
+the time is linear in the length of a line.
 """
 
 from __future__ import annotations
 
 import re
 
-from corpusprep.split.lexicon import (
-    ABBREVIATIONS,
-    BEFORE_NUMBER,
-    LOWERCASE_STARTERS,
-    PREPOSITIVE,
-    SENTENCE_STARTERS,
-)
+from corpusprep.split.languages import ENGLISH, Language
 
-OPENERS = "\"'“‘«([{¿¡"
+OPENERS = "\"'“‘«([{¿¡„‚"
 BULLETS = "•⁃‣◦▪●"
-
-_CANDIDATE = re.compile(
-    # a run of terminal marks or a spaced ellipsis ". . ."; starting with a plain character class lets the
-    # regex engine skip ahead quickly (an alternation here made the whole scan five times slower)
-    r"(?P<punct>[.!?…‽](?:(?:[ ]\.){2,}|[.!?…‽]*))"
-    # closing quotes and brackets, footnote marks "[12]" and page marks ".:211" stay with the sentence
-    r"(?P<close>(?:[\"'”’»)\]}]|\[\d{1,3}\]|:\d{1,4}(?:[–-]\d{1,4})?(?=\s))*)"
-    r"\s+"
-    r"(?=[\"'“‘«(\[{¿¡]*(?P<next>[^\s\"'“‘«(\[{¿¡]\w*\.?))"  # the next word, kept for the decision
-)
 _CLOCK = frozenset(("a.m", "p.m"))
 # A list or question label alone before the period ("1. The item", "Q. What is it?"), never a sentence.
 _LABEL = re.compile(r"\s*[\"'“‘«(\[{¿¡•⁃‣◦▪●]*(?:\d{1,3}|[A-Za-z])\s*")
 # Characters that never open a sentence: a candidate followed by one of them is not a boundary.
-CONTINUERS = ",;:)]}.…%"
+CONTINUERS = ",;:)]}.…%/"
 _EMOTICON = re.compile(r"[:;=][-']?[()DPpO/\\|*]+(?=\s|$)")
 # A list marker: "1." "2.)" "3)" "a." "b)" at the start of a word (or right after a bullet).
 _MARKER = re.compile(r"(?<![^\s" + BULLETS + r"])(?P<label>\d{1,2}|[a-z])(?P<style>\.\)|\)|\.)(?=\s)")
@@ -47,33 +35,53 @@ _MAYBE_MARKER = re.compile(
 _BULLET = re.compile(f"[{BULLETS}]")
 _PART = re.compile(r"[-/–]")
 # Abbreviations written with inner periods: "U.S", "e.g", "a.m", "Ph.D" (the final period is the candidate).
-_DOTTED = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,2}")
+_DOTTED = re.compile(r"(?:[^\W\d_]{1,2}\.)+[^\W\d_]{1,2}")
+_ROMAN = re.compile(r"[IVXLC]+")
+_DASH_WORD = re.compile(r"[-–—]+\s*[^\W\d_]")
+_WINDOW = 64  # the longest word looked at before a candidate: longer ones are never abbreviations
+
+# Marks of scripts other than Latin that end a sentence whether or not a space follows: CJK full- and
+# half-width (and vertical, small) forms, Devanagari and related danda, Arabic question mark, Urdu full stop,
+# Armenian, Ethiopic, Myanmar, Khmer, Mongolian, Syriac, Canadian syllabics, Ol Chiki, Vai, Lisu.
+WIDE_MARKS = "。！？｡．︒︕︖﹒﹖﹗।॥؟۔։።፧፨။។៕᠃᠉܀܁܂᙮᱾᱿꘎꘏꓿"
+_CLOSERS = "\"'”’»)\\]}」』）】〕〉》〗〙〛］｝｣〞〟"
+_LATIN_MARKS = "!?‼⁇⁈⁉"
+# One plain character class first keeps the scan fast; a run of Latin marks alone counts only when kana or
+# ideographs follow it directly ("すごい!本当"), which _wide_cuts checks.
+_WIDE = re.compile(rf"[{WIDE_MARKS}{_LATIN_MARKS}][{WIDE_MARKS}{_LATIN_MARKS}.…]*(?P<close>[{_CLOSERS}]*)")
+# What never opens a sentence after a wide mark (the mark is inside a list, a quotation or a number).
+_WIDE_CONTINUERS = frozenset(",，、;；:：.…%·・" + WIDE_MARKS)
+# A CJK quotation of at most 100 characters (an unclosed quotation mark hides nothing).
+_QUOTED = re.compile(r"「[^「」]{0,100}」|『[^『』]{0,100}』|“[^“”]{0,100}”")
 
 
-def split_sentences(text: str) -> list[str]:
+def split_sentences(text: str, language: Language = ENGLISH) -> list[str]:
     """Split a document into sentences; "\\n" separates paragraphs and always ends a sentence."""
     sentences: list[str] = []
     for paragraph in text.split("\n"):
         if paragraph and not paragraph.isspace():
-            _split_paragraph(paragraph, sentences)
+            _split_paragraph(paragraph, sentences, language)
     return sentences
 
 
-def _split_paragraph(para: str, out: list[str]) -> None:
+def _split_paragraph(para: str, out: list[str], lang: Language) -> None:
     cuts, skip = _list_cuts(para) if _may_hold_list(para) else ([], ())
     last = 0
-    for match in _CANDIDATE.finditer(para):
-        if match.start() in skip or _LABEL.fullmatch(para, last, match.start()):
+    for match in lang.candidates.finditer(para):
+        at = match.start()
+        if at in skip or (at - last < 16 and _LABEL.fullmatch(para, last, at)):
             continue
-        cut = _decide(para, match)
+        cut = _decide(para, match, lang)
         if cut >= 0:
             cuts.append(cut)
             last = cut
+    if not para.isascii():
+        cuts += _wide_cuts(para)
     if not cuts:
         out.append(para.strip())
         return
-    if skip or len(cuts) > 1:
-        cuts.sort()
+    if len(cuts) > 1:
+        cuts = sorted(set(cuts))
     start = 0
     for cut in cuts:
         sentence = para[start:cut].strip()
@@ -85,7 +93,43 @@ def _split_paragraph(para: str, out: list[str]) -> None:
         out.append(sentence)
 
 
-def _decide(para: str, match: re.Match) -> int:
+def _wide_cuts(para: str) -> list[int]:
+    """Cuts after the marks of other scripts (and after "!?" directly before kana or ideographs)."""
+    cuts = []
+    n = len(para)
+    quoted = [m.span() for m in _QUOTED.finditer(para)] if any(q in para for q in "「『“") else []
+    k = 0  # the first quotation that may hold the current mark
+    for match in _WIDE.finditer(para):
+        end = match.end()
+        start = match.start()
+        latin_only = para[start] in _LATIN_MARKS and not any(c in WIDE_MARKS for c in match.group(0))
+        if latin_only and (end == n or not _no_space_script(para[end])):
+            continue  # "Wow! Great" is the Latin candidates' business
+        if para[start] == "．" and start and (para[start - 1].isascii() or "０" <= para[start - 1] <= "ｚ"):
+            continue  # a full-width period after a letter or digit: "Ｕ．Ｓ．", "３．５"
+        nxt = end
+        while nxt < n and para[nxt].isspace():
+            nxt += 1
+        if nxt == n or para[nxt] in _WIDE_CONTINUERS:
+            continue
+        close = match.group("close")
+        if close and nxt == end and "\u3040" <= para[nxt] <= "\u309f":
+            continue  # 「行こう！」と言った: a hiragana particle after a quotation goes on with the sentence
+        if quoted and not close:
+            while k < len(quoted) and quoted[k][1] <= start:
+                k += 1
+            if k < len(quoted) and quoted[k][0] < start:
+                continue  # 「おはよう。元気？」と言った: a mark inside a quotation ends no sentence
+        cuts.append(end)
+    return cuts
+
+
+def _no_space_script(char: str) -> bool:
+    """Kana and ideographs: scripts written without spaces between sentences."""
+    return "\u3040" <= char <= "\u30ff" or "\u3400" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff"
+
+
+def _decide(para: str, match: re.Match, lang: Language) -> int:
     """Where to cut for this candidate (an index into `para`), or -1 when it is not a sentence boundary."""
     nxt = match.group("next")
     first = nxt[0]
@@ -95,14 +139,16 @@ def _decide(para: str, match: re.Match) -> int:
         return -1  # nothing opens a sentence with ",", ")" or ".": "affiliates. , 2000", "complex. . . .”"
     punct = match.group("punct")
     end = match.end("close")
+    if first in "-–—" and (said := _DASH_WORD.match(para, match.end())) and said.group()[-1].islower():
+        return -1  # "espinhos... -- dizia ele", "Où ? — demanda-t-il": a dash before the speaker goes on
     if first.islower():
         if len(nxt) <= 3 and para.startswith(")", match.end("next")):
             return end  # a list label: "Hello world. (b) Hello world.", "the store. w) hello"
         # A lowercase word continues the sentence ("Yahoo! in", '"Great." she said', "Co. at noon") unless
         # informal text starts a sentence in lowercase ("really? they said", "lol. i think").
-        return end if _lowercase_opens(para, match, punct, nxt) else -1
+        return end if _lowercase_opens(para, match, punct, nxt, lang) else -1
     if punct == ".":
-        return end if _period_ends_sentence(para, match.start(), nxt) else -1
+        return end if _period_ends_sentence(para, match.start(), nxt, lang) else -1
     if "." not in punct and "…" not in punct:
         return end  # "!", "?", "?!", "!!"
     if "!" in punct or "?" in punct:
@@ -110,30 +156,64 @@ def _decide(para: str, match: re.Match) -> int:
     return _ellipsis_cut(para, match, punct, nxt, end)
 
 
-def _period_ends_sentence(para: str, at: int, nxt: str) -> bool:
+def _word_start(para: str, at: int) -> int:
+    """Start of the word that ends at `at`, looking back at most _WINDOW characters."""
+    low = at - _WINDOW if at > _WINDOW else 0
+    space = para.rfind(" ", low, at)
+    return space + 1 if space >= 0 or not low else low
+
+
+def _word_before(chunk: str) -> str:
+    """The word without opening quotes or brackets, and after a bracket inside it ("montanha»(pág")."""
+    if "(" in chunk:
+        chunk = chunk.rpartition("(")[2]
+    return chunk.lstrip(OPENERS + "»›")  # German quotes open with »
+
+
+def _period_ends_sentence(para: str, at: int, nxt: str, lang: Language) -> bool:
     """A single period at `at` followed by whitespace and `nxt` (not lowercase)."""
-    word_start = para.rfind(" ", 0, at) + 1
-    word = para[word_start:at].lstrip(OPENERS)
+    word_start = _word_start(para, at)
+    word = _word_before(para[word_start:at])
+    if (
+        len(word) > 1 + lang.short_abbreviations
+        and word.isalpha()
+        and not nxt[0].isdigit()
+        and word not in lang.listed
+        and word.lower() not in lang.listed
+        and not (lang.suffixes and word.lower().endswith(lang.suffixes))
+        and not (lang.ordinals and word.isupper())
+    ):
+        return True  # the common case, answered early: a plain word that is in no list (speed)
     key = _lookup_key(word)
+    dotted = "." in word and _DOTTED.fullmatch(word)
     if nxt[0].isdigit():
         # "p. 55", "No. 5", "N°. 1026", "U.S. 1869" continue; "in 1990. 2000 people", "item. 2. The" end.
-        short = len(word) <= 2 and not word.isdigit()
-        return not (key in BEFORE_NUMBER or short or _DOTTED.fullmatch(word))
-    if key in PREPOSITIVE:
+        short = len(word) <= 2 and word.lower() != word.upper()  # letters with case: not digits, not Hangul
+        return not (_listed(word, key, lang.before_number, lang) or short or dotted)
+    if key in lang.prepositive or word in lang.prepositive:
         return False  # "Mr. Smith", "Mt. Fuji"
-    opener = nxt.lower() in SENTENCE_STARTERS
-    if len(word) == 1 and word.isalpha():
-        if word == "I" and word_start >= 2:
+    opener = nxt.lower() in lang.starters
+    if lang.ordinals and (word.isdigit() and len(word) <= 3 or word.isupper() and _ROMAN.fullmatch(word)):
+        return opener  # "am 3. Oktober", "der 2. Weltkrieg", "Ludwig XIV. König" are ordinals
+    if lang.short_abbreviations and 0 < len(word.rpartition(".")[2]) <= lang.short_abbreviations:
+        return opener  # Devanagari initials and short forms: "बी.सी.", "डॉ."
+    if len(word) == 1 and word.lower() != word.upper():
+        if word == "I" and word_start >= 2 and lang.code == "en":
             # The pronoun ends a sentence after a lowercase word ("you and I."); "Albert I. Jones" does not.
-            before = para[para.rfind(" ", 0, word_start - 1) + 1 : word_start - 1]
+            before = para[_word_start(para, word_start - 1) : word_start - 1]
             if before[:1].islower():
                 return True
         return opener  # an initial: "Jonas E. Smith", but "Plan B. The" ends
     if key in _CLOCK:
         return True  # "at 6 p.m. Travelers": a time ends clauses far more often than it precedes a name
-    if key in ABBREVIATIONS or _DOTTED.fullmatch(word):
+    if dotted or _listed(word, key, lang.abbreviations, lang):
         return opener  # "U.S. How" ends, "U.S. Government" and "Inc. Jobs" do not
     return True
+
+
+def _listed(word: str, key: str, words: frozenset[str], lang: Language) -> bool:
+    """`word` is in the list: lowercased (`key`), as written (capitals: "EE", "TP"), or by its ending."""
+    return key in words or word in words or (bool(lang.suffixes) and key.endswith(lang.suffixes))
 
 
 def _lookup_key(word: str) -> str:
@@ -144,36 +224,38 @@ def _lookup_key(word: str) -> str:
     return _PART.split(word)[-1].lower() if "-" in word or "/" in word else word.lower()
 
 
-def _lowercase_opens(para: str, match: re.Match, punct: str, nxt: str) -> bool:
+def _lowercase_opens(para: str, match: re.Match, punct: str, nxt: str, lang: Language) -> bool:
     if match.group("close"):
         return False  # '"Great." she said', "(an engineer.) at the"
     if punct != ".":
         if "." in punct or "…" in punct:
             return False  # an ellipsis: "really ... well, what I mean"
         # After "?" a lowercase word starts a new sentence; after "!" only a common opener ("Yahoo! in").
-        return "?" in punct or nxt in LOWERCASE_STARTERS
-    word = para[para.rfind(" ", 0, match.start()) + 1 : match.start()].lstrip(OPENERS)
+        return ("?" in punct and lang.lowercase_after_question) or nxt in lang.after_exclamation
+    word = _word_before(para[_word_start(para, match.start()) : match.start()])
     key = _lookup_key(word)
-    if len(word) < 2 or key in ABBREVIATIONS or key in BEFORE_NUMBER or _DOTTED.fullmatch(word):
+    if len(word) < 2 or _listed(word, key, lang.before_number, lang):
+        return False
+    if "." in word and _DOTTED.fullmatch(word):
         return False
     # A common opener after any other word, or any word after a plain lowercase word of four or more letters
     # (short unknown words may be abbreviations: "fl.", "ssp."); a lone letter ("years. s") is debris.
-    plain = len(word) >= 4 and word.isalpha() and word.islower()
-    return nxt in LOWERCASE_STARTERS or (plain and len(nxt) > 1)
+    plain = len(word) >= 4 and word.isalpha() and word.islower() and lang.lowercase_after_word
+    return nxt in lang.lowercase_starters or (plain and len(nxt) > 1)
 
 
 def _ellipsis_cut(para: str, match: re.Match, punct: str, nxt: str, end: int) -> int:
     start = match.start()
-    if start and para[start - 1] == "[" and match.group("close").startswith("]"):
-        return -1  # "[...]" marks an omission inside a quotation
+    if start and para[start - 1] in "[(" and match.group("close")[:1] in "])":
+        return -1  # "[...]" or "(...)" marks an omission inside a quotation
     dots = punct.count(".") + 3 * punct.count("…")
     if dots >= 4:
         if " " in punct and start and not para[start - 1].isspace():
             # "compounds. . . . The": a period ends the sentence, the spaced ellipsis opens the next one.
             return start + 1
         return end  # a period plus an ellipsis: "that.... She", "period . . . . Next"
-    # Three dots: an omission inside a sentence unless what follows clearly opens a new one.
-    return end if nxt != "I" else -1
+    # Three dots: an omission inside a sentence unless what follows clearly opens a new one (a capital).
+    return end if nxt != "I" and not (nxt[0].isalpha() and not nxt[0].isupper()) else -1
 
 
 def _may_hold_list(para: str) -> bool:
@@ -186,8 +268,12 @@ def _list_cuts(para: str) -> tuple[list[int], set[int]]:
 
     A marker counts only inside a run of consecutive labels in one style ("1." "2." or "a)" "b)") that starts
     the paragraph or starts at 1 / a, so a stray "p. 55" or "scored 3) and 7)" is left to the other rules.
+    Positions are compared with the paragraph's first non-space character, never by copying the text before
+    them, so a long line costs linear time.
     """
-    cuts = [b.start() for b in _BULLET.finditer(para) if para[: b.start()].strip()]
+    first_text = len(para) - len(para.lstrip())  # text before i is not blank exactly when i > first_text
+    first_item = len(para) - len(para.lstrip(" " + BULLETS))
+    cuts = [b.start() for b in _BULLET.finditer(para) if b.start() > first_text]
     by_style: dict[str, list[tuple[int, re.Match]]] = {}
     for m in _MARKER.finditer(para):
         label = m.group("label")
@@ -200,17 +286,16 @@ def _list_cuts(para: str) -> tuple[list[int], set[int]]:
             if k and markers[k - 1][0] != value - 1:
                 first = k
             continues = k + 1 < len(markers) and markers[k + 1][0] == value + 1
-            if (k == first and not continues) or not _opens_list(para, *markers[first]):
+            start_value, start = markers[first]
+            if (k == first and not continues) or not (start_value == 1 or start.start() <= first_item):
                 continue
             skip.add(m.start("style"))
             cut = m.start()
-            head = para[:cut].rstrip()
-            if head and head[-1] in BULLETS:
-                cut = len(head) - 1  # "• 10. The item": the bullet starts the item
-            if para[:cut].strip():
+            before = cut - 1
+            while before > first_text and para[before].isspace():
+                before -= 1
+            if before >= first_text and para[before] in BULLETS:
+                cut = before  # "• 10. The item": the bullet starts the item
+            if cut > first_text:
                 cuts.append(cut)
     return cuts, skip
-
-
-def _opens_list(para: str, value: int, marker: re.Match) -> bool:
-    return value == 1 or not para[: marker.start()].strip(" " + BULLETS)

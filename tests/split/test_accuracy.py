@@ -20,7 +20,7 @@ def test_pysbd_golden_rules(sbd_dir):
     rules = load_golden_rules(sbd_dir / "pysbd_golden_rules_en.jsonl")
     assert len(rules) == 48
     failures = golden_rule_failures(get_splitter("default"), rules)
-    assert len(failures) <= 2, [(rule["id"], rule["rule"]) for rule in failures]
+    assert len(failures) <= 1, [(rule["id"], rule["rule"]) for rule in failures]
 
 
 def test_ewt_boundary_f1(sbd_dir):
@@ -31,7 +31,7 @@ def test_ewt_boundary_f1(sbd_dir):
     # The benchmark's headline F1 counts every sentence end, each document's end included (target >= 0.86);
     # the inner-only score is the stricter view.
     full = 2 * (score.true_positives + 318) / (score.predicted + 318 + score.gold + 318)
-    assert full >= 0.86
+    assert full >= 0.876
     assert score.f1 >= 0.83
     assert score.precision >= 0.97  # a false split costs more than a missed one for pre-training data
 

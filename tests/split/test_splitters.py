@@ -27,7 +27,7 @@ def test_unknown_name():
         get_splitter("spacy")
 
 
-@pytest.mark.parametrize("name", ["pysbd", "blingfire"])
+@pytest.mark.parametrize("name", ["pysbd", "blingfire", "sentencex"])
 def test_peer_splitters_keep_the_contract(name):
     pytest.importorskip(name)
     sentences = get_splitter(name)(TEXT)
@@ -36,7 +36,7 @@ def test_peer_splitters_keep_the_contract(name):
     assert "".join("".join(sentences).split()) == "".join(TEXT.split())
 
 
-@pytest.mark.parametrize("name", ["pysbd", "blingfire"])
+@pytest.mark.parametrize("name", ["pysbd", "blingfire", "sentencex"])
 def test_missing_peer_is_a_usage_error(name, monkeypatch):
     real_import = builtins.__import__
 
@@ -49,4 +49,23 @@ def test_missing_peer_is_a_usage_error(name, monkeypatch):
     with pytest.raises(UsageError, match=f"pip install {name}") as error:
         get_splitter(name)
     assert "\n" not in str(error.value)
-    assert set(SPLITTERS) == {"default", "lines", "pysbd", "blingfire"}
+    assert set(SPLITTERS) == {"default", "lines", "pysbd", "blingfire", "sentencex"}
+
+
+def test_language_codes():
+    assert get_splitter("default", "en") is split_sentences
+    german = get_splitter("default", "de-AT")  # a region or script after the code is ignored
+    assert german("Am 3. Oktober kam er. Dann ging er.") == ["Am 3. Oktober kam er.", "Dann ging er."]
+    # A code without word lists of its own gets the language-independent rules: every script's marks.
+    assert get_splitter("default", "am")("ሰላም ነው። እንዴት ነህ፧") == ["ሰላም ነው።", "እንዴት ነህ፧"]
+    with pytest.raises(UsageError, match="unknown language 'english'.*ISO 639-1") as error:
+        get_splitter("default", "english")
+    assert "\n" not in str(error.value)
+
+
+def test_peers_take_the_language():
+    pytest.importorskip("sentencex")
+    assert get_splitter("sentencex", "zh")("我们走吧。他们走了。") == ["我们走吧。", "他们走了。"]
+    pytest.importorskip("pysbd")
+    with pytest.raises(UsageError, match="pysbd has no rules for 'fi'"):
+        get_splitter("pysbd", "fi")
