@@ -4,8 +4,8 @@
 
 OUT_DIR loads with `transformers` `BertForPreTraining` / `AutoModelForPreTraining` / `AutoModel` /
 `AutoModelForMaskedLM` / `AutoTokenizer` / `pipeline("fill-mask")`: config.json, model.safetensors,
-vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json. Writing needs only torch and
-safetensors; `--verify` (optional) imports transformers to compare logits.
+vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json. Writing needs torch,
+safetensors and corpusprep's `tokenizers`; `--verify` (optional) imports transformers to compare logits.
 """
 
 from __future__ import annotations
@@ -23,13 +23,6 @@ import torch
 from corpusprep.errors import CorpusprepError, DataError, UsageError
 from trainer.model import BertConfig, BertForPreTraining
 
-SPECIAL_TOKENS = {
-    "unk_token": "[UNK]",
-    "sep_token": "[SEP]",
-    "pad_token": "[PAD]",
-    "cls_token": "[CLS]",
-    "mask_token": "[MASK]",
-}
 # wrappers whose state_dict prefixes every key: torch.compile (OptimizedModule) and DDP, in either order
 WRAPPER_PREFIXES = ("_orig_mod.", "module.")
 # in older (TF-converted) checkpoints
@@ -295,6 +288,7 @@ def find_vocab(checkpoint_dir: Path, saved: dict, explicit: Path | None, vocab_s
 def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
     """vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json for `AutoTokenizer`."""
     from corpusprep.tokenize import VocabInfo
+    from corpusprep.tokenize.vocab import hf_tokenizer_files, tokenizer_from_tokens
 
     info = VocabInfo.load(vocab_dir)
     if (vocab_dir / "tokenizer.json").is_file():
@@ -302,24 +296,12 @@ def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
         normalizer = json.loads(tokenizer_json).get("normalizer") or {}
         lowercase = bool(normalizer.get("lowercase", True))
     else:  # a bare vocab.txt: BERT's uncased pipeline, as `corpusprep vocab` builds it by default
-        from corpusprep.tokenize.vocab import tokenizer_from_tokens
-
         lowercase = True
         tokenizer_json = tokenizer_from_tokens(info.tokens, cased=False).to_str()
-    config = {
-        "tokenizer_class": "BertTokenizer",
-        "do_lower_case": lowercase,
-        "strip_accents": None,  # None: follow do_lower_case, as our normalizer does
-        "tokenize_chinese_chars": True,
-        "model_max_length": max_length,
-        "clean_up_tokenization_spaces": True,
-        **SPECIAL_TOKENS,
-    }
     return {
         "vocab.txt": (vocab_dir / "vocab.txt").read_text(encoding="utf-8"),
         "tokenizer.json": tokenizer_json,
-        "tokenizer_config.json": json.dumps(config, indent=2) + "\n",
-        "special_tokens_map.json": json.dumps(SPECIAL_TOKENS, indent=2) + "\n",
+        **hf_tokenizer_files(cased=not lowercase, model_max_length=max_length),
     }
 
 

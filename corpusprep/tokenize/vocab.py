@@ -4,14 +4,16 @@
 
 A vocab directory holds `vocab.txt` (Google's format: one token per line, id = line number; loads with
 `transformers.BertTokenizerFast`), `tokenizer.json` (normalizer, pre-tokenizer, WordPiece model, `[CLS] A
-[SEP] B [SEP]` post-processor and decoder) and `vocab_report.json` (written last: its presence marks a
-complete directory). The token order is Google's: `[PAD]`, the reserved `[unusedN]` slots, `[UNK] [CLS] [SEP]
+[SEP] B [SEP]` post-processor and decoder), `tokenizer_config.json` and `special_tokens_map.json` (so that
+`transformers.AutoTokenizer.from_pretrained(dir)` gives a BERT tokenizer) and `vocab_report.json` (written
+last: its presence marks a complete directory). The token order is Google's: `[PAD]`, the reserved `[unusedN]` slots, `[UNK] [CLS] [SEP]
 [MASK]`, then the learned alphabet and word pieces.
 """
 
 from __future__ import annotations
 
 import heapq
+import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -28,7 +30,15 @@ from corpusprep.errors import UsageError
 from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents, resolve_inputs
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo, is_reserved
 
-FILES = ("vocab.txt", "tokenizer.json", "vocab_report.json")
+FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab_report.json")
+# transformers' names for BERT's special tokens (special_tokens_map.json, tokenizer_config.json)
+HF_SPECIAL_TOKENS = {
+    "unk_token": "[UNK]",
+    "sep_token": "[SEP]",
+    "pad_token": "[PAD]",
+    "cls_token": "[CLS]",
+    "mask_token": "[MASK]",
+}
 MAX_WORD_CHARS = 100  # as Google's BERT: a longer "word" becomes [UNK]
 BATCH_CHARS = 1 << 20  # text handed to the trainer per call: large enough that Python is not the bottleneck
 SAMPLE_DOCUMENTS = 256  # for the [UNK] rate and pieces per word: a uniform sample chosen by document id
@@ -117,6 +127,25 @@ def train_tokenizer(texts: Iterable[str] | Iterable[list[str]], options: VocabOp
             f"({len(tokens)} tokens needed): raise --vocab-size or lower --limit-alphabet"
         )
     return tokenizer_from_tokens(tokens, options.cased)
+
+
+def hf_tokenizer_files(cased: bool, model_max_length: int | None = None) -> dict[str, str]:
+    """tokenizer_config.json and special_tokens_map.json: beside vocab.txt and tokenizer.json they make
+    `AutoTokenizer.from_pretrained(dir)` a BERT tokenizer with our casing (used by `trainer.export` too)."""
+    config = {
+        "tokenizer_class": "BertTokenizer",
+        "do_lower_case": not cased,
+        "strip_accents": None,  # None: follow do_lower_case, as our normalizer does
+        "tokenize_chinese_chars": True,
+        "clean_up_tokenization_spaces": True,
+        **HF_SPECIAL_TOKENS,
+    }
+    if model_max_length is not None:  # a vocab alone has no model length; an exported model has
+        config["model_max_length"] = model_max_length
+    return {
+        "tokenizer_config.json": json.dumps(config, indent=2) + "\n",
+        "special_tokens_map.json": json.dumps(HF_SPECIAL_TOKENS, indent=2) + "\n",
+    }
 
 
 def vocab_tokens(tokenizer: Tokenizer) -> list[str]:
@@ -305,6 +334,9 @@ def build_vocab(
             tmp.write_bytes(vocab_data)
         with atomic_path(vocab_dir / "tokenizer.json") as tmp:
             tokenizer.save(str(tmp))
+        for name, text in hf_tokenizer_files(options.cased).items():
+            with atomic_path(vocab_dir / name) as tmp:
+                tmp.write_text(text, encoding="utf-8")
         info = VocabInfo.load(vocab_dir)
         assert info.tokens == tuple(tokens), "vocab.txt must read back as written"
         report["sha256"] = info.sha256

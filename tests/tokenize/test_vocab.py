@@ -131,6 +131,22 @@ def test_ids_agree_with_bert_tokenizer_fast_cased(cased_vocab, hard_sentences):
     assert_same_ids(cased_vocab, hard_sentences, lowercase=False)
 
 
+@pytest.mark.parametrize("cased", [False, True])
+def test_auto_tokenizer_loads_the_directory_as_bert(trained_vocab, cased_vocab, hard_sentences, cased):
+    transformers = pytest.importorskip("transformers")
+    vocab_dir = cased_vocab if cased else trained_vocab
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(vocab_dir))
+    assert type(tokenizer).__name__ in ("BertTokenizer", "BertTokenizerFast")
+    assert tokenizer.do_lower_case is (not cased)
+    assert (tokenizer.cls_token, tokenizer.mask_token, tokenizer.pad_token) == ("[CLS]", "[MASK]", "[PAD]")
+    ours = Tokenizer.from_file(str(vocab_dir / "tokenizer.json"))
+    sentences = hard_sentences[:1500] + hard_sentences[-1500:]
+    assert tokenizer(sentences)["input_ids"] == [e.ids for e in ours.encode_batch(sentences)]
+    pair = tokenizer("The File is read.", "Then it is closed.")
+    assert pair["input_ids"] == ours.encode("The File is read.", "Then it is closed.").ids
+    assert any(t != t.lower() for t in tokenizer.tokenize("The File")) is cased
+
+
 def test_from_vocab_google(bert_vocab_txt, tmp_path, hard_sentences):
     out = tmp_path / "google"
     report = vocab_from_file(bert_vocab_txt, out)
