@@ -64,11 +64,21 @@ class OptimConfig:
     grad_clip: float = 1.0  # max global grad norm; 0 = off
 
 
+WARMUP_SHARE = 0.1  # warm-up steps when not given: this share of `steps`
+
+
 @dataclass
 class ScheduleConfig:
     steps: int = 1000  # optimizer steps
-    warmup_steps: int = 100  # linear warm-up from 0, then linear decay to 0 at `steps`
+    # linear warm-up from 0, then linear decay to 0 at `steps`; None: WARMUP_SHARE of steps, so that
+    # changing `steps` alone never leaves a warm-up longer than the run
+    warmup_steps: int | None = None
     grad_accum: int = 1  # micro-batches per optimizer step
+
+    @property
+    def warmup(self) -> int:
+        """The warm-up steps in effect: the explicit `warmup_steps`, else WARMUP_SHARE of `steps`."""
+        return self.warmup_steps if self.warmup_steps is not None else round(WARMUP_SHARE * self.steps)
 
 
 @dataclass
@@ -198,7 +208,10 @@ def validate(c: TrainConfig) -> None:
     checks = [
         (c.optim.name in ("adamw", "lamb"), f"optim.name must be adamw or lamb, not {c.optim.name!r}"),
         (c.schedule.steps > 0, "schedule.steps must be > 0"),
-        (0 <= c.schedule.warmup_steps <= c.schedule.steps, "schedule.warmup_steps must be in [0, steps]"),
+        (
+            0 <= c.schedule.warmup <= c.schedule.steps,
+            f"schedule.warmup_steps={c.schedule.warmup} must be in [0, steps={c.schedule.steps}]",
+        ),
         (c.schedule.grad_accum >= 1, "schedule.grad_accum must be >= 1"),
         (c.data.batch_size >= 1, "data.batch_size must be >= 1"),
         (c.data.chunk_rows >= 1, "data.chunk_rows must be >= 1"),

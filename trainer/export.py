@@ -211,9 +211,17 @@ def bert_config(saved: dict, where: Path) -> BertConfig:
 
 
 def find_checkpoint(path: Path) -> Path:
-    """A checkpoint directory (model.pt + config.json), or a run directory: its newest checkpoint."""
+    """A checkpoint directory (model.pt + config.json), or a run directory: its newest checkpoint; or a
+    pipeline run directory holding one trainer run (train/): that run's newest checkpoint."""
     from trainer import checkpoint
 
+    if not (path / "model.pt").exists() and not (path / "checkpoints").is_dir():
+        runs = sorted(p.parent for p in path.glob("*/checkpoints") if p.is_dir())
+        if len(runs) > 1:
+            names = ", ".join(str(r) for r in runs)
+            raise UsageError(f"{path}: holds several trainer runs; export one of them: {names}")
+        if runs:  # a pipeline run directory: its one training stage
+            path = runs[0]
     if (path / "checkpoints").is_dir() and not (path / "model.pt").exists():
         found = checkpoint.latest(path)
         if found is None:
@@ -390,7 +398,7 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m trainer.export",
         description="Write a trainer checkpoint as a Hugging Face BERT directory (safetensors + tokenizer).",
@@ -400,7 +408,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vocab", type=Path, help="vocab directory (default: the one the shards name)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT_DIR")
     p.add_argument("--verify", action="store_true", help="load with transformers and compare logits")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         out = export(args.checkpoint, args.out_dir, args.vocab, args.overwrite)
         print(f"wrote {out}")

@@ -38,11 +38,15 @@ def plot(run_dir: Path, out: Path | None = None) -> Path:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m trainer.plot", description=__doc__)
-    p.add_argument("run_dir", type=Path)
-    p.add_argument("--out", type=Path, help="PNG path (default RUN_DIR/curves.png)")
-    args = p.parse_args(argv)
+    p.add_argument("run_dir", type=Path, help="a trainer run directory (holds metrics.jsonl)")
+    p.add_argument("--out", type=Path, help="PNG path (default: RUN_DIR/curves.png)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if not (args.run_dir / "metrics.jsonl").is_file():
         print(f"error: {args.run_dir / 'metrics.jsonl'}: no metrics (not a run dir?)", file=sys.stderr)
         return 2

@@ -6,8 +6,8 @@ A vocab directory holds `vocab.txt` (Google's format: one token per line, id = l
 `transformers.BertTokenizerFast`), `tokenizer.json` (normalizer, pre-tokenizer, WordPiece model, `[CLS] A
 [SEP] B [SEP]` post-processor and decoder), `tokenizer_config.json` and `special_tokens_map.json` (so that
 `transformers.AutoTokenizer.from_pretrained(dir)` gives a BERT tokenizer) and `vocab_report.json` (written
-last: its presence marks a complete directory). The token order is Google's: `[PAD]`, the reserved `[unusedN]` slots, `[UNK] [CLS] [SEP]
-[MASK]`, then the learned alphabet and word pieces.
+last: its presence marks a complete directory). The token order is Google's: `[PAD]`, the reserved
+`[unusedN]` slots, `[UNK] [CLS] [SEP] [MASK]`, then the learned alphabet and word pieces.
 """
 
 from __future__ import annotations
@@ -30,7 +30,13 @@ from corpusprep.errors import UsageError
 from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents, resolve_inputs
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo, is_reserved
 
-FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab_report.json")
+FILES = (
+    "vocab.txt",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab_report.json",
+)
 # transformers' names for BERT's special tokens (special_tokens_map.json, tokenizer_config.json)
 HF_SPECIAL_TOKENS = {
     "unk_token": "[UNK]",
