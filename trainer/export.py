@@ -355,8 +355,10 @@ def export(
     pad_id = files["vocab.txt"].splitlines().index("[PAD]")
 
     def write(tmp: Path) -> None:
-        save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         (tmp / "config.json").write_text(json.dumps(hf_config(config, pad_id), indent=2) + "\n")
+        save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        # safetensors creates its file with mode 0600; give it the umask's mode, as every other file has
+        shutil.copymode(tmp / "config.json", tmp / "model.safetensors")
         for name, text in files.items():
             (tmp / name).write_text(text, encoding="utf-8")
 
