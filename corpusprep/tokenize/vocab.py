@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import heapq
 import json
+import logging
+import re
 import time
+import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -113,20 +117,91 @@ def tokenizer_from_tokens(tokens: Sequence[str], cased: bool = False) -> Tokeniz
     return tokenizer
 
 
-def train_tokenizer(texts: Iterable[str] | Iterable[list[str]], options: VocabOptions) -> Tokenizer:
-    """Train a WordPiece vocab on texts (or batches of texts); the result is laid out as `leading_tokens`."""
+@dataclass
+class Alphabet:
+    """The characters of a text as the WordPiece trainer sees them (normalized, whitespace removed).
+
+    `counts`: occurrences of each character; `inner`: characters seen after the first character of a word,
+    which get a "##c" piece. Handing both to the trainer makes its result independent of hash-map order.
+    """
+
+    cased: bool
+    counts: Counter[str] = field(default_factory=Counter)
+    inner: set[str] = field(default_factory=set)
+    # BERT's normalizer works character by character, so it is applied once per distinct character, as a
+    # str.translate table; punctuation (a word of its own) and whitespace become " ", the word breaks
+    _normalized: dict[str, str] = field(default_factory=dict)
+    _table: dict[int, str] = field(default_factory=dict)
+
+    def update(self, texts: Iterable[str]) -> None:
+        text = "\n".join(texts)
+        raw = Counter(text)
+        if new := raw.keys() - self._normalized.keys():
+            normalizer = _bert_pipeline(None, self.cased).normalizer
+            for c in new:
+                normalized = self._normalized[c] = normalizer.normalize_str(c)
+                breaks = (" " if x.isspace() or _is_punctuation(x) else x for x in normalized)
+                self._table[ord(c)] = "".join(breaks)
+        for c, n in raw.items():
+            for x in self._normalized[c]:
+                self.counts[x] += n
+        words = text.translate(self._table)
+        self.inner.update(re.sub(r"(?<!\S)\S", "", words))  # drop each word's first character
+        self.inner.discard(" ")
+
+    def kept(self, limit: int) -> list[str]:
+        """The `limit` most frequent characters (ties: lowest code point), in code point order."""
+        chars = [c for c in self.counts if not c.isspace()]
+        return sorted(sorted(chars, key=lambda c: (-self.counts[c], c))[:limit])
+
+
+def _is_punctuation(c: str) -> bool:
+    """BERT's punctuation: ASCII non-alphanumeric symbols and Unicode category P*."""
+    return (c.isascii() and not c.isalnum() and c.isprintable()) or unicodedata.category(c).startswith("P")
+
+
+def count_alphabet(texts: Iterable[str] | Iterable[list[str]], cased: bool) -> Alphabet:
+    """The Alphabet of texts (or batches of texts), as `train_tokenizer` needs it."""
+    alphabet = Alphabet(cased)
+    for batch in texts:
+        alphabet.update([batch] if isinstance(batch, str) else batch)
+    return alphabet
+
+
+def train_tokenizer(
+    texts: Iterable[str] | Iterable[list[str]], options: VocabOptions, alphabet: Alphabet | None = None
+) -> Tokenizer:
+    """Train a WordPiece vocab on texts (or batches of texts); the result is laid out as `leading_tokens`.
+
+    Deterministic: the same texts and options give the same vocab in any process. The upstream trainer
+    numbers the "##c" pieces in hash-map order and breaks ties between equally frequent merges by those
+    numbers (huggingface/tokenizers#1794); here the alphabet (`count_alphabet` over the same texts: one pass
+    more when not given) and the "##c" pieces are fixed before training, in code point order.
+    """
+    if alphabet is None:
+        texts = list(texts)
+        alphabet = count_alphabet(texts, options.cased)
+    chars = alphabet.kept(options.limit_alphabet)
+    continuing = [f"##{c}" for c in chars if c in alphabet.inner]
     learner = _bert_pipeline(None, options.cased)
     trainer = hf_trainers.WordPieceTrainer(
         vocab_size=options.vocab_size - options.reserved,  # reserved slots are added after training
         min_frequency=options.min_frequency,
-        limit_alphabet=options.limit_alphabet,
-        special_tokens=list(SPECIAL_TOKENS),
+        # the alphabet is ours: every kept character, and only those (the others have lower counts)
+        initial_alphabet=chars,
+        limit_alphabet=len(chars),
+        # ids before the trainer's hash-ordered loop numbers them; a trainer's "special" token is just a
+        # vocab entry here (the tokenizer is rebuilt from the token list below)
+        special_tokens=[*SPECIAL_TOKENS, *continuing],
         continuing_subword_prefix="##",
         show_progress=False,
     )
     learner.train_from_iterator(texts, trainer)
     learned = sorted(learner.get_vocab(with_added_tokens=False).items(), key=lambda item: item[1])
-    tokens = leading_tokens(options.reserved) + [t for t, _ in learned if t not in SPECIAL_TOKENS]
+    pieces = [t for t, _ in learned if t not in SPECIAL_TOKENS and t not in continuing]
+    singles = sum(len(t) == 1 for t in pieces[: len(chars)])
+    # Google's order: the characters, their "##" forms, then the merged pieces
+    tokens = leading_tokens(options.reserved) + pieces[:singles] + continuing + pieces[singles:]
     if len(tokens) > options.vocab_size:
         raise UsageError(
             f"--vocab-size {options.vocab_size} is too small for this corpus's alphabet "
@@ -250,6 +325,26 @@ def _batches(
         progress("merging", read_stats.documents, read_stats.bytes)
 
 
+def _alphabet_pass(
+    inputs: Sequence[str | Path], read_options: ReadOptions, cased: bool, progress: Progress | None
+) -> Alphabet:
+    """A first pass over the inputs for `train_tokenizer`'s alphabet. Read problems are counted and reported
+    by the training pass that follows, so this one stays quiet."""
+    read_log = logging.getLogger("corpusprep.read")
+    was_disabled, read_log.disabled = read_log.disabled, True
+    try:
+        stats = ReadStats()
+        documents = iter_documents(inputs, read_options, stats)
+        alphabet = Alphabet(cased)
+        for batch in _batches(documents, stats, {"characters": 0}, _Sample(), None):
+            alphabet.update(batch)
+            if progress:
+                progress("alphabet", stats.documents, stats.bytes)
+        return alphabet
+    finally:
+        read_log.disabled = was_disabled
+
+
 def _run_key(inputs: Sequence[str | Path] | None, options: VocabOptions, read_options: ReadOptions) -> dict:
     """What makes two runs the same (a directory built with the same key is reused): the inputs, each file's
     size and modification time (so an edited corpus is retrained), and the options."""
@@ -310,7 +405,8 @@ def build_vocab(
         batches = _batches(documents, read_stats, counts, sample, progress)
         train_seconds = None
         if options.from_vocab is None:
-            tokenizer = train_tokenizer(batches, options)
+            alphabet = _alphabet_pass(inputs, read_options, options.cased, progress)
+            tokenizer = train_tokenizer(batches, options, alphabet)
             train_seconds = time.perf_counter() - started
             tokens = vocab_tokens(tokenizer)
             vocab_data = ("\n".join(tokens) + "\n").encode("utf-8")
