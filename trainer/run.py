@@ -44,18 +44,17 @@ SWITCHES = {
 METAVARS = {int: "N", float: "X", str: "NAME"}
 DIR_FLAGS = ("shards", "run_dir", "init_from")
 
-# shown for settings whose dataclass default is None (meaning: derived from other settings)
-DERIVED_DEFAULTS = {"model.preset": "tiny", "schedule.warmup_steps": "10% of --steps"}
-
 
 def config_default(key: str) -> str:
     """The default of a config key as --help shows it ("" when there is none, e.g. data.shards)."""
-    from trainer.config import TrainConfig
+    from trainer.config import WARMUP_SHARE, TrainConfig
 
+    # settings whose dataclass default is None: chosen later, or derived from other settings
+    derived = {"model.preset": "tiny", "schedule.warmup_steps": f"{WARMUP_SHARE:.0%} of --steps"}
     value = TrainConfig()
     for part in key.split("."):
         value = getattr(value, part)
-    return DERIVED_DEFAULTS.get(key, "") if value is None else str(value)
+    return derived.get(key, "") if value is None else str(value)
 
 
 def build_parser() -> argparse.ArgumentParser:
