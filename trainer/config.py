@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, get_args, get_type_hints
+from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 from corpusprep.errors import UsageError
-from trainer.model import PRESETS, BertConfig, preset
+
+if TYPE_CHECKING:  # trainer.model imports torch: not needed to read a config or print --help
+    from trainer.model import BertConfig
 
 # fields that shape the weights; with checkpoint.init_from they come from the saved model
 ARCHITECTURE = ("num_layers", "hidden_size", "num_heads", "intermediate_size", "max_position", "pre_ln")
@@ -28,12 +30,16 @@ class ModelConfig:
     pre_ln: bool | None = None  # default false (post-LN, as BERT)
 
     def bert_config(self, vocab_size: int) -> BertConfig:
+        from trainer.model import preset
+
         overrides = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "preset"}
         set_fields = {k: v for k, v in overrides.items() if v is not None}
         return preset(self.preset or "tiny", vocab_size=vocab_size, **set_fields)
 
     def conflicts(self, saved: BertConfig) -> list[str]:
         """The architecture this config sets explicitly (preset or fields) where `saved` differs."""
+        from trainer.model import PRESETS
+
         wanted: dict = {}
         if self.preset is not None:
             wanted = dict(zip(ARCHITECTURE[:3], PRESETS[self.preset], strict=True))
