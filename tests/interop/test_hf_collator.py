@@ -107,3 +107,16 @@ def test_transformers_trainer_learns_from_our_shards(shards, tmp_path, monkeypat
     first, last = float(np.mean(losses[:5])), float(np.mean(losses[-5:]))
     # MLM + NSP cross-entropy starts near ln(1000) + ln(2) = 7.6; measured after 40 steps: 6.7
     assert last < first - 0.5, (first, last)
+
+
+def test_the_collator_needs_only_torch_and_numpy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, corpusprep.interop.hf;"
+        "heavy = ('polars', 'transformers', 'datasets', 'typer', 'rich', 'tokenizers');"
+        "print([m for m in heavy if m in sys.modules])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
