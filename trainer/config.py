@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, get_args, get_type_hints
+from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 from corpusprep.errors import UsageError
-from trainer.model import PRESETS, BertConfig, preset
+
+if TYPE_CHECKING:  # trainer.model imports torch: not needed to read a config or print --help
+    from trainer.model import BertConfig
 
 # fields that shape the weights; with checkpoint.init_from they come from the saved model
 ARCHITECTURE = ("num_layers", "hidden_size", "num_heads", "intermediate_size", "max_position", "pre_ln")
@@ -28,12 +30,16 @@ class ModelConfig:
     pre_ln: bool | None = None  # default false (post-LN, as BERT)
 
     def bert_config(self, vocab_size: int) -> BertConfig:
+        from trainer.model import preset
+
         overrides = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "preset"}
         set_fields = {k: v for k, v in overrides.items() if v is not None}
         return preset(self.preset or "tiny", vocab_size=vocab_size, **set_fields)
 
     def conflicts(self, saved: BertConfig) -> list[str]:
         """The architecture this config sets explicitly (preset or fields) where `saved` differs."""
+        from trainer.model import PRESETS
+
         wanted: dict = {}
         if self.preset is not None:
             wanted = dict(zip(ARCHITECTURE[:3], PRESETS[self.preset], strict=True))
@@ -64,11 +70,21 @@ class OptimConfig:
     grad_clip: float = 1.0  # max global grad norm; 0 = off
 
 
+WARMUP_SHARE = 0.1  # warm-up steps when not given: this share of `steps`
+
+
 @dataclass
 class ScheduleConfig:
     steps: int = 1000  # optimizer steps
-    warmup_steps: int = 100  # linear warm-up from 0, then linear decay to 0 at `steps`
+    # linear warm-up from 0, then linear decay to 0 at `steps`; None: WARMUP_SHARE of steps, so that
+    # changing `steps` alone never leaves a warm-up longer than the run
+    warmup_steps: int | None = None
     grad_accum: int = 1  # micro-batches per optimizer step
+
+    @property
+    def warmup(self) -> int:
+        """The warm-up steps in effect: the explicit `warmup_steps`, else WARMUP_SHARE of `steps`."""
+        return self.warmup_steps if self.warmup_steps is not None else round(WARMUP_SHARE * self.steps)
 
 
 @dataclass
@@ -198,7 +214,10 @@ def validate(c: TrainConfig) -> None:
     checks = [
         (c.optim.name in ("adamw", "lamb"), f"optim.name must be adamw or lamb, not {c.optim.name!r}"),
         (c.schedule.steps > 0, "schedule.steps must be > 0"),
-        (0 <= c.schedule.warmup_steps <= c.schedule.steps, "schedule.warmup_steps must be in [0, steps]"),
+        (
+            0 <= c.schedule.warmup <= c.schedule.steps,
+            f"schedule.warmup_steps={c.schedule.warmup} must be in [0, steps={c.schedule.steps}]",
+        ),
         (c.schedule.grad_accum >= 1, "schedule.grad_accum must be >= 1"),
         (c.data.batch_size >= 1, "data.batch_size must be >= 1"),
         (c.data.chunk_rows >= 1, "data.chunk_rows must be >= 1"),

@@ -4,8 +4,8 @@
 
 OUT_DIR loads with `transformers` `BertForPreTraining` / `AutoModelForPreTraining` / `AutoModel` /
 `AutoModelForMaskedLM` / `AutoTokenizer` / `pipeline("fill-mask")`: config.json, model.safetensors,
-vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json. Writing needs only torch and
-safetensors; `--verify` (optional) imports transformers to compare logits.
+vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json. Writing needs torch,
+safetensors and corpusprep's `tokenizers`; `--verify` (optional) imports transformers to compare logits.
 """
 
 from __future__ import annotations
@@ -23,13 +23,6 @@ import torch
 from corpusprep.errors import CorpusprepError, DataError, UsageError
 from trainer.model import BertConfig, BertForPreTraining
 
-SPECIAL_TOKENS = {
-    "unk_token": "[UNK]",
-    "sep_token": "[SEP]",
-    "pad_token": "[PAD]",
-    "cls_token": "[CLS]",
-    "mask_token": "[MASK]",
-}
 # wrappers whose state_dict prefixes every key: torch.compile (OptimizedModule) and DDP, in either order
 WRAPPER_PREFIXES = ("_orig_mod.", "module.")
 # in older (TF-converted) checkpoints
@@ -218,9 +211,17 @@ def bert_config(saved: dict, where: Path) -> BertConfig:
 
 
 def find_checkpoint(path: Path) -> Path:
-    """A checkpoint directory (model.pt + config.json), or a run directory: its newest checkpoint."""
+    """A checkpoint directory (model.pt + config.json), or a run directory: its newest checkpoint; or a
+    pipeline run directory holding one trainer run (train/): that run's newest checkpoint."""
     from trainer import checkpoint
 
+    if not (path / "model.pt").exists() and not (path / "checkpoints").is_dir():
+        runs = sorted(p.parent for p in path.glob("*/checkpoints") if p.is_dir())
+        if len(runs) > 1:
+            names = ", ".join(str(r) for r in runs)
+            raise UsageError(f"{path}: holds several trainer runs; export one of them: {names}")
+        if runs:  # a pipeline run directory: its one training stage
+            path = runs[0]
     if (path / "checkpoints").is_dir() and not (path / "model.pt").exists():
         found = checkpoint.latest(path)
         if found is None:
@@ -295,6 +296,7 @@ def find_vocab(checkpoint_dir: Path, saved: dict, explicit: Path | None, vocab_s
 def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
     """vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json for `AutoTokenizer`."""
     from corpusprep.tokenize import VocabInfo
+    from corpusprep.tokenize.vocab import hf_tokenizer_files, tokenizer_from_tokens
 
     info = VocabInfo.load(vocab_dir)
     if (vocab_dir / "tokenizer.json").is_file():
@@ -302,24 +304,12 @@ def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
         normalizer = json.loads(tokenizer_json).get("normalizer") or {}
         lowercase = bool(normalizer.get("lowercase", True))
     else:  # a bare vocab.txt: BERT's uncased pipeline, as `corpusprep vocab` builds it by default
-        from corpusprep.tokenize.vocab import tokenizer_from_tokens
-
         lowercase = True
         tokenizer_json = tokenizer_from_tokens(info.tokens, cased=False).to_str()
-    config = {
-        "tokenizer_class": "BertTokenizer",
-        "do_lower_case": lowercase,
-        "strip_accents": None,  # None: follow do_lower_case, as our normalizer does
-        "tokenize_chinese_chars": True,
-        "model_max_length": max_length,
-        "clean_up_tokenization_spaces": True,
-        **SPECIAL_TOKENS,
-    }
     return {
         "vocab.txt": (vocab_dir / "vocab.txt").read_text(encoding="utf-8"),
         "tokenizer.json": tokenizer_json,
-        "tokenizer_config.json": json.dumps(config, indent=2) + "\n",
-        "special_tokens_map.json": json.dumps(SPECIAL_TOKENS, indent=2) + "\n",
+        **hf_tokenizer_files(cased=not lowercase, model_max_length=max_length),
     }
 
 
@@ -365,8 +355,10 @@ def export(
     pad_id = files["vocab.txt"].splitlines().index("[PAD]")
 
     def write(tmp: Path) -> None:
-        save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         (tmp / "config.json").write_text(json.dumps(hf_config(config, pad_id), indent=2) + "\n")
+        save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        # safetensors creates its file with mode 0600; give it the umask's mode, as every other file has
+        shutil.copymode(tmp / "config.json", tmp / "model.safetensors")
         for name, text in files.items():
             (tmp / name).write_text(text, encoding="utf-8")
 
@@ -408,7 +400,7 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m trainer.export",
         description="Write a trainer checkpoint as a Hugging Face BERT directory (safetensors + tokenizer).",
@@ -418,7 +410,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vocab", type=Path, help="vocab directory (default: the one the shards name)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT_DIR")
     p.add_argument("--verify", action="store_true", help="load with transformers and compare logits")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         out = export(args.checkpoint, args.out_dir, args.vocab, args.overwrite)
         print(f"wrote {out}")

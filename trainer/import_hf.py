@@ -96,7 +96,7 @@ def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed
     return record
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m trainer.import_hf",
         description="Convert a Hugging Face BERT directory into initial weights + vocab for the trainer.",
@@ -104,8 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("hf_dir", type=Path, help="a save_pretrained directory (config.json, weights, vocab.txt)")
     p.add_argument("out", type=Path, help="output directory: model.pt, config.json, vocab/")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
-    p.add_argument("--seed", type=int, default=0, help="seed for heads the checkpoint lacks")
-    args = p.parse_args(argv)
+    p.add_argument("--seed", type=int, default=0, help="seed for heads the checkpoint lacks (default: 0)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         record = import_hf(args.hf_dir, args.out, args.overwrite, args.seed)
     except CorpusprepError as e:

@@ -61,11 +61,12 @@ def build_optimizer(model: nn.Module, c: OptimConfig, fused: bool) -> torch.opti
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, c: ScheduleConfig) -> torch.optim.lr_scheduler.LambdaLR:
-    """Linear warm-up to the peak lr over warmup_steps, then linear decay to 0 at `steps`."""
+    """Linear warm-up to the peak lr over the warm-up steps, then linear decay to 0 at `steps`."""
+    warmup = c.warmup
 
     def factor(step: int) -> float:
-        if step < c.warmup_steps:
-            return (step + 1) / c.warmup_steps
-        return max(0.0, (c.steps - step) / max(1, c.steps - c.warmup_steps))
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (c.steps - step) / max(1, c.steps - warmup))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)

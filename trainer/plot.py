@@ -4,45 +4,63 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 
 def plot(run_dir: Path, out: Path | None = None) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no display needed
+    """Write the curves of RUN_DIR/metrics.jsonl as a PNG (default RUN_DIR/curves.png)."""
     import matplotlib.pyplot as plt
 
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
-    train = [r for r in records if "loss" in r]
-    val = [r for r in records if "val_mlm_loss" in r]
-    fig, (losses, accuracy) = plt.subplots(1, 2, figsize=(11, 4))
-    for key, label, rows in [("mlm_loss", "train MLM", train), ("nsp_loss", "train NSP", train),
-                             ("val_mlm_loss", "val MLM", val), ("val_nsp_loss", "val NSP", val)]:  # fmt: skip
-        if rows:
-            losses.plot([r["step"] for r in rows], [r[key] for r in rows], label=label,
-                        marker="o" if key.startswith("val") else None, markersize=3)  # fmt: skip
-    for key, label in [("val_mlm_acc", "val MLM accuracy"), ("val_nsp_acc", "val NSP accuracy")]:
-        accuracy.plot([r["step"] for r in val], [r[key] for r in val], label=label, marker="o", markersize=3)
-    losses.set(xlabel="step", ylabel="cross-entropy", title="loss")
-    accuracy.set(xlabel="step", ylabel="accuracy", title="validation accuracy", ylim=(0, 1))
-    for ax in (losses, accuracy):
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle(str(run_dir))
-    fig.tight_layout()
+    fig = figure(records, f"training run {run_dir.resolve().name}")
     out = out or run_dir / "curves.png"
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def figure(records: list[dict], title: str):
+    """Three panels: masked-LM loss, next-sentence loss (its own axis: ~0.69 beside an MLM loss of ~5-10,
+    it would look flat) and validation accuracy, each with train and validation curves."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display needed
+    import matplotlib.pyplot as plt
+
+    train = [r for r in records if "loss" in r]
+    val = [r for r in records if "val_mlm_loss" in r]
+    fig, (mlm, nsp, accuracy) = plt.subplots(1, 3, figsize=(15, 4.2))
+    for ax, key, what in [(mlm, "mlm_loss", "masked LM"), (nsp, "nsp_loss", "next-sentence")]:
+        if train:
+            ax.plot([r["step"] for r in train], [r[key] for r in train], label="train", alpha=0.8)
+        if val:
+            ax.plot([r["step"] for r in val], [r["val_" + key] for r in val], label="validation",
+                    marker="o", markersize=3)  # fmt: skip
+        ax.set(xlabel="step", ylabel="cross-entropy (nats)", title=f"{what} loss")
+    nsp.axhline(math.log(2), color="grey", linestyle="--", linewidth=1, label="chance (ln 2)")
+    for key, label in [("val_mlm_acc", "masked LM"), ("val_nsp_acc", "next sentence")]:
+        accuracy.plot([r["step"] for r in val], [r[key] for r in val], label=label, marker="o", markersize=3)
+    accuracy.axhline(0.5, color="grey", linestyle="--", linewidth=1, label="NSP chance")
+    accuracy.set(xlabel="step", ylabel="accuracy", title="validation accuracy", ylim=(0, 1))
+    for ax in (mlm, nsp, accuracy):
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", framealpha=0.9, fontsize="small")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m trainer.plot", description=__doc__)
-    p.add_argument("run_dir", type=Path)
-    p.add_argument("--out", type=Path, help="PNG path (default RUN_DIR/curves.png)")
-    args = p.parse_args(argv)
+    p.add_argument("run_dir", type=Path, help="a trainer run directory (holds metrics.jsonl)")
+    p.add_argument("--out", type=Path, help="PNG path (default: RUN_DIR/curves.png)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if not (args.run_dir / "metrics.jsonl").is_file():
         print(f"error: {args.run_dir / 'metrics.jsonl'}: no metrics (not a run dir?)", file=sys.stderr)
         return 2

@@ -41,20 +41,44 @@ SWITCHES = {
 }
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+METAVARS = {int: "N", float: "X", str: "NAME"}
+DIR_FLAGS = ("shards", "run_dir", "init_from")
+
+
+def config_default(key: str) -> str:
+    """The default of a config key as --help shows it ("" when there is none, e.g. data.shards)."""
+    from trainer.config import WARMUP_SHARE, TrainConfig
+
+    # settings whose dataclass default is None: chosen later, or derived from other settings
+    derived = {"model.preset": "tiny", "schedule.warmup_steps": f"{WARMUP_SHARE:.0%} of --steps"}
+    value = TrainConfig()
+    for part in key.split("."):
+        value = getattr(value, part)
+    return derived.get(key, "") if value is None else str(value)
+
+
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m trainer.run", description="Pre-train BERT (MLM + NSP) on shards."
     )
     p.add_argument("config", nargs="?", type=Path, help="TOML file (sections model, data, optim, ...)")
     for name, (key, kind, text) in FLAGS.items():
-        p.add_argument("--" + name.replace("_", "-"), type=kind, help=f"{text} ({key})")
+        default = config_default(key)
+        shown = f"{key}; default: {default}" if default else key
+        help_text = f"{text} ({shown})".replace("%", "%%")  # argparse expands %-formats in help
+        metavar = "DIR" if name in DIR_FLAGS else METAVARS[kind]
+        p.add_argument("--" + name.replace("_", "-"), type=kind, metavar=metavar, help=help_text)
     for name, (key, text) in SWITCHES.items():
         p.add_argument(
             "--" + name.replace("_", "-"), action="store_true", default=None, help=f"{text} ({key})"
         )
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="any config key")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
-    return p.parse_args(argv)
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:

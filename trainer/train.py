@@ -160,10 +160,6 @@ def _train(config: TrainConfig, d: Dist, device: torch.device) -> dict:
             raise UsageError(
                 f"{run_dir}: has checkpoints up to {found.name}; pass --resume or use another run dir"
             )
-    if d.main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        checkpoint.remove_partial(run_dir)
-
     shards = open_shards(config.data.shards, ("train", "validation"), verify=config.data.verify)
     has_validation = bool(shards.manifest["splits"].get("validation", {}).get("shards"))
     vocab = shards.manifest["vocab"]
@@ -175,6 +171,12 @@ def _train(config: TrainConfig, d: Dist, device: torch.device) -> dict:
         )
     else:
         bert = config.model.bert_config(shards.vocab.size)
+    longest = int(shards.manifest.get("max_seq_length") or 0)
+    if longest > bert.max_position:  # the position table has no row for the tokens beyond it
+        raise UsageError(
+            f"{shards.directory}: shards hold sequences of up to {longest} tokens, more than the model's "
+            f"max_position {bert.max_position} (model.max_position)"
+        )
     # one seed for torch (dropout, init), derived like every other draw; distinct per rank for dropout
     torch.manual_seed(int(rng_for(config.seed, "torch-init").integers(2**62)))
     raw_model = BertForPreTraining(bert).to(device)
@@ -199,6 +201,9 @@ def _train(config: TrainConfig, d: Dist, device: torch.device) -> dict:
         raw_model.load_state_dict(init_state)
         log(d, f"initialised from {init_path}")
     del init_state
+    if d.main:  # only now: a run that fails at start leaves no empty run directory behind
+        run_dir.mkdir(parents=True, exist_ok=True)
+        checkpoint.remove_partial(run_dir)
 
     model: nn.Module = raw_model
     if d.world > 1:

@@ -8,5 +8,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    # click's plain help, not rich's panels: at 80 columns (a narrow or non-interactive terminal) rich cuts
+    # long option names ("--max-seq-leng…") and keeps docstrings' line breaks; click wraps to the width
+    rich_markup_mode=None,
 )

@@ -4,18 +4,24 @@
 
 A vocab directory holds `vocab.txt` (Google's format: one token per line, id = line number; loads with
 `transformers.BertTokenizerFast`), `tokenizer.json` (normalizer, pre-tokenizer, WordPiece model, `[CLS] A
-[SEP] B [SEP]` post-processor and decoder), `vocab_report.json` and `artifact.json` (written last: the
-files the directory owns and what they were built from, `corpusprep.engine.artifact`). The token order is
-Google's: `[PAD]`, the reserved `[unusedN]` slots, `[UNK] [CLS] [SEP] [MASK]`, then the learned alphabet and
-word pieces.
+[SEP] B [SEP]` post-processor and decoder), `tokenizer_config.json` and `special_tokens_map.json` (so that
+`transformers.AutoTokenizer.from_pretrained(dir)` gives a BERT tokenizer), `vocab_report.json` and
+`artifact.json` (written last: the files the directory owns and what they were built from,
+`corpusprep.engine.artifact`). The token order is Google's: `[PAD]`, the reserved `[unusedN]` slots, `[UNK]
+[CLS] [SEP] [MASK]`, then the learned alphabet and word pieces.
 """
 
 from __future__ import annotations
 
 import heapq
+import json
+import logging
+import re
 import time
+import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +35,21 @@ from corpusprep.errors import UsageError
 from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo, is_reserved
 
-FILES = ("vocab.txt", "tokenizer.json", "vocab_report.json")
+FILES = (
+    "vocab.txt",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab_report.json",
+)
+# transformers' names for BERT's special tokens (special_tokens_map.json, tokenizer_config.json)
+HF_SPECIAL_TOKENS = {
+    "unk_token": "[UNK]",
+    "sep_token": "[SEP]",
+    "pad_token": "[PAD]",
+    "cls_token": "[CLS]",
+    "mask_token": "[MASK]",
+}
 MAX_WORD_CHARS = 100  # as Google's BERT: a longer "word" becomes [UNK]
 BATCH_CHARS = 1 << 20  # text handed to the trainer per call: large enough that Python is not the bottleneck
 SAMPLE_DOCUMENTS = 256  # for the [UNK] rate and pieces per word: a uniform sample chosen by document id
@@ -98,26 +118,116 @@ def tokenizer_from_tokens(tokens: Sequence[str], cased: bool = False) -> Tokeniz
     return tokenizer
 
 
-def train_tokenizer(texts: Iterable[str] | Iterable[list[str]], options: VocabOptions) -> Tokenizer:
-    """Train a WordPiece vocab on texts (or batches of texts); the result is laid out as `leading_tokens`."""
+@dataclass
+class Alphabet:
+    """The characters of a text as the WordPiece trainer sees them (normalized, whitespace removed).
+
+    `counts`: occurrences of each character; `inner`: characters seen after the first character of a word,
+    which get a "##c" piece. Handing both to the trainer makes its result independent of hash-map order.
+    """
+
+    cased: bool
+    counts: Counter[str] = field(default_factory=Counter)
+    inner: set[str] = field(default_factory=set)
+    # BERT's normalizer works character by character, so it is applied once per distinct character, as a
+    # str.translate table; punctuation (a word of its own) and whitespace become " ", the word breaks
+    _normalized: dict[str, str] = field(default_factory=dict)
+    _table: dict[int, str] = field(default_factory=dict)
+
+    def update(self, texts: Iterable[str]) -> None:
+        text = "\n".join(texts)
+        raw = Counter(text)
+        if new := raw.keys() - self._normalized.keys():
+            normalizer = _bert_pipeline(None, self.cased).normalizer
+            for c in new:
+                normalized = self._normalized[c] = normalizer.normalize_str(c)
+                breaks = (" " if x.isspace() or _is_punctuation(x) else x for x in normalized)
+                self._table[ord(c)] = "".join(breaks)
+        for c, n in raw.items():
+            for x in self._normalized[c]:
+                self.counts[x] += n
+        words = text.translate(self._table)
+        self.inner.update(re.sub(r"(?<!\S)\S", "", words))  # drop each word's first character
+        self.inner.discard(" ")
+
+    def kept(self, limit: int) -> list[str]:
+        """The `limit` most frequent characters (ties: lowest code point), in code point order."""
+        chars = [c for c in self.counts if not c.isspace()]
+        return sorted(sorted(chars, key=lambda c: (-self.counts[c], c))[:limit])
+
+
+def _is_punctuation(c: str) -> bool:
+    """BERT's punctuation: ASCII non-alphanumeric symbols and Unicode category P*."""
+    return (c.isascii() and not c.isalnum() and c.isprintable()) or unicodedata.category(c).startswith("P")
+
+
+def count_alphabet(texts: Iterable[str] | Iterable[list[str]], cased: bool) -> Alphabet:
+    """The Alphabet of texts (or batches of texts), as `train_tokenizer` needs it."""
+    alphabet = Alphabet(cased)
+    for batch in texts:
+        alphabet.update([batch] if isinstance(batch, str) else batch)
+    return alphabet
+
+
+def train_tokenizer(
+    texts: Iterable[str] | Iterable[list[str]], options: VocabOptions, alphabet: Alphabet | None = None
+) -> Tokenizer:
+    """Train a WordPiece vocab on texts (or batches of texts); the result is laid out as `leading_tokens`.
+
+    Deterministic: the same texts and options give the same vocab in any process. The upstream trainer
+    numbers the "##c" pieces in hash-map order and breaks ties between equally frequent merges by those
+    numbers (huggingface/tokenizers#1794); here the alphabet (`count_alphabet` over the same texts: one pass
+    more when not given) and the "##c" pieces are fixed before training, in code point order.
+    """
+    if alphabet is None:
+        texts = list(texts)
+        alphabet = count_alphabet(texts, options.cased)
+    chars = alphabet.kept(options.limit_alphabet)
+    continuing = [f"##{c}" for c in chars if c in alphabet.inner]
     learner = _bert_pipeline(None, options.cased)
     trainer = hf_trainers.WordPieceTrainer(
         vocab_size=options.vocab_size - options.reserved,  # reserved slots are added after training
         min_frequency=options.min_frequency,
-        limit_alphabet=options.limit_alphabet,
-        special_tokens=list(SPECIAL_TOKENS),
+        # the alphabet is ours: every kept character, and only those (the others have lower counts)
+        initial_alphabet=chars,
+        limit_alphabet=len(chars),
+        # ids before the trainer's hash-ordered loop numbers them; a trainer's "special" token is just a
+        # vocab entry here (the tokenizer is rebuilt from the token list below)
+        special_tokens=[*SPECIAL_TOKENS, *continuing],
         continuing_subword_prefix="##",
         show_progress=False,
     )
     learner.train_from_iterator(texts, trainer)
     learned = sorted(learner.get_vocab(with_added_tokens=False).items(), key=lambda item: item[1])
-    tokens = leading_tokens(options.reserved) + [t for t, _ in learned if t not in SPECIAL_TOKENS]
+    pieces = [t for t, _ in learned if t not in SPECIAL_TOKENS and t not in continuing]
+    singles = sum(len(t) == 1 for t in pieces[: len(chars)])
+    # Google's order: the characters, their "##" forms, then the merged pieces
+    tokens = leading_tokens(options.reserved) + pieces[:singles] + continuing + pieces[singles:]
     if len(tokens) > options.vocab_size:
         raise UsageError(
             f"--vocab-size {options.vocab_size} is too small for this corpus's alphabet "
             f"({len(tokens)} tokens needed): raise --vocab-size or lower --limit-alphabet"
         )
     return tokenizer_from_tokens(tokens, options.cased)
+
+
+def hf_tokenizer_files(cased: bool, model_max_length: int | None = None) -> dict[str, str]:
+    """tokenizer_config.json and special_tokens_map.json: beside vocab.txt and tokenizer.json they make
+    `AutoTokenizer.from_pretrained(dir)` a BERT tokenizer with our casing (used by `trainer.export` too)."""
+    config = {
+        "tokenizer_class": "BertTokenizer",
+        "do_lower_case": not cased,
+        "strip_accents": None,  # None: follow do_lower_case, as our normalizer does
+        "tokenize_chinese_chars": True,
+        "clean_up_tokenization_spaces": True,
+        **HF_SPECIAL_TOKENS,
+    }
+    if model_max_length is not None:  # a vocab alone has no model length; an exported model has
+        config["model_max_length"] = model_max_length
+    return {
+        "tokenizer_config.json": json.dumps(config, indent=2) + "\n",
+        "special_tokens_map.json": json.dumps(HF_SPECIAL_TOKENS, indent=2) + "\n",
+    }
 
 
 def vocab_tokens(tokenizer: Tokenizer) -> list[str]:
@@ -216,6 +326,26 @@ def _batches(
         progress("merging", read_stats.documents, read_stats.bytes)
 
 
+def _alphabet_pass(
+    inputs: Sequence[str | Path], read_options: ReadOptions, cased: bool, progress: Progress | None
+) -> Alphabet:
+    """A first pass over the inputs for `train_tokenizer`'s alphabet. Read problems are counted and reported
+    by the training pass that follows, so this one stays quiet."""
+    read_log = logging.getLogger("corpusprep.read")
+    was_disabled, read_log.disabled = read_log.disabled, True
+    try:
+        stats = ReadStats()
+        documents = iter_documents(inputs, read_options, stats)
+        alphabet = Alphabet(cased)
+        for batch in _batches(documents, stats, {"characters": 0}, _Sample(), None):
+            alphabet.update(batch)
+            if progress:
+                progress("alphabet", stats.documents, stats.bytes)
+        return alphabet
+    finally:
+        read_log.disabled = was_disabled
+
+
 def _run_key(inputs: Sequence[str | Path] | None, options: VocabOptions, read_options: ReadOptions) -> dict:
     """What makes two runs the same (a directory built with the same key is reused): the inputs, each file's
     size and modification time (so an edited corpus is retrained), and the options."""
@@ -263,7 +393,8 @@ def build_vocab(
         batches = _batches(documents, read_stats, counts, sample, progress)
         train_seconds = None
         if options.from_vocab is None:
-            tokenizer = train_tokenizer(batches, options)
+            alphabet = _alphabet_pass(inputs, read_options, options.cased, progress)
+            tokenizer = train_tokenizer(batches, options, alphabet)
             train_seconds = time.perf_counter() - started
             tokens = vocab_tokens(tokenizer)
             vocab_data = ("\n".join(tokens) + "\n").encode("utf-8")
@@ -293,6 +424,9 @@ def build_vocab(
             tmp.write_bytes(vocab_data)
         with atomic_path(vocab_dir / "tokenizer.json") as tmp:
             tokenizer.save(str(tmp))
+        for name, text in hf_tokenizer_files(options.cased).items():
+            with atomic_path(vocab_dir / name) as tmp:
+                tmp.write_text(text, encoding="utf-8")
         info = VocabInfo.load(vocab_dir)
         assert info.tokens == tuple(tokens), "vocab.txt must read back as written"
         report["sha256"] = info.sha256

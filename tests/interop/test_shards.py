@@ -85,7 +85,8 @@ def test_datasets_load_dataset_parquet(shards, tmp_path, monkeypatch):
 
 
 def test_a_batch_from_datasets_runs_through_transformers(shards, tmp_path):
-    """The column names are BertForPreTraining's: a padded datasets batch is a valid forward call."""
+    """A padded datasets batch, with labels built from masked_lm_positions / masked_lm_ids by hand (see
+    corpusprep.interop.hf for the collator), is a valid BertForPreTraining forward call."""
     datasets = pytest.importorskip("datasets")
     transformers = pytest.importorskip("transformers")
     import torch

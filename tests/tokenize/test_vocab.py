@@ -16,7 +16,6 @@ from corpusprep.read import ReadOptions
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
 from corpusprep.tokenize.vocab import (
     VocabOptions,
-    build_vocab,
     leading_tokens,
     measure,
     train_tokenizer,
@@ -78,16 +77,36 @@ def test_tokenizer_json_has_bert_template_and_decoder(trained_vocab):
     assert tokenizer.encode("a [MASK] b").ids[2] == info.mask_id
 
 
-def test_training_is_deterministic_up_to_upstream_tie_breaks(demo_jsonl, trained_vocab, tmp_path):
-    """tokenizers' WordPiece trainer numbers "##x" pieces in hash-map order, which breaks ties between
-    equally frequent merges differently from run to run (huggingface/tokenizers#1794). The leading tokens and
-    the alphabet are stable; the learned pieces may differ in a handful of tied tokens."""
-    build_vocab([demo_jsonl], tmp_path / "again", VocabOptions(vocab_size=4000, reserved=10))
-    first, again = tokens_of(trained_vocab), tokens_of(tmp_path / "again")
-    assert len(first) == len(again)
-    alphabet = 15 + sum(len(t) == 1 for t in first)
-    assert first[:alphabet] == again[:alphabet]
-    assert len(set(first) ^ set(again)) <= 0.01 * len(first)
+TRAIN_TWICE = """
+import sys
+from corpusprep.tokenize.vocab import VocabOptions, build_vocab
+corpus, out = sys.argv[1:]
+build_vocab([corpus], out + "/uncased", VocabOptions(vocab_size=4000, reserved=10))
+build_vocab([corpus], out + "/cased", VocabOptions(vocab_size=3000, cased=True, limit_alphabet=60))
+"""
+
+
+def test_training_gives_the_same_bytes_in_every_process(demo_jsonl, trained_vocab, tmp_path):
+    """The upstream trainer alone numbers "##x" pieces in hash-map order, so equally frequent merges come out
+    in another order (or another set) from one process to the next (huggingface/tokenizers#1794); with the
+    alphabet fixed first, separate processes agree byte for byte."""
+    for run in ("a", "b"):
+        done = subprocess.run([sys.executable, "-c", TRAIN_TWICE, str(demo_jsonl), str(tmp_path / run)],
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    for name in ("uncased", "cased"):
+        a, b = (tmp_path / run / name / "vocab.txt" for run in ("a", "b"))
+        assert a.read_bytes() == b.read_bytes(), name
+    in_process = (trained_vocab / "vocab.txt").read_bytes()  # the session fixture: same options
+    assert (tmp_path / "a" / "uncased" / "vocab.txt").read_bytes() == in_process
+    cased = tokens_of(tmp_path / "a" / "cased")
+    assert len(cased) == 3000 and sum(len(t) == 1 for t in cased) == 60  # limit_alphabet, ties broken too
+    # Google's order: specials, the characters, their "##" forms, then the merged pieces
+    singles = [i for i, t in enumerate(cased) if len(t) == 1]
+    continuing = [i for i, t in enumerate(cased) if len(t) == 3 and t.startswith("##")]
+    assert singles == list(range(5, 65))
+    assert continuing == list(range(65, 65 + len(continuing))) and len(continuing) > 30
+    assert all(t[2:] in {cased[i] for i in singles} for t in (cased[i] for i in continuing))
 
 
 def test_larger_vocab_needs_fewer_pieces_per_word(demo_jsonl):
@@ -129,6 +148,22 @@ def test_ids_agree_with_bert_tokenizer_fast_trained(trained_vocab, hard_sentence
 
 def test_ids_agree_with_bert_tokenizer_fast_cased(cased_vocab, hard_sentences):
     assert_same_ids(cased_vocab, hard_sentences, lowercase=False)
+
+
+@pytest.mark.parametrize("cased", [False, True])
+def test_auto_tokenizer_loads_the_directory_as_bert(trained_vocab, cased_vocab, hard_sentences, cased):
+    transformers = pytest.importorskip("transformers")
+    vocab_dir = cased_vocab if cased else trained_vocab
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(vocab_dir))
+    assert type(tokenizer).__name__ in ("BertTokenizer", "BertTokenizerFast")
+    assert tokenizer.do_lower_case is (not cased)
+    assert (tokenizer.cls_token, tokenizer.mask_token, tokenizer.pad_token) == ("[CLS]", "[MASK]", "[PAD]")
+    ours = Tokenizer.from_file(str(vocab_dir / "tokenizer.json"))
+    sentences = hard_sentences[:1500] + hard_sentences[-1500:]
+    assert tokenizer(sentences)["input_ids"] == [e.ids for e in ours.encode_batch(sentences)]
+    pair = tokenizer("The File is read.", "Then it is closed.")
+    assert pair["input_ids"] == ours.encode("The File is read.", "Then it is closed.").ids
+    assert any(t != t.lower() for t in tokenizer.tokenize("The File")) is cased
 
 
 def test_from_vocab_google(bert_vocab_txt, tmp_path, hard_sentences):

@@ -175,6 +175,23 @@ def exported(trained_run, tmp_path_factory) -> Path:
     return out
 
 
+def test_a_pipeline_run_directory_exports_its_training_stage(trained_run, tmp_path, capsys):
+    """`corpusprep run` puts the trainer's run under RUN_DIR/train (or train-PHASE per phase)."""
+    import shutil
+
+    pipeline = tmp_path / "pipeline"
+    shutil.copytree(trained_run, pipeline / "train")
+    (pipeline / "shards").mkdir()
+    assert ex.main([str(pipeline), str(tmp_path / "hf")]) == 0
+    assert (tmp_path / "hf" / "model.safetensors").is_file()
+    shutil.copytree(trained_run, pipeline / "train-seq512")
+    assert ex.main([str(pipeline), str(tmp_path / "hf2")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "several trainer runs" in err
+    assert str(pipeline / "train") in err and str(pipeline / "train-seq512") in err
+    assert not (tmp_path / "hf2").exists()
+
+
 def test_export_writes_the_hugging_face_files(exported, tiny_shards):
     assert {p.name for p in exported.iterdir()} == FILES
     vocab_dir = Path(json.loads((tiny_shards / "manifest.json").read_text())["vocab"]["path"])

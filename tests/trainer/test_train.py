@@ -191,3 +191,29 @@ def test_torchrun_two_cpu_ranks_agree_on_weights(tiny_shards, tmp_path):
     # and the weights moved away from their initialisation: a single-process run from the same seed
     single = train(load_config(None, small_run(tiny_shards, tmp_path / "one", "schedule.steps=4")))
     assert single["weights_sha256"] != summaries[0]["weights_sha256"]  # twice the data per step
+
+
+def test_warmup_follows_steps_unless_given(tiny_shards, tmp_path):
+    assert load_config(None, []).schedule.warmup == 100  # 10% of the default 1,000 steps
+    assert load_config(None, ["schedule.steps=10"]).schedule.warmup == 1
+    assert load_config(None, ["schedule.steps=10", "schedule.warmup_steps=0"]).schedule.warmup == 0
+    with pytest.raises(UsageError, match=r"warmup_steps=20 must be in \[0, steps=10\]"):
+        load_config(None, ["schedule.steps=10", "schedule.warmup_steps=20"])
+    # what a newcomer types first: only --steps
+    run_dir = tmp_path / "run"
+    flags = ["--device", "cpu", "--batch-size", "8", "--log-every", "1"]
+    done = run_cli("--shards", str(tiny_shards), "--run-dir", str(run_dir), "--steps", "10", *flags)
+    assert done.returncode == 0, done.stderr
+    lrs = [lr for _, _, lr in train_losses(run_dir)]
+    assert len(lrs) == 10 and lrs[0] == pytest.approx(1e-4) and lrs[-1] < lrs[1]  # 1 warm-up step, then decay
+
+
+def test_a_run_that_fails_at_start_leaves_no_run_directory(tiny_shards, tmp_path):
+    missing = run_cli("--shards", str(tmp_path / "nope"), "--run-dir", str(tmp_path / "a"))
+    assert missing.returncode == 2 and not (tmp_path / "a").exists()
+    # shards of up to 64 tokens, a model with 32 positions: refused before the model is built
+    short = run_cli("--shards", str(tiny_shards), "--run-dir", str(tmp_path / "b"), "--device", "cpu",
+                    "--set", "model.max_position=32")  # fmt: skip
+    assert short.returncode == 2 and not (tmp_path / "b").exists()
+    assert short.stderr.count("\n") == 1 and "Traceback" not in short.stderr
+    assert "up to 64 tokens" in short.stderr and "max_position 32" in short.stderr

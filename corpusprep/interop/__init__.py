@@ -1,0 +1,1 @@
+"""Using corpusprep's outputs from other libraries (`hf`: Hugging Face `datasets` and `transformers`)."""

@@ -1,0 +1,92 @@
+"""Our shards as Hugging Face inputs: `datasets` loads them, this collator turns rows into model inputs.
+
+    from datasets import load_dataset
+    from corpusprep.interop.hf import PreTrainingCollator, data_files
+
+    shards = load_dataset("parquet", data_files=data_files("SHARDS_DIR"))      # {"train", "validation"}
+    collator = PreTrainingCollator.from_shards("SHARDS_DIR")                  # nsp=False: BertForMaskedLM
+    args = TrainingArguments(..., remove_unused_columns=False)               # keep masked_lm_* for us
+    Trainer(model=BertForPreTraining(config), args=args, train_dataset=shards["train"],
+            data_collator=collator).train()
+
+The shard columns follow Google's BERT (`masked_lm_positions`, `masked_lm_ids`, `next_sentence_label`);
+`BertForPreTraining` wants `labels` over every position (-100 where nothing is predicted) and
+`next_sentence_label`; `BertForMaskedLM` wants `labels` only. Needs torch (not transformers or datasets).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from corpusprep.errors import UsageError
+
+IGNORE_INDEX = -100  # transformers' cross-entropy skips labels equal to this
+
+
+def read_manifest(shards_dir: str | Path) -> dict:
+    path = Path(shards_dir) / "manifest.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{path}: not a finished `corpusprep shard` output ({e})") from None
+
+
+def data_files(shards_dir: str | Path) -> dict[str, list[str]]:
+    """{split: [shard paths]} from the manifest, for `datasets.load_dataset("parquet", data_files=...)`."""
+    directory = Path(shards_dir)
+    splits = read_manifest(directory)["splits"]
+    return {
+        split: [str(directory / s["path"]) for s in entry["shards"]]
+        for split, entry in splits.items()
+        if entry["shards"]
+    }
+
+
+@dataclass(frozen=True)
+class PreTrainingCollator:
+    """Shard rows (dicts, as `datasets` yields them) -> a padded batch of torch tensors for transformers.
+
+    input_ids, token_type_ids, attention_mask: padded to the longest row, rounded up to `pad_to_multiple_of`;
+    labels: the original token at each masked position, -100 everywhere else; next_sentence_label (0 = IsNext,
+    as transformers reads it) unless nsp=False (`BertForMaskedLM` takes no such argument).
+    """
+
+    pad_token_id: int
+    pad_to_multiple_of: int = 8
+    nsp: bool = True
+
+    @classmethod
+    def from_shards(cls, shards_dir: str | Path, **kwargs: Any) -> PreTrainingCollator:
+        """The collator for a shard directory: [PAD]'s id from its manifest."""
+        return cls(pad_token_id=int(read_manifest(shards_dir)["vocab"]["special_ids"]["[PAD]"]), **kwargs)
+
+    def __call__(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
+        multiple = max(self.pad_to_multiple_of, 1)
+        longest = max(len(r["input_ids"]) for r in rows)
+        length = -(-longest // multiple) * multiple
+        ids = np.full((len(rows), length), self.pad_token_id, dtype=np.int64)
+        types = np.zeros((len(rows), length), dtype=np.int64)
+        mask = np.zeros((len(rows), length), dtype=np.int64)
+        labels = np.full((len(rows), length), IGNORE_INDEX, dtype=np.int64)
+        for i, row in enumerate(rows):
+            n = len(row["input_ids"])
+            ids[i, :n] = row["input_ids"]
+            types[i, :n] = row["token_type_ids"]
+            mask[i, :n] = 1
+            labels[i, np.asarray(row["masked_lm_positions"], dtype=np.int64)] = row["masked_lm_ids"]
+        batch = {
+            "input_ids": torch.from_numpy(ids),
+            "token_type_ids": torch.from_numpy(types),
+            "attention_mask": torch.from_numpy(mask),
+            "labels": torch.from_numpy(labels),
+        }
+        if self.nsp:
+            batch["next_sentence_label"] = torch.tensor([int(r["next_sentence_label"]) for r in rows])
+        return batch
