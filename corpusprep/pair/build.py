@@ -42,6 +42,7 @@ from corpusprep.pair.tokens import (
     save_cache,
     select_documents,
 )
+from corpusprep.split.stage import make_splitter
 from corpusprep.tokenize import VocabInfo
 
 STATS_VERSION = 1
@@ -64,6 +65,8 @@ class PairOptions:
     seed: int = 12345
     splitter: str = "default"
     docs_per_chunk: int = 256
+    language: str = "en"  # ISO 639-1: the splitter's per-language rules
+    line_breaks: str = "auto"  # auto | sentence | paragraph: see corpusprep.split.linebreaks
 
     def __post_init__(self) -> None:
         checks = [
@@ -77,6 +80,7 @@ class PairOptions:
         for ok, message in checks:
             if not ok:
                 raise UsageError(f"build-pairs: {message}")
+        make_splitter(self.splitter, self.language, self.line_breaks)  # fails now on a bad name or mode
 
 
 def document_split(seed: int, doc_id: str, validation_fraction: float) -> str:
@@ -148,9 +152,7 @@ def tokenize_task(task: Task) -> dict[str, Any]:
             sentences = [s.strip() for s in sentences if s and not s.isspace()]
         else:
             if splitter is None:
-                from corpusprep.split import get_splitter
-
-                splitter = get_splitter(opts.splitter)
+                splitter = make_splitter(opts.splitter, opts.language, opts.line_breaks)
             sentences = splitter(text)
         documents.append(sentences)
     tokenizer = _tokenizer(str(args.tokenizer_json))

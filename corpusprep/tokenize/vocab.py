@@ -51,6 +51,8 @@ class VocabOptions:
     limit_alphabet: int = 1000
     reserved: int = 0
     cased: bool = False
+    strip_accents: bool | None = None  # None: strip when lowercasing (BERT-uncased); set False for most
+    # languages other than English, where accents tell words apart (French "où"/"ou", German "schön"/"schon")
     from_vocab: str | None = None
 
     def __post_init__(self) -> None:
@@ -73,21 +75,24 @@ def leading_tokens(reserved: int) -> list[str]:
     return ["[PAD]", *(f"[unused{i}]" for i in range(reserved)), *SPECIAL_TOKENS[1:]]
 
 
-def _bert_pipeline(vocab: dict[str, int] | None, cased: bool) -> Tokenizer:
+def _bert_pipeline(vocab: dict[str, int] | None, cased: bool, strip_accents: bool | None = None) -> Tokenizer:
     """BERT's normalizer, pre-tokenizer, WordPiece model and decoder, as `BertTokenizerFast` builds them."""
     tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=MAX_WORD_CHARS))
+    strip = not cased if strip_accents is None else strip_accents
     tokenizer.normalizer = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=True, strip_accents=not cased, lowercase=not cased
+        clean_text=True, handle_chinese_chars=True, strip_accents=strip, lowercase=not cased
     )
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece(prefix="##")
     return tokenizer
 
 
-def tokenizer_from_tokens(tokens: Sequence[str], cased: bool = False) -> Tokenizer:
+def tokenizer_from_tokens(
+    tokens: Sequence[str], cased: bool = False, strip_accents: bool | None = None
+) -> Tokenizer:
     """BERT's tokenizer over a token list (id = position), with its `[CLS] A [SEP] B [SEP]` template."""
     vocab = {token: i for i, token in enumerate(tokens)}
-    tokenizer = _bert_pipeline(vocab, cased)
+    tokenizer = _bert_pipeline(vocab, cased, strip_accents)
     # Matched in raw text before normalization, as transformers does, so "[MASK]" survives lowercasing.
     tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
     cls, sep = ("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])
@@ -99,7 +104,7 @@ def tokenizer_from_tokens(tokens: Sequence[str], cased: bool = False) -> Tokeniz
 
 def train_tokenizer(texts: Iterable[str] | Iterable[list[str]], options: VocabOptions) -> Tokenizer:
     """Train a WordPiece vocab on texts (or batches of texts); the result is laid out as `leading_tokens`."""
-    learner = _bert_pipeline(None, options.cased)
+    learner = _bert_pipeline(None, options.cased, options.strip_accents)
     trainer = hf_trainers.WordPieceTrainer(
         vocab_size=options.vocab_size - options.reserved,  # reserved slots are added after training
         min_frequency=options.min_frequency,
@@ -116,7 +121,7 @@ def train_tokenizer(texts: Iterable[str] | Iterable[list[str]], options: VocabOp
             f"--vocab-size {options.vocab_size} is too small for this corpus's alphabet "
             f"({len(tokens)} tokens needed): raise --vocab-size or lower --limit-alphabet"
         )
-    return tokenizer_from_tokens(tokens, options.cased)
+    return tokenizer_from_tokens(tokens, options.cased, options.strip_accents)
 
 
 def vocab_tokens(tokenizer: Tokenizer) -> list[str]:
@@ -282,7 +287,7 @@ def build_vocab(
         else:
             for _ in batches:  # only to draw the sample the coverage figures are measured on
                 pass
-            tokenizer = tokenizer_from_tokens(tokens, options.cased)
+            tokenizer = tokenizer_from_tokens(tokens, options.cased, options.strip_accents)
         if progress:
             progress("measuring", read_stats.documents, read_stats.bytes)
         report = {
@@ -332,9 +337,12 @@ def vocab_from_file(
     vocab_dir: str | Path,
     cased: bool = False,
     inputs: Sequence[str | Path] | None = None,
+    strip_accents: bool | None = None,
     read_options: ReadOptions | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
     """A vocab directory from an existing vocab.txt (copied byte for byte); coverage measured on `inputs`."""
-    options = VocabOptions(cased=cased, from_vocab=str(Path(vocab_txt).absolute()))
+    options = VocabOptions(
+        cased=cased, strip_accents=strip_accents, from_vocab=str(Path(vocab_txt).absolute())
+    )
     return build_vocab(inputs, vocab_dir, options, read_options, **kwargs)
