@@ -1,0 +1,137 @@
+"""What a line break inside a document means, decided before splitting (`--line-breaks`).
+
+The splitter treats "\\n" as a hard sentence boundary. That is right for text written one sentence, one
+paragraph, one list item or one verse line a line, and wrong for hard-wrapped text (Project Gutenberg books,
+e-mail, text wrapped by an editor at ~70 columns), where most line breaks fall mid-sentence.
+
+- sentence: every line break ends a sentence (text unchanged).
+- paragraph: the lines of each blank-line-separated paragraph are joined with a space, except in lists and
+  blocks of mixed indentation (tables, code), whose line breaks are kept (`unwrap_paragraph`).
+- auto: a document is taken as hard-wrapped when most of its line breaks look like a greedy wrapper's: the
+  line does not end a sentence and the next line's first word would not have fitted within the document's
+  width (the longest lines, at 30 to 200 columns). In such a document each such break is joined, unless the
+  next line starts a list item or is indented deeper, or the line is an all-capitals heading; every other
+  line break (short lines: verse, headings, a paragraph's last line) is kept. Documents that are not
+  hard-wrapped (one sentence or paragraph a line, Wikipedia, verse, lists) are left exactly as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+LINE_BREAKS = ("auto", "sentence", "paragraph")
+MIN_WIDTH, MAX_WIDTH = 30, 200  # hard-wrap widths seen in practice are 60-80 columns; verse is often shorter
+MIN_LONE_LINE = 50  # a single line break is taken as a wrap only after a line this long
+WRAPPED_SHARE = 0.5  # more than this share of a document's line breaks must look wrapped
+# `paragraph` mode keeps the lines of a paragraph holding list items: bullets, numbers, `name : type` and
+# `Key: value` fields. `auto` looks only at the line after a wrap-like break: it stops at bullets, numbers.
+LIST_ITEM = re.compile(r"^\s*([-*+•]|\d+[.)]|\w+ : |\w+:( |$))")
+_BULLET = re.compile(r"^\s*([-*+•–—]\s|\d{1,3}[.)]\s|\(?[a-zA-Z]\)\s|\([ivxlcIVXLC]+\)\s)")
+# A line that ends a sentence (terminal mark, then optional closing quotes/brackets) or introduces a list.
+_SENTENCE_END = re.compile(r"([.!?…。！？।॥؟։።][\"'”’»)\]」』]*|:)\s*$")
+
+
+def unwrap_paragraph(paragraph: list[str]) -> str:
+    """Join a prose paragraph's wrapped lines; keep line breaks in lists, tables and indented blocks."""
+    indents = {len(line) - len(line.lstrip()) for line in paragraph}
+    if len(indents) == 1 and not any(LIST_ITEM.match(line) for line in paragraph[1:]):
+        return " ".join(line.strip() for line in paragraph)
+    return "\n".join(line.rstrip() for line in paragraph)
+
+
+def join_paragraphs(text: str) -> str:
+    """`paragraph` mode: `unwrap_paragraph` on each blank-line-separated paragraph (blank lines kept)."""
+    if "\n" not in text:
+        return text
+    out: list[str] = []
+    block: list[str] = []
+    for line in text.split("\n"):
+        if line.strip():
+            block.append(line)
+            continue
+        if block:
+            out.append(unwrap_paragraph(block))
+            block = []
+        out.append(line)
+    if block:
+        out.append(unwrap_paragraph(block))
+    return "\n".join(out)
+
+
+def _first_word(line: str) -> int:
+    stripped = line.lstrip()
+    end = stripped.find(" ")
+    return len(stripped) if end < 0 else end
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def unwrap_auto(text: str) -> str:
+    """`auto` mode: join the wrapped lines of a hard-wrapped document; any other text comes back unchanged."""
+    if "\n" not in text:
+        return text
+    lines = text.split("\n")
+    lengths = [len(line.rstrip()) for line in lines]
+    # Breaks inside a paragraph: line i and line i+1 both hold text.
+    breaks = [i for i in range(len(lines) - 1) if lengths[i] and lines[i + 1].strip()]
+    if not breaks:
+        return text
+    # The longest line, ignoring the top 2% of a long document (a URL or a table row the wrapper kept).
+    width = sorted(lengths)[-1 - len(lengths) // 50]
+    if not MIN_WIDTH <= width <= MAX_WIDTH:
+        return text
+
+    def wrapped(i: int) -> bool:
+        return lengths[i] + 1 + _first_word(lines[i + 1]) > width and not _SENTENCE_END.search(lines[i])
+
+    looks_wrapped = sum(map(wrapped, breaks))
+    if looks_wrapped <= WRAPPED_SHARE * len(breaks):
+        return text
+    if len(breaks) == 1:  # weak evidence: a long line, and the sentence going on in lower case
+        first = lines[1].lstrip()[:1]
+        if lengths[0] < MIN_LONE_LINE or not first.islower():
+            return text
+    out = [lines[0]]
+    for i in range(len(lines) - 1):
+        line, following = lines[i], lines[i + 1]
+        join = (
+            lengths[i] > 0
+            and following.strip() != ""
+            and lengths[i] + 1 + _first_word(following) > width  # the next word would not have fitted
+            and not _BULLET.match(following)
+            and _indent(following) <= _indent(line)
+            and not (line.upper() == line and line.lower() != line)  # an all-capitals heading
+        )
+        if join:
+            out[-1] = out[-1].rstrip() + " " + following.strip()
+        else:
+            out.append(following)
+    return "\n".join(out)
+
+
+def line_break_rule(mode: str) -> Callable[[str], str]:
+    """The text -> text function of a `--line-breaks` mode."""
+    from corpusprep.errors import UsageError
+
+    if mode == "auto":
+        return unwrap_auto
+    if mode == "paragraph":
+        return join_paragraphs
+    if mode == "sentence":
+        return _unchanged
+    raise UsageError(f"--line-breaks {mode!r}: choose one of {', '.join(LINE_BREAKS)}")
+
+
+def _unchanged(text: str) -> str:
+    return text
+
+
+def with_line_breaks(split: Callable[[str], list[str]], mode: str) -> Callable[[str], list[str]]:
+    """A splitter that applies the `mode` line-break rule to each text first."""
+    if mode == "sentence":
+        return split
+    rule = line_break_rule(mode)
+    return lambda text: split(rule(text))
