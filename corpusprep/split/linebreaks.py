@@ -22,8 +22,11 @@ from collections.abc import Callable
 
 LINE_BREAKS = ("auto", "sentence", "paragraph")
 MIN_WIDTH, MAX_WIDTH = 30, 200  # hard-wrap widths seen in practice are 60-80 columns; verse is often shorter
+WINDOW = 12  # columns: greedy wrapping ends most lines of a paragraph within a word's length of the width
 MIN_LONE_LINE = 50  # a single line break is taken as a wrap only after a line this long
 WRAPPED_SHARE = 0.5  # more than this share of a document's line breaks must look wrapped
+CAPITALS_SHARE = 0.6  # ... and at most this share of those continue with a capital letter
+SLACK = 2  # columns: wrappers differ on whether the width counts the last character or a trailing space
 # `paragraph` mode keeps the lines of a paragraph holding list items: bullets, numbers, `name : type` and
 # `Key: value` fields. `auto` looks only at the line after a wrap-like break: it stops at bullets, numbers.
 LIST_ITEM = re.compile(r"^\s*([-*+•]|\d+[.)]|\w+ : |\w+:( |$))")
@@ -69,6 +72,22 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
+def _wrap_width(lengths: list[int]) -> int | None:
+    """The width the text looks wrapped at: the end of the WINDOW-column range holding the most line ends
+    (the smallest such end), so that a few longer lines (a URL, a list item) do not move it."""
+    counts = [0] * (MAX_WIDTH + 1)
+    for n in lengths:
+        if n <= MAX_WIDTH:
+            counts[n] += 1
+    window = sum(counts[MIN_WIDTH - WINDOW + 1 : MIN_WIDTH + 1])
+    best, width = window, MIN_WIDTH
+    for end in range(MIN_WIDTH + 1, MAX_WIDTH + 1):
+        window += counts[end] - counts[end - WINDOW]
+        if window > best:
+            best, width = window, end
+    return width if best else None
+
+
 def unwrap_auto(text: str) -> str:
     """`auto` mode: join the wrapped lines of a hard-wrapped document; any other text comes back unchanged."""
     if "\n" not in text:
@@ -79,34 +98,42 @@ def unwrap_auto(text: str) -> str:
     breaks = [i for i in range(len(lines) - 1) if lengths[i] and lines[i + 1].strip()]
     if not breaks:
         return text
-    # The longest line, ignoring the top 2% of a long document (a URL or a table row the wrapper kept).
-    width = sorted(lengths)[-1 - len(lengths) // 50]
-    if not MIN_WIDTH <= width <= MAX_WIDTH:
+    width = _wrap_width(lengths)
+    if width is None:
+        return text
+    # Hard-wrapped text has (nearly) no line longer than its width; paragraphs a line have many.
+    if sum(n > width for n in lengths) > max(1, len(lengths) // 50):
         return text
 
-    def wrapped(i: int) -> bool:
-        return lengths[i] + 1 + _first_word(lines[i + 1]) > width and not _SENTENCE_END.search(lines[i])
+    def fits(i: int) -> bool:  # the next line's first word would have fitted on line i
+        return lengths[i] + 1 + _first_word(lines[i + 1]) <= width - SLACK
 
-    looks_wrapped = sum(map(wrapped, breaks))
-    if looks_wrapped <= WRAPPED_SHARE * len(breaks):
+    looks_wrapped = [i for i in breaks if not fits(i) and not _SENTENCE_END.search(lines[i])]
+    if len(looks_wrapped) <= WRAPPED_SHARE * len(breaks):
         return text
-    if len(breaks) == 1:  # weak evidence: a long line, and the sentence going on in lower case
-        first = lines[1].lstrip()[:1]
-        if lengths[0] < MIN_LONE_LINE or not first.islower():
-            return text
+    # Verse, headlines and `Key: value` lists start (nearly) every line with a capital; wrapped prose
+    # continues its sentences mostly in lower case (German included).
+    capitals = sum(lines[i + 1].lstrip()[:1].isupper() for i in looks_wrapped)
+    if capitals > CAPITALS_SHARE * len(looks_wrapped):
+        return text
+    if len(breaks) == 1 and lengths[breaks[0]] < MIN_LONE_LINE:  # weak evidence: one break, a short line
+        return text
     out = [lines[0]]
     for i in range(len(lines) - 1):
         line, following = lines[i], lines[i + 1]
         join = (
             lengths[i] > 0
             and following.strip() != ""
-            and lengths[i] + 1 + _first_word(following) > width  # the next word would not have fitted
+            and not fits(i)
             and not _BULLET.match(following)
             and _indent(following) <= _indent(line)
             and not (line.upper() == line and line.lower() != line)  # an all-capitals heading
         )
-        if join:
-            out[-1] = out[-1].rstrip() + " " + following.strip()
+        if join:  # a wrap-like break
+            head, tail = out[-1].rstrip(), following.strip()
+            # A wrapper may break after a word's hyphen ("five-and-" / "twenty"): keep the word whole.
+            hyphen = head[-2:-1].isalpha() and head.endswith("-") and tail[:1].isalpha()
+            out[-1] = head + ("" if hyphen else " ") + tail
         else:
             out.append(following)
     return "\n".join(out)
