@@ -1,8 +1,8 @@
 """`build-pairs`: documents -> NSP sentence pairs, partition by partition, resumable, in bounded memory.
 
 Stages (each resumable: outputs are atomic, finished tasks leave a completion marker under `_work`):
-1. read: one streaming pass over the input writes documents in chunks of `docs_per_chunk` to `_work/docs`
-   and counts them, which fixes the number of partitions per split.
+1. read: one streaming pass over the input writes documents in chunks of `docs_per_chunk` (or CHUNK_CHARS of
+   text) to `_work/docs` and counts them, which fixes the number of partitions per split.
 2. tokenize, one task per chunk: split, tokenize once, assign each document to its split (`unit_interval`) and
    partition (`stable_hash`), and write one token cache per (split, partition) touched by the chunk.
 3. pairs, one task per (split, partition, dupe pass): load the partition's caches and write
@@ -50,6 +50,10 @@ WORK = "_work"
 OUTPUTS = {*SPLITS, WORK, "stats.json", LOCK_NAME}
 NO_SENTENCES = "no_sentences"
 NO_PARTNER = "no_partner_document"
+# A chunk (one tokenize task) ends after docs_per_chunk documents or this much text, whichever comes first:
+# what a task holds is bounded by bytes (256 book-length documents would be gigabytes). Chunking never
+# changes the output: partitions take their documents in input order whatever the chunks.
+CHUNK_CHARS = 32 * 2**20
 
 
 @dataclass(frozen=True)
@@ -386,11 +390,14 @@ def _read_stage(inputs, read_options, options: PairOptions, work: Path, bar: _Pr
         chunks += 1
         chunk.clear()
 
+    size = 0
     for doc in iter_documents(list(inputs), read_options, read_stats):
         counts[document_split(options.seed, doc.id, options.validation_fraction)] += 1
         chunk.append(doc)
-        if len(chunk) == options.docs_per_chunk:
+        size += len(doc.text) if doc.sentences is None else sum(map(len, doc.sentences))
+        if len(chunk) == options.docs_per_chunk or size >= CHUNK_CHARS:
             flush()
+            size = 0
     if chunk:
         flush()
     bar.finish("read")
