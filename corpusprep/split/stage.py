@@ -55,10 +55,8 @@ def make_splitter(
         raise UsageError(f"--line-breaks {line_breaks!r}: choose one of {', '.join(LINE_BREAKS)}")
     if "language" in inspect.signature(get_splitter).parameters:
         split = get_splitter(name, language=language)
-    elif language == "en":
+    else:  # a splitter registry without per-language rules: its language-independent splitter
         split = get_splitter(name)
-    else:  # a splitter registry that predates languages
-        raise UsageError(f"--language {language!r}: this splitter registry knows only English")
     return with_line_breaks(split, "sentence" if name == "lines" else line_breaks)
 
 
