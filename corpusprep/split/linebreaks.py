@@ -23,8 +23,8 @@ from collections.abc import Callable
 LINE_BREAKS = ("auto", "sentence", "paragraph")
 MIN_WIDTH, MAX_WIDTH = 30, 200  # hard-wrap widths seen in practice are 60-80 columns; verse is often shorter
 WINDOW = 12  # columns: greedy wrapping ends most lines of a paragraph within a word's length of the width
-MIN_LONE_LINE = 50  # a single line break is taken as a wrap only after a line this long
-WRAPPED_SHARE = 0.5  # more than this share of a document's line breaks must look wrapped
+MIN_LONE_LINE = 50  # a single wrap-like break is taken as one only after a line this long
+WRAPPED_SHARE = 0.5  # more than this share of the line breaks inside sentences must look wrapped
 CAPITALS_SHARE = 0.6  # ... and at most this share of those continue with a capital letter
 SLACK = 2  # columns: wrappers differ on whether the width counts the last character or a trailing space
 # `paragraph` mode keeps the lines of a paragraph holding list items: bullets, numbers, `name : type` and
@@ -73,19 +73,20 @@ def _indent(line: str) -> int:
 
 
 def _wrap_width(lengths: list[int]) -> int | None:
-    """The width the text looks wrapped at: the end of the WINDOW-column range holding the most line ends
-    (the smallest such end), so that a few longer lines (a URL, a list item) do not move it."""
+    """The width the text looks wrapped at: the longest line in the WINDOW-column band holding the most line
+    ends (the highest such band), so that a few longer lines (a URL, a list item) do not move it."""
     counts = [0] * (MAX_WIDTH + 1)
     for n in lengths:
         if n <= MAX_WIDTH:
             counts[n] += 1
-    window = sum(counts[MIN_WIDTH - WINDOW + 1 : MIN_WIDTH + 1])
-    best, width = window, MIN_WIDTH
-    for end in range(MIN_WIDTH + 1, MAX_WIDTH + 1):
-        window += counts[end] - counts[end - WINDOW]
+    best, top = 0, 0
+    window = sum(counts[MAX_WIDTH - WINDOW + 1 :])
+    for end in range(MAX_WIDTH, MIN_WIDTH - 1, -1):
         if window > best:
-            best, width = window, end
-    return width if best else None
+            best, top = window, end
+        window += counts[end - WINDOW] - counts[end]
+    width = next((n for n in range(top, top - WINDOW, -1) if counts[n]), 0)
+    return width if width >= MIN_WIDTH else None
 
 
 def unwrap_auto(text: str) -> str:
@@ -108,21 +109,24 @@ def unwrap_auto(text: str) -> str:
     def fits(i: int) -> bool:  # the next line's first word would have fitted on line i
         return lengths[i] + 1 + _first_word(lines[i + 1]) <= width - SLACK
 
-    looks_wrapped = [i for i in breaks if not fits(i) and not _SENTENCE_END.search(lines[i])]
-    if len(looks_wrapped) <= WRAPPED_SHARE * len(breaks):
+    # Breaks inside a sentence: in wrapped text most of them sit where the next word would not have fitted.
+    inside = [i for i in breaks if not _SENTENCE_END.search(lines[i])]
+    looks_wrapped = [i for i in inside if not fits(i)]
+    if len(looks_wrapped) <= WRAPPED_SHARE * len(inside):
         return text
     # Verse, headlines and `Key: value` lists start (nearly) every line with a capital; wrapped prose
     # continues its sentences mostly in lower case (German included).
     capitals = sum(lines[i + 1].lstrip()[:1].isupper() for i in looks_wrapped)
     if capitals > CAPITALS_SHARE * len(looks_wrapped):
         return text
-    if len(breaks) == 1 and lengths[breaks[0]] < MIN_LONE_LINE:  # weak evidence: one break, a short line
+    # One wrap-like break is weak evidence: only after a long line, in a document without longer lines.
+    if len(looks_wrapped) == 1 and (lengths[looks_wrapped[0]] < MIN_LONE_LINE or max(lengths) > width):
         return text
     out = [lines[0]]
     for i in range(len(lines) - 1):
         line, following = lines[i], lines[i + 1]
         join = (
-            lengths[i] > 0
+            0 < lengths[i] <= width  # a longer line is not the wrapper's
             and following.strip() != ""
             and not fits(i)
             and not _BULLET.match(following)
