@@ -7,12 +7,14 @@ e-mail, text wrapped by an editor at ~70 columns), where most line breaks fall m
 - sentence: every line break ends a sentence (text unchanged).
 - paragraph: the lines of each blank-line-separated paragraph are joined with a space, except in lists and
   blocks of mixed indentation (tables, code), whose line breaks are kept (`unwrap_paragraph`).
-- auto: a document is taken as hard-wrapped when most of its line breaks look like a greedy wrapper's: the
-  line does not end a sentence and the next line's first word would not have fitted within the document's
-  width (the longest lines, at 30 to 200 columns). In such a document each such break is joined, unless the
-  next line starts a list item or is indented deeper, or the line is an all-capitals heading; every other
-  line break (short lines: verse, headings, a paragraph's last line) is kept. Documents that are not
-  hard-wrapped (one sentence or paragraph a line, Wikipedia, verse, lists) are left exactly as they are.
+- auto: a document is taken as hard-wrapped when (1) more than half of its line breaks inside a sentence look
+  like a greedy wrapper's (the next line's first word would not have fitted within the document's width,
+  `_wrap_width`), (2) most of those continue in lower case (verse, headlines and field lists start every line
+  with a capital) and (3) almost no line is longer than the width (one paragraph a line has many). In such a
+  document each wrap-like break is joined, unless the next line starts a list item or is indented deeper, or
+  the line is an all-capitals heading; every other line break (short lines: verse, headings, a paragraph's
+  last line) is kept. Documents that are not hard-wrapped (one sentence or paragraph a line, Wikipedia,
+  verse, lists) come back exactly as they were.
 """
 
 from __future__ import annotations
