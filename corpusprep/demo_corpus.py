@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine.files import atomic_path
+from corpusprep.split.linebreaks import unwrap_paragraph
 
 # 4 MB of text is about 1M word pieces: a 2-layer BERT sees it several times in a few minutes of CPU
 # training (enough to learn frequent words and syntax), while the whole demo pipeline stays at seconds.
@@ -49,15 +50,6 @@ _DIRECTIVE = re.compile(r"^\s*\.\. ")
 _FIELD = re.compile(r"^(\s*):(\w+)(?: [^:`]*?)?(?: (\w+))?:(?=\s|$)")
 _ROLE = re.compile(r":[\w:.-]+:`~?([^`<]*?)(?:\s*<[^`>]*>)?`")  # :func:`~os.path.join` -> os.path.join
 _LITERAL = re.compile(r"``(.+?)``|`([^`\n]+)`_{0,2}")
-_LIST_ITEM = re.compile(r"^\s*([-*+•]|\d+[.)]|\w+ : |\w+:( |$))")  # bullets, numbers, fields
-
-
-def _unwrap(paragraph: list[str]) -> str:
-    """Join a prose paragraph's wrapped lines; keep line breaks in lists, tables and indented blocks."""
-    indents = {len(line) - len(line.lstrip()) for line in paragraph}
-    if len(indents) == 1 and not any(_LIST_ITEM.match(line) for line in paragraph[1:]):
-        return " ".join(line.strip() for line in paragraph)
-    return "\n".join(line.rstrip() for line in paragraph)
 
 
 def clean_docstring(doc: str) -> str:
@@ -101,7 +93,7 @@ def clean_docstring(doc: str) -> str:
         elif paragraphs[-1]:
             paragraphs.append([])
     # One paragraph a line: the read stage's convention ("\n" is a hard sentence boundary).
-    return "\n".join(_unwrap(p) for p in paragraphs if p).strip()
+    return "\n".join(unwrap_paragraph(p) for p in paragraphs if p).strip()
 
 
 @dataclass

@@ -59,6 +59,20 @@ RayAddress = Annotated[
     typer.Option(help="Ray cluster to join with --engine ray ('auto': this node's); none: a local one."),
 ]
 Progress = Annotated[bool, typer.Option(help="Show progress bars on stderr.")]
+Language = Annotated[
+    str,
+    typer.Option(help="Language of the text, as an ISO 639-1 code (en, de, fr, zh, ja, hi, ...): selects the "
+                 "splitter's abbreviations, ordinals and dates for it."),
+]
+LineBreaks = Annotated[
+    str,
+    typer.Option(
+        help="What a line break inside a document means. auto: join the lines of hard-wrapped paragraphs "
+        "(Project Gutenberg style), keep every other line break (one sentence or paragraph a line, lists, "
+        "verse, headings); sentence: every line break ends a sentence; paragraph: join the lines of each "
+        "blank-line-separated paragraph (lists and indented blocks kept).",
+    ),
+]
 
 
 def read_options(

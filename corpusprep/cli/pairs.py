@@ -12,6 +12,8 @@ from corpusprep.cli.options import (
     Engine,
     Format,
     Inputs,
+    Language,
+    LineBreaks,
     OnError,
     OneSentencePerLine,
     Overwrite,
@@ -43,6 +45,8 @@ def build_pairs_command(
     splitter: Annotated[
         str, typer.Option(help="Sentence splitter for text that is not pre-split.")
     ] = "default",
+    language: Language = "en",
+    line_breaks: LineBreaks = "auto",
     seed: Seed = 12345,
     workers: Workers = 0,
     engine: Engine = "local",
@@ -66,6 +70,8 @@ def build_pairs_command(
         validation_fraction=validation_fraction,
         seed=seed,
         splitter=splitter,
+        language=language,
+        line_breaks=line_breaks.lower(),
     )
     stats = build_pairs(
         inputs,

@@ -56,6 +56,8 @@ def sentences(
             show_default=False,
         ),
     ] = None,
+    language: opt.Language = "en",
+    line_breaks: opt.LineBreaks = "auto",
     input_format: opt.Format = "auto",
     one_sentence_per_line: opt.OneSentencePerLine = False,
     text_field: opt.TextField = "text",
@@ -66,14 +68,15 @@ def sentences(
 ) -> None:
     """Split the input documents into sentences and write them to OUTPUT (atomically).
 
-    "\\n" inside a document separates paragraphs and always ends a sentence. Documents without any sentence
-    are skipped and counted; the summary shows documents read, used and skipped by reason.
+    A line break inside a document ends a sentence unless --line-breaks joins it (auto: the lines of
+    hard-wrapped paragraphs). Documents without any sentence are skipped and counted; the summary shows
+    documents read, used and skipped by reason.
     """
     from corpusprep.read import ReadStats, iter_documents
-    from corpusprep.split import get_splitter
     from corpusprep.split.stage import (
         OUTPUT_FORMATS,
         SentenceStats,
+        make_splitter,
         split_documents,
         write_parquet,
         write_text,
@@ -87,7 +90,7 @@ def sentences(
     if output.exists() and not overwrite:
         raise UsageError(f"{output}: already exists; pass --overwrite to replace it")
     read_options = opt.read_options(input_format, one_sentence_per_line, text_field, on_error)
-    split = get_splitter(splitter)
+    split = make_splitter(splitter, language, line_breaks.lower())
     read_stats, split_stats = ReadStats(), SentenceStats()
     documents = iter_documents(inputs, read_options, read_stats)  # resolves inputs now: bad paths fail early
 
@@ -114,7 +117,8 @@ def sentences(
         (write_parquet if fmt == "parquet" else write_text)(output, tracked())
     seconds = time.perf_counter() - start
 
-    report = {"output": str(output), "format": fmt, "splitter": splitter, "seconds": round(seconds, 3),
+    report = {"output": str(output), "format": fmt, "splitter": splitter, "language": language,
+              "line_breaks": line_breaks.lower(), "seconds": round(seconds, 3),
               "read": read_stats.to_dict(), "split": split_stats.to_dict()}
     if stats_path:
         from corpusprep.engine.files import write_json

@@ -23,7 +23,11 @@ def shard(
     masked_lm_prob: Annotated[float, typer.Option(help="Share of tokens to predict.")] = 0.15,
     max_predictions_per_seq: Annotated[int, typer.Option(help="Cap on predictions per example.")] = 20,
     whole_word_mask: Annotated[
-        bool, typer.Option(help="Mask all ## pieces of a word together, one 80/10/10 choice per word.")
+        bool,
+        typer.Option(
+            help="Mask all ## pieces of a word together, one 80/10/10 choice per word. On pairs built with "
+            "--language zh, the characters of a Chinese word (segmented with jieba: pip install jieba).",
+        ),
     ] = False,
     dupe_masks: Annotated[int, typer.Option(help="Different maskings of each training pair.")] = 1,
     num_shards: Annotated[

@@ -48,8 +48,17 @@ def vocab(
         typer.Option(help="Extra \\[unused0..N-1] tokens after \\[PAD], free for later use (Google: 99)."),
     ] = 0,
     cased: Annotated[
-        bool, typer.Option("--cased", help="Keep case and accents (default: lowercase and strip accents).")
+        bool, typer.Option("--cased", help="Keep case (default: lowercase). Accents: see --strip-accents.")
     ] = False,
+    strip_accents: Annotated[
+        bool | None,
+        typer.Option(
+            "--strip-accents/--keep-accents",
+            help="Remove accents (é -> e) before tokenizing. Default: strip when lowercasing (BERT-uncased, "
+            "fine for English), keep with --cased. Most other languages should pass --keep-accents.",
+            show_default=False,
+        ),
+    ] = None,
     from_vocab: Annotated[
         Path | None,
         typer.Option(
@@ -73,6 +82,7 @@ def vocab(
         limit_alphabet=limit_alphabet,
         reserved=reserved,
         cased=cased,
+        strip_accents=strip_accents,
         from_vocab=str(from_vocab.absolute()) if from_vocab else None,
     )
     read = opt.read_options(input_format, one_sentence_per_line, text_field, on_error)

@@ -5,7 +5,8 @@ counts the specials, as in Google's create_pretraining_data.py) are chosen among
 [CLS]/[SEP]/[PAD]; 80% become [MASK], 10% a random non-special token, 10% stay. Words are visited in random
 order and taken while they fit the budget (a word that would overshoot is skipped, as in the reference).
 Without whole-word masking every token is its own word. With it, a word's `##` pieces are chosen together and
-the 80/10/10 choice is made once per word (the reference decides per piece: google-research/bert#910).
+the 80/10/10 choice is made once per word (the reference decides per piece: google-research/bert#910); with a
+word segmenter (Chinese), the characters of a word are grouped the same way (see corpusprep.mask.words).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from corpusprep.mask.examples import Examples, pad_rows, unpad_rows
+from corpusprep.mask.words import chinese_continuations, cjk_characters, load_segmenter
 from corpusprep.tokenize import VocabInfo
 
 MASK, RANDOM, KEEP = 0, 1, 2
@@ -32,16 +34,22 @@ class MaskVocab:
     candidate: np.ndarray  # bool[size]: may be chosen for prediction
     continuation: np.ndarray  # bool[size]: `##` piece
     random_ids: np.ndarray  # ids a random replacement is drawn from (non-special)
+    segmenter: str | None = None  # groups CJK characters into words for whole-word masking: "jieba"
+    cjk_chars: np.ndarray | None = None  # <U1[size]: the character of single-CJK-character tokens, else ""
 
     @classmethod
-    def from_vocab(cls, vocab: VocabInfo) -> MaskVocab:
+    def from_vocab(cls, vocab: VocabInfo, segmenter: str | None = None) -> MaskVocab:
+        """`segmenter`: a word segmenter for CJK text (checked installed now, a UsageError if not)."""
         # [UNK] is a real word position (Google masks it too); the other specials and [unusedN] never occur
         # inside a segment, or must not be predicted if they do.
         candidate = ~vocab.is_special
         candidate[vocab.unk_id] = True
+        if segmenter is not None:
+            load_segmenter(segmenter)
         return cls(
             vocab.cls_id, vocab.sep_id, vocab.pad_id, vocab.mask_id, candidate, vocab.is_continuation,
-            vocab.random_token_ids,
+            vocab.random_token_ids, segmenter,
+            None if segmenter is None else cjk_characters(vocab.token_array),
         )
 
     @property
@@ -126,7 +134,10 @@ def mask_examples(
     candidate = vocab.candidate[ids]  # the padding is [PAD]: never a candidate
     start = candidate.copy()  # each word's first token
     if whole_word_mask:  # a `##` piece right after a candidate continues that word
-        start[:, 1:] &= ~(vocab.continuation[ids[:, 1:]] & candidate[:, :-1])
+        continues = vocab.continuation[ids]
+        if vocab.segmenter is not None:  # ... and so does a CJK character inside a segmented word
+            continues |= chinese_continuations(ids, vocab.cjk_chars, load_segmenter(vocab.segmenter))
+        start[:, 1:] &= ~(continues[:, 1:] & candidate[:, :-1])
     keys, column = _word_order(start, rng)
 
     # Take words in that order while they fit the budget (a word that would overshoot is skipped): one step

@@ -1,8 +1,8 @@
 """`build-pairs`: documents -> NSP sentence pairs, partition by partition, resumable, in bounded memory.
 
 Stages (each resumable: outputs are atomic, finished tasks leave a completion marker under `.work`):
-1. read: one streaming pass over the input writes documents in chunks of `docs_per_chunk` to `.work/docs`
-   and counts them, which fixes the number of partitions per split.
+1. read: one streaming pass over the input writes documents in chunks of `docs_per_chunk` (or CHUNK_CHARS of
+   text) to `.work/docs` and counts them, which fixes the number of partitions per split.
 2. tokenize, one task per chunk: split, tokenize once, assign each document to its split (`unit_interval`) and
    partition (`stable_hash`), and write one token cache per (split, partition) touched by the chunk.
 3. pairs, one task per (split, partition, dupe pass): load the partition's caches and write
@@ -41,12 +41,17 @@ from corpusprep.pair.tokens import (
     save_cache,
     select_documents,
 )
+from corpusprep.split.stage import make_splitter
 from corpusprep.tokenize import VocabInfo
 
 STATS_VERSION = 1
 OWNS = ("stats.json", "train/part-*.parquet", "validation/part-*.parquet")  # what --overwrite may remove
 NO_SENTENCES = "no_sentences"
 NO_PARTNER = "no_partner_document"
+# A chunk (one tokenize task) ends after docs_per_chunk documents or this much text, whichever comes first:
+# what a task holds is bounded by bytes (256 book-length documents would be gigabytes). Chunking never
+# changes the output: partitions take their documents in input order whatever the chunks.
+CHUNK_CHARS = 32 * 2**20
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class PairOptions:
     seed: int = 12345
     splitter: str = "default"
     docs_per_chunk: int = 256
+    language: str = "en"  # ISO 639-1: the splitter's per-language rules
+    line_breaks: str = "auto"  # auto | sentence | paragraph: see corpusprep.split.linebreaks
 
     def __post_init__(self) -> None:
         checks = [
@@ -75,6 +82,7 @@ class PairOptions:
         for ok, message in checks:
             if not ok:
                 raise UsageError(f"build-pairs: {message}")
+        make_splitter(self.splitter, self.language, self.line_breaks)  # fails now on a bad name or mode
 
 
 def document_split(seed: int, doc_id: str, validation_fraction: float) -> str:
@@ -146,9 +154,7 @@ def tokenize_task(task: Task) -> dict[str, Any]:
             sentences = [s.strip() for s in sentences if s and not s.isspace()]
         else:
             if splitter is None:
-                from corpusprep.split import get_splitter
-
-                splitter = get_splitter(opts.splitter)
+                splitter = make_splitter(opts.splitter, opts.language, opts.line_breaks)
             sentences = splitter(text)
         documents.append(sentences)
     tokenizer = _tokenizer(str(args.tokenizer_json))
@@ -370,11 +376,14 @@ def read_stage(task: Task, bar: _Progress) -> dict[str, Any]:
         tick(None, {"documents": len(chunk)}, False)
         chunk.clear()
 
+    size = 0
     for doc in iter_documents(list(args.inputs), args.read_options, read_stats):
         counts[document_split(options.seed, doc.id, options.validation_fraction)] += 1
         chunk.append(doc)
-        if len(chunk) == options.docs_per_chunk:
+        size += len(doc.text) if doc.sentences is None else sum(map(len, doc.sentences))
+        if len(chunk) == options.docs_per_chunk or size >= CHUNK_CHARS:
             flush()
+            size = 0
     if chunk:
         flush()
     bar.finish("read")

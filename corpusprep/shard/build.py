@@ -129,6 +129,12 @@ def mask_file(task: Task) -> dict[str, Any]:
     return {"examples": done, "groups": per_shard, **actions}
 
 
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
+
+
 def token_dtype(vocab: MaskVocab) -> np.dtype:
     return np.dtype(np.uint16) if len(vocab.candidate) <= 2**16 else np.dtype(np.uint32)
 
@@ -263,6 +269,9 @@ def build_shards(
     if pairs_vocab not in (None, vocab.sha256):
         raise UsageError(f"{vocab_dir}: not the vocab {pairs_dir} was tokenized with (sha256 differs)")
     max_seq_length = resolve_max_seq_length(options, pairs_stats)
+    # Chinese whole words need a segmenter (BERT tokenizes CJK character by character): fail now if missing.
+    chinese_words = options.whole_word_mask and pairs_stats.get("options", {}).get("language") == "zh"
+    mask_vocab = MaskVocab.from_vocab(vocab, "jieba" if chinese_words else None)
     identity = {
         "schema_version": SCHEMA_VERSION,
         "spill_format": SPILL_FORMAT,
@@ -270,6 +279,7 @@ def build_shards(
         "max_seq_length": max_seq_length,
         "vocab_sha256": vocab.sha256,
         "pairs": artifact.content_digest(pairs_dir),
+        **({"word_segmenter": f"jieba {_version('jieba')}"} if chinese_words else {}),
     }
     files_record = {s: [[p.name, p.stat().st_size, n] for p, n in files] for s, files in inputs.items()}
 
@@ -284,7 +294,6 @@ def build_shards(
             return read_json(out_dir / MANIFEST)
         work = out_dir / WORK
         fingerprint = art.fingerprint
-        mask_vocab = MaskVocab.from_vocab(vocab)
         dupes = {split: options.dupe_masks if split == "train" else 1 for split in inputs}
         examples = {s: [n * dupes[s] for _, n in files] for s, files in inputs.items()}
         num_shards = shard_counts({s: sum(n) for s, n in examples.items()}, options)

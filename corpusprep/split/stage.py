@@ -17,7 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from corpusprep.engine.files import atomic_path
+from corpusprep.errors import UsageError
 from corpusprep.read import Document
+from corpusprep.split.linebreaks import LINE_BREAKS, with_line_breaks
 
 OUTPUT_FORMATS = ("text", "parquet")
 SENTENCES_SCHEMA = pa.schema(
@@ -28,6 +30,34 @@ SENTENCES_SCHEMA = pa.schema(
     ]
 )
 ROW_GROUP = 64 * 1024  # sentences per Parquet row group: bounded memory, still large enough to scan fast
+
+
+def check_language(code: str) -> str:
+    """An ISO 639-1 code as given (two lowercase letters), or a UsageError."""
+    if not (len(code) == 2 and code.isascii() and code.isalpha() and code.islower()):
+        raise UsageError(f"--language {code!r}: expected an ISO 639-1 code such as en, de, zh")
+    return code
+
+
+def make_splitter(
+    name: str = "default", language: str = "en", line_breaks: str = "auto"
+) -> Callable[[str], list[str]]:
+    """The splitter `name` for `language` (ISO 639-1), behind the `line_breaks` rule (see split.linebreaks).
+
+    The `lines` splitter takes every line as a sentence, so no line is ever joined for it.
+    """
+    import inspect
+
+    from corpusprep.split import get_splitter
+
+    check_language(language)
+    if line_breaks not in LINE_BREAKS:
+        raise UsageError(f"--line-breaks {line_breaks!r}: choose one of {', '.join(LINE_BREAKS)}")
+    if "language" in inspect.signature(get_splitter).parameters:
+        split = get_splitter(name, language=language)
+    else:  # a splitter registry without per-language rules: its language-independent splitter
+        split = get_splitter(name)
+    return with_line_breaks(split, "sentence" if name == "lines" else line_breaks)
 
 
 @dataclass

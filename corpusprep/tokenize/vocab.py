@@ -72,6 +72,8 @@ class VocabOptions:
     limit_alphabet: int = 1000
     reserved: int = 0
     cased: bool = False
+    strip_accents: bool | None = None  # None: strip when lowercasing (BERT-uncased); set False for most
+    # languages other than English, where accents tell words apart (French "où"/"ou", German "schön"/"schon")
     from_vocab: str | None = None
 
     def __post_init__(self) -> None:
@@ -94,21 +96,24 @@ def leading_tokens(reserved: int) -> list[str]:
     return ["[PAD]", *(f"[unused{i}]" for i in range(reserved)), *SPECIAL_TOKENS[1:]]
 
 
-def _bert_pipeline(vocab: dict[str, int] | None, cased: bool) -> Tokenizer:
+def _bert_pipeline(vocab: dict[str, int] | None, cased: bool, strip_accents: bool | None = None) -> Tokenizer:
     """BERT's normalizer, pre-tokenizer, WordPiece model and decoder, as `BertTokenizerFast` builds them."""
     tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=MAX_WORD_CHARS))
+    strip = not cased if strip_accents is None else strip_accents
     tokenizer.normalizer = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=True, strip_accents=not cased, lowercase=not cased
+        clean_text=True, handle_chinese_chars=True, strip_accents=strip, lowercase=not cased
     )
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece(prefix="##")
     return tokenizer
 
 
-def tokenizer_from_tokens(tokens: Sequence[str], cased: bool = False) -> Tokenizer:
+def tokenizer_from_tokens(
+    tokens: Sequence[str], cased: bool = False, strip_accents: bool | None = None
+) -> Tokenizer:
     """BERT's tokenizer over a token list (id = position), with its `[CLS] A [SEP] B [SEP]` template."""
     vocab = {token: i for i, token in enumerate(tokens)}
-    tokenizer = _bert_pipeline(vocab, cased)
+    tokenizer = _bert_pipeline(vocab, cased, strip_accents)
     # Matched in raw text before normalization, as transformers does, so "[MASK]" survives lowercasing.
     tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
     cls, sep = ("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])
@@ -127,6 +132,7 @@ class Alphabet:
     """
 
     cased: bool
+    strip_accents: bool | None = None
     counts: Counter[str] = field(default_factory=Counter)
     inner: set[str] = field(default_factory=set)
     # BERT's normalizer works character by character, so it is applied once per distinct character, as a
@@ -138,7 +144,7 @@ class Alphabet:
         text = "\n".join(texts)
         raw = Counter(text)
         if new := raw.keys() - self._normalized.keys():
-            normalizer = _bert_pipeline(None, self.cased).normalizer
+            normalizer = _bert_pipeline(None, self.cased, self.strip_accents).normalizer
             for c in new:
                 normalized = self._normalized[c] = normalizer.normalize_str(c)
                 breaks = (" " if x.isspace() or _is_punctuation(x) else x for x in normalized)
@@ -161,9 +167,11 @@ def _is_punctuation(c: str) -> bool:
     return (c.isascii() and not c.isalnum() and c.isprintable()) or unicodedata.category(c).startswith("P")
 
 
-def count_alphabet(texts: Iterable[str] | Iterable[list[str]], cased: bool) -> Alphabet:
+def count_alphabet(
+    texts: Iterable[str] | Iterable[list[str]], cased: bool, strip_accents: bool | None = None
+) -> Alphabet:
     """The Alphabet of texts (or batches of texts), as `train_tokenizer` needs it."""
-    alphabet = Alphabet(cased)
+    alphabet = Alphabet(cased, strip_accents)
     for batch in texts:
         alphabet.update([batch] if isinstance(batch, str) else batch)
     return alphabet
@@ -181,10 +189,10 @@ def train_tokenizer(
     """
     if alphabet is None:
         texts = list(texts)
-        alphabet = count_alphabet(texts, options.cased)
+        alphabet = count_alphabet(texts, options.cased, options.strip_accents)
     chars = alphabet.kept(options.limit_alphabet)
     continuing = [f"##{c}" for c in chars if c in alphabet.inner]
-    learner = _bert_pipeline(None, options.cased)
+    learner = _bert_pipeline(None, options.cased, options.strip_accents)
     trainer = hf_trainers.WordPieceTrainer(
         vocab_size=options.vocab_size - options.reserved,  # reserved slots are added after training
         min_frequency=options.min_frequency,
@@ -208,16 +216,18 @@ def train_tokenizer(
             f"--vocab-size {options.vocab_size} is too small for this corpus's alphabet "
             f"({len(tokens)} tokens needed): raise --vocab-size or lower --limit-alphabet"
         )
-    return tokenizer_from_tokens(tokens, options.cased)
+    return tokenizer_from_tokens(tokens, options.cased, options.strip_accents)
 
 
-def hf_tokenizer_files(cased: bool, model_max_length: int | None = None) -> dict[str, str]:
+def hf_tokenizer_files(
+    cased: bool, model_max_length: int | None = None, strip_accents: bool | None = None
+) -> dict[str, str]:
     """tokenizer_config.json and special_tokens_map.json: beside vocab.txt and tokenizer.json they make
     `AutoTokenizer.from_pretrained(dir)` a BERT tokenizer with our casing (used by `trainer.export` too)."""
     config = {
         "tokenizer_class": "BertTokenizer",
         "do_lower_case": not cased,
-        "strip_accents": None,  # None: follow do_lower_case, as our normalizer does
+        "strip_accents": strip_accents,  # None: follow do_lower_case, as our normalizer does
         "tokenize_chinese_chars": True,
         "clean_up_tokenization_spaces": True,
         **HF_SPECIAL_TOKENS,
@@ -327,7 +337,7 @@ def _batches(
 
 
 def _alphabet_pass(
-    inputs: Sequence[str | Path], read_options: ReadOptions, cased: bool, progress: Progress | None
+    inputs: Sequence[str | Path], read_options: ReadOptions, options: VocabOptions, progress: Progress | None
 ) -> Alphabet:
     """A first pass over the inputs for `train_tokenizer`'s alphabet. Read problems are counted and reported
     by the training pass that follows, so this one stays quiet."""
@@ -336,7 +346,7 @@ def _alphabet_pass(
     try:
         stats = ReadStats()
         documents = iter_documents(inputs, read_options, stats)
-        alphabet = Alphabet(cased)
+        alphabet = Alphabet(options.cased, options.strip_accents)
         for batch in _batches(documents, stats, {"characters": 0}, _Sample(), None):
             alphabet.update(batch)
             if progress:
@@ -393,7 +403,7 @@ def build_vocab(
         batches = _batches(documents, read_stats, counts, sample, progress)
         train_seconds = None
         if options.from_vocab is None:
-            alphabet = _alphabet_pass(inputs, read_options, options.cased, progress)
+            alphabet = _alphabet_pass(inputs, read_options, options, progress)
             tokenizer = train_tokenizer(batches, options, alphabet)
             train_seconds = time.perf_counter() - started
             tokens = vocab_tokens(tokenizer)
@@ -401,7 +411,7 @@ def build_vocab(
         else:
             for _ in batches:  # only to draw the sample the coverage figures are measured on
                 pass
-            tokenizer = tokenizer_from_tokens(tokens, options.cased)
+            tokenizer = tokenizer_from_tokens(tokens, options.cased, options.strip_accents)
         if progress:
             progress("measuring", read_stats.documents, read_stats.bytes)
         report = {
@@ -424,7 +434,7 @@ def build_vocab(
             tmp.write_bytes(vocab_data)
         with atomic_path(vocab_dir / "tokenizer.json") as tmp:
             tokenizer.save(str(tmp))
-        for name, text in hf_tokenizer_files(options.cased).items():
+        for name, text in hf_tokenizer_files(options.cased, strip_accents=options.strip_accents).items():
             with atomic_path(vocab_dir / name) as tmp:
                 tmp.write_text(text, encoding="utf-8")
         info = VocabInfo.load(vocab_dir)
@@ -455,9 +465,12 @@ def vocab_from_file(
     vocab_dir: str | Path,
     cased: bool = False,
     inputs: Sequence[str | Path] | None = None,
+    strip_accents: bool | None = None,
     read_options: ReadOptions | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
     """A vocab directory from an existing vocab.txt (copied byte for byte); coverage measured on `inputs`."""
-    options = VocabOptions(cased=cased, from_vocab=str(Path(vocab_txt).absolute()))
+    options = VocabOptions(
+        cased=cased, strip_accents=strip_accents, from_vocab=str(Path(vocab_txt).absolute())
+    )
     return build_vocab(inputs, vocab_dir, options, read_options, **kwargs)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
+from corpusprep.pair import tokens
 from corpusprep.pair.tokens import (
     concat_partitions,
     encode_documents,
@@ -50,6 +51,21 @@ def test_document_encoding_cut_at_sep_equals_sentence_encoding(tokenizer):
         ]
         assert got == expected, d
     assert stats["tokens"] == len(part.tokens)
+
+
+def test_long_documents_are_encoded_in_pieces_with_the_same_result(tokenizer, monkeypatch):
+    docs = synthetic_documents(12, seed=2)
+    docs[4] = docs[4] * 40  # a long document: many pieces once PIECE_CHARS is small
+    docs[6] = ["w1 [SEP] w2", *docs[6]]  # the fallback, inside one piece of a split document
+    args = dict(sep_id=3, max_tokens=8, dtype=np.dtype(np.uint16))
+    whole, whole_stats = encode_documents(tokenizer, docs, [f"d{i}" for i in range(12)], **args)
+    monkeypatch.setattr(tokens, "PIECE_CHARS", 50)
+    monkeypatch.setattr(tokens, "BATCH_CHARS", 200)
+    assert len(list(tokens._pieces(docs, 7))) > 3 * len(docs)
+    pieces, pieces_stats = encode_documents(tokenizer, docs, [f"d{i}" for i in range(12)], **args)
+    assert pieces_stats == whole_stats and whole_stats["sentences_truncated"] > 0
+    for field in ("tokens", "sent_offsets", "sent_index", "doc_offsets"):
+        assert np.array_equal(getattr(pieces, field), getattr(whole, field)), field
 
 
 def test_select_concat_and_cache_round_trip(tokenizer, tmp_path):
