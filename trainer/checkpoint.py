@@ -16,7 +16,7 @@ import json
 import os
 import re
 import shutil
-from dataclasses import asdict, replace
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,9 @@ import torch
 
 from corpusprep.engine import faults
 from corpusprep.engine.files import atomic_dir, remove_stale_temps
-from corpusprep.errors import UsageError
+from corpusprep.errors import DataError, UsageError
 from trainer.config import ModelConfig
-from trainer.model import BertConfig
+from trainer.model import BertConfig, BertForPreTraining
 
 STEP_DIR = re.compile(r"^step-(\d{7,})$")
 
@@ -97,8 +97,6 @@ def init_weights(
     (training settings) replace the saved ones. The vocab must be the shards' (`where`: their manifest):
     same size, and the same sha256 when the checkpoint records one.
     """
-    from trainer.export import check_state, find_checkpoint, load_checkpoint
-
     path = find_checkpoint(Path(source))
     saved_model, state, saved = load_checkpoint(path)
     if conflicts := model.conflicts(saved_model):
@@ -114,3 +112,80 @@ def init_weights(
     check_state(state, saved_model, path / "model.pt")  # every weight, right shapes: nothing left random
     bert = replace(saved_model, dropout=model.dropout, attention_dropout=model.attention_dropout)
     return bert, state, path
+
+
+# ---------------------------------------------------------------- reading a checkpoint (export, init_from)
+
+WRAPPER_PREFIXES = ("_orig_mod.", "module.")  # torch.compile, DDP
+
+
+def strip_wrappers(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Drop `_orig_mod.` / `module.` prefixes (torch.compile, DDP, both nested), whatever saved them."""
+
+    def clean(key: str) -> str:
+        while key.startswith(WRAPPER_PREFIXES):
+            key = key.split(".", 1)[1]
+        return key
+
+    cleaned = {clean(k): v for k, v in state.items()}
+    if len(cleaned) != len(state):
+        raise DataError("state dict holds the same key with and without a wrapper prefix")
+    return cleaned
+
+
+def bert_config(saved: dict, where: Path) -> BertConfig:
+    """BertConfig from a checkpoint's config.json "model" entry; an unknown field is an error, not ignored."""
+    known = {f.name for f in fields(BertConfig)}
+    if unknown := set(saved) - known:
+        raise UsageError(f"{where}: unknown model field(s) {', '.join(sorted(unknown))} (newer trainer?)")
+    return BertConfig(**saved)
+
+
+def find_checkpoint(path: Path) -> Path:
+    """A checkpoint directory (model.pt + config.json), or a run directory: its newest checkpoint; or a
+    pipeline run directory holding one trainer run (train/): that run's newest checkpoint."""
+    if not (path / "model.pt").exists() and not (path / "checkpoints").is_dir():
+        runs = sorted(p.parent for p in path.glob("*/checkpoints") if p.is_dir())
+        if len(runs) > 1:
+            names = ", ".join(str(r) for r in runs)
+            raise UsageError(f"{path}: holds several trainer runs; export one of them: {names}")
+        if runs:  # a pipeline run directory: its one training stage
+            path = runs[0]
+    if (path / "checkpoints").is_dir() and not (path / "model.pt").exists():
+        found = latest(path)
+        if found is None:
+            raise UsageError(f"{path}: run directory without a complete checkpoint")
+        path = found
+    for name in ("model.pt", "config.json"):
+        if not (path / name).is_file():
+            raise UsageError(f"{path}: no {name} (not a trainer checkpoint directory)")
+    return path
+
+
+def load_checkpoint(path: Path) -> tuple[BertConfig, dict[str, torch.Tensor], dict]:
+    """(model config, our state dict without wrapper prefixes, the saved config.json)."""
+    path = find_checkpoint(Path(path))
+    saved = json.loads((path / "config.json").read_text())
+    if "model" not in saved:
+        raise UsageError(f'{path / "config.json"}: no "model" entry')
+    config = bert_config(saved["model"], path / "config.json")
+    try:
+        state = torch.load(path / "model.pt", map_location="cpu", weights_only=True)
+    except Exception as e:  # torch raises many types for a truncated or foreign file
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise DataError(f"{path / 'model.pt'}: cannot load ({type(e).__name__}: {first})") from None
+    if isinstance(state, dict) and isinstance(state.get("model"), dict):
+        state = state["model"]
+    return config, strip_wrappers(state), saved
+
+
+def check_state(state: dict[str, torch.Tensor], config: BertConfig, where: Path) -> None:
+    """Every key and shape our model has, no more: a checkpoint that would load with random weights fails."""
+    with torch.device("meta"):  # shapes only, no memory, no init
+        expected = {k: v.shape for k, v in BertForPreTraining(config).state_dict().items()}
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    wrong = [k for k in expected if k in state and state[k].shape != expected[k]]
+    for what, keys in (("missing", missing), ("unexpected", unexpected), ("wrong shape of", wrong)):
+        if keys:
+            raise DataError(f"{where}: {what} {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}")

@@ -26,7 +26,8 @@ import torch
 
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, UsageError
-from trainer.export import bert_config_from_hf, check_state, from_hf, write_dir
+from trainer.checkpoint import check_state
+from trainer.export import bert_config_from_hf, from_hf, write_dir
 from trainer.model import BertConfig, BertForPreTraining
 
 
