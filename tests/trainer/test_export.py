@@ -19,6 +19,7 @@ from tests.interop.helpers import (
     write_checkpoint,
     write_vocab,
 )
+from trainer import checkpoint
 from trainer import export as ex
 from trainer.import_hf import import_hf
 from trainer.import_hf import main as import_main
@@ -76,7 +77,7 @@ def test_wrapper_prefixes_are_stripped_from_compiled_and_ddp_state_dicts(config,
         for name, module in wrapped.items():
             state = module.state_dict()
             assert any(k.startswith(("module.", "_orig_mod.")) for k in state), name
-            cleaned = ex.strip_wrappers(state)
+            cleaned = checkpoint.strip_wrappers(state)
             assert cleaned.keys() == model.state_dict().keys(), name
     finally:
         torch.distributed.destroy_process_group()
@@ -323,8 +324,8 @@ def test_import_fills_missing_heads_and_says_so(tmp_path, capsys):
             "cls.seq_relationship.bias",
         ]
     )
-    config, state, _ = ex.load_checkpoint(tmp_path / "init")
-    ex.check_state(state, config, tmp_path)
+    config, state, _ = checkpoint.load_checkpoint(tmp_path / "init")
+    checkpoint.check_state(state, config, tmp_path)
     assert float(state["nsp_head.weight"].std()) == pytest.approx(config.init_std, rel=0.3)
 
 
