@@ -48,7 +48,11 @@ Workers = Annotated[
 ]
 Seed = Annotated[int, typer.Option(help="Seed for every random choice; same seed, same output.")]
 Overwrite = Annotated[
-    bool, typer.Option(help="Replace an existing, different output instead of refusing.")
+    bool,
+    typer.Option(
+        help="Rebuild an output made from other inputs or options instead of refusing; removes only the "
+        "files the output owns, never foreign ones."
+    ),
 ]
 Engine = Annotated[
     str,

@@ -43,7 +43,9 @@ def build_pairs_command(
     ] = 2048,
     validation_fraction: Annotated[float, typer.Option(help="Share of documents (by id) held out.")] = 0.01,
     splitter: Annotated[
-        str, typer.Option(help="Sentence splitter for text that is not pre-split.")
+        str,
+        typer.Option(help="Sentence splitter for text that is not pre-split: default, lines, pysbd, "
+                     "blingfire, sentencex."),
     ] = "default",
     language: Language = "en",
     line_breaks: LineBreaks = "auto",

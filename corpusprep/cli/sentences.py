@@ -34,9 +34,10 @@ def sentences(
     splitter: Annotated[
         str,
         typer.Option(
-            help="default: corpusprep's rule-based English splitter (fast, handles abbreviations, initials, "
-            "numbers, quotes, ellipses, lists); lines: every non-empty line is a sentence; pysbd, blingfire: "
-            "those libraries, if installed. Input that is already split (BERT format) is kept as it is.",
+            help="default: corpusprep's rule-based splitter (every script's sentence marks; abbreviations, "
+            "ordinals and dates of the --language); lines: every non-empty line is a sentence; pysbd, "
+            "blingfire, sentencex: those libraries, if installed. Input that is already split (BERT format) is "
+            "kept as it is.",
         ),
     ] = "default",
     output_format: Annotated[
