@@ -36,8 +36,8 @@ def sentences(
         typer.Option(
             help="default: corpusprep's rule-based splitter (every script's sentence marks; abbreviations, "
             "ordinals and dates of the --language); lines: every non-empty line is a sentence; pysbd, "
-            "blingfire, sentencex: those libraries, if installed. Input that is already split (BERT format) is "
-            "kept as it is.",
+            "blingfire, sentencex: those libraries, if installed. Input that is already split (BERT format) "
+            "is kept as it is.",
         ),
     ] = "default",
     output_format: Annotated[
