@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine.files import read_json, write_json
-from corpusprep.errors import UsageError
+from corpusprep.errors import DataError, UsageError
 
 Stats = dict[str, Any]
 ENGINES = ("local", "ray")
@@ -125,16 +125,29 @@ def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, workers: int) -> Ite
         futures = {pool.submit(_run_and_mark, fn, task, marker_dir): task for task in tasks}
         try:
             for future in cf.as_completed(futures):
-                yield futures[future], future.result()
-        except BaseException:
+                try:
+                    stats = future.result()
+                except cf.process.BrokenProcessPool:
+                    raise DataError(
+                        f"task {futures[future].id}: a worker process died (killed, most likely by the "
+                        "out-of-memory killer); rerun to continue, with fewer --workers if memory is short"
+                    ) from None
+                yield futures[future], stats
+        except BaseException as error:
             for future in futures:
                 future.cancel()
+            if isinstance(error, KeyboardInterrupt):  # Ctrl-C: stop the workers now, not after their task
+                for process in list(getattr(pool, "_processes", {}).values()):
+                    process.terminate()
             raise
 
 
 def _exit_with_parent() -> None:
     """Pool workers end when the parent dies (SIGKILL, OOM killer): otherwise they wait forever on its
     queue, and a rerun would start beside them."""
+    # Ctrl-C reaches the whole process group: the parent handles it (one message, workers stopped), so the
+    # workers ignore it instead of each printing a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = os.getppid()
 
     def watch() -> None:

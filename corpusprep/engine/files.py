@@ -26,9 +26,12 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+        if isinstance(error, OSError) and error.filename is None and error.errno is not None:
+            # a failed write() (full disk) names no file: name the one being written
+            raise OSError(error.errno, error.strerror, str(path)) from error
         raise
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import logging
 import math
 import os
 import shutil
@@ -35,6 +36,7 @@ from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
 from corpusprep.errors import DataError, UsageError
 from corpusprep.pair.instances import make_pairs, pairs_table
 from corpusprep.pair.schema import SPLITS
+from corpusprep.read.document import no_usable_documents, unk_warning
 from corpusprep.pair.tokens import (
     concat_partitions,
     encode_documents,
@@ -45,6 +47,7 @@ from corpusprep.pair.tokens import (
 from corpusprep.tokenize import VocabInfo
 
 STATS_VERSION = 1
+log = logging.getLogger("corpusprep.pair")
 WORK = "_work"
 OUTPUTS = {*SPLITS, WORK, "stats.json", LOCK_NAME}
 NO_SENTENCES = "no_sentences"
@@ -172,6 +175,7 @@ def tokenize_task(task: Task) -> dict[str, Any]:
             "documents": len(members),
             "skipped": {NO_SENTENCES: len(members) - len(usable)},
             **counts,
+            "unk_tokens": int(np.count_nonzero(part.tokens == tokenizer.token_to_id("[UNK]"))),
         }
         partitions = np.array(
             [document_partition(opts.seed, part.doc_ids[d], args.partitions[split]) for d in usable],
@@ -257,6 +261,9 @@ def build_pairs(
         run = functools.partial(run_tasks, workers=workers, engine=engine, ray_address=ray_address)
 
         read = _read_stage(inputs, read_options, options, work, bar)
+        if not any(read["documents"].values()):
+            shutil.rmtree(work)  # nothing to resume: a rerun with other read options starts clean
+            raise no_usable_documents(inputs, read["read"])
         partitions = {
             split: max(1, math.ceil(read["documents"][split] / options.docs_per_partition))
             for split in SPLITS
@@ -283,10 +290,18 @@ def build_pairs(
             run(tokenize_task, token_tasks, marker_dir=work / "markers", on_done=on_done)
         )
 
-        docs_in = token_stats["partition_documents"]
+        docs_in = token_stats.get("partition_documents", {})  # absent when no document has a sentence
+        tokens = {k: sum(token_stats.get(s, {}).get(k, 0) for s in SPLITS) for k in ("tokens", "unk_tokens")}
+        if warning := unk_warning(tokens["unk_tokens"], tokens["tokens"], str(out_dir)):
+            log.warning(warning)
         usable = {
             split: sum(n for key, n in docs_in.items() if key.startswith(f"{split}/")) for split in SPLITS
         }
+        if not docs_in:
+            shutil.rmtree(work)
+            no_sentences = {NO_SENTENCES: sum(token_stats.get(s, {}).get("skipped", {}).get(NO_SENTENCES, 0)
+                                              for s in SPLITS)}
+            raise no_usable_documents(inputs, read["read"], no_sentences)
         if usable["train"] < 2:
             raise DataError(
                 f"{', '.join(map(str, inputs))}: {usable['train']} training document(s) with sentences; "

@@ -12,6 +12,7 @@ complete directory). The token order is Google's: `[PAD]`, the reserved `[unused
 from __future__ import annotations
 
 import heapq
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -26,7 +27,10 @@ from corpusprep.engine.lock import exclusive_dir
 from corpusprep.engine.rng import stable_hash
 from corpusprep.errors import UsageError
 from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents, resolve_inputs
+from corpusprep.read.document import no_usable_documents, unk_warning
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo, is_reserved
+
+log = logging.getLogger("corpusprep.tokenize")
 
 FILES = ("vocab.txt", "tokenizer.json", "vocab_report.json")
 MAX_WORD_CHARS = 100  # as Google's BERT: a longer "word" becomes [UNK]
@@ -283,6 +287,8 @@ def build_vocab(
             for _ in batches:  # only to draw the sample the coverage figures are measured on
                 pass
             tokenizer = tokenizer_from_tokens(tokens, options.cased)
+        if inputs and read_stats.documents == 0:  # a 5-token vocab is no result: say why nothing was used
+            raise no_usable_documents(inputs, read_stats.to_dict())
         if progress:
             progress("measuring", read_stats.documents, read_stats.bytes)
         report = {
@@ -301,6 +307,9 @@ def build_vocab(
             "seconds": {"train": train_seconds},
             "sample": measure(tokenizer, sample.texts()) if sample.heap else None,
         }
+        if report["sample"] and (warning := unk_warning(report["sample"]["unk_tokens"], report["sample"]["tokens"],
+                                                        f"{vocab_dir}: on a sample of the input")):
+            log.warning(warning)
         with atomic_path(vocab_dir / "vocab.txt") as tmp:
             tmp.write_bytes(vocab_data)
         with atomic_path(vocab_dir / "tokenizer.json") as tmp:
