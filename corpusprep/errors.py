@@ -40,7 +40,7 @@ def _chain(error: BaseException) -> list[BaseException]:
     seen: list[BaseException] = []
     while error is not None and error not in seen:
         seen.append(error)
-        error = error.__cause__ or error.__context__
+        error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
     return seen
 
 
@@ -66,7 +66,9 @@ def describe_os_error(error: OSError) -> tuple[str, int]:
     if number == errno.EISDIR and error.filename2 is not None:  # os.replace(tmp, a directory)
         path = _user_path(error.filename2)
     if path is None:
-        return (f"cannot write ({reason}; disk full or file size limit?)" if number in WRITE_ERRNOS else reason), 1
+        if number in WRITE_ERRNOS:
+            return f"cannot write ({reason}; disk full or file size limit?)", 1
+        return reason, 1
     if number == errno.ENOTDIR and (parent := _file_ancestor(path)) is not None:
         return f"{parent}: is a file, not a directory (needed for {path})", 2
     if number == errno.EEXIST and path.is_file():
@@ -83,6 +85,18 @@ def describe_os_error(error: OSError) -> tuple[str, int]:
 _RUST_OS_ERROR = re.compile(r"^(.*) \(os error (\d+)\)")  # tokenizers, polars: "File too large (os error 27)"
 
 
+def os_error_in(error: BaseException) -> OSError | None:
+    """The OSError behind `error`: itself, what it was raised from, or one a Rust library (tokenizers, polars)
+    reported as text ("File too large (os error 27)")."""
+    for e in _chain(error):
+        if isinstance(e, OSError) and e.errno is not None:
+            return e
+    for e in _chain(error):
+        if match := _RUST_OS_ERROR.match(str(e).splitlines()[0] if str(e) else ""):
+            return OSError(int(match[2]), match[1])
+    return None
+
+
 def describe(error: BaseException) -> tuple[str, int] | None:
     """One line and an exit code for a failure the user can act on; None for a bug (let it show)."""
     chain = _chain(error)
@@ -93,12 +107,8 @@ def describe(error: BaseException) -> tuple[str, int] | None:
     for e in chain:
         if isinstance(e, CorpusprepError):
             return str(e), e.exit_code
-        if isinstance(e, OSError) and e.errno is not None:
-            return describe_os_error(e)
-    for e in chain:
-        if match := _RUST_OS_ERROR.match(str(e).splitlines()[0] if str(e) else ""):
-            return describe_os_error(OSError(int(match[2]), match[1]))
-    return None
+    found = os_error_in(error)
+    return describe_os_error(found) if found is not None else None
 
 
 def guarded(main: Callable[[], int | None], prefix: str = "error: ") -> int:

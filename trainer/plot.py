@@ -8,13 +8,31 @@ import sys
 from pathlib import Path
 
 
+def read_metrics(path: Path) -> list[dict]:
+    """The records of metrics.jsonl; a last line cut short by a kill is left out, any other bad line is a
+    DataError naming it."""
+    from corpusprep.errors import DataError
+
+    lines = path.read_text().splitlines()
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number < len(lines) or not records:
+                raise DataError(f"{path}:{number}: not a JSON record") from None
+    return records
+
+
 def plot(run_dir: Path, out: Path | None = None) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display needed
     import matplotlib.pyplot as plt
 
-    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
+    records = read_metrics(run_dir / "metrics.jsonl")
     train = [r for r in records if "loss" in r]
     val = [r for r in records if "val_mlm_loss" in r]
     fig, (losses, accuracy) = plt.subplots(1, 2, figsize=(11, 4))

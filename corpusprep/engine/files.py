@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from corpusprep.errors import CorpusprepError, os_error_in
+
 
 def temp_name(path: Path) -> Path:
     """The temporary name a file is written under before it is renamed into place (same directory)."""
@@ -29,9 +31,11 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-        if isinstance(error, OSError) and error.filename is None and error.errno is not None:
+        ours = isinstance(error, CorpusprepError) or not isinstance(error, Exception)
+        cause = None if ours else os_error_in(error)
+        if cause is not None and cause.filename is None:
             # a failed write() (full disk) names no file: name the one being written
-            raise OSError(error.errno, error.strerror, str(path)) from error
+            raise OSError(cause.errno, cause.strerror, str(path)) from error
         raise
 
 

@@ -36,7 +36,6 @@ from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
 from corpusprep.errors import DataError, UsageError
 from corpusprep.pair.instances import make_pairs, pairs_table
 from corpusprep.pair.schema import SPLITS
-from corpusprep.read.document import no_usable_documents, unk_warning
 from corpusprep.pair.tokens import (
     concat_partitions,
     encode_documents,
@@ -44,6 +43,7 @@ from corpusprep.pair.tokens import (
     save_cache,
     select_documents,
 )
+from corpusprep.read.document import no_usable_documents, unk_warning
 from corpusprep.tokenize import VocabInfo
 
 STATS_VERSION = 1

@@ -113,7 +113,8 @@ class ReadStats:
 UNK_WARN_RATE = 0.05  # more [UNK] than this: the text is not what the vocab was built for
 
 
-def no_usable_documents(inputs: Any, read: dict[str, Any], skipped: dict[str, int] | None = None) -> DataError:
+def no_usable_documents(inputs: Any, read: dict[str, Any], skipped: dict[str, int] | None = None
+                        ) -> DataError:
     """Zero documents used is an error, not an empty output: name the inputs and why everything was skipped
     (a wrong --input-format skips every document as invalid_json, say). `read`: ReadStats.to_dict()."""
     names = ", ".join(map(str, inputs)) if isinstance(inputs, (list, tuple)) else str(inputs)
@@ -133,5 +134,5 @@ def unk_warning(unk_tokens: int, tokens: int, where: str) -> str | None:
     rate = unk_tokens / max(tokens, 1)
     if rate <= UNK_WARN_RATE:
         return None
-    return (f"{where}: {rate:.1%} of tokens are [UNK] (over {UNK_WARN_RATE:.0%}): likely a wrong --input-format, "
-            "a vocab built for other text, or a --cased/uncased mismatch")
+    return (f"{where}: {rate:.1%} of tokens are [UNK] (over {UNK_WARN_RATE:.0%}): likely a wrong "
+            "--input-format, a vocab built for other text, or a --cased/uncased mismatch")

@@ -25,7 +25,7 @@ def printable_source(source: str) -> str:
         escaped = source.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         if escaped not in _warned:
             _warned.add(escaped)
-            log.warning(f"{escaped}: file name is not valid UTF-8; read, with its document ids escaped as here")
+            log.warning(f"{escaped}: file name is not valid UTF-8; read, its document ids escaped as here")
         return escaped
 
 

@@ -36,7 +36,7 @@ from corpusprep.engine.executor import Task, run_tasks
 from corpusprep.engine.files import atomic_path, read_json, remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
 from corpusprep.engine.rng import rng_for
-from corpusprep.errors import CorpusprepError, InputError, UsageError
+from corpusprep.errors import CorpusprepError, DataError, InputError, UsageError
 from corpusprep.mask import ACTIONS, MaskVocab, examples_from_pairs, mask_examples
 from corpusprep.shard.options import DEFAULT_EXAMPLES_PER_SHARD, ShardOptions
 from corpusprep.shard.schema import SCHEMA_VERSION, SPLITS
@@ -178,7 +178,7 @@ def find_inputs(pairs_dir: Path) -> dict[str, list[tuple[Path, int]]]:
             try:
                 meta = pq.ParquetFile(path)
             except (OSError, pa.ArrowInvalid) as error:
-                raise InputError(f"{path}: not a readable Parquet file ({error})") from None
+                raise DataError(f"{path}: not a readable Parquet file ({error})") from None
             columns = {f.name: f.type for f in meta.schema_arrow}
             for column in ("tokens_a", "tokens_b"):
                 kind = columns.get(column)

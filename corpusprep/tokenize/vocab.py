@@ -307,8 +307,8 @@ def build_vocab(
             "seconds": {"train": train_seconds},
             "sample": measure(tokenizer, sample.texts()) if sample.heap else None,
         }
-        if report["sample"] and (warning := unk_warning(report["sample"]["unk_tokens"], report["sample"]["tokens"],
-                                                        f"{vocab_dir}: on a sample of the input")):
+        sample_stats = report["sample"] or {"unk_tokens": 0, "tokens": 0}
+        if warning := unk_warning(sample_stats["unk_tokens"], sample_stats["tokens"], f"{vocab_dir}: sample"):
             log.warning(warning)
         with atomic_path(vocab_dir / "vocab.txt") as tmp:
             tmp.write_bytes(vocab_data)

@@ -36,7 +36,8 @@ def environment() -> dict[str, str]:
                          "COLUMNS": "200"}
 
 
-def run(argv: list[str], cwd: Path, limit_size: bool = False, timeout: float = 180) -> subprocess.CompletedProcess:
+def run(argv: list[str], cwd: Path, limit_size: bool = False, timeout: float = 180
+        ) -> subprocess.CompletedProcess:
     def small_disk() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing
         resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, FSIZE_LIMIT))
@@ -78,7 +79,7 @@ def world(tmp_path_factory) -> Path:
         shutil.copytree(w / "shards", w / name)
         return w / name
 
-    shard = shards_copy("truncated") / "train" / "shard-00001.parquet"
+    shard = shards_copy("truncated") / "train" / "shard-00000.parquet"  # the one inspect reads first
     shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
     (shards_copy("missing") / "train" / "shard-00001.parquet").unlink()
     shapes = {"list": "[]", "splits3": '{"splits": 3}', "split3": '{"splits": {"train": 3}}',
@@ -143,11 +144,13 @@ def case(id: str, line: str, code: int, full: bool = False) -> Case:
     return Case(id, tuple(line.split()), code, full)
 
 
+LOOKERS = ("inspect", "stats", "validate")
+TRAIN_LINE = " ".join(TRAIN)
 CASES = [
     # vocab
     case("vocab-out-under-file", "corpusprep vocab {corpus.jsonl} -o {afile}/v", 2),
     case("vocab-out-is-file", "corpusprep vocab {corpus.jsonl} -o {afile}", 2),
-    case("vocab-out-read-only", f"corpusprep vocab {{corpus.jsonl}} -o {READ_ONLY}/v", 1),
+    case("vocab-out-read-only", "corpusprep vocab {corpus.jsonl} -o {READ_ONLY}/v", 1),
     case("vocab-disk-full", "corpusprep vocab {corpus.jsonl} -o {out} --vocab-size 20000", 1, full=True),
     case("vocab-wrong-format", "corpusprep vocab {corpus.txt} -o {out} --input-format jsonl", 1),
     case("vocab-empty-file", "corpusprep vocab {empty} -o {out}", 1),
@@ -158,7 +161,7 @@ CASES = [
     case("vocab-from-missing", "corpusprep vocab --from-vocab {nothing} -o {out}", 2),
     # sentences
     case("sentences-out-under-file", "corpusprep sentences {corpus.jsonl} -o {afile}/s.txt", 2),
-    case("sentences-out-read-only", f"corpusprep sentences {{corpus.jsonl}} -o {READ_ONLY}.txt", 1),
+    case("sentences-out-read-only", "corpusprep sentences {corpus.jsonl} -o {READ_ONLY}.txt", 1),
     case("sentences-disk-full", "corpusprep sentences {corpus.jsonl} -o {out}", 1, full=True),
     case("sentences-stats-under-file", "corpusprep sentences {corpus.jsonl} -o {out} --stats {afile}/s", 2),
     case("sentences-wrong-format", "corpusprep sentences {corpus.txt} -o {out} --input-format jsonl", 1),
@@ -168,13 +171,13 @@ CASES = [
     # build-pairs
     case("pairs-out-is-file", "corpusprep build-pairs {corpus.jsonl} --vocab {vocab} -o {afile}", 2),
     case("pairs-out-under-file", "corpusprep build-pairs {corpus.jsonl} --vocab {vocab} -o {afile}/p", 2),
-    case("pairs-out-read-only", f"corpusprep build-pairs {{corpus.jsonl}} --vocab {{vocab}} -o {READ_ONLY}/p", 1),
+    case("pairs-out-read-only", "corpusprep build-pairs {corpus.jsonl} --vocab {vocab} -o {READ_ONLY}/p", 1),
     case("pairs-disk-full", "corpusprep build-pairs {corpus.jsonl} --vocab {vocab} -o {out} --workers 1", 1,
          full=True),
     case("pairs-vocab-missing", "corpusprep build-pairs {corpus.jsonl} --vocab {nothing} -o {out}", 2),
     case("pairs-vocab-is-file", "corpusprep build-pairs {corpus.jsonl} --vocab {afile} -o {out}", 2),
-    case("pairs-wrong-format", "corpusprep build-pairs {corpus.txt} --vocab {vocab} -o {out} --input-format jsonl",
-         1),
+    case("pairs-wrong-format",
+         "corpusprep build-pairs {corpus.txt} --vocab {vocab} -o {out} --input-format jsonl", 1),
     case("pairs-empty-file", "corpusprep build-pairs {empty} --vocab {vocab} -o {out}", 1),
     case("pairs-blank-lines", "corpusprep build-pairs {blank} --vocab {vocab} -o {out}", 1),
     case("pairs-binary", "corpusprep build-pairs {binary} --vocab {vocab} -o {out}", 1),
@@ -186,24 +189,25 @@ CASES = [
     case("shard-given-shards", "corpusprep shard {shards} --vocab {vocab} -o {out}", 2),
     case("shard-given-corpus", "corpusprep shard {corpus.jsonl} --vocab {vocab} -o {out}", 2),
     case("shard-pairs-missing", "corpusprep shard {nothing} --vocab {vocab} -o {out}", 2),
-    case("shard-pairs-truncated", "corpusprep shard {pairs-truncated} --vocab {vocab} -o {out} --workers 1", 1),
+    case("shard-pairs-truncated", "corpusprep shard {pairs-truncated} --vocab {vocab} -o {out} --workers 1",
+         1),
     case("shard-out-is-file", "corpusprep shard {pairs} --vocab {vocab} -o {afile}", 2),
-    case("shard-out-read-only", f"corpusprep shard {{pairs}} --vocab {{vocab}} -o {READ_ONLY}/s", 1),
+    case("shard-out-read-only", "corpusprep shard {pairs} --vocab {vocab} -o {READ_ONLY}/s", 1),
     case("shard-disk-full", "corpusprep shard {pairs} --vocab {vocab} -o {out} --workers 1 --num-shards 1", 1,
          full=True),
     # inspect, stats, validate
-    *[case(f"{cmd}-missing-dir", f"corpusprep {cmd} {{nothing}}", 2) for cmd in ("inspect", "stats", "validate")],
-    *[case(f"{cmd}-given-file", f"corpusprep {cmd} {{afile}}", 2) for cmd in ("inspect", "stats", "validate")],
+    *[case(f"{cmd}-missing-dir", f"corpusprep {cmd} {{nothing}}", 2) for cmd in LOOKERS],
+    *[case(f"{cmd}-given-file", f"corpusprep {cmd} {{afile}}", 2) for cmd in LOOKERS],
     *[case(f"{cmd}-{broken}", f"corpusprep {cmd} {{{broken}}}", 1)
       for cmd in ("inspect", "stats", "validate")
       for broken in ("truncated", "missing", "manifest-list", "manifest-splits3", "manifest-split3",
                      "manifest-shards5", "manifest-notjson")],
     case("inspect-bad-split", "corpusprep inspect {shards} --split nope", 2),
     case("stats-plot-under-file", "corpusprep stats {shards} --plot {afile}/p.png", 2),
-    case("stats-plot-read-only", f"corpusprep stats {{shards}} --plot {READ_ONLY}.png", 1),
+    case("stats-plot-read-only", "corpusprep stats {shards} --plot {READ_ONLY}.png", 1),
     # run
     case("run-dir-is-file", "corpusprep run {pipes}/good.toml --run-dir {afile} --until vocab", 2),
-    case("run-dir-read-only", f"corpusprep run {{pipes}}/good.toml --run-dir {READ_ONLY}/r --until vocab", 1),
+    case("run-dir-read-only", "corpusprep run {pipes}/good.toml --run-dir {READ_ONLY}/r --until vocab", 1),
     case("run-disk-full", "corpusprep run {pipes}/good.toml --run-dir {out} --until shard --workers 1", 1,
          full=True),
     *[case(f"run-{name}", f"corpusprep run {{pipes}}/{name}.toml --run-dir {{out}}", 2)
@@ -214,26 +218,28 @@ CASES = [
     case("run-missing-file", "corpusprep run {nothing}.toml --run-dir {out}", 2),
     # demo-corpus
     case("demo-out-under-file", "corpusprep demo-corpus -o {afile}/d.jsonl --max-mb 0.05", 2),
-    case("demo-out-read-only", f"corpusprep demo-corpus -o {READ_ONLY}.jsonl --max-mb 0.05", 1),
+    case("demo-out-read-only", "corpusprep demo-corpus -o {READ_ONLY}.jsonl --max-mb 0.05", 1),
     case("demo-out-is-dir", "corpusprep demo-corpus -o {vocab} --max-mb 0.05 --overwrite", 2),
     case("demo-disk-full", "corpusprep demo-corpus -o {out} --max-mb 0.5", 1, full=True),
     # trainer.run
     case("train-shards-missing", "trainer.run --shards {nothing} --run-dir {out} " + " ".join(TRAIN), 2),
     case("train-shards-are-pairs", "trainer.run --shards {pairs} --run-dir {out} " + " ".join(TRAIN), 2),
     case("train-run-dir-is-file", "trainer.run --shards {shards} --run-dir {afile} " + " ".join(TRAIN), 2),
-    case("train-run-dir-read-only", f"trainer.run --shards {{shards}} --run-dir {READ_ONLY}/t " + " ".join(TRAIN),
-         1),
+    case("train-run-dir-read-only", "trainer.run --shards {shards} --run-dir {READ_ONLY}/t " + TRAIN_LINE, 1),
     case("train-disk-full", "trainer.run --shards {shards} --run-dir {out} " + " ".join(TRAIN), 1, full=True),
     *[case(f"train-verify-{broken}", f"trainer.run --shards {{{broken}}} --run-dir {{out}} --verify "
            + " ".join(TRAIN), 1)
       for broken in ("truncated", "missing", "manifest-list", "manifest-splits3", "manifest-split3",
                      "manifest-shards5", "manifest-notjson")],
+    Case("train-longer-than-max-position",
+         ("trainer.run", "--shards", "{shards}", "--run-dir", "{out}", *TRAIN, "--set",
+          "model.max_position=64"), 2),
     case("train-bad-set", "trainer.run --shards {shards} --run-dir {out} --set optim.lr=abc", 2),
     case("train-config-missing", "trainer.run {nothing}.toml --shards {shards} --run-dir {out}", 2),
     # trainer.export
     case("export-out-is-file", "trainer.export {train} {afile}", 2),
     case("export-out-under-file", "trainer.export {train} {afile}/hf", 2),
-    case("export-out-read-only", f"trainer.export {{train}} {READ_ONLY}/hf", 1),
+    case("export-out-read-only", "trainer.export {train} {READ_ONLY}/hf", 1),
     case("export-disk-full", "trainer.export {train} {out}", 1, full=True),
     case("export-no-checkpoint", "trainer.export {vocab} {out}", 2),
     case("export-missing", "trainer.export {nothing} {out}", 2),
@@ -245,9 +251,10 @@ CASES = [
     case("plot-missing", "trainer.plot {nothing}", 2),
     case("plot-bad-metrics", "trainer.plot {badmetrics}", 1),
     case("plot-out-under-file", "trainer.plot {train} --out {afile}/c.png", 2),
-    case("plot-out-read-only", f"trainer.plot {{train}} --out {READ_ONLY}.png", 1),
+    case("plot-out-read-only", "trainer.plot {train} --out {READ_ONLY}.png", 1),
 ]
-COMMANDS = {"vocab", "sentences", "build-pairs", "shard", "inspect", "stats", "validate", "run", "demo-corpus",
+COMMANDS = {"vocab", "sentences", "build-pairs", "shard", "inspect", "stats", "validate", "run",
+            "demo-corpus",
             "trainer.run", "trainer.export", "trainer.import_hf", "trainer.plot"}
 
 
@@ -258,17 +265,26 @@ def test_every_command_has_cases():
 
 
 def expand(argv: tuple[str, ...], world: Path, out: Path) -> list[str]:
-    names = {p.name: str(p) for p in world.iterdir()} | {"out": str(out), "nothing": str(world / "nothing"),
-                                                         "nothing_hf": str(world / "nothf")}
+    names = {p.name: str(p) for p in world.iterdir()}
+    names |= {"out": str(out), "nothing": str(world / "nothing"), "nothing_hf": str(world / "nothf"),
+              "READ_ONLY": READ_ONLY}
     args = [re.sub(r"\{([^}]+)\}", lambda m: names[m[1]], a) for a in argv]
     return corpusprep(*args[1:]) if args[0] == "corpusprep" else module(*args)
 
 
-@pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
+# Fixed on the trainer's side (a check of max_position against the shards before the model is built) in a
+# parallel change: strict, so the mark must go when that lands.
+PENDING = {"train-longer-than-max-position"}
+
+
+PENDING_MARK = pytest.mark.xfail(strict=True, reason="trainer check pending")
+
+
+@pytest.mark.parametrize("c", [pytest.param(c, marks=PENDING_MARK) if c.id in PENDING else c for c in CASES],
+                         ids=[c.id for c in CASES])
 def test_one_line_and_the_right_exit_code(c: Case, world: Path, tmp_path: Path):
-    if c.argv[-1].startswith(READ_ONLY) or any(READ_ONLY in a for a in c.argv):
-        if os.access("/sys", os.W_OK) and not Path("/sys/kernel").is_dir():
-            pytest.skip("/sys is not sysfs here")
+    if any("{READ_ONLY}" in a for a in c.argv) and not Path("/sys/kernel").is_dir():
+        pytest.skip("/sys is not sysfs here")
     result = run(expand(c.argv, world, tmp_path / "out"), cwd=tmp_path, limit_size=c.full)
     assert TRACEBACK not in result.stderr, result.stderr
     assert result.returncode == c.code, f"exit {result.returncode}, expected {c.code}:\n{result.stderr}"
@@ -279,10 +295,16 @@ def test_one_line_and_the_right_exit_code(c: Case, world: Path, tmp_path: Path):
 
 
 def test_latin1_file_name_is_read_and_named_with_escapes(world: Path, tmp_path: Path):
-    result = run(corpusprep("sentences", str(world / "latin1"), "-o", "s.txt"), cwd=tmp_path)
+    result = run(corpusprep("sentences", str(world / "latin1"), "-o", "s.parquet", "--stats", "s.json"), tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "caf\\xe9.txt" in result.stderr  # the warning names the file, escaped
-    assert (tmp_path / "s.txt").read_text().count("\n\n") == 4  # all 4 documents were read
+    warnings = [line for line in result.stderr.splitlines() if "caf\\xe9.txt" in line]  # escaped, once
+    assert len(warnings) == 1 and warnings[0].startswith("corpusprep: warning: "), result.stderr
+    stats = json.loads((tmp_path / "s.json").read_text())
+    assert stats["read"]["files"] == 2 and stats["split"]["used"] == 4  # both files, all 4 documents
+    import pyarrow.parquet as pq
+
+    ids = set(pq.read_table(tmp_path / "s.parquet").column("doc_id").to_pylist())
+    assert ids == {"good.txt:0", "good.txt:1", "caf\\xe9.txt:0", "caf\\xe9.txt:1"}
 
 
 def test_settings_of_the_wrong_type_fail_before_anything_is_written(world: Path, tmp_path: Path):
@@ -356,8 +378,8 @@ def pairs_argv(big: dict[str, Path]) -> list[str]:
 
 
 def shard_argv(big: dict[str, Path]) -> list[str]:
-    return corpusprep("shard", str(big["pairs"]), "--vocab", str(big["vocab"]), "-o", "out", "--dupe-masks", "8",
-                      "--workers", "2", "--no-progress")
+    return corpusprep("shard", str(big["pairs"]), "--vocab", str(big["vocab"]), "-o", "out",
+                      "--dupe-masks", "8", "--workers", "2", "--no-progress")
 
 
 @pytest.mark.parametrize("which", ["build-pairs", "shard"])
@@ -402,11 +424,11 @@ sys.exit(main(sys.argv[1:]))
 
 
 def test_ctrl_c_during_a_checkpoint_write(world: Path, tmp_path: Path):
-    argv = [sys.executable, "-c", _INTERRUPTED_SAVE, "--shards", str(world / "shards"), "--run-dir", "t", *TRAIN]
+    shards = str(world / "shards")
+    argv = [sys.executable, "-c", _INTERRUPTED_SAVE, "--shards", shards, "--run-dir", "t", *TRAIN]
     result = run(argv, cwd=tmp_path)
     assert TRACEBACK not in result.stderr, result.stderr
     assert result.returncode == 130, result.stderr
     assert result.stderr.strip().splitlines()[-1].endswith("interrupted; rerun to continue"), result.stderr
-    resumed = run(module("trainer.run", "--shards", str(world / "shards"), "--run-dir", "t", "--resume", *TRAIN),
-                  cwd=tmp_path)
+    resumed = run(module("trainer.run", "--shards", shards, "--run-dir", "t", "--resume", *TRAIN), tmp_path)
     assert resumed.returncode == 0, resumed.stderr
