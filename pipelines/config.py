@@ -197,6 +197,10 @@ def plan(raw: dict[str, Any], source: Path) -> Pipeline:
         raise UsageError(f"{source}: unknown key input.{unknown[0]} (known: {', '.join(INPUT_DEFAULTS)})")
     if not inputs["paths"] or not all(isinstance(p, str) for p in inputs["paths"]):
         raise UsageError(f'{source}: input.paths must be a list of paths (or ["{DEMO_INPUT}"])')
+    demo_mb = inputs["demo_mb"]
+    number = isinstance(demo_mb, (int, float)) and not isinstance(demo_mb, bool)
+    if demo_mb is not None and not (number and demo_mb > 0):
+        raise UsageError(f"{source}: input.demo_mb: expected a positive number of MB, got {demo_mb!r}")
     config["input"] = inputs
     demo = inputs["paths"] == [DEMO_INPUT]
     if DEMO_INPUT in inputs["paths"] and not demo:

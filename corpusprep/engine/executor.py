@@ -121,25 +121,53 @@ def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, workers: int) -> Ite
     # spawn, not fork: the parent may hold threads (tokenizers, torch) that fork would copy mid-lock.
     context = mp.get_context("spawn")
     workers = min(workers, len(tasks))
+    broken = None  # the task whose future saw the pool break (a worker died)
     with cf.ProcessPoolExecutor(workers, mp_context=context, initializer=_exit_with_parent) as pool:
-        futures = {pool.submit(_run_and_mark, fn, task, marker_dir): task for task in tasks}
+        futures = {pool.submit(_run_in_worker, fn, task, marker_dir): task for task in tasks}
+        processes = list(getattr(pool, "_processes", {}).values())  # to tell which one died, if one does
         try:
             for future in cf.as_completed(futures):
                 try:
                     stats = future.result()
                 except cf.process.BrokenProcessPool:
-                    raise DataError(
-                        f"task {futures[future].id}: a worker process died (killed, most likely by the "
-                        "out-of-memory killer); rerun to continue, with fewer --workers if memory is short"
-                    ) from None
+                    broken = futures[future].id
+                    break
                 yield futures[future], stats
-        except BaseException as error:
+        except (KeyboardInterrupt, GeneratorExit):
+            # Ctrl-C here or in the caller: stop the workers now, not after their tasks (outputs are atomic).
+            # No cancel(): Python 3.11's pool manager fails on the cancelled futures of a broken pool, and the
+            # interpreter then hangs at exit.
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()
+            raise
+        except BaseException:
             for future in futures:
                 future.cancel()
-            if isinstance(error, KeyboardInterrupt):  # Ctrl-C: stop the workers now, not after their task
-                for process in list(getattr(pool, "_processes", {}).values()):
-                    process.terminate()
             raise
+    if broken is not None:  # after the pool's shutdown, which reaps the workers: their exit codes are known
+        raise _worker_died(processes, marker_dir, broken)
+
+
+def _run_in_worker(fn: Callable[[Task], Stats], task: Task, marker_dir: Path) -> Stats:
+    """`_run_and_mark` in a pool worker, which first notes its task under its pid: should the worker be
+    killed (the OOM killer), the parent can say which task it was running."""
+    (Path(marker_dir) / f".running-{os.getpid()}").write_text(task.id)
+    return _run_and_mark(fn, task, marker_dir)
+
+
+def _worker_died(processes: list, marker_dir: Path, fallback: str) -> DataError:
+    """One line for a broken pool: the task of the dead worker and how it died (OOM kills are SIGKILL)."""
+    # the pool terminates (SIGTERM) the other workers once one has died: look at those last
+    for process in sorted(processes, key=lambda p: p.exitcode == -signal.SIGTERM):
+        code = process.exitcode
+        if code:
+            running = Path(marker_dir) / f".running-{process.pid}"
+            task = running.read_text() if running.is_file() else f"{fallback} (or another one in flight)"
+            how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+            return DataError(f"task {task}: its worker process was {how}, most likely by the out-of-memory "
+                             "killer; rerun to continue (with fewer --workers if memory is short)")
+    return DataError(f"task {fallback}: a worker process died, most likely killed by the out-of-memory "
+                     "killer; rerun to continue (with fewer --workers if memory is short)")
 
 
 def _exit_with_parent() -> None:

@@ -109,6 +109,9 @@ def manifest_problems(manifest: object) -> list[str]:
         if not isinstance(vocab.get("special_ids"), dict):
             problems.append("vocab.special_ids missing")
         problems += [f"vocab.{k} missing" for k in ("path", "sha256") if not isinstance(vocab.get(k), str)]
+    totals = manifest.get("totals")
+    if isinstance(totals, dict) and not all(isinstance(totals.get(k), int) for k in COUNT_KEYS):
+        problems.append(f"totals lacks a count of {', '.join(COUNT_KEYS)}")
     splits = manifest.get("splits") if isinstance(manifest.get("splits"), dict) else {}
     for name, split in splits.items():
         shards = split.get("shards") if isinstance(split, dict) else None
