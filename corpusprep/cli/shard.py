@@ -103,7 +103,10 @@ def stats(
 @app.command()
 def validate(
     directory: Annotated[
-        Path, typer.Argument(help="Any output: vocab, pairs, shards, trainer run or checkpoint, pipeline run")
+        Path,
+        typer.Argument(
+            metavar="DIR", help="Any output: vocab, pairs, shards, trainer run or checkpoint, pipeline run."
+        ),
     ],
 ) -> None:
     """Check any output (shards: every checksum and invariant); say what it is; a line per problem, exit 1."""
