@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from corpusprep.errors import UsageError
+from corpusprep.errors import UsageError, os_error_in
 from trainer.config import ModelConfig
 from trainer.model import BertConfig
 
@@ -72,10 +72,16 @@ def save(run_dir: Path, step: int, states: dict[str, Any], config: dict, keep: i
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     for name, state in states.items():
-        with open(tmp / f"{name}.pt", "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(tmp / f"{name}.pt", "wb") as f:
+                torch.save(state, f)
+                f.flush()
+                os.fsync(f.fileno())
+        except Exception as error:  # torch reports a full disk as a RuntimeError: name the file
+            cause = os_error_in(error)
+            if cause is None or cause.filename is not None:
+                raise
+            raise OSError(cause.errno, cause.strerror, str(final / f"{name}.pt")) from error
         _test_hook(step)
     (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     _fsync_dir(tmp)
