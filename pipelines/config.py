@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,12 @@ def apply_override(config: dict[str, Any], item: str) -> None:
     table[parts[-1]] = value
 
 
-def load_pipeline(path: str | Path, overrides: list[str] | None = None) -> Pipeline:
+def load_pipeline(
+    path: str | Path, overrides: list[str] | None = None, check_inputs: bool = True
+) -> Pipeline:
+    """The plan of a pipeline file. Relative paths in the file are relative to the file's directory, those
+    given with `--set` to the current one; every path it reads is checked here (`check_inputs`), before
+    anything is written."""
     path = Path(path)
     try:
         raw = tomllib.loads(path.read_text())
@@ -92,9 +98,67 @@ def load_pipeline(path: str | Path, overrides: list[str] | None = None) -> Pipel
         raise UsageError(f"{path}: cannot read pipeline file ({error.strerror})") from None
     except tomllib.TOMLDecodeError as error:
         raise UsageError(f"{path}: invalid TOML ({error})") from None
+    resolve_paths(raw, path.parent)
     for item in overrides or []:
         apply_override(raw, item)
-    return plan(raw, path)
+    resolve_paths(raw, Path.cwd())  # what --set gave (the file's paths are absolute by now)
+    pipeline = plan(raw, path)
+    if check_inputs:
+        check_paths(pipeline)
+    return pipeline
+
+
+def _absolute(value: Any, base: Path) -> Any:
+    if not isinstance(value, str) or value == DEMO_INPUT:
+        return value
+    return os.path.normpath(base / Path(value).expanduser())  # absolute stays absolute; no symlink resolution
+
+
+def _train_tables(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """The [train] table and every phase's, where path settings may be."""
+    phases = raw.get("phases") if isinstance(raw.get("phases"), dict) else {}
+    tables = [raw.get("train"), *(p.get("train") for p in phases.values() if isinstance(p, dict))]
+    return [t for t in tables if isinstance(t, dict)]
+
+
+def resolve_paths(raw: dict[str, Any], base: Path) -> None:
+    """Make the path settings of a pipeline's tables absolute, relative to `base` (in place). Values of the
+    wrong type are left for `plan` and the stages' checks to report."""
+    base = base.absolute()
+    inputs = raw.get("input")
+    if isinstance(inputs, dict) and "paths" in inputs:
+        paths = inputs["paths"]
+        paths = [_absolute(p, base) for p in paths] if isinstance(paths, list) else _absolute(paths, base)
+        inputs["paths"] = paths
+    vocab = raw.get("vocab")
+    if isinstance(vocab, dict) and "from_vocab" in vocab:
+        vocab["from_vocab"] = _absolute(vocab["from_vocab"], base)
+    for train in _train_tables(raw):
+        checkpoint = train.get("checkpoint")
+        if isinstance(checkpoint, dict) and "init_from" in checkpoint:
+            checkpoint["init_from"] = _absolute(checkpoint["init_from"], base)
+        if "checkpoint.init_from" in train:  # a dotted key written as a string (not TOML's dotted syntax)
+            train["checkpoint.init_from"] = _absolute(train["checkpoint.init_from"], base)
+
+
+def check_paths(pipeline: Pipeline) -> None:
+    """Every path the pipeline reads exists: a typo fails now, not after the run dir and its lock are made."""
+    from corpusprep.read import resolve_inputs
+
+    where = pipeline.source
+    if not pipeline.demo_input:
+        try:
+            resolve_inputs(pipeline.config["input"]["paths"])
+        except UsageError as error:
+            raise UsageError(f"{where}: input.paths: {error}") from None
+    from_vocab = pipeline.config.get("vocab", {}).get("from_vocab")
+    if isinstance(from_vocab, str) and not Path(from_vocab).is_file():
+        raise UsageError(f"{where}: vocab.from_vocab: {from_vocab}: no such file")
+    for train in _train_tables(pipeline.config):
+        checkpoint = train.get("checkpoint")
+        init = checkpoint.get("init_from") if isinstance(checkpoint, dict) else None
+        if isinstance(init, str) and not Path(init).exists():
+            raise UsageError(f"{where}: train.checkpoint.init_from: {init}: no such file or directory")
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -134,6 +198,10 @@ def plan(raw: dict[str, Any], source: Path) -> Pipeline:
         raise UsageError(f"{source}: unknown key input.{unknown[0]} (known: {', '.join(INPUT_DEFAULTS)})")
     if not inputs["paths"] or not all(isinstance(p, str) for p in inputs["paths"]):
         raise UsageError(f'{source}: input.paths must be a list of paths (or ["{DEMO_INPUT}"])')
+    demo_mb = inputs["demo_mb"]
+    number = isinstance(demo_mb, (int, float)) and not isinstance(demo_mb, bool)
+    if demo_mb is not None and not (number and demo_mb > 0):
+        raise UsageError(f"{source}: input.demo_mb: expected a positive number of MB, got {demo_mb!r}")
     config["input"] = inputs
     demo = inputs["paths"] == [DEMO_INPUT]
     if DEMO_INPUT in inputs["paths"] and not demo:

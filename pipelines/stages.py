@@ -50,12 +50,11 @@ class StageResult:
 
 
 def _options(cls: type, section: dict[str, Any], where: str):
-    """`cls(**section)`, with an unknown key reported as the pipeline key it came from."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(section) - names)
-    if unknown:
-        raise UsageError(f"{where}.{unknown[0]}: unknown setting (known: {', '.join(sorted(names))})")
-    return cls(**section)
+    """`cls(**section)`, with an unknown key or a value of the wrong type reported as the pipeline key it came
+    from (corpusprep.settings); `check` calls it for every stage before anything is written."""
+    from corpusprep.settings import check_settings
+
+    return cls(**check_settings(cls, section, where))
 
 
 def _read_options(stage: Stage):

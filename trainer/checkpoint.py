@@ -24,7 +24,7 @@ import torch
 
 from corpusprep.engine import faults
 from corpusprep.engine.files import atomic_dir, remove_stale_temps
-from corpusprep.errors import DataError, UsageError
+from corpusprep.errors import DataError, UsageError, os_error_in
 from trainer.config import ModelConfig
 from trainer.model import BertConfig, BertForPreTraining
 
@@ -61,10 +61,16 @@ def save(run_dir: Path, step: int, states: dict[str, Any], config: dict, keep: i
     final = checkpoint_dir(run_dir) / f"step-{step:07d}"
     with atomic_dir(final) as tmp:
         for name, state in states.items():
-            with open(tmp / f"{name}.pt", "wb") as f:
-                torch.save(state, f)
-                f.flush()
-                os.fsync(f.fileno())
+            try:
+                with open(tmp / f"{name}.pt", "wb") as f:
+                    torch.save(state, f)
+                    f.flush()
+                    os.fsync(f.fileno())
+            except Exception as error:  # torch reports a full disk as a RuntimeError: name the file
+                cause = os_error_in(error)
+                if cause is None or cause.filename is not None:
+                    raise
+                raise OSError(cause.errno, cause.strerror, str(final / f"{name}.pt")) from error
             faults.reached("checkpoint_file")
         (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     for _, old in list_checkpoints(run_dir)[:-keep]:

@@ -70,7 +70,7 @@ def _vocab_ids(vocab: dict, where: Path) -> VocabIds:
         ids = {t: int(special[t]) for t in SPECIAL_TOKENS}
         return VocabIds(int(vocab["size"]), ids["[PAD]"], ids["[MASK]"], tuple(sorted(ids.values())))
     except (KeyError, TypeError, ValueError) as e:
-        raise UsageError(f"{where}: vocab entry lacks size or special id {e}") from None
+        raise DataError(f"{where}: vocab entry lacks size or special id {e}") from None
 
 
 def open_shards(directory: str | Path, splits: tuple[str, ...] = ("train",), verify: bool = False) -> Shards:
@@ -83,7 +83,9 @@ def open_shards(directory: str | Path, splits: tuple[str, ...] = ("train",), ver
     try:
         manifest = json.loads(manifest_path.read_text())
     except (OSError, json.JSONDecodeError) as e:
-        raise UsageError(f"{manifest_path}: unreadable manifest ({e})") from None
+        raise DataError(f"{manifest_path}: unreadable manifest ({e})") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("splits", {}), dict):
+        raise DataError(f"{manifest_path}: not a shards manifest (valid JSON of another shape)")
     shards = Shards(directory, manifest, _vocab_ids(manifest.get("vocab", {}), manifest_path))
     for split in splits:
         if split != "train" and split not in manifest.get("splits", {}):

@@ -124,4 +124,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from corpusprep.errors import guarded
+
+    sys.exit(guarded(main))  # an OSError or Ctrl-C: one line, not a traceback

@@ -9,11 +9,29 @@ import sys
 from pathlib import Path
 
 
+def read_metrics(path: Path) -> list[dict]:
+    """The records of metrics.jsonl; a last line cut short by a kill is left out, any other bad line is a
+    DataError naming it."""
+    from corpusprep.errors import DataError
+
+    lines = path.read_text().splitlines()
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number < len(lines) or not records:
+                raise DataError(f"{path}:{number}: not a JSON record") from None
+    return records
+
+
 def plot(run_dir: Path, out: Path | None = None) -> Path:
     """Write the curves of RUN_DIR/metrics.jsonl as a PNG (default RUN_DIR/curves.png)."""
     import matplotlib.pyplot as plt
 
-    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
+    records = read_metrics(run_dir / "metrics.jsonl")
     fig = figure(records, f"training run {run_dir.resolve().name}")
     out = out or run_dir / "curves.png"
     fig.savefig(out, dpi=120)
@@ -69,4 +87,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from corpusprep.errors import guarded
+
+    sys.exit(guarded(main))  # an OSError or Ctrl-C: one line, not a traceback

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from corpusprep.errors import CorpusprepError, UsageError
+from corpusprep.errors import UsageError, guarded
 
 # direct flags -> config keys (`--set` reaches every other key)
 FLAGS = {
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     given = {n: getattr(args, n) for n in FLAGS if getattr(args, n) is not None}
     overrides = [f"{FLAGS[n][0]}={json.dumps(v)}" for n, v in given.items()]
     overrides += [f"{SWITCHES[n][0]}=true" for n in SWITCHES if getattr(args, n)]
-    try:
+    def run() -> int:
         from trainer.config import load_config
         from trainer.train import train
 
@@ -98,10 +98,11 @@ def main(argv: list[str] | None = None) -> int:
         if not config.data.shards:
             raise UsageError("no shards: pass --shards DIR or set data.shards")
         train(config)
-    except CorpusprepError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return e.exit_code
-    return 0
+        return 0
+
+    # one line and an exit code for bad settings or data (2, 1), an OSError (full disk, a file in the way of
+    # the run dir) and Ctrl-C, even in the middle of a checkpoint write (130; --resume continues)
+    return guarded(run)
 
 
 if __name__ == "__main__":

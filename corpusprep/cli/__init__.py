@@ -6,7 +6,7 @@ import logging
 import sys
 
 from corpusprep.cli.app import app
-from corpusprep.errors import CorpusprepError
+from corpusprep.errors import guarded
 
 # Importing a command module registers its commands on `app`.
 from corpusprep.cli import commands  # noqa: E402,F401  isort: skip
@@ -15,11 +15,6 @@ from corpusprep.cli import commands  # noqa: E402,F401  isort: skip
 def main() -> None:
     # Skips and repairs (file and position) are logged by the stages as they happen; show them as one-liners.
     logging.basicConfig(format="corpusprep: warning: %(message)s", level=logging.WARNING, stream=sys.stderr)
-    try:
-        app()
-    except CorpusprepError as error:
-        print(f"corpusprep: error: {error}", file=sys.stderr)
-        sys.exit(error.exit_code)
-    except KeyboardInterrupt:
-        print("corpusprep: interrupted", file=sys.stderr)
-        sys.exit(130)
+    # A CorpusprepError, an OSError (full disk, read-only, a file where a directory is needed) or Ctrl-C:
+    # one line and its exit code (1 data or I/O, 2 usage, 130 interrupted); anything else is a bug and shows.
+    sys.exit(guarded(app, prefix="corpusprep: error: "))

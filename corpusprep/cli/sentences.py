@@ -114,6 +114,10 @@ def sentences(
                     rate = mb / max(time.perf_counter() - start, 1e-9)
                     bar.update(task, documents=n, sentences=split_stats.sentences, mb=mb, rate=rate)
                 yield item
+            if split_stats.used == 0:  # inside the write: the empty output is removed, never renamed
+                from corpusprep.read.document import no_usable_documents
+
+                raise no_usable_documents(inputs, read_stats.to_dict(), dict(split_stats.skipped))
 
         (write_parquet if fmt == "parquet" else write_text)(output, tracked())
     seconds = time.perf_counter() - start

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from corpusprep.cli.app import app
 from corpusprep.cli.options import Engine, Overwrite, Progress, RayAddress, Seed, VocabDir, Workers
+from corpusprep.errors import DataError, UsageError
 
 SplitOpt = Annotated[str, typer.Option(help="Split to read: train or validation.")]
 
@@ -47,8 +48,12 @@ def shard(
     progress: Progress = True,
 ) -> None:
     """Mask pairs (BERT's 15%, 80/10/10) into globally shuffled, balanced, checksummed Parquet shards."""
-    from corpusprep.shard.build import build_shards
+    from corpusprep.shard.build import MANIFEST, build_shards
     from corpusprep.shard.options import ShardOptions
+
+    if (pairs_dir / MANIFEST).is_file():
+        raise UsageError(f"{pairs_dir}: is a shards directory (has {MANIFEST}); shard reads the pairs "
+                         "directory that `corpusprep build-pairs` wrote")
 
     options = ShardOptions(
         masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
@@ -100,14 +105,21 @@ def stats(
 
 
 @app.command()
-def validate(shards_dir: Annotated[Path, typer.Argument(help="Shards directory.")]) -> None:
-    """Recompute checksums and check every invariant; exit 1 with one line per problem."""
-    from corpusprep.shard.validate import validate_shards
+def validate(
+    directory: Annotated[
+        Path,
+        typer.Argument(
+            metavar="DIR", help="Any output: vocab, pairs, shards, trainer run or checkpoint, pipeline run."
+        ),
+    ],
+) -> None:
+    """Check any output (shards: every checksum and invariant); say what it is; a line per problem, exit 1."""
+    from corpusprep.shard.validate import validate_output
 
-    problems = validate_shards(shards_dir)
+    kind, problems, summary = validate_output(directory)
     for problem in problems:
-        print(f"{shards_dir}: {problem}", file=sys.stderr)
+        print(f"{directory}: {problem}", file=sys.stderr)
     if problems:
-        print(f"{shards_dir}: INVALID ({len(problems)} problems)", file=sys.stderr)
-        raise typer.Exit(1)
-    print(f"{shards_dir}: valid")
+        count = f"{len(problems)} problem{'' if len(problems) == 1 else 's'}"
+        raise DataError(f"{directory}: INVALID {kind}: {count} (listed above)")
+    print(f"{directory}: valid {kind}" + (f" ({summary})" if summary else ""))

@@ -27,7 +27,7 @@ from typing import Any
 
 from corpusprep.engine import faults
 from corpusprep.engine.files import read_json, write_json
-from corpusprep.errors import CorpusprepError, UsageError
+from corpusprep.errors import DataError, UsageError
 
 Stats = dict[str, Any]
 ENGINES = ("local", "ray")
@@ -148,37 +148,56 @@ def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, root: Path, workers:
     # spawn, not fork: the parent may hold threads (tokenizers, torch) that fork would copy mid-lock.
     context = mp.get_context("spawn")
     workers = min(workers, len(tasks))
-    pool = cf.ProcessPoolExecutor(
+    broken = None  # the task whose future saw the pool break (a worker died)
+    with cf.ProcessPoolExecutor(
         workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),)
-    )
-    futures = {pool.submit(_run_and_mark, fn, task, marker_dir, root): task for task in tasks}
-    faults.reached("pool_started")  # workers are starting up: the narrowest window for orphans
-    try:
-        for future in cf.as_completed(futures):
-            try:
-                record = future.result()
-            except cf.process.BrokenProcessPool:
-                lost = [t.id for f, t in futures.items() if not f.done() or _failed(f)]
-                raise CorpusprepError(
-                    f"a worker process died while running one of {', '.join(lost[:3]) or 'the tasks'}"
-                    f"{' and others' if len(lost) > 3 else ''} (killed from outside; with no other "
-                    "cause the OOM killer is likely: use fewer --workers); rerun to continue"
-                ) from None
-            yield futures[future], record
-    except BaseException:
-        for future in futures:
-            future.cancel()
-        # Interrupted or failed: do not wait for the tasks in flight; end the workers now.
-        for process in list(getattr(pool, "_processes", {}).values()):
-            with contextlib.suppress(Exception):
-                process.kill()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+    ) as pool:
+        futures = {pool.submit(_run_in_worker, fn, task, marker_dir, root): task for task in tasks}
+        processes = list(getattr(pool, "_processes", {}).values())  # to tell which one died, if one does
+        faults.reached("pool_started")  # workers are starting up: the narrowest window for orphans
+        try:
+            for future in cf.as_completed(futures):
+                try:
+                    record = future.result()
+                except cf.process.BrokenProcessPool:
+                    broken = futures[future].id
+                    break
+                yield futures[future], record
+        except (KeyboardInterrupt, GeneratorExit):
+            # Ctrl-C here or in the caller: stop the workers now, not after their tasks (outputs are atomic).
+            # No cancel(): Python 3.11's pool manager fails on the cancelled futures of a broken pool, and the
+            # interpreter then hangs at exit.
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()
+            raise
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+    if broken is not None:  # after the pool's shutdown, which reaps the workers: their exit codes are known
+        raise _worker_died(processes, marker_dir, broken)
 
 
-def _failed(future: cf.Future) -> bool:
-    return not future.cancelled() and future.exception() is not None
+def _run_in_worker(fn: Callable[[Task], Stats], task: Task, marker_dir: Path, root: Path) -> Stats:
+    """`_run_and_mark` in a pool worker, which first notes its task under its pid: should the worker be
+    killed (the OOM killer), the parent can say which task it was running."""
+    (Path(marker_dir) / f".running-{os.getpid()}").write_text(task.id)
+    return _run_and_mark(fn, task, marker_dir, root)
+
+
+def _worker_died(processes: list, marker_dir: Path, fallback: str) -> DataError:
+    """One line for a broken pool: the task of the dead worker and how it died (OOM kills are SIGKILL)."""
+    # the pool terminates (SIGTERM) the other workers once one has died: look at those last
+    for process in sorted(processes, key=lambda p: p.exitcode == -signal.SIGTERM):
+        code = process.exitcode
+        if code:
+            running = Path(marker_dir) / f".running-{process.pid}"
+            task = running.read_text() if running.is_file() else f"{fallback} (or another one in flight)"
+            how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+            return DataError(f"task {task}: its worker process was {how}, most likely by the out-of-memory "
+                             "killer; rerun to continue (with fewer --workers if memory is short)")
+    return DataError(f"task {fallback}: a worker process died, most likely killed by the out-of-memory "
+                     "killer; rerun to continue (with fewer --workers if memory is short)")
 
 
 def _worker_init(parent: int) -> None:
@@ -188,7 +207,8 @@ def _worker_init(parent: int) -> None:
     The kernel kills the worker when the parent thread dies (PR_SET_PDEATHSIG); a parent that died before
     that was set is caught by comparing the parent pid with the one the parent passed (after a parent's
     death the worker is re-parented, so `getppid()` no longer matches). A watch thread covers systems
-    without prctl. Ctrl-C goes to the whole process group: only the parent handles it.
+    without prctl. Ctrl-C reaches the whole process group: the parent handles it (one message, workers
+    stopped), so the workers ignore it instead of each printing a traceback.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(Exception):

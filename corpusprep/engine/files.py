@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from corpusprep.errors import CorpusprepError, os_error_in
+
 
 def temp_name(path: Path) -> Path:
     """The temporary name a file is written under before it is renamed into place (same directory)."""
@@ -27,9 +29,14 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+        ours = isinstance(error, CorpusprepError) or not isinstance(error, Exception)
+        cause = None if ours else os_error_in(error)
+        if cause is not None and cause.filename is None:
+            # a failed write() (full disk) names no file: name the one being written
+            raise OSError(cause.errno, cause.strerror, str(path)) from error
         raise
 
 

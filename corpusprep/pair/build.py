@@ -15,8 +15,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import logging
 import math
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -41,10 +43,12 @@ from corpusprep.pair.tokens import (
     save_cache,
     select_documents,
 )
+from corpusprep.read.document import no_usable_documents, unk_warning
 from corpusprep.split.stage import make_splitter
 from corpusprep.tokenize import VocabInfo
 
 STATS_VERSION = 1
+log = logging.getLogger("corpusprep.pair")
 OWNS = ("stats.json", "train/part-*.parquet", "validation/part-*.parquet")  # what --overwrite may remove
 NO_SENTENCES = "no_sentences"
 NO_PARTNER = "no_partner_document"
@@ -177,6 +181,7 @@ def tokenize_task(task: Task) -> dict[str, Any]:
             "documents": len(members),
             "skipped": {NO_SENTENCES: len(members) - len(usable)},
             **counts,
+            "unk_tokens": int(np.count_nonzero(part.tokens == tokenizer.token_to_id("[UNK]"))),
         }
         partitions = np.array(
             [document_partition(opts.seed, part.doc_ids[d], args.partitions[split]) for d in usable],
@@ -266,6 +271,9 @@ def build_pairs(
 
         read_task = Task("read", ReadArgs(tuple(map(str, inputs)), read_options, options, work))
         (read,) = run(functools.partial(read_stage, bar=bar), [read_task], workers=1, engine="local")
+        if not any(read["documents"].values()):
+            shutil.rmtree(work)  # nothing to resume: a rerun with other read options starts clean
+            raise no_usable_documents(inputs, read["read"])
         partitions = {
             split: max(1, math.ceil(read["documents"][split] / options.docs_per_partition))
             for split in SPLITS
@@ -290,10 +298,18 @@ def build_pairs(
         )
         token_stats = merge_stats(run(tokenize_task, token_tasks, on_done=on_done))
 
-        docs_in = token_stats.get("partition_documents", {})
+        docs_in = token_stats.get("partition_documents", {})  # absent when no document has a sentence
+        tokens = {k: sum(token_stats.get(s, {}).get(k, 0) for s in SPLITS) for k in ("tokens", "unk_tokens")}
+        if warning := unk_warning(tokens["unk_tokens"], tokens["tokens"], str(out_dir)):
+            log.warning(warning)
         usable = {
             split: sum(n for key, n in docs_in.items() if key.startswith(f"{split}/")) for split in SPLITS
         }
+        if not docs_in:
+            shutil.rmtree(work)
+            no_sentences = {NO_SENTENCES: sum(token_stats.get(s, {}).get("skipped", {}).get(NO_SENTENCES, 0)
+                                              for s in SPLITS)}
+            raise no_usable_documents(inputs, read["read"], no_sentences)
         if usable["train"] < 2:
             raise DataError(
                 f"{', '.join(map(str, inputs))}: {usable['train']} training document(s) with sentences "

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from corpusprep.errors import InputError, UsageError
+from corpusprep.errors import DataError, InputError, UsageError
 
 FORMATS = ("auto", "text", "bert", "jsonl", "parquet", "wiki")
 ON_ERROR = ("auto", "skip", "fail")
@@ -108,3 +108,31 @@ class ReadStats:
             "warnings": self.warnings,
             "examples": {kind: list(messages) for kind, messages in sorted(self.examples.items())},
         }
+
+
+UNK_WARN_RATE = 0.05  # more [UNK] than this: the text is not what the vocab was built for
+
+
+def no_usable_documents(inputs: Any, read: dict[str, Any], skipped: dict[str, int] | None = None
+                        ) -> DataError:
+    """Zero documents used is an error, not an empty output: name the inputs and why everything was skipped
+    (a wrong --input-format skips every document as invalid_json, say). `read`: ReadStats.to_dict()."""
+    names = ", ".join(map(str, inputs)) if isinstance(inputs, (list, tuple)) else str(inputs)
+    reasons = {**read.get("skipped", {}), **(skipped or {})}
+    why = ", ".join(f"{n:,} {reason}" for reason, n in sorted(reasons.items()) if n)
+    files = ", ".join(f"{n:,} {reason}" for reason, n in sorted(read.get("skipped_files", {}).items()) if n)
+    why = "; ".join(part for part in (why and f"skipped: {why}", files and f"files skipped: {files}") if part)
+    hint = "; wrong --input-format?" if reasons.get("invalid_json") or reasons.get("missing_field") else ""
+    return DataError(
+        f"no usable documents in {names} ({read.get('documents_seen', 0):,} read"
+        f"{', ' + why if why else ''}){hint}"
+    )
+
+
+def unk_warning(unk_tokens: int, tokens: int, where: str) -> str | None:
+    """A loud one-line warning when [UNK] passes UNK_WARN_RATE, with the likely causes; None below it."""
+    rate = unk_tokens / max(tokens, 1)
+    if rate <= UNK_WARN_RATE:
+        return None
+    return (f"{where}: {rate:.1%} of tokens are [UNK] (over {UNK_WARN_RATE:.0%}): likely a wrong "
+            "--input-format, a vocab built for other text, or a --cased/uncased mismatch")

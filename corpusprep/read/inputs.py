@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -10,6 +11,22 @@ from pathlib import Path
 from corpusprep.errors import InputError
 
 MARKER_SUFFIX = ".done.json"  # engine completion markers; temp files and locks are hidden (".name")
+log = logging.getLogger("corpusprep.read")
+_warned: set[str] = set()
+
+
+def printable_source(source: str) -> str:
+    """`source` with the bytes of a file name that is not valid UTF-8 (which Python keeps as surrogates) as
+    \\xNN escapes: document ids must be UTF-8 to be hashed and written. Warns once per name."""
+    try:
+        source.encode("utf-8")
+        return source
+    except UnicodeEncodeError:
+        escaped = source.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        if escaped not in _warned:
+            _warned.add(escaped)
+            log.warning(f"{escaped}: file name is not valid UTF-8; read, its document ids escaped as here")
+        return escaped
 
 
 def _wanted(name: str) -> bool:
@@ -76,5 +93,5 @@ def resolve_inputs(inputs: Sequence[str | Path]) -> list[tuple[Path, str]]:
             key = file.resolve()
             if key not in seen:
                 seen.add(key)
-                found.append((file, source))
+                found.append((file, printable_source(source)))
     return found

@@ -34,7 +34,7 @@ from corpusprep.engine.artifact import WORK, sha256_file
 from corpusprep.engine.executor import Task
 from corpusprep.engine.files import atomic_path, read_json, write_json
 from corpusprep.engine.rng import rng_for
-from corpusprep.errors import CorpusprepError, InputError, UsageError
+from corpusprep.errors import CorpusprepError, DataError, InputError, UsageError
 from corpusprep.mask import ACTIONS, MaskVocab, examples_from_pairs, mask_examples
 from corpusprep.shard.options import DEFAULT_EXAMPLES_PER_SHARD, ShardOptions
 from corpusprep.shard.schema import SCHEMA_VERSION, SPLITS
@@ -174,7 +174,7 @@ def find_inputs(pairs_dir: Path, owned: Iterable[str]) -> dict[str, list[tuple[P
             try:
                 meta = pq.ParquetFile(path)
             except (OSError, pa.ArrowInvalid) as error:
-                raise InputError(f"{path}: not a readable Parquet file ({error})") from None
+                raise DataError(f"{path}: not a readable Parquet file ({error})") from None
             columns = {f.name: f.type for f in meta.schema_arrow}
             for column in ("tokens_a", "tokens_b"):
                 kind = columns.get(column)

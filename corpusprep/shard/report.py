@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 from rich.table import Table
 from rich.text import Text
 
-from corpusprep.engine.files import read_json
-from corpusprep.errors import InputError, UsageError
-from corpusprep.shard.build import MANIFEST
+from corpusprep.errors import DataError, UsageError
 from corpusprep.shard.table import COUNT_KEYS
+from corpusprep.shard.validate import load_manifest
 from corpusprep.tokenize import VocabInfo
 
 STYLE = {
@@ -22,17 +22,25 @@ STYLE = {
 }
 
 
-def load_manifest(directory: Path) -> dict:
-    path = Path(directory) / MANIFEST
-    if not path.is_file():
-        raise InputError(f"{path}: missing (not a finished shards directory)")
-    return read_json(path)
-
-
 def shard_paths(directory: Path, manifest: dict, split: str) -> list[Path]:
+    """The split's shard files; a missing one is a DataError (exit 1) naming it and `corpusprep validate`."""
     if split not in manifest["splits"]:
         raise UsageError(f"{directory}: no split {split!r} (has {', '.join(manifest['splits'])})")
-    return [Path(directory) / s["path"] for s in manifest["splits"][split]["shards"]]
+    paths = [Path(directory) / s["path"] for s in manifest["splits"][split]["shards"]]
+    for path in paths:
+        if not path.is_file():
+            raise DataError(f"{path}: listed in the manifest but missing (`corpusprep validate {directory}`)")
+    return paths
+
+
+def _unreadable(paths: list[Path], error: Exception) -> DataError:
+    """A shard that does not read: name the first one that fails and point at `validate`."""
+    for path in paths:
+        try:
+            pq.ParquetFile(path)
+        except (OSError, pa.ArrowException) as bad:
+            return DataError(f"{path}: unreadable Parquet ({bad}); `corpusprep validate` checks every shard")
+    return DataError(f"{paths[0].parent}: shards unreadable ({str(error).splitlines()[0]})")
 
 
 def render_examples(
@@ -46,7 +54,10 @@ def render_examples(
         raise UsageError(f"{vocab.directory}: not the vocab these shards were made with (sha256 differs)")
     rendered = []
     for path in shard_paths(directory, manifest, split):
-        table = pq.ParquetFile(path).read_row_group(0).slice(0, n - len(rendered)).to_pylist()
+        try:
+            table = pq.ParquetFile(path).read_row_group(0).slice(0, n - len(rendered)).to_pylist()
+        except (OSError, pa.ArrowException) as error:
+            raise _unreadable([path], error) from None
         rendered += [_render(row, vocab, f"{path.name} row {i}") for i, row in enumerate(table)]
         if len(rendered) >= n:
             break
@@ -87,10 +98,13 @@ def column_stats(directory: Path, batch_size: int = 32) -> dict:
         paths = [str(p) for p in shard_paths(directory, manifest, split)]
         if not paths:
             continue
-        frame = pl.scan_parquet(paths).select(
-            pl.col("num_tokens").cast(pl.Int64).alias("n"),
-            pl.col("masked_lm_positions").list.len().alias("predictions"),
-        ).with_row_index("row").collect()
+        try:
+            frame = pl.scan_parquet(paths).select(
+                pl.col("num_tokens").cast(pl.Int64).alias("n"),
+                pl.col("masked_lm_positions").list.len().alias("predictions"),
+            ).with_row_index("row").collect()
+        except (OSError, pl.exceptions.PolarsError) as error:
+            raise _unreadable([Path(p) for p in paths], error) from None
         hist = (frame.group_by((pl.col("n") - 1) // width * width + 1).agg(pl.len().alias("rows"))
                 .rename({"n": "from"}).sort("from"))
         # Rows are shuffled, so consecutive rows are what a sequential loader would batch together.
@@ -146,25 +160,39 @@ def stats_tables(stats: dict) -> list[Table]:
 
 
 def plot_stats(stats: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from corpusprep.engine.files import atomic_path
 
-    fig, (lengths, balance) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for name, s in stats["splits"].items():
-        lows = np.array([lo for lo, _, _ in s["histogram"]])
-        rows = np.array([r for _, _, r in s["histogram"]])
-        lengths.step(lows, rows / rows.sum(), where="post", label=name)
-        balance.bar(np.arange(len(s["shard_rows"])), s["shard_rows"], label=name, alpha=0.7)
-    lengths.set(title="example length (tokens incl. specials)", xlabel="num_tokens", ylabel="share of rows")
-    balance.set(title="rows per shard", xlabel="shard", ylabel="rows")
-    lengths.legend()
-    balance.legend()
-    fig.tight_layout()
+    fig = stats_figure(stats)
     path = Path(path)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", dpi=100)
     plt.close(fig)
+
+
+def stats_figure(stats: dict):
+    """Length histogram per split and rows per shard, as a matplotlib Figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, (lengths, balance) = plt.subplots(1, 2, figsize=(12, 4.5))
+    splits = stats["splits"]
+    width = 0.8 / max(len(splits), 1)  # the splits' bars side by side within each shard's slot
+    for i, (name, s) in enumerate(splits.items()):
+        # every bin drawn as a bin: edges from each bin's first length to one past the last bin's end
+        edges = np.array([lo for lo, _, _ in s["histogram"]] + [s["histogram"][-1][1] + 1])
+        rows = np.array([r for _, _, r in s["histogram"]])
+        lengths.stairs(rows / rows.sum(), edges, label=name, linewidth=1.5)
+        shards = np.arange(len(s["shard_rows"]))
+        balance.bar(shards + (i - (len(splits) - 1) / 2) * width, s["shard_rows"], width, label=name)
+    lengths.set(title="example length (tokens incl. specials)", xlabel="num_tokens", ylabel="share of rows")
+    balance.set(title="rows per shard", xlabel="shard", ylabel="rows")
+    balance.xaxis.set_major_locator(MaxNLocator(integer=True))  # shards are numbered, never 0.5
+    for ax in (lengths, balance):  # outside the axes: never over the bars
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, frameon=False)
+    fig.tight_layout()
+    return fig

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from corpusprep.engine import artifact
 from corpusprep.engine.artifact import sha256_file
 from corpusprep.engine.files import read_json
+from corpusprep.errors import DataError, InputError
 from corpusprep.mask import num_predictions
 from corpusprep.mask.examples import list_parts
 from corpusprep.shard.build import MANIFEST
@@ -94,6 +95,52 @@ def check_rows(table: pa.Table, manifest: dict) -> list[str]:
     return problems
 
 
+def manifest_problems(manifest: object) -> list[str]:
+    """What makes a parsed manifest.json unusable (valid JSON of the wrong shape): [] when every field the
+    readers use is there with its type."""
+    if not isinstance(manifest, dict):
+        return [f"not a JSON object but {type(manifest).__name__}"]
+    problems = []
+    expected = {"schema_version": int, "max_seq_length": int, "token_dtype": str, "options": dict,
+                "vocab": dict, "splits": dict, "totals": dict}
+    for key, kind in expected.items():
+        if not isinstance(manifest.get(key), kind):
+            problems.append(f"{key} missing or not {'an object' if kind is dict else kind.__name__}")
+    vocab = manifest.get("vocab")
+    if isinstance(vocab, dict):
+        if not isinstance(vocab.get("special_ids"), dict):
+            problems.append("vocab.special_ids missing")
+        problems += [f"vocab.{k} missing" for k in ("path", "sha256") if not isinstance(vocab.get(k), str)]
+    totals = manifest.get("totals")
+    if isinstance(totals, dict) and not all(isinstance(totals.get(k), int) for k in COUNT_KEYS):
+        problems.append(f"totals lacks a count of {', '.join(COUNT_KEYS)}")
+    splits = manifest.get("splits") if isinstance(manifest.get("splits"), dict) else {}
+    for name, split in splits.items():
+        shards = split.get("shards") if isinstance(split, dict) else None
+        entries_ok = isinstance(shards, list) and all(
+            isinstance(e, dict) and {"path", "rows", "bytes", "sha256"} <= set(e) for e in shards
+        )
+        if not entries_ok:
+            problems.append(f"splits.{name}.shards is not a list of {{path, rows, bytes, sha256}}")
+    return problems
+
+
+def load_manifest(directory: str | Path) -> dict:
+    """The manifest of a finished shards directory, its shape checked: UsageError (exit 2) when there is
+    none, DataError (exit 1) when it is not JSON or not a manifest."""
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        raise InputError(f"{path}: missing (not a finished shards directory)")
+    try:
+        manifest = read_json(path)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise DataError(f"{path}: not JSON ({error})") from None
+    problems = manifest_problems(manifest)
+    if problems:
+        raise DataError(f"{path}: not a shards manifest ({'; '.join(problems[:3])})")
+    return manifest
+
+
 def validate_shards(directory: str | Path) -> list[str]:
     """Every problem found in a shards directory, one line each; [] when it is complete and valid."""
     directory = Path(directory)
@@ -101,13 +148,15 @@ def validate_shards(directory: str | Path) -> list[str]:
     if not manifest_path.is_file():
         return [f"{manifest_path}: missing (unfinished or not a shards directory)"]
     try:
-        manifest = read_json(manifest_path)
+        manifest = load_manifest(directory)
         splits = manifest["splits"]
         if manifest.get("schema_version") != SCHEMA_VERSION:
             found = manifest.get("schema_version")
             return [f"{manifest_path}: schema_version {found}, this corpusprep reads {SCHEMA_VERSION}"]
         schema = shard_schema(np.dtype(manifest["token_dtype"]))
         mask_id = manifest["vocab"]["special_ids"]["[MASK]"]
+    except DataError as error:
+        return [str(error)]
     except (ValueError, KeyError, TypeError) as error:
         return [f"{manifest_path}: unreadable manifest ({type(error).__name__}: {error})"]
 
@@ -176,3 +225,147 @@ def _lost_pairs(manifest: dict, splits: dict) -> list[str]:
         if want is not None and split.get("examples") != want:
             found.append(f"{name}: {split.get('examples')} examples, the pairs' stats.json promises {want}")
     return found
+
+
+# --- any corpusprep output ---------------------------------------------------------------------------------
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _validate_vocab(directory: Path) -> tuple[list[str], str]:
+    from corpusprep.errors import CorpusprepError
+    from corpusprep.tokenize import VocabInfo
+
+    try:
+        info = VocabInfo.load(directory)
+        info.tokenizer()
+    except (CorpusprepError, OSError, ValueError) as error:
+        return [str(error)], ""
+    problems = [] if (directory / "vocab_report.json").is_file() else ["vocab_report.json: missing"]
+    problems += _owned_problems(directory)
+    return problems, f"{_plural(info.size, 'token')}, sha256 {info.sha256[:12]}"
+
+
+ARTIFACT_KINDS = {"vocab": "vocab directory", "pairs": "pairs directory", "shards": "shards directory",
+                  "train": "trainer run directory"}
+
+
+def _owned_problems(directory: Path) -> list[str]:
+    """Files the artifact manifest lists that are missing or changed (an artifact written by corpusprep)."""
+    if not (directory / artifact.MANIFEST).exists():
+        return []
+    return [str(Path(p).relative_to(directory)) if p.startswith(str(directory)) else p
+            for p in artifact.problems(directory, checksums=True)]
+
+
+def _validate_pairs(directory: Path) -> tuple[list[str], str]:
+    from corpusprep.pair.schema import SPLITS as PAIR_SPLITS
+
+    try:
+        stats = read_json(directory / "stats.json")
+        expected = {split: stats["splits"][split]["pairs"] for split in PAIR_SPLITS}
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        return [f"stats.json: unreadable ({type(error).__name__}: {error})"], ""
+    problems, files = [], 0
+    for split in PAIR_SPLITS:
+        rows = 0
+        for path in sorted((directory / split).glob("*.parquet")):
+            files += 1
+            try:
+                rows += pq.ParquetFile(path).metadata.num_rows
+            except (OSError, pa.ArrowException) as error:
+                problems.append(f"{split}/{path.name}: unreadable Parquet ({error})")
+        if not problems and rows != expected[split]:
+            problems.append(f"{split}: {rows:,} pairs in the files, stats.json says {expected[split]:,}")
+    problems += _owned_problems(directory)
+    return problems, f"{_plural(sum(expected.values()), 'pair')} in {_plural(files, 'file')}"
+
+
+def _validate_checkpoint(step: Path) -> list[str]:
+    problems = [f"{step.name}/{name}: missing or empty" for name in ("model.pt", "config.json")
+                if not (step / name).is_file() or (step / name).stat().st_size == 0]
+    if not problems:
+        try:
+            read_json(step / "config.json")
+        except (OSError, ValueError) as error:
+            problems.append(f"{step.name}/config.json: unreadable ({error})")
+    return problems
+
+
+def _validate_trainer(directory: Path) -> tuple[list[str], str]:
+    steps = sorted(p for p in (directory / "checkpoints").glob("step-*") if p.is_dir())
+    if not steps:
+        return ["checkpoints/: no checkpoint"], ""
+    problems = [p for step in steps for p in _validate_checkpoint(step)]
+    return problems, f"{_plural(len(steps), 'checkpoint')}, newest {steps[-1].name}"
+
+
+def _validate_run(directory: Path) -> tuple[list[str], str]:
+    """A pipeline run directory: every stage output found in it, each checked as what it is."""
+    problems, found = [], []
+    for sub in sorted(p for p in directory.rglob("*") if p.is_dir() and not p.name.startswith((".", "_"))):
+        kind = output_kind(sub)
+        if kind and kind != "pipeline run directory" and not any(sub.is_relative_to(d) for d in found):
+            found.append(sub)
+            sub_problems, _ = VALIDATORS[kind](sub)
+            problems += [f"{sub.relative_to(directory)}/ ({kind}): {p}" for p in sub_problems]
+    return problems, f"{_plural(len(found), 'stage output')} checked"
+
+
+VALIDATORS = {
+    "shards directory": lambda d: (validate_shards(d), _shards_summary(d)),
+    "pairs directory": _validate_pairs,
+    "vocab directory": _validate_vocab,
+    "trainer run directory": _validate_trainer,
+    "trainer checkpoint": lambda d: (_validate_checkpoint(d), d.name),
+    "pipeline run directory": _validate_run,
+}
+
+
+def _shards_summary(directory: Path) -> str:
+    try:
+        manifest = load_manifest(directory)
+    except (DataError, InputError):
+        return ""
+    shards = sum(len(s["shards"]) for s in manifest["splits"].values())
+    return f"{_plural(manifest['totals'].get('examples', 0), 'example')} in {_plural(shards, 'shard')}"
+
+
+def output_kind(directory: Path) -> str | None:
+    """Which corpusprep output a directory holds, from its artifact manifest or the files that mark each
+    kind; None if none."""
+    found = artifact.read_manifest(directory)
+    if found is not None and found["kind"] in ARTIFACT_KINDS:
+        return ARTIFACT_KINDS[found["kind"]]
+    if (directory / "run.json").is_file() and (directory / "stages").is_dir():
+        return "pipeline run directory"
+    if (directory / MANIFEST).is_file():
+        return "shards directory"
+    if (directory / "vocab.txt").is_file():
+        return "vocab directory"
+    if (directory / "stats.json").is_file() and any((directory / s).is_dir() for s in SPLITS):
+        return "pairs directory"
+    if (directory / "checkpoints").is_dir():
+        return "trainer run directory"
+    if (directory / "model.pt").is_file():
+        return "trainer checkpoint"
+    return None
+
+
+def validate_output(path: str | Path) -> tuple[str, list[str], str]:
+    """(kind, problems, summary) of any corpusprep output: a vocab, pairs, shards, trainer run or checkpoint,
+    or pipeline run directory. UsageError (exit 2) for a path that is none of them."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such directory")
+    if not path.is_dir():
+        raise InputError(f"{path}: is a file; validate takes a directory corpusprep or the trainer wrote")
+    kind = output_kind(path)
+    if kind is None:
+        raise InputError(
+            f"{path}: not a corpusprep output (no manifest.json, vocab.txt, stats.json, checkpoints/...)"
+        )
+    problems, summary = VALIDATORS[kind](path)
+    return kind, problems, summary

@@ -33,7 +33,10 @@ from corpusprep.engine.files import atomic_path, read_json, write_json
 from corpusprep.engine.rng import stable_hash
 from corpusprep.errors import UsageError
 from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents
+from corpusprep.read.document import no_usable_documents, unk_warning
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo, is_reserved
+
+log = logging.getLogger("corpusprep.tokenize")
 
 FILES = (
     "vocab.txt",
@@ -412,6 +415,8 @@ def build_vocab(
             for _ in batches:  # only to draw the sample the coverage figures are measured on
                 pass
             tokenizer = tokenizer_from_tokens(tokens, options.cased, options.strip_accents)
+        if inputs and read_stats.documents == 0:  # a 5-token vocab is no result: say why nothing was used
+            raise no_usable_documents(inputs, read_stats.to_dict())
         if progress:
             progress("measuring", read_stats.documents, read_stats.bytes)
         report = {
@@ -430,6 +435,9 @@ def build_vocab(
             "seconds": {"train": train_seconds},
             "sample": measure(tokenizer, sample.texts()) if sample.heap else None,
         }
+        sample_stats = report["sample"] or {"unk_tokens": 0, "tokens": 0}
+        if warning := unk_warning(sample_stats["unk_tokens"], sample_stats["tokens"], f"{vocab_dir}: sample"):
+            log.warning(warning)
         with atomic_path(vocab_dir / "vocab.txt") as tmp:
             tmp.write_bytes(vocab_data)
         with atomic_path(vocab_dir / "tokenizer.json") as tmp:

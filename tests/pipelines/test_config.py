@@ -93,7 +93,7 @@ def test_fingerprint_follows_settings_and_inputs_only():
 def test_shipped_pipelines_plan_and_every_setting_is_known(name):
     from pipelines.stages import check
 
-    pipeline = load_pipeline(PIPELINES / f"{name}.toml")
+    pipeline = load_pipeline(PIPELINES / f"{name}.toml", check_inputs=False)  # their corpora are not here
     assert pipeline.name == name
     kinds = [s.kind for s in pipeline.stages]
     assert kinds[-4:] == ["pairs", "shard", "train", "plot"]

@@ -1,0 +1,62 @@
+"""Check a mapping of settings (a pipeline's TOML table, `--set` values) against an options dataclass's
+field types, so that `dupe_factor = "five"` is one line naming the key, not a TypeError deep in a stage."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from corpusprep.errors import UsageError
+
+_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _allowed(hint: Any) -> tuple[type, ...]:
+    """The plain types a field accepts: `int | None` -> (int, NoneType)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return tuple(t for arg in typing.get_args(hint) for t in _allowed(arg))
+    return (typing.get_origin(hint) or hint,)
+
+
+def _coerce(value: Any, allowed: tuple[type, ...]) -> Any:
+    """`value` as one of `allowed`, or raise TypeError. An integer is a valid float (TOML `prob = 1`); a bool
+    is never a number, and a string is never converted (`"8000"` is a mistake worth a message)."""
+    if value is None and type(None) in allowed:
+        return None
+    if isinstance(value, bool):
+        if bool in allowed:
+            return value
+    elif isinstance(value, int) and int in allowed:
+        return value
+    elif isinstance(value, (int, float)) and float in allowed:
+        return float(value)
+    elif isinstance(value, float) and int in allowed and value.is_integer():
+        return int(value)
+    elif any(t not in (bool, int, float, type(None)) and isinstance(value, t) for t in allowed):
+        return value
+    raise TypeError
+
+
+def check_settings(cls: type, section: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """`section` checked against the fields of dataclass `cls` (names and types), values coerced where safe.
+    Raises UsageError naming `where.key`, the expected type and the value given."""
+    if not isinstance(section, Mapping):
+        raise UsageError(f"{where}: expected a table of settings, got {section!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    checked = {}
+    for key, value in section.items():
+        if key not in fields:
+            raise UsageError(f"{where}.{key}: unknown setting (known: {', '.join(sorted(fields))})")
+        allowed = _allowed(hints[key])
+        try:
+            checked[key] = _coerce(value, allowed)
+        except TypeError:
+            names = [_NAMES.get(t, t.__name__) for t in allowed if t is not type(None)]
+            optional = " (or leave it out)" if type(None) in allowed else ""
+            expected = " or ".join(names) + optional
+            raise UsageError(f"{where}.{key}: expected {expected}, got {value!r}") from None
+    return checked
