@@ -24,7 +24,7 @@ from corpusprep.engine.files import read_json, remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
 from corpusprep.errors import DataError, UsageError
 from pipelines import report, stages
-from pipelines.config import Pipeline, fingerprint, select
+from pipelines.config import Pipeline, check_paths, fingerprint, select
 from pipelines.stages import StageContext
 
 RUN_FILE = "run.json"  # names the pipeline a run dir belongs to
@@ -81,9 +81,10 @@ def run_pipeline(
     run_dir = Path(run_dir)
     selected = select(pipeline.stages, until)
     started = time.perf_counter()
+    # Everything is checked before anything is written: settings, input paths, the run dir's place.
     for stage in selected:
         stages.check(stage)
-    # Everything is checked before anything is written: settings, input paths, the run dir's place.
+    check_paths(pipeline)
     dirs = {s.name: run_dir / s.output for s in pipeline.stages}
     demo = pipeline.demo_input
     inputs = [str(dirs["corpus"] / "demo.jsonl")] if demo else pipeline.config["input"]["paths"]

@@ -274,14 +274,7 @@ def expand(argv: tuple[str, ...], world: Path, out: Path) -> list[str]:
 
 # Fixed on the trainer's side (a check of max_position against the shards before the model is built) in a
 # parallel change: strict, so the mark must go when that lands.
-PENDING = {"train-longer-than-max-position"}
-
-
-PENDING_MARK = pytest.mark.xfail(strict=True, reason="trainer check pending")
-
-
-@pytest.mark.parametrize("c", [pytest.param(c, marks=PENDING_MARK) if c.id in PENDING else c for c in CASES],
-                         ids=[c.id for c in CASES])
+@pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
 def test_one_line_and_the_right_exit_code(c: Case, world: Path, tmp_path: Path):
     if any("{READ_ONLY}" in a for a in c.argv) and not Path("/sys/kernel").is_dir():
         pytest.skip("/sys is not sysfs here")
