@@ -250,7 +250,12 @@ class Artifact:
         return self
 
     def __exit__(self, *exc) -> None:
-        self._lock.__exit__(*exc)
+        try:
+            markers = self.work / "markers"
+            if exc[0] is not None and self.state == "fresh" and not any(markers.glob("*.done.json")):
+                _remove(self.work)  # failed before any task finished: nothing to resume, leave no claim
+        finally:
+            self._lock.__exit__(*exc)
 
     def _decide(self) -> None:
         manifest, run = read_manifest(self.directory), self._read_run()

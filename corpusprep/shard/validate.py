@@ -244,7 +244,7 @@ def _validate_vocab(directory: Path) -> tuple[list[str], str]:
     except (CorpusprepError, OSError, ValueError) as error:
         return [str(error)], ""
     problems = [] if (directory / "vocab_report.json").is_file() else ["vocab_report.json: missing"]
-    problems += _owned_problems(directory)
+    problems += _owned_problems(directory, problems)
     return problems, f"{_plural(info.size, 'token')}, sha256 {info.sha256[:12]}"
 
 
@@ -252,12 +252,14 @@ ARTIFACT_KINDS = {"vocab": "vocab directory", "pairs": "pairs directory", "shard
                   "train": "trainer run directory"}
 
 
-def _owned_problems(directory: Path) -> list[str]:
-    """Files the artifact manifest lists that are missing or changed (an artifact written by corpusprep)."""
+def _owned_problems(directory: Path, reported: list[str]) -> list[str]:
+    """Files the artifact manifest lists that are missing or changed, unless `reported` names them already."""
     if not (directory / artifact.MANIFEST).exists():
         return []
-    return [str(Path(p).relative_to(directory)) if p.startswith(str(directory)) else p
-            for p in artifact.problems(directory, checksums=True)]
+    named = {line.split(":")[0] for line in reported}
+    found = [str(Path(p).relative_to(directory)) if p.startswith(str(directory)) else p
+             for p in artifact.problems(directory, checksums=True)]
+    return [line for line in found if line.split(":")[0] not in named]
 
 
 def _validate_pairs(directory: Path) -> tuple[list[str], str]:
@@ -279,7 +281,7 @@ def _validate_pairs(directory: Path) -> tuple[list[str], str]:
                 problems.append(f"{split}/{path.name}: unreadable Parquet ({error})")
         if not problems and rows != expected[split]:
             problems.append(f"{split}: {rows:,} pairs in the files, stats.json says {expected[split]:,}")
-    problems += _owned_problems(directory)
+    problems += _owned_problems(directory, problems)
     return problems, f"{_plural(sum(expected.values()), 'pair')} in {_plural(files, 'file')}"
 
 
