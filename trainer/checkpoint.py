@@ -29,6 +29,7 @@ from trainer.config import ModelConfig
 from trainer.model import BertConfig, BertForPreTraining
 
 STEP_DIR = re.compile(r"^step-(\d{7,})$")
+FILES = ("model.pt", "optimizer.pt", "scheduler.pt", "trainer.pt", "config.json")  # what `save` writes
 
 
 def checkpoint_dir(run_dir: Path) -> Path:
@@ -40,8 +41,39 @@ def list_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     root = checkpoint_dir(run_dir)
     if not root.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in root.iterdir() if (m := STEP_DIR.match(p.name)) and p.is_dir()]
+    found = [(int(m.group(1)), p) for p in root.iterdir() if (m := STEP_DIR.match(p.name)) and complete(p)]
     return sorted(found)
+
+
+def complete(path: Path) -> bool:
+    """A checkpoint directory holding every file `save` writes (a lost file makes it no checkpoint: the
+    run resumes from the one before, and rotation never deletes a directory someone else made)."""
+    return path.is_dir() and all((path / name).is_file() and (path / name).stat().st_size for name in FILES)
+
+
+# What must not change when a run continues from its checkpoint (the rest: steps, cadences, paths of logs)
+RESUME_KEYS = ("model.", "optim.", "seed", "data.shards", "data.batch_size", "data.chunk_rows",
+               "data.pad_multiple", "data.dynamic_masking", "data.num_workers", "schedule.warmup_steps",
+               "schedule.grad_accum", "checkpoint.init_from")
+
+
+def resume_conflicts(saved: dict, current: dict) -> list[str]:
+    """Settings of `current` (TrainConfig as a dict) that differ from those a checkpoint was saved with."""
+
+    def flat(d: dict, prefix: str = "") -> dict:
+        out = {}
+        for key, value in d.items():
+            out |= flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
+        return out
+
+    def norm(key: str, value: Any) -> Any:
+        is_path = key in ("data.shards", "checkpoint.init_from") and value
+        return str(Path(value).resolve()) if is_path else value
+
+    before, after = flat(saved), flat(current)
+    keys = sorted(k for k in set(before) | set(after) if k.startswith(RESUME_KEYS))
+    return [f"{k}: {before.get(k)!r} -> {after.get(k)!r}" for k in keys
+            if norm(k, before.get(k)) != norm(k, after.get(k))]
 
 
 def latest(run_dir: Path) -> Path | None:
@@ -79,7 +111,14 @@ def save(run_dir: Path, step: int, states: dict[str, Any], config: dict, keep: i
 
 
 def load(path: Path, name: str, map_location: str | torch.device = "cpu") -> Any:
-    return torch.load(path / f"{name}.pt", map_location=map_location, weights_only=False)
+    try:
+        return torch.load(path / f"{name}.pt", map_location=map_location, weights_only=False)
+    except Exception as e:  # torch raises many types for a truncated or foreign file
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DataError(
+            f"{path / (name + '.pt')}: cannot load ({first}); delete {path} to resume from the checkpoint "
+            "before it"
+        ) from None
 
 
 def read_config(path: Path) -> dict:

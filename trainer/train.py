@@ -151,7 +151,17 @@ def _train(config: TrainConfig, d: Dist, device: torch.device) -> dict:
     run_dir = Path(config.logging.run_dir)
     found = checkpoint.latest(run_dir)
     if found is not None:
+        saved_config = checkpoint.read_config(found).get("train", {})
+        conflicts = checkpoint.resume_conflicts(saved_config, asdict(config))
+        if conflicts:
+            raise UsageError(
+                f"{found}: saved with other settings ({'; '.join(conflicts[:3])}); use another run dir, or "
+                "the settings it was started with"
+            )
         saved = checkpoint.load(found, "trainer")
+        if len(saved["batches"]) != d.world:
+            raise UsageError(f"{found}: saved by {len(saved['batches'])} rank(s), not {d.world}; resume with "
+                             "as many processes as it was started with")
         if saved["step"] >= config.schedule.steps:
             log(d, f"{run_dir}: finished at step {saved['step']} ({found.name}); nothing to do")
             summary = {"status": "done", "steps": saved["step"], "run_dir": str(run_dir), "seconds": 0.0}

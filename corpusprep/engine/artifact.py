@@ -81,8 +81,23 @@ def read_manifest(directory: str | Path) -> dict | None:
         manifest = read_json(path)
     except (OSError, ValueError):
         return None
-    ok = isinstance(manifest, dict) and isinstance(manifest.get("files"), dict) and "kind" in manifest
-    return manifest if ok else None
+    return manifest if _well_formed(manifest) else None
+
+
+def _well_formed(manifest: Any) -> bool:
+    """The shape every reader relies on; anything else is a damaged manifest."""
+    if not isinstance(manifest, dict):
+        return False
+    scalars = [(manifest.get(k), str) for k in ("kind", "fingerprint")] + [(manifest.get("identity"), dict)]
+    files, tasks = manifest.get("files"), manifest.get("tasks", {})
+    return (
+        all(isinstance(v, t) for v, t in scalars)
+        and isinstance(files, dict)
+        and all(isinstance(e, dict) and isinstance(e.get("size"), int) and isinstance(e.get("sha256"), str)
+                for e in files.values())
+        and isinstance(tasks, dict)
+        and all(isinstance(r, dict) and isinstance(r.get("outputs"), dict) for r in tasks.values())
+    )
 
 
 def content_digest(directory: str | Path) -> str:
@@ -259,8 +274,9 @@ class Artifact:
 
     def _decide(self) -> None:
         manifest, run = read_manifest(self.directory), self._read_run()
-        if (self.directory / MANIFEST).exists() and manifest is None:
-            run = run or {}  # a damaged manifest: the directory is ours, its identity unknown
+        damaged = (self.directory / MANIFEST).exists() and manifest is None
+        if damaged:
+            run = run or {}  # the directory is ours, its identity unknown
         if manifest is not None and manifest["kind"] != self.kind:
             raise UsageError(
                 f"{self.directory}: holds {manifest['kind']}, not {self.kind}; pick another output directory"
@@ -279,8 +295,14 @@ class Artifact:
         if manifest is not None or run is not None:
             if run is not None and manifest is None and run.get("fingerprint") == self.fingerprint:
                 self.state = "resume"
+                self.foreign = set(run.get("foreign", []))
                 self._records = self._read_markers()
                 return
+            if not self.overwrite and damaged:
+                raise UsageError(
+                    f"{self.directory / MANIFEST}: damaged (not a manifest corpusprep wrote); pass "
+                    "--overwrite to rebuild the directory, or pick another one"
+                )
             if not self.overwrite:
                 changes = describe_changes(previous or {}, self.identity) or ["unknown"]
                 unfinished = "" if manifest is not None else "an unfinished "
@@ -288,27 +310,44 @@ class Artifact:
                     f"{self.directory}: holds {unfinished}{self.kind} built from other inputs or options "
                     f"({'; '.join(changes[:3])}); pass --overwrite to rebuild it, or pick another directory"
                 )
-            self._clear(manifest)
+            self._clear(manifest, unfinished=manifest is None, foreign=set((run or {}).get("foreign", [])))
+            self.foreign = self._files()
         else:
             entries = sorted(p.name for p in self.directory.iterdir() if p.name not in (LOCK_NAME, WORK))
             visible = [e for e in entries if not e.startswith(".") and not self._adopted(e)]
+            self.foreign = {name for name in self._files() if not self._adopted(name.split("/")[0])}
+            clash = sorted(name for name in self.foreign if _matches(name, self.owns))
+            if clash:  # refuse now, before any work, rather than when the task that would replace it runs
+                raise UsageError(
+                    f"{self.directory / clash[0]}: named like {self.kind} output, but no corpusprep manifest "
+                    "owns it; move it away (or delete the directory) first"
+                )
             if visible and not self.overwrite:
                 raise UsageError(
                     f"{self.directory}: holds files no corpusprep run wrote ({', '.join(visible[:3])}); pick "
                     "another directory, or pass --overwrite to write beside them (they are never deleted)"
                 )
-            self.foreign = {
-                name
-                for p in self.directory.rglob("*")
-                if p.is_file() and p.name != LOCK_NAME
-                and not self._adopted((name := p.relative_to(self.directory).as_posix()).split("/")[0])
-            }
             if visible:
                 self._note_foreign(visible)
             _remove(self.work)
         remove_stale_temps(self.directory)
-        write_json(self.work / "run.json", {"fingerprint": self.fingerprint, "identity": self.identity})
+        self._write_run()
         self.state = "fresh"
+
+    def _files(self) -> set[str]:
+        """Every file in the directory (relative paths), apart from the lock and the work directory."""
+        return {
+            name
+            for p in self.directory.rglob("*")
+            if p.is_file() and p.name != LOCK_NAME
+            and not (name := p.relative_to(self.directory).as_posix()).startswith(WORK + "/")
+        }
+
+    def _write_run(self) -> None:
+        """The build's record: its identity, and the files that were there before it (never written over,
+        never removed, also when the build is resumed after a kill)."""
+        run = {"fingerprint": self.fingerprint, "identity": self.identity, "foreign": sorted(self.foreign)}
+        write_json(self.work / "run.json", run)
 
     def _adopted(self, name: str) -> bool:
         return self.adopt and any(fnmatch.fnmatch(name, p.split("/")[0]) for p in self.owns)
@@ -332,18 +371,23 @@ class Artifact:
         """Turn a finished but damaged artifact back into an unfinished build whose intact tasks are done."""
         _remove(self.work)
         remove_stale_temps(self.directory)
-        write_json(self.work / "run.json", {"fingerprint": self.fingerprint, "identity": self.identity})
+        self.foreign = self._files() - set(manifest["files"]) - {MANIFEST}
+        self._write_run()
         (self.directory / MANIFEST).unlink()  # consumers now see an unfinished directory
         self._records = dict(manifest.get("tasks", {}))
 
-    def _clear(self, manifest: dict | None) -> None:
-        """Remove what this artifact owns, and nothing else."""
+    def _clear(self, manifest: dict | None, unfinished: bool, foreign: set[str]) -> None:
+        """Remove what this artifact owns, and nothing else: the manifest's files and the task outputs of
+        its markers; for an unfinished build of ours, also files named like this kind's outputs (written by
+        a task killed before its marker) unless they were there before the build."""
         owned = set(manifest["files"]) if manifest else set()
         for record in self._read_markers().values():
-            owned |= set(record.get("outputs", {}))
+            if isinstance(record, dict) and isinstance(record.get("outputs"), dict):
+                owned |= set(record["outputs"])
         for path in sorted(self.directory.rglob("*"), reverse=True):
             name = path.relative_to(self.directory).as_posix()
-            if path.is_file() and (name in owned or _matches(name, self.owns)):
+            ours = name in owned or (unfinished and _matches(name, self.owns) and name not in foreign)
+            if path.is_file() and ours:
                 path.unlink()
         for path in sorted(self.directory.rglob("*"), reverse=True):  # directories emptied above
             if path.is_dir() and path.name != WORK and not any(path.iterdir()):

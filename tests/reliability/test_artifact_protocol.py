@@ -76,17 +76,41 @@ def test_overwrite_removes_only_owned_files(reference, vocab, tmp_path):
     ok(pairs(text, vocab, out))
     (out / "notes.txt").write_text("mine")
     (out / "train" / "keep.parquet").write_bytes(b"not ours")
+    (out / "train" / "part-00099-d0.parquet").write_bytes(b"named like ours")
     refused = pairs(text, vocab, out, "--seed", "7")
     assert refused.returncode == 2 and "options.seed: 12345 -> 7" in error_line(refused)
     rebuilt = ok(pairs(text, vocab, out, "--seed", "7", "--overwrite"))
     assert "left in place, not written by corpusprep: notes.txt" in rebuilt.stderr
     assert (out / "notes.txt").read_text() == "mine"
     assert (out / "train" / "keep.parquet").read_bytes() == b"not ours"
+    assert (out / "train" / "part-00099-d0.parquet").read_bytes() == b"named like ours"
     shards_out = tmp_path / "shards"
     ok(shards(out, vocab, shards_out))
     (shards_out / "train" / "mine.txt").write_text("mine")
     ok(shards(out, vocab, shards_out, "--seed", "3", "--overwrite"))
     assert (shards_out / "train" / "mine.txt").read_text() == "mine"
+
+
+def test_a_foreign_file_at_an_output_name_is_never_written_over(reference, vocab, tmp_path):
+    text = reference[0]
+    out = tmp_path / "pairs"
+    (out / "train").mkdir(parents=True)
+    (out / "train" / "part-00000-d0.parquet").write_text("MY PRECIOUS")
+    for extra in ((), ("--overwrite",), ()):  # a refused --overwrite leaves nothing a rerun would resume
+        refused = pairs(text, vocab, out, *extra)
+        assert refused.returncode == 2, refused.stderr
+    assert "no corpusprep manifest owns it" in error_line(refused)
+    assert (out / "train" / "part-00000-d0.parquet").read_text() == "MY PRECIOUS"
+    (out / "train" / "part-00000-d0.parquet").rename(out / "train" / "mine.txt")
+    ok(pairs(text, vocab, out, "--overwrite"))
+    (out / MANIFEST).unlink()  # a finished build whose manifest was lost: its files are nobody's now
+    refused = pairs(text, vocab, out, "--overwrite")
+    assert refused.returncode == 2 and "no corpusprep manifest owns it" in error_line(refused)
+    (out / MANIFEST).write_text("{not json")  # a damaged manifest: the directory is ours, rebuilt on request
+    refused = pairs(text, vocab, out)
+    assert refused.returncode == 2 and "damaged" in error_line(refused)
+    ok(pairs(text, vocab, out, "--overwrite"))
+    assert (out / "train" / "mine.txt").read_text() == "MY PRECIOUS"
 
 
 def test_shard_never_touches_its_input_or_another_kind(reference, vocab, tmp_path):

@@ -221,7 +221,7 @@ def test_refuses_a_foreign_vocab_without_overwrite(bert_vocab_txt, demo_jsonl, t
     (out / "vocab.txt").write_bytes(bert_vocab_txt.read_bytes())
     with pytest.raises(UsageError, match="no corpusprep run wrote"):
         train_vocab([demo_jsonl], out, VocabOptions(vocab_size=1000))
-    with pytest.raises(UsageError, match="not written by corpusprep"):  # --overwrite never replaces it
+    with pytest.raises(UsageError, match="no corpusprep manifest owns it"):  # --overwrite never replaces it
         train_vocab([demo_jsonl], out, VocabOptions(vocab_size=1000), overwrite=True)
     assert (out / "vocab.txt").read_bytes() == bert_vocab_txt.read_bytes()
 
