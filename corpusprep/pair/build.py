@@ -52,6 +52,9 @@ NO_PARTNER = "no_partner_document"
 # what a task holds is bounded by bytes (256 book-length documents would be gigabytes). Chunking never
 # changes the output: partitions take their documents in input order whatever the chunks.
 CHUNK_CHARS = 32 * 2**20
+# Token-passes (tokens x dupe factor) below which the pairs stage runs in-process when no pool has been
+# started: a pool costs ~0.6 CPU-s and as much wall time to start, what pairing ~8M token-passes takes.
+SMALL_PAIR_WORK = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -255,8 +258,13 @@ def build_pairs(
         "vocab_sha256": vocab.sha256,
     }
     artifact = Artifact(
-        out_dir, "pairs", identity, owns=OWNS, inputs=[*inputs, vocab_dir], overwrite=overwrite,
-        command="build-pairs"
+        out_dir,
+        "pairs",
+        identity,
+        owns=OWNS,
+        inputs=[*inputs, vocab_dir],
+        overwrite=overwrite,
+        command="build-pairs",
     )
     with artifact, _Progress(progress) as bar:
         if artifact.complete is not None:
@@ -320,7 +328,12 @@ def build_pairs(
             for d in range(options.dupe_factor)
         ]
         on_done = bar.stage("pairs", len(pair_tasks), lambda s: sum(v["pairs"] for v in s.values()), "pairs")
-        pair_stats = merge_stats(run(pair_task, pair_tasks, on_done=on_done))
+        work = options.dupe_factor * sum(token_stats.get(split, {}).get("tokens", 0) for split in SPLITS)
+        small = engine == "local" and not workers and len(token_tasks) <= 1 and work < SMALL_PAIR_WORK
+        # Default workers and little work with no pool started yet: this process does it sooner.
+        pair_stats = merge_stats(
+            run(pair_task, pair_tasks, on_done=on_done, **({"workers": 1} if small else {}))
+        )
 
         stats = _assemble_stats(read, token_stats, pair_stats, partitions, identity, vocab)
         write_json(out_dir / "stats.json", stats)  # no run time in it: the same inputs give the same bytes
@@ -390,9 +403,7 @@ def read_stage(task: Task, bar: _Progress) -> dict[str, Any]:
     return {"chunks": len(written), "documents": counts, "read": read_stats.to_dict(), OUTPUTS_KEY: written}
 
 
-def _assemble_stats(
-    read, token_stats, pair_stats, partitions, identity, vocab: VocabInfo
-) -> dict[str, Any]:
+def _assemble_stats(read, token_stats, pair_stats, partitions, identity, vocab: VocabInfo) -> dict[str, Any]:
     splits = {}
     for split in SPLITS:
         tok, pairs = token_stats.get(split, {}), dict(pair_stats.get(split, {}))
