@@ -60,10 +60,10 @@ class WordCache:
 
     def __init__(self, tokenizer, sep_id: int) -> None:
         self.tokenizer, self.sep_id = tokenizer, sep_id
-        # New words are encoded joined by a punctuation mark that is one vocab token of its own (BERT splits
-        # punctuation off, so it never merges with a neighbour): cheaper for the tokenizer than [SEP],
-        # which splits its input into one segment per word. A group whose words hold the mark themselves
-        # shows a wrong count of marks and is encoded again joined by [SEP], then word by word.
+        # New words are encoded in groups joined by a punctuation mark that is one vocab token of its own
+        # (BERT splits punctuation off, so it never merges with a neighbour): cheaper for the tokenizer than
+        # [SEP], which splits its input into one segment per word. A group holding every mark is joined by
+        # [SEP], and one holding [SEP] too is encoded word by word.
         self.marks = [(f" {c} ", i) for c, i in _marks(tokenizer)]
         self.marks.append((f" {tokenizer.id_to_token(sep_id)} ", sep_id))
         self._reset()
@@ -86,18 +86,24 @@ class WordCache:
                 for group in encoded
             ]
         mark, mark_id = self.marks[attempt]
-        encodings = self.tokenizer.encode_batch_fast([mark.join(g) for g in groups], add_special_tokens=False)
+        # A group whose text holds the mark itself goes straight to the next (its count of marks would be
+        # wrong); one that shows a wrong count anyway (a character the normalizer turns into the mark) too.
+        tried = [g for g, group in enumerate(groups) if mark.strip() not in "".join(group)]
+        retry = sorted(set(range(len(groups))).difference(tried))
+        encodings = self.tokenizer.encode_batch_fast(
+            [mark.join(groups[g]) for g in tried], add_special_tokens=False
+        )
         results: list = [None] * len(groups)
-        retry = []
-        for g, (group, encoding) in enumerate(zip(groups, encodings, strict=True)):
+        for g, encoding in zip(tried, encodings, strict=True):
             ids = np.array(encoding.ids, dtype=np.int64)
             is_mark = ids == mark_id
             cuts = np.flatnonzero(is_mark)
-            if len(cuts) == len(group) - 1:
+            if len(cuts) == len(groups[g]) - 1:
                 results[g] = (ids[~is_mark], np.diff(np.concatenate([[-1], cuts, [len(ids)]])) - 1)
             else:
                 retry.append(g)
         if retry:
+            retry.sort()
             for g, result in zip(
                 retry, self._encode_groups([groups[g] for g in retry], attempt + 1), strict=True
             ):
@@ -141,12 +147,11 @@ class WordCache:
 def _marks(tokenizer) -> list[tuple[str, int]]:
     """Punctuation marks that encode, between two words, as exactly one vocab token of their own."""
     marks = []
-    for mark in ("|", "~", "^", "§"):
+    for mark in ("|", "~", "^", "§", "¶"):
         mark_id = tokenizer.token_to_id(mark)
         ids = tokenizer.encode_batch_fast([f"a {mark} a"], add_special_tokens=False)[0].ids
         if mark_id is not None and len(ids) == 3 and ids[1] == mark_id and ids[0] != mark_id:
             marks.append((mark, mark_id))
-            break
     return marks
 
 

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from corpusprep import __version__
 from corpusprep.engine import artifact
 from corpusprep.engine.artifact import WORK, sha256_file
-from corpusprep.engine.executor import Task
+from corpusprep.engine.executor import Task, stage_workers
 from corpusprep.engine.files import atomic_path, read_json, write_json
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, InputError, UsageError
@@ -48,10 +48,9 @@ OWNS = (MANIFEST, "train/shard-*.parquet", "validation/shard-*.parquet")  # what
 BATCH_PAIRS = 8192  # pairs masked at once; part of the RNG keys, so changing it changes the output
 DEFAULT_MAX_SEQ_LENGTH = 512
 
-
-# A worker pool costs about 0.6 CPU-s and as much wall time to start (a forkserver importing numpy, pyarrow
-# and pandas); below this many examples the whole stage (~90,000 examples/s here) is done in-process sooner.
-SMALL_STAGE_EXAMPLES = 100_000
+# One process's rate (mask, scatter, shuffle, write) on the reference machine (2 vCPU EPYC): with default
+# workers, a shard run too small for a pool to pay its start-up runs in-process (`stage_workers`).
+EXAMPLES_PER_SECOND = 90_000
 
 
 @dataclass(frozen=True)
@@ -108,22 +107,13 @@ def mask_file(task: Task) -> dict[str, Any]:
             batches = source.iter_batches(BATCH_PAIRS, columns=["tokens_a", "tokens_b", "is_random_next"])
             for b, batch in enumerate(batches):
                 examples = examples_from_pairs(
-                    batch,
-                    cls_id=t.vocab.cls_id,
-                    sep_id=t.vocab.sep_id,
-                    pad_id=t.vocab.pad_id,
-                    forbidden=t.vocab.forbidden_in_segment,
-                    max_seq_length=t.max_seq_length,
-                    dtype=dtype,
-                    source=t.source,
-                    first_row=first_row,
+                    batch, cls_id=t.vocab.cls_id, sep_id=t.vocab.sep_id, pad_id=t.vocab.pad_id,
+                    forbidden=t.vocab.forbidden_in_segment, max_seq_length=t.max_seq_length, dtype=dtype,
+                    source=t.source, first_row=first_row,
                 )
                 masked = mask_examples(
-                    examples,
-                    t.vocab,
-                    rng_for(opts.seed, "mask", t.split, name, dupe, b),
-                    masked_lm_prob=opts.masked_lm_prob,
-                    max_predictions_per_seq=opts.max_predictions_per_seq,
+                    examples, t.vocab, rng_for(opts.seed, "mask", t.split, name, dupe, b),
+                    masked_lm_prob=opts.masked_lm_prob, max_predictions_per_seq=opts.max_predictions_per_seq,
                     whole_word_mask=opts.whole_word_mask,
                 )
                 for key, value in masked.counts().items():
@@ -169,10 +159,7 @@ def write_shard(task: Task) -> dict[str, Any]:
 def write_parquet(table: pa.Table, path: Path, options: ShardOptions) -> None:
     compression = None if options.compression == "none" else options.compression
     pq.write_table(
-        table.combine_chunks(),
-        path,
-        row_group_size=options.row_group_size,
-        compression=compression,
+        table.combine_chunks(), path, row_group_size=options.row_group_size, compression=compression,
         use_dictionary=False,  # dictionary pages of token ids cost write time and random reads, save little
         write_statistics=False,  # min/max of token lists is useless to readers and costs time and bytes
     )
@@ -301,13 +288,8 @@ def build_shards(
     files_record = {s: [[p.name, p.stat().st_size, n] for p, n in files] for s, files in inputs.items()}
 
     art = artifact.Artifact(
-        out_dir,
-        "shards",
-        identity,
-        owns=OWNS,
-        inputs=[pairs_dir, vocab_dir],
-        overwrite=overwrite,
-        command="shard",
+        out_dir, "shards", identity, owns=OWNS, inputs=[pairs_dir, vocab_dir], overwrite=overwrite,
+        command="shard"
     )
     with art:
         if art.complete is not None:
@@ -328,8 +310,7 @@ def build_shards(
                     split, str(path), str(out), counts, dupes[split], options, mask_vocab, max_seq_length
                 )
                 mask_tasks.append(Task(f"mask-{split}-{path.stem}", args))
-        if engine == "local" and not workers and sum(map(sum, examples.values())) < SMALL_STAGE_EXAMPLES:
-            workers = 1  # default workers, little work: this process does it sooner than a pool starts
+        workers = stage_workers(workers, engine, sum(map(sum, examples.values())) / EXAMPLES_PER_SECOND)
         run = {"workers": workers, "engine": engine, "ray_address": ray_address}
         with _progress(progress) as bar:
             masked = art.run(mask_file, mask_tasks, on_done=bar("mask + scatter", len(mask_tasks)), **run)
@@ -338,15 +319,8 @@ def build_shards(
                 mine = [(t.args.out, st) for t, st in done if t.args.split == split]
                 for index in range(num_shards[split]):
                     groups = tuple((out, entry) for out, st in mine for entry in st["groups"][index])
-                    args = ShardTask(
-                        split,
-                        index,
-                        groups,
-                        str(out_dir / split / shard_name(index)),
-                        options,
-                        str(vocab.token_dtype),
-                        vocab.pad_id,
-                    )
+                    args = ShardTask(split, index, groups, str(out_dir / split / shard_name(index)), options,
+                                     str(vocab.token_dtype), vocab.pad_id)
                     name = f"{split}/{shard_name(index)}"
                     shard_tasks.append(Task(f"shard-{split}-{index:05d}", args, outputs=(name,)))
             on_done = bar("shuffle + write", len(shard_tasks))
