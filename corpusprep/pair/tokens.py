@@ -31,14 +31,15 @@ from corpusprep.pair.instances import PartitionTokens
 
 PIECE_CHARS = 256 * 1024  # characters of sentences per tokenizer input
 BATCH_CHARS = 4 * 1024 * 1024  # characters per tokenizer call
-WORDS_PER_CALL = 4096  # distinct words joined with [SEP] into one tokenizer input
+WORDS_PER_CALL = 4096  # distinct words joined into one tokenizer input
 MAX_CACHED_WORDS = 2_000_000  # bounds a task's cache (a book-length document has fewer distinct words)
 
 
 def splits_on_spaces(tokenizer) -> bool:
     """True when every text encodes as the concatenation of its " "-separated words' encodings: a
     character-wise normalizer (BertNormalizer), a pre-tokenizer that ends a word at every space, WordPiece
-    (no merges across words), and added tokens that neither hold nor strip spaces."""
+    (no merges across words), added tokens that neither hold nor strip spaces, and no truncation or padding
+    (they would apply to the joined words)."""
     config = json.loads(tokenizer.to_str())
     normalizer, pre = config.get("normalizer") or {}, config.get("pre_tokenizer") or {}
     added = config.get("added_tokens") or []
@@ -46,6 +47,8 @@ def splits_on_spaces(tokenizer) -> bool:
         normalizer.get("type") in (None, "BertNormalizer")
         and pre.get("type") in ("BertPreTokenizer", "WhitespaceSplit")
         and (config.get("model") or {}).get("type") == "WordPiece"
+        and config.get("truncation") is None
+        and config.get("padding") is None
         and all(
             not (t.get("lstrip") or t.get("rstrip") or t.get("single_word"))
             and not any(map(str.isspace, t["content"]))

@@ -142,3 +142,6 @@ def test_other_pipelines_skip_the_word_cache(tokenizer):
     other = Tokenizer.from_str(tokenizer.to_str())
     other.pre_tokenizer = pre_tokenizers.Metaspace()  # keeps the space in its tokens: words interact
     assert not tokens.splits_on_spaces(other)
+    truncating = Tokenizer.from_str(tokenizer.to_str())
+    truncating.enable_truncation(8)  # would cut the joined words, not each text
+    assert not tokens.splits_on_spaces(truncating)
