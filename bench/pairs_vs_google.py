@@ -6,7 +6,7 @@
 CPU seconds are user + sys of the whole process tree (children included, from getrusage(RUSAGE_CHILDREN)
 around each command), so the figures hold on a shared machine where wall time does not; each command runs
 --repeat times and the least time is reported (contention only ever adds). Ours runs as a user
-runs it: `corpusprep build-pairs` then `corpusprep shard`, CLI defaults (one worker per core, dupe factor 5,
+runs it: `corpusprep build-pairs` then `corpusprep shard`, CLI defaults (default workers, dupe factor 5,
 length 128). Google's script (google-research/bert, TF1 API) needs TensorFlow, which is not a project
 dependency: point --google-dir at a folder holding its create_pretraining_data.py and tokenization.py and
 --google-python at an interpreter with tensorflow; it is given the same text, one sentence a line as our
