@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from corpusprep.engine.artifact import WORK, Artifact, input_files
-from corpusprep.engine.executor import OUTPUTS_KEY, Task, merge_stats
+from corpusprep.engine.executor import OUTPUTS_KEY, Task, merge_stats, stage_workers
 from corpusprep.engine.files import atomic_path, read_json, write_json
 from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
 from corpusprep.errors import DataError, UsageError
@@ -56,6 +56,10 @@ NO_PARTNER = "no_partner_document"
 # what a task holds is bounded by bytes (256 book-length documents would be gigabytes). Chunking never
 # changes the output: partitions take their documents in input order whatever the chunks.
 CHUNK_CHARS = 32 * 2**20
+# One process's rates on the reference machine (2 vCPU EPYC): with default workers, a stage estimated to take
+# too little for a pool to pay its start-up runs in-process (`stage_workers`).
+TOKENIZE_CHARS_PER_SECOND = 7e6  # split, tokenize, write the caches
+PAIR_TOKENS_PER_SECOND = 12e6  # tokens x dupe passes: pair, write Parquet
 
 
 @dataclass(frozen=True)
@@ -296,7 +300,9 @@ def build_pairs(
         on_done = bar.stage(
             "tokenize", len(token_tasks), lambda s: sum(s[x]["documents"] for x in SPLITS), "docs"
         )
-        token_stats = merge_stats(run(tokenize_task, token_tasks, on_done=on_done))
+        seconds = read.get("chars", math.inf) / TOKENIZE_CHARS_PER_SECOND  # a resumed read may lack chars
+        token_workers = stage_workers(workers, engine, seconds)
+        token_stats = merge_stats(run(tokenize_task, token_tasks, on_done=on_done, workers=token_workers))
 
         docs_in = token_stats.get("partition_documents", {})  # absent when no document has a sentence
         tokens = {k: sum(token_stats.get(s, {}).get(k, 0) for s in SPLITS) for k in ("tokens", "unk_tokens")}
@@ -336,7 +342,9 @@ def build_pairs(
             for d in range(options.dupe_factor)
         ]
         on_done = bar.stage("pairs", len(pair_tasks), lambda s: sum(v["pairs"] for v in s.values()), "pairs")
-        pair_stats = merge_stats(run(pair_task, pair_tasks, on_done=on_done))
+        work = options.dupe_factor * sum(token_stats.get(split, {}).get("tokens", 0) for split in SPLITS)
+        pair_workers = stage_workers(workers, engine, work / PAIR_TOKENS_PER_SECOND)
+        pair_stats = merge_stats(run(pair_task, pair_tasks, on_done=on_done, workers=pair_workers))
 
         stats = _assemble_stats(read, token_stats, pair_stats, partitions, identity, vocab)
         write_json(out_dir / "stats.json", stats)  # no run time in it: the same inputs give the same bytes
@@ -392,18 +400,25 @@ def read_stage(task: Task, bar: _Progress) -> dict[str, Any]:
         tick(None, {"documents": len(chunk)}, False)
         chunk.clear()
 
-    size = 0
+    size = chars = 0
     for doc in iter_documents(list(args.inputs), args.read_options, read_stats):
         counts[document_split(options.seed, doc.id, options.validation_fraction)] += 1
         chunk.append(doc)
         size += len(doc.text) if doc.sentences is None else sum(map(len, doc.sentences))
         if len(chunk) == options.docs_per_chunk or size >= CHUNK_CHARS:
             flush()
+            chars += size
             size = 0
     if chunk:
         flush()
     bar.finish("read")
-    return {"chunks": len(written), "documents": counts, "read": read_stats.to_dict(), OUTPUTS_KEY: written}
+    return {
+        "chunks": len(written),
+        "chars": chars + size,  # for the tokenize stage's choice of workers (not in stats.json)
+        "documents": counts,
+        "read": read_stats.to_dict(),
+        OUTPUTS_KEY: written,
+    }
 
 
 def _assemble_stats(

@@ -14,7 +14,7 @@ from corpusprep.pair.tokens import (
     save_cache,
     select_documents,
 )
-from tests.pair.helpers import make_vocab, synthetic_documents
+from tests.pair.helpers import SPECIALS, make_vocab, synthetic_documents
 
 
 @pytest.fixture(scope="module")
@@ -88,3 +88,60 @@ def test_select_concat_and_cache_round_trip(tokenizer, tmp_path):
             part.tokens[part.sent_offsets[t0] : part.sent_offsets[t1]],
         )
         assert np.array_equal(both.sent_index[s0:s1], part.sent_index[t0:t1])
+
+
+@pytest.fixture(scope="module")
+def marked_tokenizer(tokenizer):
+    """The same tokenizer with the punctuation marks the cache joins words with in its vocab."""
+    from tokenizers import normalizers, pre_tokenizers
+    from tokenizers.models import WordPiece
+
+    vocab = tokenizer.get_vocab()
+    for mark in "|~^§¶":
+        vocab[mark] = len(vocab)
+    marked = Tokenizer(WordPiece(vocab, unk_token="[UNK]"))
+    marked.normalizer = normalizers.BertNormalizer(lowercase=True)
+    marked.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    marked.add_special_tokens(SPECIALS)
+    return marked
+
+
+@pytest.mark.parametrize("marks", [0, 5])
+def test_word_cache_gives_the_tokenizers_own_ids(tokenizer, marked_tokenizer, marks, monkeypatch):
+    tokenizer = marked_tokenizer if marks else tokenizer
+    assert tokens.splits_on_spaces(tokenizer)
+    monkeypatch.setattr(tokens, "WORDS_PER_CALL", 3)  # many groups, so each fallback is reached
+    sentences = [
+        "w1 w2  w3 ",  # double and trailing spaces: empty words
+        " Café naïve ÉCOLE",  # lowercasing and accents, done by the normalizer
+        "漢字w1 w2",  # CJK characters are split off by the normalizer
+        "a|b~c^d§e¶f | w1",  # every mark inside a word: that group is joined by [SEP]
+        "x[SEP]y|~^§¶ w1 [SEP]",  # the marks and [SEP] inside a word: word by word
+        "tab\tw1\nw2\x00w3",  # whitespace other than " " and a control character, inside one word
+        "w1" * 80,  # longer than the WordPiece word limit: [UNK]
+        "",
+    ]
+    cache = tokens.WordCache(tokenizer, sep_id=3)
+    assert len(cache.marks) == marks + 1  # the marks found in the vocab, then [SEP]
+    for batch in (sentences, sentences[::-1], sentences[:-2]):  # second and third: served from the cache
+        ids, counts = cache.encode(batch)
+        expected = [tokenizer.encode(s, add_special_tokens=False).ids for s in batch]
+        assert counts.tolist() == [len(e) for e in expected]
+        assert ids.tolist() == [t for e in expected for t in e]
+    monkeypatch.setattr(tokens, "MAX_CACHED_WORDS", 4)  # past the bound the cache starts again
+    ids, counts = cache.encode(sentences[:3])
+    assert ids.tolist() == [
+        t for s in sentences[:3] for t in tokenizer.encode(s, add_special_tokens=False).ids
+    ]
+    assert len(cache.index) <= 12
+
+
+def test_other_pipelines_skip_the_word_cache(tokenizer):
+    from tokenizers import pre_tokenizers
+
+    other = Tokenizer.from_str(tokenizer.to_str())
+    other.pre_tokenizer = pre_tokenizers.Metaspace()  # keeps the space in its tokens: words interact
+    assert not tokens.splits_on_spaces(other)
+    truncating = Tokenizer.from_str(tokenizer.to_str())
+    truncating.enable_truncation(8)  # would cut the joined words, not each text
+    assert not tokens.splits_on_spaces(truncating)
