@@ -48,11 +48,37 @@ def outputs_intact(out: Path, recorded: dict[str, int]) -> bool:
     return all((out / f).is_file() and (out / f).stat().st_size == size for f, size in recorded.items())
 
 
+def _record(path: Path) -> dict | None:
+    """A stage record (`stages/NAME.done.json` / `.started.json`); a damaged one counts as absent, so the
+    stage runs again (its artifact decides what that costs)."""
+    try:
+        record = read_json(path)
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(record, dict) and isinstance(record.get("fingerprint"), str)
+    return record if ok and isinstance(record.get("outputs", {}), dict) else None
+
+
+def _record_any(path: Path) -> dict | None:
+    try:
+        record = read_json(path)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def check_run_dir(run_dir: Path, name: str, overwrite: bool) -> None:
     """A run dir holds one pipeline's run: refuse a foreign or another pipeline's one without --overwrite."""
     run_file = run_dir / RUN_FILE
+    found = artifact.read_manifest(run_dir)
+    if found is not None or (run_dir / artifact.MANIFEST).exists():  # never, even with --overwrite
+        kind = found["kind"] if found else "an output"
+        raise UsageError(f"{run_dir}: holds corpusprep {kind}, not a pipeline run; pick another --run-dir")
+    inside = next((p for p in run_dir.resolve().parents if artifact.is_artifact_dir(p)), None)
+    if inside is not None:
+        raise UsageError(f"{run_dir}: inside a corpusprep output ({inside}); pick another --run-dir")
     if run_file.is_file():
-        owner = read_json(run_file).get("pipeline")
+        owner = (_record_any(run_file) or {}).get("pipeline")
         if owner != name and not overwrite:
             raise UsageError(
                 f"{run_dir}: holds a run of pipeline {owner!r}, not {name!r}; pick another --run-dir or "
@@ -109,14 +135,15 @@ def run_pipeline(
             )
             label = f"[{number}/{len(selected)}] {stage.name}"
             done_file = run_dir / STAGES_DIR / f"{stage.name}.done.json"
-            done = read_json(done_file) if done_file.is_file() else None
+            done = _record(done_file)
             out = dirs[stage.name]
-            if not overwrite and done and done["fingerprint"] == fp and outputs_intact(out, done["outputs"]):
+            intact = done is not None and isinstance(done.get("outputs"), dict) and done["fingerprint"] == fp
+            if not overwrite and intact and outputs_intact(out, done["outputs"]):
                 console.print(f"{label}: complete, skipped")
                 records.append({**done, "status": "skipped"})
                 continue
             start_file = run_dir / STAGES_DIR / f"{stage.name}.started.json"
-            started_as = read_json(start_file)["fingerprint"] if start_file.is_file() else None
+            started_as = (_record(start_file) or {}).get("fingerprint")
             # Replace the outputs only when this runner made them with other settings (or --overwrite); else
             # the stage resumes or repairs its own work (the artifact rule), or refuses a foreign directory.
             fresh = overwrite or started_as not in (None, fp)

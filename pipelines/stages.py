@@ -159,14 +159,17 @@ class PairsStage(StageKind):
             progress=ctx.progress,
         )
         skipped = stats.get("documents_skipped", {})
+        read_skipped = stats["read"]["skipped"]
+        every_skip = {k: skipped.get(k, 0) + read_skipped.get(k, 0) for k in {*skipped, *read_skipped}}
         counts = {
-            "documents": stats["documents"],  # = documents_used + documents_skipped
-            "documents_used": stats["documents_used"],
-            "documents_skipped": sum(skipped.values()),
-            "skipped": skipped,
-            # what the reader dropped before pairing (bad lines, empty documents; empty or binary files):
-            # documents_read = documents + sum(read_skipped), so the report accounts for every input document
+            # documents_read = documents_used + documents_skipped: the reader's skips (bad lines, empty
+            # documents) and the pairing's (no sentences, no partner) together, so every input document
+            # is accounted for; `documents` are those the reader passed on
             "documents_read": stats["read"]["documents_seen"],
+            "documents": stats["documents"],
+            "documents_used": stats["documents_used"],
+            "documents_skipped": sum(every_skip.values()),
+            "skipped": dict(sorted(every_skip.items())),
             "read_skipped": stats["read"]["skipped"],
             "files_skipped": stats["read"]["skipped_files"],
             "pairs": stats["pairs"],
@@ -293,11 +296,15 @@ class TrainStage(StageKind):
                                adopt=True) as out:
             if out.complete is None:
                 summary = self._train(stage, ctx)
-                from trainer.checkpoint import latest
+                from trainer.checkpoint import FILES as CHECKPOINT_FILES
+                from trainer.checkpoint import list_checkpoints
 
-                final = latest(ctx.out)
-                files = [p.relative_to(ctx.out).as_posix() for p in sorted(final.iterdir())] if final else []
-                out.commit(files=[*files, "metrics.jsonl"], record={"summary": summary})
+                # every checkpoint the run keeps is owned: a rerun with other settings removes them all,
+                # so it can never resume from one of them
+                files = [f"{p.relative_to(ctx.out).as_posix()}/{name}" for _, p in list_checkpoints(ctx.out)
+                         for name in CHECKPOINT_FILES]
+                files += [name for name in ("metrics.jsonl",) if (ctx.out / name).is_file()]
+                out.commit(files=files, record={"summary": summary})
         summary = artifact.read_manifest(ctx.out)["summary"]
         counts = {k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         return StageResult(counts, unit="steps")

@@ -19,6 +19,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
+from corpusprep.engine import artifact
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import UsageError
 from trainer import checkpoint
@@ -149,6 +150,11 @@ def train(config: TrainConfig) -> dict:
 def _train(config: TrainConfig, d: Dist, device: torch.device) -> dict:
     started = time.time()
     run_dir = Path(config.logging.run_dir)
+    if config.data.shards:
+        artifact.check_not_nested(run_dir, [config.data.shards], "trainer")  # never write into its input
+    owner = artifact.read_manifest(run_dir)
+    if owner is not None and owner["kind"] != "train":
+        raise UsageError(f"{run_dir}: holds corpusprep {owner['kind']}, not a training run; pick another one")
     found = checkpoint.latest(run_dir)
     if found is not None:
         saved_config = checkpoint.read_config(found).get("train", {})

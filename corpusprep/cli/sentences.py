@@ -73,6 +73,7 @@ def sentences(
     hard-wrapped paragraphs). Documents without any sentence are skipped and counted; the summary shows
     documents read, used and skipped by reason.
     """
+    from corpusprep.engine.artifact import check_output_file
     from corpusprep.read import ReadStats, iter_documents
     from corpusprep.split.stage import (
         OUTPUT_FORMATS,
@@ -88,6 +89,7 @@ def sentences(
         raise UsageError(f"--format {fmt!r}: choose from {', '.join(OUTPUT_FORMATS)}")
     if output.is_dir():
         raise UsageError(f"{output}: is a directory; --output takes a file name")
+    check_output_file(output, inputs, "sentences")
     if output.exists() and not overwrite:
         raise UsageError(f"{output}: already exists; pass --overwrite to replace it")
     read_options = opt.read_options(input_format, one_sentence_per_line, text_field, on_error)

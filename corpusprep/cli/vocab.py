@@ -139,6 +139,9 @@ def demo_corpus(
     overwrite: Annotated[bool, typer.Option(help="Rebuild an existing file instead of reusing it.")] = False,
 ) -> None:
     """Write the demo corpus (see DEMO_HELP)."""
+    from corpusprep.engine.artifact import check_output_file
+
+    check_output_file(output, [], "demo-corpus")
     if output.exists() and not overwrite:
         console.print(f"{output}: exists, reused (pass --overwrite to rebuild)")
         return

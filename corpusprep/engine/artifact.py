@@ -64,13 +64,15 @@ def fingerprint(identity: Any) -> str:
 
 
 def input_files(inputs: Sequence[str | Path]) -> list[list[Any]]:
-    """[absolute path, size, mtime_ns] of every file the readers would read from `inputs`."""
+    """[absolute path, source name, size, mtime_ns] of every file the readers would read from `inputs`, in
+    reading order (the source name is what document ids are made of: the same files given as a directory
+    or as a glob make other ids, so another output)."""
     from corpusprep.read.inputs import resolve_inputs
 
     rows = []
-    for path, _ in resolve_inputs(inputs):
+    for path, source in resolve_inputs(inputs):
         st = path.stat()
-        rows.append([str(path.resolve()), st.st_size, st.st_mtime_ns])
+        rows.append([str(path.resolve()), source, st.st_size, st.st_mtime_ns])
     return rows
 
 
@@ -161,6 +163,21 @@ def check_not_nested(out_dir: str | Path, inputs: Iterable[str | Path], command:
             )
 
 
+def check_output_file(path: str | Path, inputs: Iterable[str | Path], command: str) -> None:
+    """An output file (not a directory): never one of the inputs or inside an input directory (through
+    symlinks too), and never inside another command's output directory."""
+    target = Path(path).resolve()
+    for arg in inputs:
+        text = str(arg)
+        base = Path(text[: min((text.find(c) for c in "*?[" if c in text), default=len(text))] or ".")
+        src = base.resolve()
+        if target == src or src in target.parents:
+            raise UsageError(f"{command}: the output {path} and the input {arg} overlap; write it elsewhere")
+    for parent in target.parents:
+        if is_artifact_dir(parent):
+            raise UsageError(f"{command}: {path} is inside a corpusprep output ({parent}); write elsewhere")
+
+
 def describe_changes(old: dict, new: dict, prefix: str = "") -> list[str]:
     """What differs between two identities, as short phrases ("options.dupe_factor: 5 -> 3")."""
     if not isinstance(old, dict) or not isinstance(new, dict):
@@ -189,7 +206,13 @@ def _file_changes(old: list, new: list) -> list[str]:
     before, after = {row[0]: row[1:] for row in old}, {row[0]: row[1:] for row in new}
     out = [f"input {p}: added" for p in after if p not in before]
     out += [f"input {p}: removed" for p in before if p not in after]
-    out += [f"input {p}: modified" for p in after if p in before and after[p] != before[p]]
+    for p in after:
+        if p in before and after[p] != before[p]:
+            renamed = len(after[p]) == len(before[p]) == 3 and after[p][1:] == before[p][1:]
+            out.append(f"input {p}: read as {after[p][0]!r}, was {before[p][0]!r}" if renamed
+                       else f"input {p}: modified")
+    if not out and [r[0] for r in old] != [r[0] for r in new]:
+        out.append("inputs: the same files in another order")
     return out
 
 

@@ -80,7 +80,7 @@ class PairOptions:
 
     def __post_init__(self) -> None:
         checks = [
-            (self.max_seq_length >= 5, "max_seq_length must be at least 5"),
+            (5 <= self.max_seq_length <= 65_535, "max_seq_length must be in [5, 65535]"),
             (0 <= self.short_seq_prob <= 1, "short_seq_prob must be in [0, 1]"),
             (self.dupe_factor >= 1, "dupe_factor must be at least 1"),
             (self.docs_per_partition >= 2, "docs_per_partition must be at least 2"),

@@ -42,7 +42,8 @@ def _walk(root: Path) -> Iterator[Path]:
         # prune hidden trees and corpusprep's own outputs: a run never reads its (or another run's) output
         subdirs[:] = [d for d in subdirs if not d.startswith(".") and not is_artifact_dir(Path(directory, d))]
         for name in files:
-            if _wanted(name):
+            # regular files only: a FIFO or a device would block the reader forever
+            if _wanted(name) and Path(directory, name).is_file():
                 yield Path(directory, name)
 
 

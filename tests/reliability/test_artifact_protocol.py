@@ -252,7 +252,7 @@ def test_checkpoint_write_failures_leave_the_previous_checkpoint_usable(tmp_path
 
     from trainer import checkpoint
 
-    state = {"model": {"w": torch.ones(1000)}, "trainer": {"step": 1}}
+    state = {"model": {"w": torch.ones(1000)}, "optimizer": {}, "scheduler": {}, "trainer": {"step": 1}}
     checkpoint.save(tmp_path, 4, state, {"x": 1}, keep=3)
     real = torch.save
 

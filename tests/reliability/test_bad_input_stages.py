@@ -249,9 +249,11 @@ def test_pipeline_run_counts_like_the_stages_and_fails_the_same_way(messy, tmp_p
     assert_counts_add_up(read, used, skipped)
     assert skipped == dict.fromkeys(DOCUMENT_SKIPS, 1)
     assert read["skipped_files"] == {"binary": 1, "empty_file": 1}
-    vocab = json.loads((tmp_path / "ok" / "report.json").read_text())["stages"][0]["counts"]
-    assert vocab["documents_read"] == read["documents_seen"]
-    assert vocab["documents_read"] == vocab["documents_used"] + vocab["documents_skipped"]
+    stages = json.loads((tmp_path / "ok" / "report.json").read_text())["stages"]
+    for report in (stages[0]["counts"], stages[1]["counts"]):  # vocab and pairs: every document accounted for
+        assert report["documents_read"] == read["documents_seen"]
+        assert report["documents_read"] == report["documents_used"] + report["documents_skipped"]
+        assert report["documents_skipped"] == sum(report["skipped"].values())
 
     failed = corpusprep(*run, "--run-dir", tmp_path / "bad", "--set", f"input.paths=['{messy.root}']")
     assert failed.returncode == 1

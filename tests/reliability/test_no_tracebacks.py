@@ -9,6 +9,7 @@ full disk, for root too; `/sys` and "a path under a regular file" are output loc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -354,6 +355,20 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def pool_workers(pid: int) -> list[int]:
+    """The pool's worker processes: children of the forkserver (a child of `pid`), or, with spawn, the
+    children running multiprocessing's main (the resource tracker is not a worker)."""
+    workers = []
+    for child in children(pid):
+        with contextlib.suppress(OSError):
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            if b"forkserver" in cmdline:
+                workers += children(child)
+            elif b"multiprocessing" in cmdline and b"resource_tracker" not in cmdline:
+                workers.append(child)
+    return workers
+
+
 def start(argv: list[str], cwd: Path) -> subprocess.Popen:
     return subprocess.Popen(argv, cwd=cwd, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -362,10 +377,7 @@ def start(argv: list[str], cwd: Path) -> subprocess.Popen:
 def wait_for_workers(process: subprocess.Popen, n: int, timeout: float = 60) -> list[int]:
     deadline = time.time() + timeout
     while time.time() < deadline and process.poll() is None:
-        # spawn starts a resource tracker too: workers are the children running the pool's main
-        workers = [c for c in children(process.pid)
-                   if b"multiprocessing" in Path(f"/proc/{c}/cmdline").read_bytes()
-                   and b"resource_tracker" not in Path(f"/proc/{c}/cmdline").read_bytes()]
+        workers = pool_workers(process.pid)
         if len(workers) >= n:
             time.sleep(0.5)  # let them start a task
             return workers
