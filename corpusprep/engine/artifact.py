@@ -153,14 +153,23 @@ def check_not_nested(out_dir: str | Path, inputs: Iterable[str | Path], command:
     """Refuse an output directory that is, contains or lies inside one of the inputs."""
     out = Path(out_dir).resolve()
     for arg in inputs:
-        text = str(arg)
-        base = Path(text[: min((text.find(c) for c in "*?[" if c in text), default=len(text))] or ".")
-        src = base.resolve() if base.exists() or not base.name else base.parent.resolve()
-        if out == src or src in out.parents or out in src.parents:
+        src = _input_root(arg)
+        if src is not None and (out == src or src in out.parents or out in src.parents):
             raise UsageError(
                 f"{command}: the output {out_dir} and the input {arg} overlap; write the output outside the "
                 "input (it would read its own output back, or delete its input)"
             )
+
+
+def _input_root(arg: str | Path) -> Path | None:
+    """The file or directory an input argument reads from (a glob: its directory part); None for a path
+    that does not exist (the reader reports it)."""
+    text = str(arg)
+    cut = min((text.find(c) for c in "*?[" if c in text), default=-1)
+    if cut < 0:
+        return Path(text).resolve() if Path(text).exists() else None
+    base = Path(text[:cut] or ".")
+    return (base if base.is_dir() and text[cut - 1 : cut] in ("/", "") else base.parent).resolve()
 
 
 def check_output_file(path: str | Path, inputs: Iterable[str | Path], command: str) -> None:
@@ -168,10 +177,8 @@ def check_output_file(path: str | Path, inputs: Iterable[str | Path], command: s
     symlinks too), and never inside another command's output directory."""
     target = Path(path).resolve()
     for arg in inputs:
-        text = str(arg)
-        base = Path(text[: min((text.find(c) for c in "*?[" if c in text), default=len(text))] or ".")
-        src = base.resolve()
-        if target == src or src in target.parents:
+        src = _input_root(arg)
+        if src is not None and (target == src or src in target.parents):
             raise UsageError(f"{command}: the output {path} and the input {arg} overlap; write it elsewhere")
     for parent in target.parents:
         if is_artifact_dir(parent):
