@@ -219,7 +219,7 @@ def test_refuses_a_foreign_vocab_without_overwrite(bert_vocab_txt, demo_jsonl, t
     out = tmp_path / "someone_elses"
     out.mkdir()
     (out / "vocab.txt").write_bytes(bert_vocab_txt.read_bytes())
-    with pytest.raises(UsageError, match="no corpusprep run wrote"):
+    with pytest.raises(UsageError, match="no corpusprep manifest owns it"):
         train_vocab([demo_jsonl], out, VocabOptions(vocab_size=1000))
     with pytest.raises(UsageError, match="no corpusprep manifest owns it"):  # --overwrite never replaces it
         train_vocab([demo_jsonl], out, VocabOptions(vocab_size=1000), overwrite=True)
