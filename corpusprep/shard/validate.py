@@ -210,7 +210,7 @@ def validate_shards(directory: str | Path) -> list[str]:
             problems.append(f"{manifest_path}: totals.{key} is not the sum of the splits")
     problems += _lost_pairs(manifest, splits)
     checked = {str(directory / s["path"]) for split in splits.values() for s in split["shards"]}
-    problems += [p for p in artifact.problems(directory) if p.split(": ")[0] not in checked]
+    problems += [p for p in artifact.problems(directory, checksums=True) if p.split(": ")[0] not in checked]
     return problems
 
 
