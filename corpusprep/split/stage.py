@@ -35,8 +35,8 @@ ROW_GROUP = 64 * 1024  # sentences per Parquet row group: bounded memory, still 
 def check_language(code: str) -> str:
     """An ISO 639-1 code, any case, with an optional region or script (`pt-BR`, `zh_Hant`), or a
     UsageError. Returned as given: the splitter reads the language from its first two letters."""
-    primary, _, rest = code.replace("_", "-").partition("-")
-    ok_rest = not rest or (rest.isascii() and rest.replace("-", "").isalnum())
+    primary, sep, rest = code.replace("_", "-").partition("-")
+    ok_rest = not sep or (rest.isascii() and rest.replace("-", "").isalnum())
     if not (len(primary) == 2 and primary.isascii() and primary.isalpha() and ok_rest):
         raise UsageError(f"--language {code!r}: expected an ISO 639-1 code such as en, de, zh, pt-BR")
     return code

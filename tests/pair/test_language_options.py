@@ -14,10 +14,16 @@ from corpusprep.pair.build import PairOptions
 from tests.pair.helpers import make_vocab, synthetic_documents
 
 
-@pytest.mark.parametrize("bad", [{"language": "english"}, {"language": "EN"}, {"line_breaks": "wrap"}])
+@pytest.mark.parametrize("bad", [{"language": "english"}, {"language": "e1"}, {"language": "pt-"},
+                                 {"line_breaks": "wrap"}])
 def test_bad_language_or_line_breaks_fail_before_any_work(bad):
     with pytest.raises(UsageError):
         PairOptions(**bad)
+
+
+@pytest.mark.parametrize("tag", ["en", "EN", "pt-BR", "zh_Hant"])
+def test_language_tags_with_case_or_region_are_accepted(tag):
+    assert PairOptions(language=tag).language == tag
 
 
 def test_hard_wrapped_documents_are_joined_before_pairing(tmp_path):
