@@ -20,7 +20,7 @@ from rich.console import Console
 
 import corpusprep
 from corpusprep.engine import artifact
-from corpusprep.engine.files import read_json, remove_stale_temps, write_json
+from corpusprep.engine.files import read_record, remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
 from corpusprep.errors import DataError, UsageError
 from pipelines import report, stages
@@ -51,20 +51,8 @@ def outputs_intact(out: Path, recorded: dict[str, int]) -> bool:
 def _record(path: Path) -> dict | None:
     """A stage record (`stages/NAME.done.json` / `.started.json`); a damaged one counts as absent, so the
     stage runs again (its artifact decides what that costs)."""
-    try:
-        record = read_json(path)
-    except (OSError, ValueError):
-        return None
-    ok = isinstance(record, dict) and isinstance(record.get("fingerprint"), str)
-    return record if ok and isinstance(record.get("outputs", {}), dict) else None
-
-
-def _record_any(path: Path) -> dict | None:
-    try:
-        record = read_json(path)
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
+    record = read_record(path)
+    return record if record is not None and isinstance(record.get("fingerprint"), str) else None
 
 
 def check_run_dir(run_dir: Path, name: str, overwrite: bool) -> None:
@@ -78,7 +66,7 @@ def check_run_dir(run_dir: Path, name: str, overwrite: bool) -> None:
     if inside is not None:
         raise UsageError(f"{run_dir}: inside a corpusprep output ({inside}); pick another --run-dir")
     if run_file.is_file():
-        owner = (_record_any(run_file) or {}).get("pipeline")
+        owner = (read_record(run_file) or {}).get("pipeline")
         if owner != name and not overwrite:
             raise UsageError(
                 f"{run_dir}: holds a run of pipeline {owner!r}, not {name!r}; pick another --run-dir or "

@@ -8,6 +8,7 @@ Imports are local so that planning a pipeline (or `--until pairs`) never imports
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import dataclasses
 import json
@@ -37,6 +38,11 @@ class StageContext:
     overwrite: bool = False  # True: replace what is there; False: resume or repair the same settings' work
     progress: bool = True
 
+    def scheduling(self) -> dict[str, Any]:
+        """The keyword arguments every data-prep stage function takes for how (never what) it runs."""
+        return {"workers": self.workers, "engine": self.engine, "ray_address": self.ray_address,
+                "overwrite": self.overwrite, "progress": self.progress}
+
     def need(self, stage: Stage, role: str) -> Path:
         """The output directory of the stage this one reads in `role` ("vocab", "pairs", "shards", ...)."""
         return self.dirs[stage.needs[role]]
@@ -63,8 +69,8 @@ def _read_options(stage: Stage):
     return _options(ReadOptions, stage.settings["read"], "input")
 
 
-class StageKind:
-    """What a kind of stage does. Subclasses set `kind` and override what differs."""
+class StageKind(abc.ABC):
+    """What a kind of stage does. Subclasses set `kind`, implement `run` and override what differs."""
 
     kind = ""
 
@@ -73,8 +79,8 @@ class StageKind:
         if "read" in stage.settings:
             _read_options(stage)
 
-    def run(self, stage: Stage, ctx: StageContext) -> StageResult:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def run(self, stage: Stage, ctx: StageContext) -> StageResult: ...
 
     def validate(self, stage: Stage, ctx: StageContext) -> list[str]:
         """Problems with the finished output, one line each ([] when it is complete and valid)."""
@@ -152,11 +158,7 @@ class PairsStage(StageKind):
             ctx.out,
             options,
             _read_options(stage),
-            workers=ctx.workers,
-            engine=ctx.engine,
-            ray_address=ctx.ray_address,
-            overwrite=ctx.overwrite,
-            progress=ctx.progress,
+            **ctx.scheduling(),
         )
         skipped = stats.get("documents_skipped", {})
         read_skipped = stats["read"]["skipped"]
@@ -209,11 +211,7 @@ class ShardStage(StageKind):
             ctx.need(stage, "vocab"),
             ctx.out,
             options,
-            workers=ctx.workers,
-            engine=ctx.engine,
-            ray_address=ctx.ray_address,
-            overwrite=ctx.overwrite,
-            progress=ctx.progress,
+            **ctx.scheduling(),
         )
         counts = dict(manifest["totals"])
         for split, info in manifest["splits"].items():

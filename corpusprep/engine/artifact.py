@@ -31,7 +31,6 @@ set back on purpose). Artifacts read as inputs (a vocab, pairs) are fingerprinte
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import hashlib
 import json
@@ -42,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import faults
-from corpusprep.engine.files import read_json, remove_stale_temps, write_json
+from corpusprep.engine.files import read_json, read_record, remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
 from corpusprep.errors import DataError, InputError, UsageError
 
@@ -383,18 +382,14 @@ class Artifact:
         return self.adopt and any(fnmatch.fnmatch(name, p.split("/")[0]) for p in self.owns)
 
     def _read_run(self) -> dict | None:
-        try:
-            run = read_json(self.work / "run.json")
-        except (OSError, ValueError):
-            return None
-        return run if isinstance(run, dict) else None
+        return read_record(self.work / "run.json")
 
     def _read_markers(self) -> dict[str, dict]:
         remove_stale_temps(self.directory)
         records = {}
         for path in sorted((self.work / "markers").glob("*.done.json")):
-            with contextlib.suppress(OSError, ValueError):
-                records[path.name[: -len(".done.json")]] = read_json(path)
+            if (record := read_record(path)) is not None:
+                records[path.name[: -len(".done.json")]] = record
         return records
 
     def _restore(self, manifest: dict) -> None:
@@ -444,6 +439,11 @@ class Artifact:
         self.claim(name for task in tasks for name in task.outputs)
         return run_tasks(fn, tasks, marker_dir=self.work / "markers", root=self.directory,
                          known=self._records, **executor)
+
+    def outputs(self) -> dict[str, dict]:
+        """Size and sha256 of every task output recorded so far (hashed once, when its marker was written)."""
+        records = {**self._records, **self._read_markers()}
+        return {name: entry for r in records.values() for name, entry in r.get("outputs", {}).items()}
 
     def claim(self, names: Iterable[str]) -> None:
         """Refuse to write over a file that was there before and that corpusprep did not write."""

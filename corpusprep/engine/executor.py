@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import faults
-from corpusprep.engine.files import read_json, write_json
+from corpusprep.engine.files import read_record, write_json
 from corpusprep.errors import DataError, UsageError
 
 Stats = dict[str, Any]
@@ -126,12 +126,7 @@ def run_tasks(
     todo = []
     for task in tasks:
         marker = marker_path(marker_dir, task)
-        record = None
-        if marker.exists():
-            try:
-                record = read_json(marker)
-            except (OSError, ValueError):
-                record = None
+        record = read_record(marker)
         if record is None and known and task.id in known:
             record = known[task.id]
             if _intact(root, record):
@@ -150,7 +145,7 @@ def run_tasks(
     for task, record in finished:
         results[task.id] = record["stats"]
         if on_done:
-            on_done(task, record["stats"], False)
+            on_done(task, results[task.id], False)
         faults.reached("task_done")
     return [results[t.id] for t in tasks]
 

@@ -50,6 +50,15 @@ def read_json(path: str | Path) -> Any:
     return json.loads(Path(path).read_text())
 
 
+def read_record(path: str | Path) -> dict | None:
+    """A JSON object corpusprep wrote (a marker, a run record), or None when it is missing or damaged."""
+    try:
+        record = read_json(path)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def remove_stale_temps(directory: str | Path) -> int:
     """Delete temporary files and directories left by killed writes (never anything under a final name)."""
     removed = 0

@@ -43,7 +43,7 @@ from corpusprep.pair.tokens import (
     save_cache,
     select_documents,
 )
-from corpusprep.read.document import no_usable_documents, unk_warning
+from corpusprep.read.document import no_usable_documents, skip_summary, unk_warning
 from corpusprep.split.stage import make_splitter
 from corpusprep.tokenize import VocabInfo
 
@@ -319,7 +319,7 @@ def build_pairs(
         if usable["train"] < 2:
             raise DataError(
                 f"{', '.join(map(str, inputs))}: {usable['train']} training document(s) with sentences "
-                f"({_read_summary(read['read'])}); NSP pairs need at least two (a NotNext segment comes from "
+                f"({skip_summary(read['read'])}); NSP pairs need at least two (a NotNext segment comes from "
                 "another document)"
             )
         pair_tasks = [
@@ -354,13 +354,6 @@ def build_pairs(
 
 def _as_dict(options) -> dict[str, Any]:
     return dataclasses.asdict(options) if dataclasses.is_dataclass(options) else dict(vars(options))
-
-
-def _read_summary(read: dict[str, Any]) -> str:
-    files = {f"file {k}": v for k, v in read.get("skipped_files", {}).items()}
-    skipped = {**read.get("skipped", {}), **files}
-    reasons = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items()) if v)
-    return f"{read.get('documents_seen', 0)} read" + (f"; skipped {reasons}" if reasons else "")
 
 
 @dataclass(frozen=True)

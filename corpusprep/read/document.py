@@ -119,14 +119,17 @@ def no_usable_documents(inputs: Any, read: dict[str, Any], skipped: dict[str, in
     (a wrong --input-format skips every document as invalid_json, say). `read`: ReadStats.to_dict()."""
     names = ", ".join(map(str, inputs)) if isinstance(inputs, (list, tuple)) else str(inputs)
     reasons = {**read.get("skipped", {}), **(skipped or {})}
+    hint = "; wrong --input-format?" if reasons.get("invalid_json") or reasons.get("missing_field") else ""
+    return DataError(f"no usable documents in {names} ({skip_summary(read, skipped)}){hint}")
+
+
+def skip_summary(read: dict[str, Any], skipped: dict[str, int] | None = None) -> str:
+    """'N read, skipped: n reason, ...; files skipped: n reason', from ReadStats.to_dict() (+ later skips)."""
+    reasons = {**read.get("skipped", {}), **(skipped or {})}
     why = ", ".join(f"{n:,} {reason}" for reason, n in sorted(reasons.items()) if n)
     files = ", ".join(f"{n:,} {reason}" for reason, n in sorted(read.get("skipped_files", {}).items()) if n)
     why = "; ".join(part for part in (why and f"skipped: {why}", files and f"files skipped: {files}") if part)
-    hint = "; wrong --input-format?" if reasons.get("invalid_json") or reasons.get("missing_field") else ""
-    return DataError(
-        f"no usable documents in {names} ({read.get('documents_seen', 0):,} read"
-        f"{', ' + why if why else ''}){hint}"
-    )
+    return f"{read.get('documents_seen', 0):,} read" + (f", {why}" if why else "")
 
 
 def unk_warning(unk_tokens: int, tokens: int, where: str) -> str | None:

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from corpusprep import __version__
 from corpusprep.engine import artifact
-from corpusprep.engine.artifact import WORK, sha256_file
+from corpusprep.engine.artifact import WORK
 from corpusprep.engine.executor import Task, stage_workers
 from corpusprep.engine.files import atomic_path, read_json, write_json
 from corpusprep.engine.rng import rng_for
@@ -152,8 +152,14 @@ def write_shard(task: Task) -> dict[str, Any]:
     out = Path(t.out)
     with _writing(out), atomic_path(out) as tmp:
         write_parquet(to_table(masked), tmp, t.options)
-    entry = {"path": f"{t.split}/{out.name}", "rows": len(masked), "bytes": out.stat().st_size}
-    return {**entry, "sha256": sha256_file(out), **count_masked(masked)}
+    # size and sha256 come from the executor's record of this output (`Artifact.outputs`): hashed once
+    return {"path": f"{t.split}/{out.name}", "rows": len(masked), **count_masked(masked)}
+
+
+def shard_entry(stats: dict[str, Any], written: dict[str, Any]) -> dict[str, Any]:
+    """A shard's manifest entry from its task's stats and the executor's record of the file."""
+    return {"path": stats["path"], "rows": stats["rows"], "bytes": written["size"],
+            "sha256": written["sha256"]}
 
 
 def write_parquet(table: pa.Table, path: Path, options: ShardOptions) -> None:
@@ -326,11 +332,11 @@ def build_shards(
             on_done = bar("shuffle + write", len(shard_tasks))
             shards = art.run(write_shard, shard_tasks, on_done=on_done, **run)
 
-        splits = {}
+        splits, written = {}, art.outputs()
         for split in inputs:
             mine = [s for t, s in zip(shard_tasks, shards, strict=True) if t.args.split == split]
             splits[split] = {
-                "shards": [{k: s[k] for k in ("path", "rows", "bytes", "sha256")} for s in mine],
+                "shards": [shard_entry(s, written[s["path"]]) for s in mine],
                 **{k: sum(s[k] for s in mine) for k in COUNT_KEYS},
             }
         manifest = {

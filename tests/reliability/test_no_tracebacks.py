@@ -60,14 +60,21 @@ def ok(argv: list[str], cwd: Path) -> None:
     assert result.returncode == 0, result.stderr
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory) -> Path:
-    """Good outputs of every stage, and broken copies of them, in one directory."""
-    w = tmp_path_factory.mktemp("world")
+def corpus_and_vocab(w: Path) -> list[str]:
+    """corpus.jsonl (0.2 MB of the demo corpus), the same documents as plain text (corpus.txt), a vocab;
+    returns the documents' texts."""
     ok(corpusprep("demo-corpus", "-o", "corpus.jsonl", "--max-mb", "0.2"), w)
     docs = [json.loads(line)["text"] for line in (w / "corpus.jsonl").read_text().splitlines()]
     (w / "corpus.txt").write_text("\n\n".join(docs) + "\n")
     ok(corpusprep("vocab", "corpus.jsonl", "-o", "vocab", "--vocab-size", "2000"), w)
+    return docs
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> Path:
+    """Good outputs of every stage, and broken copies of them, in one directory."""
+    w = tmp_path_factory.mktemp("world")
+    docs = corpus_and_vocab(w)
     ok(corpusprep("build-pairs", "corpus.jsonl", "--vocab", "vocab", "-o", "pairs", "--dupe-factor", "1",
                   "--workers", "1", "--no-progress"), w)
     ok(corpusprep("shard", "pairs", "--vocab", "vocab", "-o", "shards", "--num-shards", "3", "--workers", "1",

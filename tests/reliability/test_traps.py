@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 import subprocess
 import sys
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.test_no_tracebacks import TRACEBACK, corpusprep, environment, ok
+from tests.reliability.test_no_tracebacks import TRACEBACK, corpus_and_vocab, corpusprep, environment, ok
 
 WRONG_FORMAT = ["--input-format", "jsonl"]  # the corpus is plain text: every line is "invalid JSON"
 
@@ -23,10 +22,7 @@ def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def w(tmp_path_factory) -> Path:
     w = tmp_path_factory.mktemp("traps")
-    ok(corpusprep("demo-corpus", "-o", "corpus.jsonl", "--max-mb", "0.2"), w)
-    docs = [json.loads(line)["text"] for line in (w / "corpus.jsonl").read_text().splitlines()]
-    (w / "corpus.txt").write_text("\n\n".join(docs) + "\n")
-    ok(corpusprep("vocab", "corpus.jsonl", "-o", "vocab", "--vocab-size", "2000"), w)
+    corpus_and_vocab(w)
     # Greek text: an English vocab's alphabet has none of its letters, so nearly every word is [UNK]
     rng = random.Random(0)
     letters = "αβγδεζηθικλμνξοπρστυφχψω"

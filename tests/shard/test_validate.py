@@ -9,8 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from corpusprep.engine.artifact import sha256_file
 from corpusprep.engine.files import read_json, write_json
-from corpusprep.shard.build import build_shards, sha256_file
+from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
 from corpusprep.shard.validate import validate_shards
 
