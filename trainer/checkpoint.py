@@ -52,9 +52,21 @@ def complete(path: Path) -> bool:
 
 
 # What must not change when a run continues from its checkpoint (the rest: steps, cadences, paths of logs)
-RESUME_KEYS = ("model.", "optim.", "seed", "data.shards", "data.batch_size", "data.chunk_rows",
-               "data.pad_multiple", "data.dynamic_masking", "data.num_workers", "schedule.warmup_steps",
-               "schedule.grad_accum", "checkpoint.init_from")
+# (a batch size change continues at the same row: positions are kept in rows; `data.shards` is checked by
+# content too, `trainer.train.check_resume_shards`)
+RESUME_KEYS = (
+    "model.",
+    "optim.",
+    "seed",
+    "data.shards",
+    "data.chunk_rows",
+    "data.pad_multiple",
+    "data.dynamic_masking",
+    "data.num_workers",
+    "schedule.warmup_steps",
+    "schedule.grad_accum",
+    "checkpoint.init_from",
+)
 
 
 def resume_conflicts(saved: dict, current: dict) -> list[str]:
@@ -72,8 +84,11 @@ def resume_conflicts(saved: dict, current: dict) -> list[str]:
 
     before, after = flat(saved), flat(current)
     keys = sorted(k for k in set(before) | set(after) if k.startswith(RESUME_KEYS))
-    return [f"{k}: {before.get(k)!r} -> {after.get(k)!r}" for k in keys
-            if norm(k, before.get(k)) != norm(k, after.get(k))]
+    return [
+        f"{k}: {before.get(k)!r} -> {after.get(k)!r}"
+        for k in keys
+        if norm(k, before.get(k)) != norm(k, after.get(k))
+    ]
 
 
 def latest(run_dir: Path) -> Path | None:
@@ -133,14 +148,20 @@ def config_record(train_config: Any, bert_config: Any, vocab: dict | None = None
 
 
 def init_weights(
-    source: str | Path, model: ModelConfig, vocab_size: int, vocab_sha256: str | None, where: Path
+    source: str | Path,
+    model: ModelConfig,
+    vocab_size: int,
+    vocab_sha256: str | None,
+    where: Path,
+    objective: str = "nsp",
 ) -> tuple[BertConfig, dict[str, torch.Tensor], Path]:
     """checkpoint.init_from: (architecture, weights, checkpoint dir) to start a run from.
 
     `source`: a run dir (its newest checkpoint), a step-N checkpoint or a `trainer.import_hf` output. The
     architecture is the saved one; `model` may repeat it but not contradict it, and its dropout rates
     (training settings) replace the saved ones. The vocab must be the shards' (`where`: their manifest):
-    same size, and the same sha256 when the checkpoint records one.
+    same size, and the same sha256 when the checkpoint records one. The sentence head follows `objective`
+    (the shards'): dropped for `none`; kept from a model trained on the same objective, else fresh.
     """
     path = find_checkpoint(Path(source))
     saved_model, state, saved = load_checkpoint(path)
@@ -155,8 +176,14 @@ def init_weights(
             "(build the pairs and shards with the model's vocab)"
         )
     check_state(state, saved_model, path / "model.pt")  # every weight, right shapes: nothing left random
-    bert = replace(saved_model, dropout=model.dropout, attention_dropout=model.attention_dropout)
+    bert = replace(saved_model, dropout=model.dropout, attention_dropout=model.attention_dropout,
+                   objective=objective)  # fmt: skip
+    if saved_model.objective != objective:  # another task's head: drop it (a fresh one is made for ours)
+        state = {k: v for k, v in state.items() if not k.startswith(SENTENCE_HEAD)}
     return bert, state, path
+
+
+SENTENCE_HEAD = ("pooler.", "nsp_head.")  # the weights only objectives with a sentence task have
 
 
 # ---------------------------------------------------------------- reading a checkpoint (export, init_from)

@@ -29,12 +29,13 @@ class ModelConfig:
     attention_dropout: float = 0.1
     pre_ln: bool | None = None  # default false (post-LN, as BERT)
 
-    def bert_config(self, vocab_size: int) -> BertConfig:
+    def bert_config(self, vocab_size: int, objective: str = "nsp") -> BertConfig:
+        """The architecture for a vocab and an objective (the shards' manifest gives both)."""
         from trainer.model import preset
 
         overrides = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "preset"}
         set_fields = {k: v for k, v in overrides.items() if v is not None}
-        return preset(self.preset or "tiny", vocab_size=vocab_size, **set_fields)
+        return preset(self.preset or "tiny", vocab_size=vocab_size, objective=objective, **set_fields)
 
     def conflicts(self, saved: BertConfig) -> list[str]:
         """The architecture this config sets explicitly (preset or fields) where `saved` differs."""

@@ -7,6 +7,10 @@ j % (ranks x workers): no row is read twice or skipped within an epoch, and a co
 row group at most once. Rows are shuffled within a chunk; across chunks the shard stage already shuffled
 globally. Only the current file is mapped and only the current row group decoded, so resident memory does
 not grow with the number or size of shards (given row groups of bounded size).
+
+Dynamic masking masks each chunk again from its original tokens with `corpusprep.mask.mask_examples`, the
+function `corpusprep shard` masks with, and the options the shards' manifest records (rate, cap, strategy,
+word segmenter): one masking rule, whichever stage applies it.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -26,9 +30,12 @@ from torch.utils.data import IterableDataset, get_worker_info
 from corpusprep.engine import artifact
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
+from corpusprep.mask import Examples, MaskVocab, mask_examples
+from corpusprep.mask.examples import list_parts, pad_rows, row_mask, to_numpy
+from corpusprep.objectives import Objective, objective
+from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
 
-COLUMNS = ["input_ids", "token_type_ids", "masked_lm_positions", "masked_lm_ids", "next_sentence_label"]
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+BASE_COLUMNS = ("input_ids", "token_type_ids", "masked_lm_positions", "masked_lm_ids")
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,51 @@ class Shards:
     directory: Path
     manifest: dict
     vocab: VocabIds
+
+    @property
+    def objective(self) -> Objective:
+        return objective(self.manifest.get("objective"))  # shards from before objectives: nsp
+
+    @property
+    def columns(self) -> list[str]:
+        """What the trainer reads: the masked tokens, and the sentence label or where pieces start."""
+        spec = self.objective
+        return [*BASE_COLUMNS, "document_starts" if spec.packs else spec.shard_label]
+
+    def masking(self) -> dict:
+        """`mask_examples` keyword arguments as the shards were masked (manifests from before mask
+        strategies say `whole_word_mask`)."""
+        options = self.manifest.get("options", {})
+        strategy = options.get("mask_strategy") or (
+            "whole-word" if options.get("whole_word_mask") else "token"
+        )
+        return {
+            "masked_lm_prob": float(options.get("masked_lm_prob", 0.15)),
+            "max_predictions_per_seq": int(options.get("max_predictions_per_seq", 20)),
+            "strategy": strategy,
+        }
+
+    def word_segmenter(self) -> str | None:
+        """Chinese words need a segmenter to be masked whole (as `corpusprep shard` decides)."""
+        language = self.manifest.get("pairs_stats", {}).get("options", {}).get("language")
+        return "jieba" if language == "zh" and self.masking()["strategy"] != "token" else None
+
+    def vocab_info(self) -> VocabInfo:
+        """The vocab the shards were built with (dynamic masking needs its tokens): the copy in the shards
+        directory, else the path the manifest names; its sha256 must be the manifest's."""
+        entry = self.manifest.get("vocab", {})
+        for where in (self.directory / "vocab.txt", Path(entry.get("path") or self.directory) / "vocab.txt"):
+            if where.is_file():
+                info = VocabInfo.load(where)
+                if entry.get("sha256") not in (None, info.sha256):
+                    raise DataError(
+                        f"{where}: not the vocab {self.directory} was built with (sha256 differs)"
+                    )
+                return info
+        raise UsageError(
+            f"{self.directory}: dynamic masking needs the vocab the shards were built with, and neither "
+            f"{self.directory / 'vocab.txt'} nor {entry.get('path')} holds it"
+        )
 
     def files(self, split: str) -> list[ShardFile]:
         splits = self.manifest.get("splits", {})
@@ -159,61 +211,54 @@ def epoch_order(chunks: list[Chunk], seed: int, epoch: int, shuffle: bool) -> li
 # ---------------------------------------------------------------- masking and batching
 
 
-def _flat(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(values, offsets from 0) of a list column."""
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    offsets = arr.offsets.to_numpy()
-    return arr.flatten().to_numpy(), (offsets - offsets[0]).astype(np.int64)
+def _set_list(table: pa.Table, name: str, offsets: np.ndarray, values: np.ndarray) -> pa.Table:
+    """Replace a list column, keeping the shard's exact types (nullability included)."""
+    i = table.schema.get_field_index(name)
+    field = table.schema.field(i)
+    column = pa.ListArray.from_arrays(
+        pa.Array.from_buffers(pa.int32(), len(offsets), [None, pa.py_buffer(offsets.astype(np.int32))]),
+        pa.Array.from_buffers(
+            field.type.value_type,
+            len(values),
+            [None, pa.py_buffer(np.ascontiguousarray(values.astype(str(field.type.value_type))))],
+        ),
+    )
+    return table.set_column(i, field, column.cast(field.type))
 
 
-def remask(table: pa.Table, vocab: VocabIds, rng: np.random.Generator, fraction: float = 0.15) -> pa.Table:
-    """Mask again from the original tokens: round(fraction x maskable) positions per row (at least 1),
-    of which 80% become [MASK], 10% a random non-special token, 10% stay (BERT's rules)."""
-    ids, offsets = _flat(table["input_ids"])
-    positions, pos_offsets = _flat(table["masked_lm_positions"])
-    labels, _ = _flat(table["masked_lm_ids"])
-    n_rows = len(offsets) - 1
-    row_of = np.repeat(np.arange(n_rows), np.diff(offsets))
-    original = ids.astype(np.int64)
-    original[offsets[np.repeat(np.arange(n_rows), np.diff(pos_offsets))] + positions] = labels
-
-    maskable = ~np.isin(original, vocab.special_ids)
-    per_row = np.bincount(row_of[maskable], minlength=n_rows)
-    n_mask = np.minimum(np.maximum(1, np.rint(fraction * per_row).astype(np.int64)), per_row)
-    key = np.where(maskable, rng.random(len(original)), 2.0)  # non-maskable sort last in their row
-    order = np.lexsort((key, row_of))  # by row, then random key
-    rank = np.arange(len(order)) - offsets[row_of[order]]
-    chosen = np.sort(order[rank < n_mask[row_of[order]]])
-
-    new = original.copy()
-    draw = rng.random(len(chosen))
-    new[chosen[draw < 0.8]] = vocab.mask_id
-    replace = chosen[(draw >= 0.8) & (draw < 0.9)]
-    randoms = np.setdiff1d(np.arange(vocab.size), vocab.special_ids)
-    new[replace] = rng.choice(randoms, size=len(replace))
-
-    chosen_rows = row_of[chosen]
-    new_pos_offsets = np.concatenate([[0], np.cumsum(np.bincount(chosen_rows, minlength=n_rows))])
-    columns = {
-        "input_ids": (new, offsets),
-        "masked_lm_positions": (chosen - offsets[chosen_rows], new_pos_offsets),
-        "masked_lm_ids": (original[chosen], new_pos_offsets),
-    }
-    for name, (values, offs) in columns.items():
-        i = table.schema.get_field_index(name)
-        field = table.schema.field(i)  # keep the shard's exact types, nullability included
-        column = pa.ListArray.from_arrays(pa.array(offs, pa.int32()), pa.array(values, field.type.value_type))
-        table = table.set_column(i, field, column.cast(field.type))
-    return table
+def remask(table: pa.Table, vocab: MaskVocab, rng: np.random.Generator, masking: dict) -> pa.Table:
+    """Mask the rows again from their original tokens, with `mask_examples` and the shards' options
+    (`Shards.masking()`): the same rule `corpusprep shard` applied."""
+    offsets, ids = list_parts(table["input_ids"])
+    pred_offsets, positions = list_parts(table["masked_lm_positions"])
+    _, labels = list_parts(table["masked_lm_ids"])
+    _, types = list_parts(table["token_type_ids"])
+    lengths, n = np.diff(offsets), table.num_rows
+    row = np.repeat(np.arange(n), lengths)
+    original = ids.copy()
+    original[offsets[np.repeat(np.arange(n), np.diff(pred_offsets))] + positions] = labels
+    len_a = np.bincount(row[types == 0], minlength=n) - 2  # segment A: the type-0 run less [CLS] and [SEP]
+    grid = pad_rows(original, lengths, fill=vocab.pad_id)
+    masked = mask_examples(Examples(grid, lengths, len_a, np.zeros(n, bool)), vocab, rng, **masking)
+    chosen = row_mask(masked.predicted, masked.positions.shape[1])
+    new_offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(masked.predicted, out=new_offsets[1:])
+    table = _set_list(table, "input_ids", offsets, masked.examples.flat_ids())
+    table = _set_list(table, "masked_lm_positions", new_offsets, masked.positions[chosen])
+    return _set_list(table, "masked_lm_ids", new_offsets, masked.labels[chosen])
 
 
-def collate(table: pa.Table, pad_id: int, multiple: int = 8) -> dict[str, torch.Tensor]:
+def collate(table: pa.Table, pad_id: int, multiple: int = 8, spec: Objective | None = None) -> dict:
     """Rows -> padded tensors: [B, L] with L = longest row rounded up to `multiple`; masked positions
-    as flat indices b * L + i into that grid, so the model gathers them without a [B, L, V] tensor."""
-    ids, offsets = _flat(table["input_ids"])
-    types, _ = _flat(table["token_type_ids"])
-    positions, pos_offsets = _flat(table["masked_lm_positions"])
-    labels, _ = _flat(table["masked_lm_ids"])
+    as flat indices b * L + i into that grid, so the model gathers them without a [B, L, V] tensor.
+
+    With a sentence task: `sentence_labels` [B]. Packed rows: `piece_lengths` [P] (row-major) and
+    `position_ids` [B, L], restarting at each piece's [CLS]."""
+    spec = spec or objective(None)
+    offsets, ids = list_parts(table["input_ids"])
+    _, types = list_parts(table["token_type_ids"])
+    pos_offsets, positions = list_parts(table["masked_lm_positions"])
+    _, labels = list_parts(table["masked_lm_ids"])
     lengths = np.diff(offsets)
     B = len(lengths)
     L = -(-int(lengths.max()) // multiple) * multiple
@@ -226,25 +271,65 @@ def collate(table: pa.Table, pad_id: int, multiple: int = 8) -> dict[str, torch.
     attention_mask = np.zeros((B, L), dtype=np.bool_)
     attention_mask[row, col] = True
     mlm_rows = np.repeat(np.arange(B), np.diff(pos_offsets))
-    return {
+    batch = {
         "input_ids": torch.from_numpy(input_ids),
         "token_type_ids": torch.from_numpy(token_type_ids),
         "attention_mask": torch.from_numpy(attention_mask),
         "mlm_positions": torch.from_numpy(mlm_rows * L + positions.astype(np.int64)),
         "mlm_labels": torch.from_numpy(labels.astype(np.int64)),
-        "nsp_labels": torch.from_numpy(table["next_sentence_label"].to_numpy().astype(np.int64)),
     }
+    if spec.packs:
+        piece_lengths = _piece_lengths(table["document_starts"], lengths)
+        piece_start = np.repeat(np.cumsum(piece_lengths) - piece_lengths, piece_lengths)
+        position_ids = np.zeros((B, L), dtype=np.int64)
+        position_ids[row, col] = np.arange(len(ids)) - piece_start
+        batch |= {
+            "position_ids": torch.from_numpy(position_ids),
+            "piece_lengths": torch.from_numpy(piece_lengths),
+        }
+    else:
+        batch["sentence_labels"] = torch.from_numpy(to_numpy(table[spec.shard_label]).astype(np.int64))
+    return batch
+
+
+def _piece_lengths(column: pa.ChunkedArray, lengths: np.ndarray) -> np.ndarray:
+    """int64[P]: tokens of each piece, row by row, from each row's `document_starts`."""
+    start_offsets, starts = list_parts(column)
+    per_row = np.diff(start_offsets)
+    ends = np.append(starts[1:], 0).astype(np.int64)
+    ends[start_offsets[1:][per_row > 0] - 1] = lengths[per_row > 0]  # a row's last piece ends with the row
+    pieces = ends - starts
+    row_starts = starts[start_offsets[:-1][per_row > 0]] if len(starts) else starts
+    if (per_row < 1).any() or (pieces < 1).any() or (row_starts != 0).any():
+        raise DataError("document_starts: a row whose pieces do not start at 0 and increase within the row")
+    return pieces
 
 
 # ---------------------------------------------------------------- the stream
+
+
+@dataclass
+class Position:
+    """Where one rank's training stream stands: the batches it gave, and the rows each DataLoader worker
+    role gave (batch i comes from role i % workers). Kept in rows, a resume continues at the same row
+    whatever the batch size."""
+
+    batches: int = 0
+    rows: list[int] = field(default_factory=list)  # per role; empty = none yet
+
+    def advance(self, rows: int, workers: int) -> None:
+        if not self.rows:
+            self.rows = [0] * max(workers, 1)
+        self.rows[self.batches % len(self.rows)] += rows
+        self.batches += 1
 
 
 class ShardStream(IterableDataset):
     """Batches for one data-parallel rank; DataLoader workers (batch_size=None) split the rank's share.
 
     train (loop=True, shuffle=True): endless, epoch after epoch; the partial batch at an epoch's end is
-    completed from the next epoch, so nothing is dropped. `start_batch` resumes after that many batches of
-    this rank (the DataLoader hands out worker batches round-robin, so each worker can skip its own share).
+    completed from the next epoch, so nothing is dropped. `start` resumes where a `Position` stands (the
+    DataLoader hands out worker batches round-robin, so each worker skips its own role's rows).
     eval (loop=False, shuffle=False): one pass in file order, last batch partial.
     """
 
@@ -261,30 +346,36 @@ class ShardStream(IterableDataset):
         dynamic_masking: bool = False,
         shuffle: bool = True,
         loop: bool = True,
-        start_batch: int = 0,
+        start: Position | None = None,
     ):
         super().__init__()
         self.shards, self.split, self.batch_size, self.seed = shards, split, batch_size, seed
         self.rank, self.world_size = rank, world_size
         self.files = shards.files(split)
         self.chunks = plan_chunks(self.files, chunk_rows)
-        self.pad_multiple, self.dynamic_masking = pad_multiple, dynamic_masking
-        self.shuffle, self.loop, self.start_batch = shuffle, loop, start_batch
+        self.pad_multiple = pad_multiple
+        self.shuffle, self.loop, self.start = shuffle, loop, start or Position()
+        self.mask_vocab = None
+        if dynamic_masking:  # built once here, pickled to the workers
+            self.mask_vocab = MaskVocab.from_vocab(shards.vocab_info(), shards.word_segmenter())
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         info = get_worker_info()
         worker, workers = (info.id, info.num_workers) if info else (0, 1)
         # The DataLoader takes batch i from worker i % workers, starting at worker 0. Resuming at batch
-        # `start_batch`, worker 0 must play the stream that owned that batch: rotate the roles.
-        role = (worker + self.start_batch) % workers
+        # `start.batches`, worker 0 must play the role that owed that batch: rotate the roles.
+        role = (worker + self.start.batches) % workers
         consumer, consumers = self.rank * workers + role, self.world_size * workers
         if self.loop and len(self.chunks) < consumers:
             raise UsageError(
                 f"{self.shards.directory}: {len(self.chunks)} chunks of {self.split} data for {consumers} "
                 "ranks x workers; lower data.chunk_rows or the worker count"
             )
-        done = max(0, (self.start_batch - role + workers - 1) // workers)  # batches this role already gave
-        pieces = self.rows(consumer, consumers, skip=done * self.batch_size)
+        if self.start.rows and len(self.start.rows) != workers:
+            raise UsageError(
+                f"resuming {len(self.start.rows)} DataLoader worker streams with {workers} workers"
+            )
+        pieces = self.rows(consumer, consumers, skip=self.start.rows[role] if self.start.rows else 0)
         pending: list[pa.Table] = []
         have = 0
         for piece in pieces:
@@ -300,12 +391,12 @@ class ShardStream(IterableDataset):
 
     def make_batch(self, pieces: list[pa.Table]) -> dict[str, torch.Tensor]:
         table = pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
-        return collate(table, self.shards.vocab.pad_id, self.pad_multiple)
+        return collate(table, self.shards.vocab.pad_id, self.pad_multiple, self.shards.objective)
 
     def rows(self, consumer: int, consumers: int, skip: int = 0) -> Iterator[pa.Table]:
         """This consumer's rows as small tables, epoch after epoch, starting `skip` rows in."""
         epoch = 0
-        reader = _RowGroupReader(self.files)
+        reader = _RowGroupReader(self.files, self.shards.columns)
         while True:
             mine = epoch_order(self.chunks, self.seed, epoch, self.shuffle)[consumer::consumers]
             for chunk in mine:
@@ -313,9 +404,9 @@ class ShardStream(IterableDataset):
                     skip -= chunk.rows
                     continue
                 table = reader.read(chunk.file, chunk.row_group).slice(chunk.start, chunk.rows)
-                if self.dynamic_masking:
+                if self.mask_vocab is not None:
                     rng = rng_for(self.seed, "trainer-mask", epoch, chunk.id)
-                    table = remask(table, self.shards.vocab, rng)
+                    table = remask(table, self.mask_vocab, rng, self.shards.masking())
                 if self.shuffle:
                     rng = rng_for(self.seed, "trainer-rows", epoch, chunk.id)
                     table = table.take(rng.permutation(chunk.rows))
@@ -329,8 +420,8 @@ class ShardStream(IterableDataset):
 class _RowGroupReader:
     """Keeps one file memory-mapped and one row group decoded; switching file unmaps the previous one."""
 
-    def __init__(self, files: list[ShardFile]):
-        self.files = files
+    def __init__(self, files: list[ShardFile], columns: list[str]):
+        self.files, self.columns = files, columns
         self.file: int | None = None
         self.parquet: pq.ParquetFile | None = None
         self.key: tuple[int, int] | None = None
@@ -345,7 +436,7 @@ class _RowGroupReader:
                 self.parquet = pq.ParquetFile(pa.memory_map(str(self.files[file].path)))
                 self.file = file
             try:
-                self.table = self.parquet.read_row_group(row_group, columns=COLUMNS)
+                self.table = self.parquet.read_row_group(row_group, columns=self.columns)
             except (OSError, pa.ArrowException) as e:
                 raise DataError(f"{self.files[file].path}: row group {row_group}: {e}") from None
             self.key = (file, row_group)

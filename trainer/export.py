@@ -2,8 +2,11 @@
 
     python -m trainer.export runs/demo/checkpoints/step-0000300 hf/demo [--vocab DIR] [--verify]
 
-OUT_DIR loads with `transformers` `BertForPreTraining` / `AutoModelForPreTraining` / `AutoModel` /
-`AutoModelForMaskedLM` / `AutoTokenizer` / `pipeline("fill-mask")`: config.json, model.safetensors,
+A model trained with a sentence task (objective nsp or sop) is written as `BertForPreTraining` (SOP's head
+is `cls.seq_relationship`; config.json says which task it learnt, `corpusprep_objective`); one trained on
+masked LM alone (`none`) as `BertForMaskedLM`, with no pooler and no sentence head, so nothing is missing.
+OUT_DIR loads with `transformers` `AutoModelForPreTraining` (nsp, sop) / `AutoModelForMaskedLM` /
+`AutoModel` / `AutoTokenizer` / `pipeline("fill-mask")`: config.json, model.safetensors,
 vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json. Writing needs torch,
 safetensors and corpusprep's `tokenizers`; `--verify` (optional) imports transformers to compare logits.
 """
@@ -33,15 +36,16 @@ QKV = ("query", "key", "value")  # row blocks of our fused qkv, in this order
 # ---------------------------------------------------------------- names
 
 
-def module_names(num_layers: int) -> dict[str, str]:
-    """Our module prefix -> Hugging Face `BertForPreTraining` module prefix (each has .weight/.bias)."""
+def module_names(num_layers: int, sentence_head: bool = True) -> dict[str, str]:
+    """Our module prefix -> Hugging Face `BertForPreTraining` module prefix (each has .weight/.bias);
+    without the sentence head, `BertForMaskedLM`'s (no pooler, no seq_relationship)."""
     names = {
         "embeddings.norm": "bert.embeddings.LayerNorm",
-        "pooler": "bert.pooler.dense",
         "mlm_head.dense": "cls.predictions.transform.dense",
         "mlm_head.norm": "cls.predictions.transform.LayerNorm",
-        "nsp_head": "cls.seq_relationship",
     }
+    if sentence_head:
+        names |= {"pooler": "bert.pooler.dense", "nsp_head": "cls.seq_relationship"}
     for i in range(num_layers):
         hf = f"bert.encoder.layer.{i}"
         names |= {
@@ -58,7 +62,7 @@ def key_names(config: BertConfig) -> dict[str, str]:
     """Every state-dict key but the fused QKV: ours -> Hugging Face's."""
     keys = {f"embeddings.{t}.weight": f"bert.embeddings.{t}.weight" for t in EMBEDDING_TABLES}
     keys["mlm_head.bias"] = "cls.predictions.bias"
-    for ours, hf in module_names(config.num_layers).items():
+    for ours, hf in module_names(config.num_layers, config.sentence_head).items():
         keys |= {f"{ours}.weight": f"{hf}.weight", f"{ours}.bias": f"{hf}.bias"}
     return keys
 
@@ -135,7 +139,8 @@ def from_hf(state: dict[str, torch.Tensor], config: BertConfig) -> tuple[dict[st
 def hf_config(config: BertConfig, pad_token_id: int) -> dict:
     """config.json of `transformers.BertConfig` for our BertConfig."""
     return {
-        "architectures": ["BertForPreTraining"],
+        "architectures": ["BertForPreTraining" if config.sentence_head else "BertForMaskedLM"],
+        "corpusprep_objective": config.objective,  # what the sentence head learnt: NotNext or swapped
         "model_type": "bert",
         "vocab_size": config.vocab_size,
         "hidden_size": config.hidden_size,
@@ -299,11 +304,14 @@ def our_model(config: BertConfig, state: dict[str, torch.Tensor]) -> BertForPreT
 def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch: int = 4) -> dict:
     """Load OUT_DIR with transformers and compare logits with ours on a random padded batch (fp32, CPU).
 
-    Returns missing/unexpected keys and the max |difference| of MLM logits (real positions) and NSP logits.
+    Returns missing/unexpected keys and the max |difference| of MLM logits (real positions) and sentence
+    logits (0 without a sentence head).
     """
-    from transformers import BertForPreTraining as HFBert
+    import transformers
 
-    hf, info = HFBert.from_pretrained(str(out_dir), output_loading_info=True)
+    head = model.config.sentence_head
+    hf_class = transformers.BertForPreTraining if head else transformers.BertForMaskedLM
+    hf, info = hf_class.from_pretrained(str(out_dir), output_loading_info=True)
     hf.eval()
     model = model.eval()
     c = model.config
@@ -320,8 +328,9 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
     return {
         "missing_keys": sorted(info["missing_keys"]),
         "unexpected_keys": sorted(info["unexpected_keys"]),
-        "mlm_max_abs_diff": float((ours_mlm - theirs.prediction_logits)[mask].abs().max()),
-        "nsp_max_abs_diff": float((ours_nsp - theirs.seq_relationship_logits).abs().max()),
+        "mlm_max_abs_diff": float((ours_mlm - (theirs.prediction_logits if head else theirs.logits))[mask]
+                                  .abs().max()),
+        "nsp_max_abs_diff": float((ours_nsp - theirs.seq_relationship_logits).abs().max()) if head else 0.0,
     }
 
 

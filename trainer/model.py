@@ -1,4 +1,4 @@
-"""BERT for pre-training (masked LM + next sentence prediction), in one file.
+"""BERT for pre-training (masked LM, plus next sentence or sentence order prediction), in one file.
 
 Numerically the model is Hugging Face `BertForPreTraining` (post-LN, exact erf GELU, LayerNorm eps 1e-12,
 tanh pooler on [CLS], MLM head dense -> GELU -> LayerNorm -> decoder tied to the word embeddings plus
@@ -10,6 +10,14 @@ its own bias), so weights convert both ways. Two differences in *how* it compute
   hold ~all FLOPs at L=128, and can never change a real token's output.
 - The MLM head projects to the vocab only at the masked positions (gather first): at 15% masking that
   is ~7x less work in the largest matmul of a small model.
+- Packed rows (objective `none`): a row may hold several pieces `[CLS] text [SEP]` of different documents.
+  Attention runs on a grid of pieces, [pieces, heads, longest piece, head_dim], and position ids restart
+  in each piece, so a piece computes exactly what it would as a row of its own: no attention across
+  documents, and no [B, L, L] mask (the same key-padding SDPA call as padded rows).
+
+The sentence head (pooler + 2-way linear) exists for the objectives with a sentence task: `nsp` and `sop`
+(the same head as Hugging Face's `cls.seq_relationship`; the label means NotNext or swapped). With `none`
+the model is Hugging Face's `BertForMaskedLM`: no pooler, no sentence head.
 
 State-dict names (frozen; `trainer/export.py` maps them to Hugging Face):
   embeddings.{word_embeddings,position_embeddings,token_type_embeddings}.weight, embeddings.norm.{weight,bias}
@@ -18,7 +26,7 @@ State-dict names (frozen; `trainer/export.py` maps them to Hugging Face):
   layers.N.mlp.fc1.{weight,bias}    layers.N.mlp.fc2.{weight,bias}   layers.N.mlp_norm.{weight,bias}
   final_norm.{weight,bias}          only with pre_ln=True (a pre-LN stack needs a last LayerNorm)
   pooler.{weight,bias}   mlm_head.dense.{weight,bias}   mlm_head.norm.{weight,bias}   mlm_head.bias
-  nsp_head.{weight,bias}
+  nsp_head.{weight,bias}                 the sentence head (nsp or sop); pooler and it absent with `none`
 The MLM decoder weight *is* embeddings.word_embeddings.weight (tied), so it has no entry of its own.
 """
 
@@ -45,6 +53,11 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
     pre_ln: bool = False  # LayerNorm before each sublayer (+ a final one): more stable at depth/high lr
     init_std: float = 0.02
+    objective: str = "nsp"  # nsp | sop: pooler + sentence head; none: masked LM only (corpusprep.objectives)
+
+    @property
+    def sentence_head(self) -> bool:
+        return self.objective != "none"
 
     def __post_init__(self) -> None:
         if self.intermediate_size == 0:
@@ -87,9 +100,13 @@ class Embeddings(nn.Module):
         self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps) if not c.pre_ln else nn.Identity()
         self.drop = nn.Dropout(c.dropout)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
-        # input_ids, token_type_ids: [B, L] -> [B, L, H]
-        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+    def forward(
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, position_ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        # input_ids, token_type_ids, position_ids: [B, L] -> [B, L, H]; positions 0..L-1 unless given
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device) if position_ids is None else (
+            position_ids
+        )
         x = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
         x = x + self.position_embeddings(positions)
         return self.drop(self.norm(x))
@@ -106,7 +123,7 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, layout: Layout) -> torch.Tensor:
         # x: [T, H] real tokens only (or all B*L when unpadded == padded)
         T, H = x.shape
-        B, L = layout.batch, layout.length
+        B, L = layout.grid  # the rows attention runs on: the batch's rows, or its pieces
         qkv = self.qkv(x)  # [T, 3H]
         if layout.index is not None:  # scatter into the padded grid just for attention
             qkv = qkv.new_zeros(B * L, 3 * H).index_copy_(0, layout.index, qkv)
@@ -164,22 +181,43 @@ class MLMHead(nn.Module):
 
 
 class Layout:
-    """Where the real tokens of a padded [B, L] batch live in the flat [B*L] grid.
+    """Where the real tokens of a padded [B, L] batch live, for the unpadded layers and for attention.
 
-    index: flat positions of real tokens ([T], None when nothing is padding); rows: for every flat
-    position, its row in the unpadded [T, H] activations; key_mask: [B, 1, 1, L] for attention.
+    real: flat positions b * L + i of the real tokens ([T], None when nothing is padding).
+    rows: for every flat position, its row in the unpadded [T, H] activations (valid at real tokens).
+    grid: the (rows, length) attention runs on: the batch's (B, L); with `piece_lengths`, one row per
+    piece, as wide as the longest piece rounded up to 8.
+    index: the flat position of each real token in that grid ([T], None when it is the unpadded batch).
+    key_mask: [rows, 1, 1, length] for attention (None without padding).
     """
 
-    def __init__(self, attention_mask: torch.Tensor | None, batch: int, length: int):
+    def __init__(
+        self, attention_mask: torch.Tensor | None, batch: int, length: int,
+        piece_lengths: torch.Tensor | None = None,  # [P] tokens of each piece, in row-major order
+    ):
         self.batch, self.length = batch, length
-        if attention_mask is None or bool(attention_mask.all()):
-            self.index = self.key_mask = None
-            self.rows = None
+        self.grid = (batch, length)
+        if piece_lengths is None and (attention_mask is None or bool(attention_mask.all())):
+            self.index = self.key_mask = self.real = self.rows = None
             return
+        if attention_mask is None:
+            attention_mask = torch.ones(batch, length, dtype=torch.bool, device=piece_lengths.device)
         flat = attention_mask.reshape(-1).bool()
-        self.index = flat.nonzero().squeeze(1)  # [T]
         self.rows = torch.cumsum(flat, 0) - 1  # [B*L]: valid where flat is True
-        self.key_mask = attention_mask.bool()[:, None, None, :]
+        self.real = flat.nonzero().squeeze(1)  # [T]
+        if piece_lengths is None:
+            self.index = self.real  # attention runs on the input's grid
+            self.key_mask = attention_mask.bool()[:, None, None, :]
+            return
+        # Pieces are contiguous runs of the real tokens in row-major order: token t of piece p goes to
+        # cell p * width + (t - start of p) of the piece grid.
+        width = -(-int(piece_lengths.max()) // 8) * 8
+        starts = torch.cumsum(piece_lengths, 0) - piece_lengths  # [P]
+        piece = torch.repeat_interleave(torch.arange(len(piece_lengths), device=flat.device), piece_lengths)
+        offset = torch.arange(len(piece), device=flat.device) - starts[piece]  # [T]
+        self.grid = (len(piece_lengths), width)
+        self.index = piece * width + offset
+        self.key_mask = (torch.arange(width, device=flat.device) < piece_lengths[:, None])[:, None, None, :]
 
     def take(self, x: torch.Tensor, flat_positions: torch.Tensor) -> torch.Tensor:
         """Rows of the [T, H] activations at flat positions (b * L + i) of the padded grid."""
@@ -194,9 +232,11 @@ class BertForPreTraining(nn.Module):
         self.layers = nn.ModuleList(Block(config) for _ in range(config.num_layers))
         if config.pre_ln:
             self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
+        if config.sentence_head:  # created in this order so that nsp init draws as before the objectives
+            self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
         self.mlm_head = MLMHead(config, self.embeddings.word_embeddings)
-        self.nsp_head = nn.Linear(config.hidden_size, 2)
+        if config.sentence_head:
+            self.nsp_head = nn.Linear(config.hidden_size, 2)
         self.apply(self._init_weights)
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -214,13 +254,15 @@ class BertForPreTraining(nn.Module):
         input_ids: torch.Tensor,
         token_type_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        piece_lengths: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, Layout]:
         """Hidden states of the real tokens, [T, H], and the layout that locates them in [B, L]."""
         B, L = input_ids.shape
-        layout = Layout(attention_mask, B, L)
-        x = self.embeddings(input_ids, token_type_ids).reshape(B * L, -1)
-        if layout.index is not None:
-            x = x.index_select(0, layout.index)  # [T, H]: padding leaves here and never comes back
+        layout = Layout(attention_mask, B, L, piece_lengths)
+        x = self.embeddings(input_ids, token_type_ids, position_ids).reshape(B * L, -1)
+        if layout.real is not None:
+            x = x.index_select(0, layout.real)  # [T, H]: padding leaves here and never comes back
         for layer in self.layers:
             x = layer(x, layout)
         if self.config.pre_ln:
@@ -233,18 +275,23 @@ class BertForPreTraining(nn.Module):
         token_type_ids: torch.Tensor,  # [B, L] int
         attention_mask: torch.Tensor | None = None,  # [B, L], 1/True = real token; None = no padding
         mlm_positions: torch.Tensor | None = None,  # [M] flat positions b * L + i; None = every position
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """MLM logits ([M, V], or [B, L, V] without mlm_positions) and NSP logits [B, 2]."""
+        position_ids: torch.Tensor | None = None,  # [B, L]; None = 0..L-1 in every row
+        piece_lengths: torch.Tensor | None = None,  # [P] packed rows: tokens of each piece, row-major
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """MLM logits ([M, V], or [B, L, V] without mlm_positions) and sentence logits [B, 2] (None
+        without a sentence head)."""
         B, L = input_ids.shape
-        x, layout = self.encode(input_ids, token_type_ids, attention_mask)
-        cls = layout.take(x, torch.arange(B, device=x.device) * L)  # [B, H]
-        nsp_logits = self.nsp_head(torch.tanh(self.pooler(cls)))  # [B, 2]
+        x, layout = self.encode(input_ids, token_type_ids, attention_mask, position_ids, piece_lengths)
+        sentence_logits = None
+        if self.config.sentence_head:
+            cls = layout.take(x, torch.arange(B, device=x.device) * L)  # [B, H]
+            sentence_logits = self.nsp_head(torch.tanh(self.pooler(cls)))  # [B, 2]
         if mlm_positions is None:
             every = torch.arange(B * L, device=x.device)
-            if layout.index is not None:  # padded positions get the (meaningless) first row, as a filler
-                every = torch.where(attention_mask.reshape(-1).bool(), every, layout.index[0])
-            return self.mlm_head(layout.take(x, every)).view(B, L, -1), nsp_logits
-        return self.mlm_head(layout.take(x, mlm_positions)), nsp_logits
+            if layout.real is not None:  # padded positions get the (meaningless) first row, as a filler
+                every = torch.where(attention_mask.reshape(-1).bool(), every, layout.real[0])
+            return self.mlm_head(layout.take(x, every)).view(B, L, -1), sentence_logits
+        return self.mlm_head(layout.take(x, mlm_positions)), sentence_logits
 
     def num_params(self, non_embedding: bool = True) -> int:
         n = sum(p.numel() for p in self.parameters())
@@ -258,13 +305,16 @@ class BertForPreTraining(nn.Module):
 def pretraining_loss(
     mlm_logits: torch.Tensor,  # [M, V]
     mlm_labels: torch.Tensor,  # [M]
-    nsp_logits: torch.Tensor,  # [B, 2]
-    nsp_labels: torch.Tensor,  # [B]
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(total, mlm, nsp) losses: mean cross-entropy over masked tokens plus mean over pairs, as in BERT."""
+    sentence_logits: torch.Tensor | None = None,  # [B, 2]
+    sentence_labels: torch.Tensor | None = None,  # [B]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(total, mlm, sentence) losses: mean cross-entropy over masked tokens plus, with a sentence task (NSP
+    or SOP), mean cross-entropy over rows, as in BERT and ALBERT; MLM alone without one."""
     mlm = F.cross_entropy(mlm_logits.float(), mlm_labels)
-    nsp = F.cross_entropy(nsp_logits.float(), nsp_labels)
-    return mlm + nsp, mlm, nsp
+    if sentence_logits is None:
+        return mlm, mlm, None
+    sentence = F.cross_entropy(sentence_logits.float(), sentence_labels)
+    return mlm + sentence, mlm, sentence
 
 
 def flops_per_token(config: BertConfig, seq_len: int, masked_fraction: float = 0.15) -> float:

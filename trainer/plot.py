@@ -39,9 +39,12 @@ def plot(run_dir: Path, out: Path | None = None) -> Path:
     return out
 
 
+SENTENCE_TASKS = {"nsp": "next-sentence", "sop": "sentence-order"}  # metric prefix -> title
+
+
 def figure(records: list[dict], title: str):
-    """Three panels: masked-LM loss, next-sentence loss (its own axis: ~0.69 beside an MLM loss of ~5-10,
-    it would look flat) and validation accuracy, each with train and validation curves."""
+    """Masked-LM loss, the sentence task's loss when the objective has one (its own axis: ~0.69 beside an
+    MLM loss of ~5-10, it would look flat) and validation accuracy, each with train and validation curves."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display needed
@@ -49,20 +52,26 @@ def figure(records: list[dict], title: str):
 
     train = [r for r in records if "loss" in r]
     val = [r for r in records if "val_mlm_loss" in r]
-    fig, (mlm, nsp, accuracy) = plt.subplots(1, 3, figsize=(15, 4.2))
-    for ax, key, what in [(mlm, "mlm_loss", "masked LM"), (nsp, "nsp_loss", "next-sentence")]:
+    task = next((t for t in SENTENCE_TASKS if any(f"{t}_loss" in r for r in records)), None)
+    losses = [("mlm_loss", "masked LM")] + ([(f"{task}_loss", SENTENCE_TASKS[task])] if task else [])
+    fig, axes = plt.subplots(1, len(losses) + 1, figsize=(5 * (len(losses) + 1), 4.2))
+    for ax, (key, what) in zip(axes, losses, strict=False):
         if train:
             ax.plot([r["step"] for r in train], [r[key] for r in train], label="train", alpha=0.8)
         if val:
             ax.plot([r["step"] for r in val], [r["val_" + key] for r in val], label="validation",
                     marker="o", markersize=3)  # fmt: skip
         ax.set(xlabel="step", ylabel="cross-entropy (nats)", title=f"{what} loss")
-    nsp.axhline(math.log(2), color="grey", linestyle="--", linewidth=1, label="chance (ln 2)")
-    for key, label in [("val_mlm_acc", "masked LM"), ("val_nsp_acc", "next sentence")]:
+    accuracy = axes[-1]
+    accuracies = [("val_mlm_acc", "masked LM")]
+    if task:
+        axes[1].axhline(math.log(2), color="grey", linestyle="--", linewidth=1, label="chance (ln 2)")
+        accuracies.append((f"val_{task}_acc", SENTENCE_TASKS[task].replace("-", " ")))
+        accuracy.axhline(0.5, color="grey", linestyle="--", linewidth=1, label=f"{task.upper()} chance")
+    for key, label in accuracies:
         accuracy.plot([r["step"] for r in val], [r[key] for r in val], label=label, marker="o", markersize=3)
-    accuracy.axhline(0.5, color="grey", linestyle="--", linewidth=1, label="NSP chance")
     accuracy.set(xlabel="step", ylabel="accuracy", title="validation accuracy", ylim=(0, 1))
-    for ax in (mlm, nsp, accuracy):
+    for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(loc="best", framealpha=0.9, fontsize="small")
     fig.suptitle(title)

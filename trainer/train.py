@@ -1,4 +1,7 @@
-"""The training loop: `train(config) -> summary`. Single process, or one process per device under torchrun."""
+"""Training, from small parts (as torchtitan): builders for the model and the data, and a `Trainer` whose
+`train_step`, `evaluate`, `state_dict` / `load_state_dict` and `save_checkpoint` can be read and tested
+alone; `Trainer.fit` is the loop. The objective (the sentence head and its loss, or none) comes from the
+shards' manifest. Single process, or one process per device under torchrun."""
 
 from __future__ import annotations
 
@@ -21,11 +24,11 @@ from torch.utils.data import DataLoader
 
 from corpusprep.engine import artifact
 from corpusprep.engine.rng import rng_for
-from corpusprep.errors import UsageError
+from corpusprep.errors import DataError, UsageError
 from trainer import checkpoint
 from trainer.config import TrainConfig
-from trainer.data import ShardStream, open_shards
-from trainer.model import BertForPreTraining, flops_per_token, pretraining_loss
+from trainer.data import Position, Shards, ShardStream, open_shards
+from trainer.model import BertConfig, BertForPreTraining, flops_per_token, pretraining_loss
 from trainer.optim import build_optimizer, build_scheduler
 
 # dense bf16 peak FLOP/s by device name, for MFU in the progress line (bench/train_gpu.py measures instead)
@@ -85,43 +88,14 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str,
 
 
 def forward_loss(model: nn.Module, batch: dict[str, torch.Tensor], autocast) -> tuple:
+    """(MLM logits, sentence logits or None, total loss, MLM loss, sentence loss or None) of one batch."""
     with autocast():
-        mlm_logits, nsp_logits = model(
-            batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], batch["mlm_positions"]
-        )
-    losses = pretraining_loss(mlm_logits, batch["mlm_labels"], nsp_logits, batch["nsp_labels"])
-    return mlm_logits, nsp_logits, *losses
-
-
-@torch.no_grad()
-def evaluate(
-    model: nn.Module, loader: DataLoader, max_batches: int, device, autocast, d: Dist
-) -> dict[str, float]:
-    """MLM loss/accuracy over masked tokens and NSP loss/accuracy over pairs, summed over all ranks."""
-    model.eval()
-    # mlm loss sum, correct, count; nsp loss sum, correct, count
-    sums = torch.zeros(6, dtype=torch.float64, device=device)
-    for i, batch in enumerate(loader):
-        if max_batches and i >= max_batches:
-            break
-        batch = to_device(batch, device)
-        mlm_logits, nsp_logits, _, mlm, nsp = forward_loss(model, batch, autocast)
-        m, n = len(batch["mlm_labels"]), len(batch["nsp_labels"])
-        mlm_correct = (mlm_logits.argmax(-1) == batch["mlm_labels"]).sum()
-        nsp_correct = (nsp_logits.argmax(-1) == batch["nsp_labels"]).sum()
-        sums += torch.stack(
-            [mlm * m, mlm_correct, mlm.new_tensor(m), nsp * n, nsp_correct, nsp.new_tensor(n)]
-        ).double()
-    if d.world > 1:
-        dist.all_reduce(sums)
-    model.train()
-    s = sums.tolist()
-    return {
-        "val_mlm_loss": s[0] / max(s[2], 1),
-        "val_mlm_acc": s[1] / max(s[2], 1),
-        "val_nsp_loss": s[3] / max(s[5], 1),
-        "val_nsp_acc": s[4] / max(s[5], 1),
-    }
+        mlm_logits, sentence_logits = model(
+            batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], batch["mlm_positions"],
+            batch.get("position_ids"), batch.get("piece_lengths"),
+        )  # fmt: skip
+    losses = pretraining_loss(mlm_logits, batch["mlm_labels"], sentence_logits, batch.get("sentence_labels"))
+    return mlm_logits, sentence_logits, *losses
 
 
 class Metrics:
@@ -141,52 +115,23 @@ class Metrics:
                 f.write(json.dumps(record) + "\n")
 
 
-def train(config: TrainConfig) -> dict:
-    """Train until config.schedule.steps; returns {steps, losses/accuracies, run_dir, seconds, status}."""
-    with distributed(config) as (d, device):
-        return _train(config, d, device)
+# ---------------------------------------------------------------- builders
 
 
-def _train(config: TrainConfig, d: Dist, device: torch.device) -> dict:
-    started = time.time()
-    run_dir = Path(config.logging.run_dir)
-    if config.data.shards:
-        artifact.check_not_nested(run_dir, [config.data.shards], "trainer")  # never write into its input
-    owner = artifact.read_manifest(run_dir)
-    if owner is not None and owner["kind"] != "train":
-        raise UsageError(f"{run_dir}: holds corpusprep {owner['kind']}, not a training run; pick another one")
-    found = checkpoint.latest(run_dir)
-    if found is not None:
-        saved_config = checkpoint.read_config(found).get("train", {})
-        conflicts = checkpoint.resume_conflicts(saved_config, asdict(config))
-        if conflicts:
-            raise UsageError(
-                f"{found}: saved with other settings ({'; '.join(conflicts[:3])}); use another run dir, or "
-                "the settings it was started with"
-            )
-        saved = checkpoint.load(found, "trainer")
-        if len(saved["batches"]) != d.world:
-            raise UsageError(f"{found}: saved by {len(saved['batches'])} rank(s), not {d.world}; resume with "
-                             "as many processes as it was started with")
-        if saved["step"] >= config.schedule.steps:
-            log(d, f"{run_dir}: finished at step {saved['step']} ({found.name}); nothing to do")
-            summary = {"status": "done", "steps": saved["step"], "run_dir": str(run_dir), "seconds": 0.0}
-            return summary | saved.get("last_metrics", {})
-        if not config.checkpoint.resume:
-            raise UsageError(
-                f"{run_dir}: has checkpoints up to {found.name}; pass --resume or use another run dir"
-            )
-    shards = open_shards(config.data.shards, ("train", "validation"), verify=config.data.verify)
-    has_validation = bool(shards.manifest["splits"].get("validation", {}).get("shards"))
-    vocab = shards.manifest["vocab"]
-    init_state = None
+def build_model(
+    config: TrainConfig, shards: Shards, device: torch.device, rank: int
+) -> tuple[BertConfig, BertForPreTraining, dict | None, Path | None]:
+    """The model for these shards (vocab size, objective's head), initialised from the seed, and the
+    weights of checkpoint.init_from (loaded later, after a resume had its say) with their path."""
+    init_state = init_path = None
     if config.checkpoint.init_from:  # the architecture is the saved one (the weights load below)
         where = shards.directory / "manifest.json"
+        vocab_size, vocab_sha = shards.vocab.size, shards.manifest["vocab"].get("sha256")
         bert, init_state, init_path = checkpoint.init_weights(
-            config.checkpoint.init_from, config.model, shards.vocab.size, vocab.get("sha256"), where
+            config.checkpoint.init_from, config.model, vocab_size, vocab_sha, where, shards.objective.name
         )
     else:
-        bert = config.model.bert_config(shards.vocab.size)
+        bert = config.model.bert_config(shards.vocab.size, shards.objective.name)
     longest = int(shards.manifest.get("max_seq_length") or 0)
     if longest > bert.max_position:  # the position table has no row for the tokens beyond it
         raise UsageError(
@@ -195,202 +140,356 @@ def _train(config: TrainConfig, d: Dist, device: torch.device) -> dict:
         )
     # one seed for torch (dropout, init), derived like every other draw; distinct per rank for dropout
     torch.manual_seed(int(rng_for(config.seed, "torch-init").integers(2**62)))
-    raw_model = BertForPreTraining(bert).to(device)
-    torch.manual_seed(int(rng_for(config.seed, "torch-dropout", d.rank).integers(2**62)))
-    optimizer = build_optimizer(raw_model, config.optim, fused=device.type == "cuda")
-    scheduler = build_scheduler(optimizer, config.schedule)
-    step, batches = 0, 0
-    if found is not None:  # resume: every state, then the data stream continues where it stopped
-        saved = checkpoint.read_config(found)["model"]
-        if saved != json.loads(json.dumps(asdict(bert))):
-            raise UsageError(f"{found}: saved with another model config than the one requested")
-        raw_model.load_state_dict(checkpoint.load(found, "model", device))
-        optimizer.load_state_dict(checkpoint.load(found, "optimizer", device))
-        scheduler.load_state_dict(checkpoint.load(found, "scheduler"))
-        state = checkpoint.load(found, "trainer")
-        step, batches = state["step"], state["batches"][d.rank]
-        torch.set_rng_state(state["rng"][d.rank]["cpu"])
-        if device.type == "cuda" and state["rng"][d.rank].get("cuda") is not None:
-            torch.cuda.set_rng_state(state["rng"][d.rank]["cuda"])
-        log(d, f"resumed from {found} at step {step}")
-    elif init_state is not None:  # weights only, strictly; optimizer, schedule and data start afresh
-        raw_model.load_state_dict(init_state)
-        log(d, f"initialised from {init_path}")
-    del init_state
-    if d.main:  # only now: a run that fails at start leaves no empty run directory behind
-        run_dir.mkdir(parents=True, exist_ok=True)
-        checkpoint.remove_partial(run_dir)
+    model = BertForPreTraining(bert).to(device)
+    torch.manual_seed(int(rng_for(config.seed, "torch-dropout", rank).integers(2**62)))
+    return bert, model, init_state, init_path
 
-    model: nn.Module = raw_model
-    if d.world > 1:
-        model = DistributedDataParallel(
-            raw_model, device_ids=[d.local_rank] if device.type == "cuda" else None
-        )
-    if config.compile:
-        # per block, as in torchtitan: the unpadding layout (data-dependent shapes) stays eager, the
-        # token-wise math fuses; Module.compile() also keeps state_dict names free of `_orig_mod.`
-        for block in [*raw_model.layers, raw_model.mlm_head]:
-            block.compile(dynamic=True)
-    autocast = (
-        (lambda: torch.autocast("cuda", dtype=torch.bfloat16))
-        if device.type == "cuda"
-        else contextlib.nullcontext
-    )
 
+def build_data(
+    config: TrainConfig, shards: Shards, d: Dist, device: torch.device, start: Position
+) -> Iterator[dict[str, torch.Tensor]]:
+    """This rank's endless stream of training batches, continuing at `start`."""
     c = config.data
     stream = ShardStream(
-        shards,
-        "train",
-        c.batch_size,
-        config.seed,
-        d.rank,
-        d.world,
-        c.chunk_rows,
-        c.pad_multiple,
-        c.dynamic_masking,
-        start_batch=batches,
-    )
-    loader_args = dict(
-        batch_size=None,
-        num_workers=c.num_workers,
-        pin_memory=device.type == "cuda",
-        persistent_workers=False,
-        prefetch_factor=4 if c.num_workers else None,
-    )
+        shards, "train", c.batch_size, config.seed, d.rank, d.world, c.chunk_rows, c.pad_multiple,
+        c.dynamic_masking, start=start,
+    )  # fmt: skip
     # the DataLoader draws a base seed when iterated; its own generator keeps that out of the global RNG,
     # which dropout uses and checkpoints restore (otherwise a resumed run would drift by one draw)
-    batches_iter = iter(DataLoader(stream, generator=torch.Generator(), **loader_args))
+    loader = DataLoader(
+        stream, batch_size=None, num_workers=c.num_workers, pin_memory=device.type == "cuda",
+        persistent_workers=False, prefetch_factor=4 if c.num_workers else None, generator=torch.Generator(),
+    )  # fmt: skip
+    return iter(loader)
 
-    def val_loader() -> DataLoader:
-        val = ShardStream(
-            shards,
-            "validation",
-            c.batch_size,
-            config.seed,
-            d.rank,
-            d.world,
-            c.chunk_rows,
-            c.pad_multiple,
-            shuffle=False,
-            loop=False,
+
+# ---------------------------------------------------------------- the trainer
+
+
+class Trainer:
+    """Model, optimizer, schedule and data for one rank, and the parts of a run: `train_step`, `evaluate`,
+    `state_dict` / `load_state_dict`, `save_checkpoint`. `fit` is the loop."""
+
+    def __init__(self, config: TrainConfig, d: Dist, device: torch.device):
+        self.config, self.d, self.device = config, d, device
+        self.run_dir = Path(config.logging.run_dir)
+        self.resume_from = self._find_resume()
+        self.shards = open_shards(config.data.shards, ("train", "validation"), verify=config.data.verify)
+        self.objective = self.shards.objective
+        if self.resume_from is not None:
+            check_resume_shards(self.resume_from, shards_record(self.shards))
+        self.bert, self.raw_model, init_state, init_path = build_model(config, self.shards, device, d.rank)
+        self.optimizer = build_optimizer(self.raw_model, config.optim, fused=device.type == "cuda")
+        self.scheduler = build_scheduler(self.optimizer, config.schedule)
+        self.step, self.position, self.last = 0, Position(), {}
+        if self.resume_from is not None:  # every state, then the data stream continues where it stopped
+            self.load_state_dict(self.resume_from)
+            log(d, f"resumed from {self.resume_from} at step {self.step}")
+        elif init_state is not None:  # weights only; optimizer, schedule and data start afresh
+            missing, unexpected = self.raw_model.load_state_dict(init_state, strict=False)
+            if unexpected or any(not k.startswith(checkpoint.SENTENCE_HEAD) for k in missing):
+                raise DataError(f"{init_path}: weights do not fit the model ({[*unexpected, *missing][:3]})")
+            if missing:  # init_from a model of another objective: this objective's head starts fresh
+                log(d, f"sentence head of the {self.objective.name} objective starts fresh")
+            log(d, f"initialised from {init_path}")
+        del init_state
+        if d.main:  # only now: a run that fails at start leaves no empty run directory behind
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            checkpoint.remove_partial(self.run_dir)
+        self.model: nn.Module = self.raw_model
+        if d.world > 1:
+            self.model = DistributedDataParallel(
+                self.raw_model, device_ids=[d.local_rank] if device.type == "cuda" else None
+            )
+        if config.compile:
+            # per block, as in torchtitan: the unpadding layout (data-dependent shapes) stays eager, the
+            # token-wise math fuses; Module.compile() also keeps state_dict names free of `_orig_mod.`
+            for block in [*self.raw_model.layers, self.raw_model.mlm_head]:
+                block.compile(dynamic=True)
+        cuda = device.type == "cuda"
+        self.autocast = (
+            (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if cuda else contextlib.nullcontext
         )
-        return DataLoader(val, batch_size=None, num_workers=0, generator=torch.Generator())
+        self.batches = build_data(config, self.shards, d, device, self.position)
+        self.workers = max(config.data.num_workers, 1)
+        self.has_validation = bool(self.shards.manifest["splits"].get("validation", {}).get("shards"))
+        self.metrics = Metrics(self.run_dir, d.main, self.step)
+        self.window = {"seqs": 0, "tokens": 0, "time": time.time()}
 
-    log(d, "config:\n" + config.to_json())
-    log(
-        d,
-        f"model: {raw_model.num_params(False) / 1e6:.2f}M parameters ({raw_model.num_params() / 1e6:.2f}M "
-        f"non-embedding), {d.world} rank(s) on {device}, from step {step}",
-    )
-    metrics = Metrics(run_dir, d.main, step)
-    peak = (
-        next((v for k, v in PEAK_BF16.items() if k in torch.cuda.get_device_name(device)), None)
-        if device.type == "cuda"
-        else None
-    )
-    last: dict[str, float] = {}
-    window = {"seqs": 0, "tokens": 0, "time": time.time()}
+    def _find_resume(self) -> Path | None:
+        """The checkpoint this run continues from, after the checks that need no data: None for a new run."""
+        config, d = self.config, self.d
+        if config.data.shards:
+            artifact.check_not_nested(self.run_dir, [config.data.shards], "trainer")  # never write into input
+        owner = artifact.read_manifest(self.run_dir)
+        if owner is not None and owner["kind"] != "train":
+            raise UsageError(
+                f"{self.run_dir}: holds corpusprep {owner['kind']}, not a training run; pick another"
+            )
+        found = checkpoint.latest(self.run_dir)
+        if found is None:
+            return None
+        saved_config = checkpoint.read_config(found).get("train", {})
+        if conflicts := checkpoint.resume_conflicts(saved_config, asdict(config)):
+            raise UsageError(
+                f"{found}: saved with other settings ({'; '.join(conflicts[:3])}); use another run dir, or "
+                "the settings it was started with"
+            )
+        saved = checkpoint.load(found, "trainer")
+        ranks = len(saved.get("positions", saved.get("batches", [])))
+        if ranks != d.world:
+            raise UsageError(f"{found}: saved by {ranks} rank(s), not {d.world}; resume with as many "
+                             "processes as it was started with")  # fmt: skip
+        if saved["step"] >= config.schedule.steps:
+            raise Finished(found, saved)
+        if not config.checkpoint.resume:
+            raise UsageError(
+                f"{self.run_dir}: has checkpoints up to {found.name}; pass --resume or use another run dir"
+            )
+        return found
 
-    def save_checkpoint() -> None:
-        # every rank's data position and RNG state, gathered to rank 0 which writes
+    # -------------------------------------------------------- the parts
+
+    def train_step(self) -> dict[str, float]:
+        """One optimizer step over grad_accum micro-batches; returns the step's mean losses, lr, grad norm."""
+        accum, d = self.config.schedule.grad_accum, self.d
+        totals = torch.zeros(3, device=self.device)
+        for micro in range(accum):
+            batch = to_device(next(self.batches), self.device)
+            self.position.advance(len(batch["input_ids"]), self.workers)
+            sync = micro == accum - 1 or d.world == 1
+            with contextlib.nullcontext() if sync else self.model.no_sync():
+                _, _, loss, mlm, sentence = forward_loss(self.model, batch, self.autocast)
+                (loss / accum).backward()
+            sentence = mlm.new_zeros(()) if sentence is None else sentence.detach()
+            totals += torch.stack([loss.detach(), mlm.detach(), sentence]) / accum
+            self.window["seqs"] += len(batch["input_ids"])
+            self.window["tokens"] += int(batch["attention_mask"].sum())
+        clip = self.config.optim.grad_clip
+        grad_norm = (
+            float(nn.utils.clip_grad_norm_(self.raw_model.parameters(), clip)) if clip > 0 else math.nan
+        )
+        lr = self.scheduler.get_last_lr()[0]
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        loss, mlm, sentence = totals.tolist()
+        return {
+            "loss": loss,
+            "mlm_loss": mlm,
+            **self._sentence({"loss": sentence}),
+            "lr": lr,
+            "grad_norm": grad_norm,
+        }
+
+    def _sentence(self, values: dict[str, float], prefix: str = "") -> dict[str, float]:
+        """Sentence-task metrics named by the objective (nsp_loss, val_sop_acc); none without one."""
+        if not self.bert.sentence_head:
+            return {}
+        return {f"{prefix}{self.objective.name}_{k}": v for k, v in values.items()}
+
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, float]:
+        """MLM loss/accuracy over masked tokens and the sentence task's over rows, summed over all ranks."""
+        c, d = self.config, self.d
+        val = ShardStream(
+            self.shards, "validation", c.data.batch_size, c.seed, d.rank, d.world, c.data.chunk_rows,
+            c.data.pad_multiple, shuffle=False, loop=False,
+        )  # fmt: skip
+        self.model.eval()
+        sums = torch.zeros(
+            6, dtype=torch.float64, device=self.device
+        )  # loss sum, correct, count: mlm, sentence
+        loader = DataLoader(val, batch_size=None, num_workers=0, generator=torch.Generator())
+        for i, batch in enumerate(loader):
+            if c.eval.max_batches and i >= c.eval.max_batches:
+                break
+            batch = to_device(batch, self.device)
+            mlm_logits, sentence_logits, _, mlm, sentence = forward_loss(self.model, batch, self.autocast)
+            m = len(batch["mlm_labels"])
+            row = [mlm * m, (mlm_logits.argmax(-1) == batch["mlm_labels"]).sum(), mlm.new_tensor(m)]
+            if sentence_logits is not None:
+                labels = batch["sentence_labels"]
+                row += [sentence * len(labels), (sentence_logits.argmax(-1) == labels).sum(),
+                        mlm.new_tensor(len(labels))]  # fmt: skip
+            else:
+                row += [mlm.new_zeros(())] * 3
+            sums += torch.stack(row).double()
+        if d.world > 1:
+            dist.all_reduce(sums)
+        self.model.train()
+        s = sums.tolist()
+        scores = {"val_mlm_loss": s[0] / max(s[2], 1), "val_mlm_acc": s[1] / max(s[2], 1)}
+        return scores | self._sentence({"loss": s[3] / max(s[5], 1), "acc": s[4] / max(s[5], 1)}, "val_")
+
+    def state_dict(self) -> dict[str, dict]:
+        """This rank's states as a checkpoint holds them (the trainer state gathers every rank's)."""
         rng = {
             "cpu": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state() if device.type == "cuda" else None,
+            "cuda": torch.cuda.get_rng_state() if self.device.type == "cuda" else None,
         }
-        mine = {"batches": batches, "rng": rng}
+        mine = {"position": asdict(self.position), "rng": rng}
         gathered = [mine]
-        if d.world > 1:
-            gathered = [None] * d.world
+        if self.d.world > 1:
+            gathered = [None] * self.d.world
             dist.all_gather_object(gathered, mine)
-        if d.main:
-            states = {
-                "model": raw_model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "trainer": {
-                    "step": step,
-                    "batches": [g["batches"] for g in gathered],
-                    "rng": [g["rng"] for g in gathered],
-                    "last_metrics": last,
-                },
-            }
-            checkpoint.save(
-                run_dir, step, states, checkpoint.config_record(config, bert, vocab), config.checkpoint.keep
-            )
-        if d.world > 1:
+        return {
+            "model": self.raw_model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "trainer": {
+                "step": self.step,
+                "positions": [g["position"] for g in gathered],
+                "rng": [g["rng"] for g in gathered],
+                "last_metrics": self.last,
+            },
+        }
+
+    def load_state_dict(self, found: Path) -> None:
+        saved = checkpoint.read_config(found)["model"]
+        if saved != json.loads(json.dumps(asdict(self.bert))):
+            raise UsageError(f"{found}: saved with another model config than the one requested")
+        self.raw_model.load_state_dict(checkpoint.load(found, "model", self.device))
+        self.optimizer.load_state_dict(checkpoint.load(found, "optimizer", self.device))
+        self.scheduler.load_state_dict(checkpoint.load(found, "scheduler"))
+        state = checkpoint.load(found, "trainer")
+        self.step = state["step"]
+        self.position = saved_position(state, self.d.rank, checkpoint.read_config(found)["train"])
+        rng = state["rng"][self.d.rank]
+        torch.set_rng_state(rng["cpu"])
+        if self.device.type == "cuda" and rng.get("cuda") is not None:
+            torch.cuda.set_rng_state(rng["cuda"])
+
+    def save_checkpoint(self) -> None:
+        states = self.state_dict()  # every rank takes part in the gather; rank 0 writes
+        if self.d.main:
+            record = checkpoint.config_record(self.config, self.bert, self.shards.manifest["vocab"])
+            record["shards"] = shards_record(self.shards)
+            checkpoint.save(self.run_dir, self.step, states, record, self.config.checkpoint.keep)
+        if self.d.world > 1:
             dist.barrier()
 
-    accum = config.schedule.grad_accum
-    model.train()
-    while step < config.schedule.steps:
-        totals = torch.zeros(3, device=device)
-        for micro in range(accum):
-            batch = to_device(next(batches_iter), device)
-            batches += 1
-            sync = micro == accum - 1 or d.world == 1
-            with contextlib.nullcontext() if sync else model.no_sync():
-                _, _, loss, mlm, nsp = forward_loss(model, batch, autocast)
-                (loss / accum).backward()
-            totals += torch.stack([loss.detach(), mlm.detach(), nsp.detach()]) / accum
-            window["seqs"] += len(batch["nsp_labels"])
-            window["tokens"] += int(batch["attention_mask"].sum())
-        if config.optim.grad_clip > 0:
-            grad_norm = float(nn.utils.clip_grad_norm_(raw_model.parameters(), config.optim.grad_clip))
-        else:
-            grad_norm = float("nan")
-        lr = scheduler.get_last_lr()[0]
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        step += 1
-
-        if step % config.logging.every == 0 or step == config.schedule.steps:
-            loss, mlm, nsp = totals.tolist()
-            if not math.isfinite(loss):
-                raise FloatingPointError(f"step {step}: loss is {loss}; lower the lr or try --pre-ln")
-            elapsed = max(time.time() - window["time"], 1e-9)
-            seq_s, tok_s = window["seqs"] * d.world / elapsed, window["tokens"] * d.world / elapsed
-            last = {"loss": loss, "mlm_loss": mlm, "nsp_loss": nsp}
-            record = {
-                "step": step,
-                "loss": loss,
-                "mlm_loss": mlm,
-                "nsp_loss": nsp,
-                "lr": lr,
-                "grad_norm": grad_norm,
-                "seq_per_s": seq_s,
-                "tokens_per_s": tok_s,
-            }
-            line = (
-                f"step {step:>6} | loss {loss:.4f} (mlm {mlm:.4f} nsp {nsp:.4f}) | lr {lr:.2e} | "
-                f"{seq_s:,.0f} seq/s {tok_s:,.0f} tok/s"
+    def log_progress(self, values: dict[str, float]) -> None:
+        """One progress line and one metrics record: losses, lr, throughput (and MFU on a known GPU)."""
+        if not math.isfinite(values["loss"]):
+            raise FloatingPointError(
+                f"step {self.step}: loss is {values['loss']}; lower the lr or try --pre-ln"
             )
+        w, world = self.window, self.d.world
+        elapsed = max(time.time() - w["time"], 1e-9)
+        record = {"step": self.step, **values, "seq_per_s": w["seqs"] * world / elapsed,
+                  "tokens_per_s": w["tokens"] * world / elapsed}  # fmt: skip
+        self.last = {k: v for k, v in values.items() if k.endswith("loss")}
+        parts = " ".join(f"{k.removesuffix('_loss')} {v:.4f}" for k, v in self.last.items() if k != "loss")
+        line = (f"step {self.step:>6} | loss {values['loss']:.4f} ({parts}) | lr {values['lr']:.2e} | "
+                f"{record['seq_per_s']:,.0f} seq/s {record['tokens_per_s']:,.0f} tok/s")  # fmt: skip
+        if self.device.type == "cuda":
+            name = torch.cuda.get_device_name(self.device)
+            peak = next((v for k, v in PEAK_BF16.items() if k in name), None)
             if peak:
-                seq_len = window["tokens"] / max(window["seqs"], 1)
-                record["mfu"] = tok_s * flops_per_token(bert, round(seq_len)) / (peak * d.world)
+                seq_len = round(w["tokens"] / max(w["seqs"], 1))
+                record["mfu"] = record["tokens_per_s"] * flops_per_token(self.bert, seq_len) / (peak * world)
                 line += f" | MFU {record['mfu']:.1%}"
-            metrics.write(record)
-            log(d, line)
-            window = {"seqs": 0, "tokens": 0, "time": time.time()}
-        evaluate_now = config.eval.every and step % config.eval.every == 0
-        if has_validation and (evaluate_now or step == config.schedule.steps):
-            scores = evaluate(model, val_loader(), config.eval.max_batches, device, autocast, d)
-            last |= scores
-            metrics.write({"step": step, **scores})
-            log(d, f"step {step:>6} | validation " + " ".join(f"{k[4:]} {v:.4f}" for k, v in scores.items()))
-        if step % config.checkpoint.every == 0 or step == config.schedule.steps:
-            save_checkpoint()
+        self.metrics.write(record)
+        log(self.d, line)
+        self.window = {"seqs": 0, "tokens": 0, "time": time.time()}
 
-    seconds = time.time() - started
-    digest = weights_digest(raw_model)
-    if d.world > 1:  # data parallel means identical replicas: check it once, at the end
-        digests = [None] * d.world
-        dist.all_gather_object(digests, digest)
-        if len(set(digests)) != 1:
-            raise RuntimeError(f"ranks ended with different weights: {digests}")
-    log(d, f"done: {step} steps in {seconds:.1f}s; checkpoints in {checkpoint.checkpoint_dir(run_dir)}")
-    summary = {"status": "trained", "steps": step, "run_dir": str(run_dir), "seconds": seconds}
-    return summary | last | {"weights_sha256": digest}
+    # -------------------------------------------------------- the loop
+
+    def fit(self) -> dict:
+        c, d, started = self.config, self.d, time.time()
+        log(d, "config:\n" + c.to_json())
+        log(d, f"model: {self.raw_model.num_params(False) / 1e6:.2f}M parameters "
+               f"({self.raw_model.num_params() / 1e6:.2f}M non-embedding), objective {self.objective.name}, "
+               f"{d.world} rank(s) on {self.device}, from step {self.step}")  # fmt: skip
+        self.model.train()
+        while self.step < c.schedule.steps:
+            values = self.train_step()
+            last = self.step == c.schedule.steps
+            if self.step % c.logging.every == 0 or last:
+                self.log_progress(values)
+            if self.has_validation and ((c.eval.every and self.step % c.eval.every == 0) or last):
+                scores = self.evaluate()
+                self.last |= scores
+                self.metrics.write({"step": self.step, **scores})
+                log(
+                    d,
+                    f"step {self.step:>6} | validation "
+                    + " ".join(f"{k[4:]} {v:.4f}" for k, v in scores.items()),
+                )
+            if self.step % c.checkpoint.every == 0 or last:
+                self.save_checkpoint()
+        return self.summary(time.time() - started)
+
+    def summary(self, seconds: float) -> dict:
+        digest = weights_digest(self.raw_model)
+        if self.d.world > 1:  # data parallel means identical replicas: check it once, at the end
+            digests = [None] * self.d.world
+            dist.all_gather_object(digests, digest)
+            if len(set(digests)) != 1:
+                raise RuntimeError(f"ranks ended with different weights: {digests}")
+        where = checkpoint.checkpoint_dir(self.run_dir)
+        log(self.d, f"done: {self.step} steps in {seconds:.1f}s; checkpoints in {where}")
+        summary = {"status": "trained", "steps": self.step, "run_dir": str(self.run_dir), "seconds": seconds}
+        return summary | self.last | {"weights_sha256": digest}
+
+
+class Finished(Exception):
+    """The run dir's newest checkpoint is at or past the last step: nothing to train."""
+
+    def __init__(self, found: Path, saved: dict):
+        self.found, self.saved = found, saved
+
+
+def train(config: TrainConfig) -> dict:
+    """Train until config.schedule.steps; returns {steps, losses/accuracies, run_dir, seconds, status}."""
+    with distributed(config) as (d, device):
+        try:
+            trainer = Trainer(config, d, device)
+        except Finished as done:
+            log(d, f"{config.logging.run_dir}: finished at step {done.saved['step']} ({done.found.name}); "
+                   "nothing to do")  # fmt: skip
+            summary = {"status": "done", "steps": done.saved["step"], "run_dir": config.logging.run_dir}
+            return summary | {"seconds": 0.0} | done.saved.get("last_metrics", {})
+        return trainer.fit()
+
+
+# ---------------------------------------------------------------- resume
+
+
+def shards_record(shards: Shards) -> dict:
+    """What a resumed run must find again in its shards: vocab, objective, length and training rows."""
+    train = [(s.path.name, s.sha256) for s in shards.files("train")]
+    return {
+        "vocab_sha256": shards.manifest.get("vocab", {}).get("sha256"),
+        "objective": shards.objective.name,
+        "max_seq_length": shards.manifest.get("max_seq_length"),
+        "train_shards_sha256": hashlib.sha256(json.dumps(train).encode()).hexdigest(),
+    }
+
+
+def check_resume_shards(found: Path, current: dict) -> None:
+    """Refuse, naming what differs, to continue on shards other than the checkpoint's."""
+    record = checkpoint.read_config(found)
+    saved = record.get("shards") or {"vocab_sha256": record.get("vocab", {}).get("sha256")}  # older runs
+    differ = [f"{k} {saved[k]} -> {current[k]}" for k in current if k in saved and saved[k] != current[k]]
+    if differ:
+        raise UsageError(f"{found}: trained on other shards ({'; '.join(differ)}); resume on the shards it "
+                         "was trained on, or start another run dir")  # fmt: skip
+
+
+def saved_position(state: dict, rank: int, train_config: dict) -> Position:
+    """This rank's data position from a checkpoint's trainer state (older ones kept batches only)."""
+    if "positions" in state:
+        return Position(**state["positions"][rank])
+    batches = state["batches"][rank]
+    workers = max(train_config["data"]["num_workers"], 1)
+    per_role = [
+        max(0, -(-(batches - role) // workers)) * train_config["data"]["batch_size"]
+        for role in range(workers)
+    ]
+    return Position(batches, per_role if batches else [])
 
 
 def weights_digest(model: nn.Module) -> str:

@@ -9,9 +9,12 @@
     Trainer(model=BertForPreTraining(config), args=args, train_dataset=shards["train"],
             data_collator=collator).train()
 
-The shard columns follow Google's BERT (`masked_lm_positions`, `masked_lm_ids`, `next_sentence_label`);
-`BertForPreTraining` wants `labels` over every position (-100 where nothing is predicted) and
-`next_sentence_label`; `BertForMaskedLM` wants `labels` only. Needs torch (not transformers or datasets).
+The shard columns follow Google's BERT (`masked_lm_positions`, `masked_lm_ids`, `next_sentence_label`, or
+`sentence_order_label` for SOP); `BertForPreTraining` wants `labels` over every position (-100 where nothing
+is predicted) and `next_sentence_label` (its 2-way head learns SOP's label as well); `BertForMaskedLM` wants
+`labels` only. Packed rows (objective `none`) get `position_ids` restarting at each piece and a [B, L, L]
+attention mask that keeps attention inside each piece (BERT in transformers takes a 3-D mask as given).
+Needs torch (not transformers or datasets).
 """
 
 from __future__ import annotations
@@ -54,18 +57,26 @@ class PreTrainingCollator:
     """Shard rows (dicts, as `datasets` yields them) -> a padded batch of torch tensors for transformers.
 
     input_ids, token_type_ids, attention_mask: padded to the longest row, rounded up to `pad_to_multiple_of`;
-    labels: the original token at each masked position, -100 everywhere else; next_sentence_label (0 = IsNext,
-    as transformers reads it) unless nsp=False (`BertForMaskedLM` takes no such argument).
+    labels: the original token at each masked position, -100 everywhere else; next_sentence_label (0 = IsNext
+    or in order, as transformers reads it) from `label_column` unless nsp=False (`BertForMaskedLM` takes no
+    such argument); with `packed`, position_ids and a per-piece attention mask from `document_starts`.
     """
 
     pad_token_id: int
     pad_to_multiple_of: int = 8
     nsp: bool = True
+    label_column: str = "next_sentence_label"
+    packed: bool = False
 
     @classmethod
     def from_shards(cls, shards_dir: str | Path, **kwargs: Any) -> PreTrainingCollator:
-        """The collator for a shard directory: [PAD]'s id from its manifest."""
-        return cls(pad_token_id=int(read_manifest(shards_dir)["vocab"]["special_ids"]["[PAD]"]), **kwargs)
+        """The collator for a shard directory: [PAD]'s id and the objective's columns from its manifest."""
+        from corpusprep.objectives import objective
+
+        manifest = read_manifest(shards_dir)
+        spec = objective(manifest.get("objective"))
+        defaults = {"nsp": not spec.packs, "label_column": spec.shard_label or "", "packed": spec.packs}
+        return cls(pad_token_id=int(manifest["vocab"]["special_ids"]["[PAD]"]), **(defaults | kwargs))
 
     def __call__(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
         multiple = max(self.pad_to_multiple_of, 1)
@@ -88,5 +99,16 @@ class PreTrainingCollator:
             "labels": torch.from_numpy(labels),
         }
         if self.nsp:
-            batch["next_sentence_label"] = torch.tensor([int(r["next_sentence_label"]) for r in rows])
+            batch["next_sentence_label"] = torch.tensor([int(r[self.label_column]) for r in rows])
+        if self.packed:
+            piece = np.full((len(rows), length), -1, dtype=np.int64)  # piece number of each token
+            positions = np.zeros((len(rows), length), dtype=np.int64)
+            for i, row in enumerate(rows):
+                n, starts = len(row["input_ids"]), np.asarray(row["document_starts"], dtype=np.int64)
+                piece[i, :n] = np.searchsorted(starts, np.arange(n), side="right") - 1
+                positions[i, :n] = np.arange(n) - starts[piece[i, :n]]
+            same = (piece[:, :, None] == piece[:, None, :]) & (piece[:, None, :] >= 0)
+            same |= np.eye(length, dtype=bool)[None]  # padded queries see themselves: no empty softmax row
+            batch["attention_mask"] = torch.from_numpy(same.astype(np.int64))
+            batch["position_ids"] = torch.from_numpy(positions)
         return batch

@@ -14,18 +14,20 @@ from torch.utils.data import DataLoader
 
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
-from trainer.data import ShardStream, open_shards, remask
+from corpusprep.mask import MaskVocab
+from trainer.data import Position, ShardStream, open_shards, remask
 
 
 def row_keys(batch: dict[str, torch.Tensor]) -> list[tuple]:
     """One hashable key per row: its real tokens, masked positions and NSP label."""
+    batch = {k: v.cpu() for k, v in batch.items()}
     B, L = batch["input_ids"].shape
     pos_rows = batch["mlm_positions"] // L
     keys = []
     for b in range(B):
         ids = batch["input_ids"][b][batch["attention_mask"][b]].tolist()
         positions = (batch["mlm_positions"][pos_rows == b] % L).tolist()
-        keys.append((tuple(ids), tuple(positions), int(batch["nsp_labels"][b])))
+        keys.append((tuple(ids), tuple(positions), int(batch["sentence_labels"][b])))
     return keys
 
 
@@ -52,13 +54,21 @@ def test_ranks_and_workers_cover_every_row_exactly_once(tiny_shards):
     assert abs(per_rank[0] - per_rank[1]) <= 2 * 100
 
 
+def position_after(batches: int, batch_size: int, workers: int) -> Position:
+    """Where a stream stands after `batches` full batches, as the trainer counts it."""
+    position = Position()
+    for _ in range(batches):
+        position.advance(batch_size, workers)
+    return position
+
+
 def test_order_is_seeded_and_changes_every_epoch(tiny_shards):
     shards = open_shards(tiny_shards)
     n = sum(f.rows for f in shards.files("train"))
 
     def first_rows(seed: int, skip_epochs: int = 0) -> list[tuple]:
         stream = ShardStream(
-            shards, "train", 64, seed=seed, chunk_rows=100, start_batch=skip_epochs * n // 64
+            shards, "train", 64, seed=seed, chunk_rows=100, start=Position(1, [skip_epochs * n])
         )
         return row_keys(next(iter(stream)))
 
@@ -83,13 +93,39 @@ def test_resume_position_gives_the_same_batches(tiny_shards, workers):
     shards = open_shards(tiny_shards)
 
     def batches(start: int, count: int) -> list[list[tuple]]:
-        stream = ShardStream(shards, "train", 48, seed=7, chunk_rows=128, start_batch=start)
+        position = position_after(start, 48, max(workers, 1))
+        stream = ShardStream(shards, "train", 48, seed=7, chunk_rows=128, start=position)
         loader = DataLoader(stream, batch_size=None, num_workers=workers)
         return [row_keys(b) for b in itertools.islice(loader, count)]
 
     uninterrupted = batches(0, 9)
     assert batches(5, 4) == uninterrupted[5:]
     assert batches(250, 1) != uninterrupted[:1]  # a later epoch, another order
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_resume_with_another_batch_size_neither_skips_nor_repeats_a_row(tiny_shards, workers):
+    """The position is kept in rows: 7 batches of 48, then batches of 80 from there, give each worker role
+    exactly the rows, in the order, that uninterrupted batches of 48 give it (batch i comes from role
+    i % workers): no row skipped or repeated, whatever the batch size."""
+    shards = open_shards(tiny_shards)
+    roles = max(workers, 1)
+
+    def rows_by_role(batch_size: int, start: Position, count: int, out: dict[int, list]) -> None:
+        stream = ShardStream(shards, "train", batch_size, seed=11, chunk_rows=96, start=start)
+        for batch in itertools.islice(DataLoader(stream, batch_size=None, num_workers=workers), count):
+            out.setdefault(start.batches % roles, []).extend(row_keys(batch))
+            start.advance(len(batch["input_ids"]), roles)
+
+    straight: dict[int, list] = {}
+    rows_by_role(48, Position(), 40, straight)
+    resumed: dict[int, list] = {}
+    position = Position()
+    rows_by_role(48, position, 7, resumed)
+    rows_by_role(80, position, 9, resumed)
+    for role, rows in resumed.items():
+        assert rows == straight[role][: len(rows)]
+    assert sum(map(len, resumed.values())) == 7 * 48 + 9 * 80
 
 
 def test_batches_are_padded_to_a_multiple_of_8(tiny_shards):
@@ -102,13 +138,15 @@ def test_batches_are_padded_to_a_multiple_of_8(tiny_shards):
         assert (batch["input_ids"][~batch["attention_mask"]] == shards.vocab.pad_id).all()
         positions = batch["mlm_positions"]
         assert batch["attention_mask"].reshape(-1)[positions].all()  # predictions only at real tokens
-        assert len(batch["mlm_labels"]) == len(positions) and len(batch["nsp_labels"]) == B
+        assert len(batch["mlm_labels"]) == len(positions) and len(batch["sentence_labels"]) == B
 
 
 def test_dynamic_masking_follows_bert_rules(tiny_shards):
     shards = open_shards(tiny_shards)
     table = pq.read_table(tiny_shards / "train" / "shard-00000.parquet")
     vocab = shards.vocab
+    masking = shards.masking()
+    mask_vocab = MaskVocab.from_vocab(shards.vocab_info())
 
     def originals(t) -> list[list[int]]:
         out = []
@@ -119,11 +157,11 @@ def test_dynamic_masking_follows_bert_rules(tiny_shards):
             out.append(ids)
         return out
 
-    new = remask(table, vocab, rng_for(0, "test", 1))
+    new = remask(table, mask_vocab, rng_for(0, "test", 1), masking)
     assert originals(new) == originals(table)  # re-masking starts from the same original tokens
     assert new.schema == table.schema
     assert new["input_ids"] != table["input_ids"]
-    again = remask(table, vocab, rng_for(0, "test", 1))
+    again = remask(table, mask_vocab, rng_for(0, "test", 1), masking)
     assert again.equals(new)  # seeded
 
     originals_flat = np.concatenate(originals(new))
@@ -151,7 +189,8 @@ def test_dynamic_masking_differs_per_epoch(tiny_shards):
     epoch0 = next(stream.rows(0, 1))
     epoch1 = next(stream.rows(0, 1, skip=n))  # the same first chunk, one epoch later
     assert epoch0["masked_lm_positions"] != epoch1["masked_lm_positions"]
-    unmasked = [remask(t, shards.vocab, rng_for(0, "x")) for t in (epoch0, epoch1)]
+    mask_vocab = MaskVocab.from_vocab(shards.vocab_info())
+    unmasked = [remask(t, mask_vocab, rng_for(0, "x"), shards.masking()) for t in (epoch0, epoch1)]
     assert unmasked[0].equals(unmasked[1])  # same rows: re-masking them alike gives equal tables
 
 
