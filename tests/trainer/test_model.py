@@ -114,3 +114,37 @@ def test_flops_per_token_matches_parameter_count():
     encoder = sum(p.numel() for n, p in model.named_parameters() if n.startswith("layers.") and p.ndim == 2)
     attention, head = 6 * 4 * 2 * 128 * 256, 6 * 0.15 * (256 * 256 + 256 * 1000)
     assert flops_per_token(c, 128) == pytest.approx(6 * encoder + attention + head)
+
+
+def test_a_packed_row_computes_what_its_pieces_compute_as_rows():
+    """Objective `none`: pieces `[CLS] text [SEP]` packed in one row, attention and positions kept inside
+    each piece, give the logits each piece gives alone (and the gradient flows the same way: no piece
+    sees another)."""
+    model = tiny(objective="none")
+    assert not hasattr(model, "nsp_head") and not hasattr(model, "pooler")
+    g = torch.Generator().manual_seed(3)
+    pieces = [torch.randint(5, V, (n,), generator=g) for n in (9, 14, 5)]  # two rows: [9, 14] and [5]
+    L = 24
+    ids = torch.zeros(2, L, dtype=torch.long)
+    ids[0, :23] = torch.cat(pieces[:2])
+    ids[1, :5] = pieces[2]
+    mask = torch.arange(L)[None, :] < torch.tensor([[23], [5]])
+    positions = torch.zeros(2, L, dtype=torch.long)
+    positions[0, :23] = torch.cat([torch.arange(9), torch.arange(14)])
+    positions[1, :5] = torch.arange(5)
+    types = torch.zeros(2, L, dtype=torch.long)
+    packed, sentence = model(ids, types, mask, None, positions, torch.tensor([9, 14, 5]))
+    assert sentence is None
+    starts = [(0, 0), (0, 9), (1, 0)]
+    for piece, (row, start) in zip(pieces, starts, strict=True):
+        alone, _ = model(piece[None], torch.zeros(1, len(piece), dtype=torch.long))
+        torch.testing.assert_close(packed[row, start : start + len(piece)], alone[0], atol=1e-5, rtol=1e-5)
+    # without the piece layout the second piece would attend to the first: the logits would differ
+    crossed, _ = model(ids, types, mask, None, positions)
+    assert not torch.allclose(crossed[0, 9:23], packed[0, 9:23], atol=1e-3)
+
+
+def test_mlm_only_loss_has_no_sentence_term():
+    logits, labels = torch.randn(5, V), torch.randint(0, V, (5,))
+    total, mlm, sentence = pretraining_loss(logits, labels)
+    assert sentence is None and torch.equal(total, mlm)

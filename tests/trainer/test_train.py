@@ -12,6 +12,7 @@ import torch
 
 from corpusprep.engine import faults
 from corpusprep.errors import UsageError
+from tests.trainer.conftest import build_shards
 from trainer import checkpoint
 from trainer.config import load_config
 from trainer.train import train
@@ -217,3 +218,33 @@ def test_a_run_that_fails_at_start_leaves_no_run_directory(tiny_shards, tmp_path
     assert short.returncode == 2 and not (tmp_path / "b").exists()
     assert short.stderr.count("\n") == 1 and "Traceback" not in short.stderr
     assert "up to 64 tokens" in short.stderr and "max_position 32" in short.stderr
+
+
+def test_resume_refuses_shards_of_another_vocab_naming_it(tmp_path):
+    """Shards rebuilt in the same place from other text, with a vocab of the same size but other tokens:
+    the run would go on silently on ids that mean other words. The checkpoint records the shards' vocab
+    sha256, objective, length and training content; a resume names what differs."""
+    shards = tmp_path / "shards"
+    built = [build_shards(tmp_path / n, max_mb=mb, vocab_size=500) for n, mb in (("a", 0.2), ("b", 0.3))]
+    shutil.copytree(built[0], shards)
+    run = tmp_path / "run"
+    train(load_config(None, small_run(shards, run, "schedule.steps=4")))
+    shutil.rmtree(shards)
+    shutil.copytree(built[1], shards)
+    with pytest.raises(UsageError, match=r"trained on other shards \(vocab_sha256 \w+ -> \w+; train_shards"):
+        train(load_config(None, small_run(shards, run, "checkpoint.resume=true")))
+
+
+def test_resume_with_another_batch_size_continues_at_the_next_row(tiny_shards, tmp_path):
+    """4 steps of 8 rows, then resumed with batches of 12: the data position is kept in rows, so the
+    resumed run reads rows 32.. of its stream, and the checkpoint's position says 32 + 8 x 12."""
+    run = tmp_path / "run"
+    train(load_config(None, small_run(tiny_shards, run, "schedule.steps=4")))
+    state = checkpoint.load(checkpoint.latest(run), "trainer")
+    assert state["positions"] == [{"batches": 4, "rows": [32]}]
+    train(load_config(None, small_run(tiny_shards, run, "data.batch_size=12", "checkpoint.resume=true")))
+    state = checkpoint.load(checkpoint.latest(run), "trainer")
+    assert state["step"] == 12 and state["positions"] == [{"batches": 12, "rows": [32 + 8 * 12]}]
+    with pytest.raises(UsageError, match=r"data.num_workers: 0 -> 2"):
+        train(load_config(None, small_run(tiny_shards, run, "data.num_workers=2", "schedule.steps=16",
+                                          "checkpoint.resume=true")))  # fmt: skip
