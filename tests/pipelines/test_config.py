@@ -89,7 +89,7 @@ def test_fingerprint_follows_settings_and_inputs_only():
     assert base != fingerprint("pairs", {"a": 1, "b": [1, 2]}, {"vocab": "f01"}, "0.1")
 
 
-@pytest.mark.parametrize("name", ["demo", "wikipedia", "template"])
+@pytest.mark.parametrize("name", ["demo", "wikipedia", "template", "roberta", "sop"])
 def test_shipped_pipelines_plan_and_every_setting_is_known(name):
     from pipelines.stages import check
 

@@ -41,6 +41,9 @@ def build_shards(
     validation_fraction: float = 0.2,
     num_shards: int = 4,
     seed: int = 0,
+    objective: str = "nsp",
+    mask_strategy: str = "token",
+    masked_lm_prob: float = 0.15,
 ) -> Path:
     """SHARDS_DIR (out/shards) from `text` (default: the demo corpus, `max_mb` MB), vocab in out/vocab.
 
@@ -55,9 +58,13 @@ def build_shards(
         dupe_factor=dupe_factor,
         validation_fraction=validation_fraction,
         seed=seed,
+        objective=objective,
     )
     build_pairs([text], out / "vocab", out / "pairs", pair_options, ReadOptions(), workers=1, progress=False)
-    shard_options = ShardOptions(num_shards=num_shards, row_group_size=256, seed=seed)
+    shard_options = ShardOptions(
+        num_shards=num_shards, row_group_size=256, seed=seed, mask_strategy=mask_strategy,
+        masked_lm_prob=masked_lm_prob,
+    )  # fmt: skip
     shard_stage(out / "pairs", out / "vocab", out / "shards", shard_options, workers=1, progress=False)
     return out / "shards"
 
