@@ -36,7 +36,7 @@ from corpusprep.engine.files import atomic_path, read_json, write_json
 from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
 from corpusprep.errors import DataError, UsageError
 from corpusprep.objectives import objective as objective_spec
-from corpusprep.pair.instances import make_pairs, make_sop_pairs, pairs_table
+from corpusprep.pair.instances import Pairs, PartitionTokens, make_pairs, make_sop_pairs, pairs_table
 from corpusprep.pair.pack import make_rows, rows_table
 from corpusprep.pair.schema import SPLITS
 from corpusprep.pair.tokens import (
@@ -222,43 +222,56 @@ def pair_task(task: Task) -> dict[str, Any]:
     dtype = np.dtype(args.token_dtype)
     part = concat_partitions([load_cache(p) for p in sorted(args.cache_dir.glob("c*.npz"))], dtype)
     rng = rng_for(opts.seed, "pairs", args.split, args.partition, args.dupe_pass)
-    stats: dict[str, Any] = {"files": 1}
-    used = part.num_documents
-    if opts.objective == "none":
-        rows = make_rows(part, opts.max_seq_length, bool(opts.pack), rng, args.dupe_pass)
-        table = rows_table(part, rows)
-        stats |= {
-            "pairs": len(rows),  # the rows of the files, whatever the objective (validate counts them)
-            "rows": len(rows),
-            "pieces": len(rows.length),
-            "piece_tokens": int(rows.length.sum()),
-        }
-    else:
-        if opts.objective == "sop":
-            pairs, unpaired = make_sop_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng)
-            used = int(np.count_nonzero(np.diff(part.doc_offsets) >= 2))
-            names = ("swapped", "not_swapped")
-            stats["sentences_unpaired"] = unpaired
-            if args.dupe_pass == 0:
-                stats["documents_skipped"] = {ONE_SENTENCE: part.num_documents - used}
-        else:
-            pairs = make_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng)
-            names = ("not_next", "is_next")
-        table = pairs_table(part, pairs, opts.objective)
-        positive = int(pairs.label.sum())
-        stats |= {
-            "pairs": len(pairs),
-            names[0]: positive,
-            names[1]: len(pairs) - positive,
-            "pairs_truncated": int((pairs.truncated_tokens > 0).sum()),
-            "pair_tokens_truncated": int(pairs.truncated_tokens.sum()),
-            "file_imbalance": [positive - (len(pairs) - positive)],
-        }
+    table, stats = ROWS[opts.objective](part, opts, rng, args.dupe_pass)
     with atomic_path(args.output) as tmp:
         pq.write_table(table, tmp, compression="zstd", compression_level=1)
-    if args.dupe_pass == 0:
-        stats["documents_used"] = used
-    return {args.split: stats}
+    if args.dupe_pass > 0:  # documents are counted once, in pass 0
+        del stats["documents_used"], stats["documents_skipped"]
+    return {args.split: {"files": 1, **stats}}
+
+
+def _pair_stats(pairs: Pairs, label: str, other: str) -> dict[str, Any]:
+    positive = int(pairs.label.sum())
+    return {
+        "pairs": len(pairs),
+        label: positive,
+        other: len(pairs) - positive,
+        "pairs_truncated": int((pairs.truncated_tokens > 0).sum()),
+        "pair_tokens_truncated": int(pairs.truncated_tokens.sum()),
+        "file_imbalance": [positive - (len(pairs) - positive)],
+    }
+
+
+def _nsp_rows(part: PartitionTokens, opts: PairOptions, rng, dupe_pass: int) -> tuple[pa.Table, dict]:
+    pairs = make_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng)
+    stats = _pair_stats(pairs, "not_next", "is_next")
+    return pairs_table(part, pairs), {**stats, "documents_used": part.num_documents, "documents_skipped": {}}
+
+
+def _sop_rows(part: PartitionTokens, opts: PairOptions, rng, dupe_pass: int) -> tuple[pa.Table, dict]:
+    pairs, unpaired = make_sop_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng)
+    used = int(np.count_nonzero(np.diff(part.doc_offsets) >= 2))
+    return pairs_table(part, pairs, "sop"), {
+        **_pair_stats(pairs, "swapped", "not_swapped"),
+        "sentences_unpaired": unpaired,
+        "documents_used": used,
+        "documents_skipped": {ONE_SENTENCE: part.num_documents - used},
+    }
+
+
+def _none_rows(part: PartitionTokens, opts: PairOptions, rng, dupe_pass: int) -> tuple[pa.Table, dict]:
+    rows = make_rows(part, opts.max_seq_length, bool(opts.pack), rng, dupe_pass)
+    return rows_table(part, rows), {
+        "pairs": len(rows),  # the rows of the files, whatever the objective (`validate` counts them)
+        "rows": len(rows),
+        "pieces": len(rows.length),
+        "piece_tokens": int(rows.length.sum()),
+        "documents_used": part.num_documents,
+        "documents_skipped": {},
+    }
+
+
+ROWS = {"nsp": _nsp_rows, "sop": _sop_rows, "none": _none_rows}  # one pass of one partition, by objective
 
 
 # ---------------------------------------------------------------------------------------------- driver
