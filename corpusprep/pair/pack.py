@@ -10,10 +10,15 @@ max_seq_length - 2 tokens when tokenized, so every sentence fits a row of its ow
 - Packed: rows hold pieces of several documents. Documents come in a seeded random order (a different one
   each pass), sentences in text order. A sentence extends its document's current piece while the piece's row
   has room; otherwise it starts a new piece in the open row with the least room that still fits it (best
-  fit), or in a new row. At most POOL rows are open; beyond that the fullest is closed. Rows end about 97%
-  full on Wikipedia text (bench/packing.py).
+  fit), or in a new row. At most POOL rows are open; beyond that the fullest is closed.
 
 Every sentence of every document is in exactly one piece per pass, and a piece is one contiguous token range.
+short_seq_prob does not apply (rows are as full as whole sentences allow). No other document is needed: a
+one-document corpus gives rows.
+
+The pool's size, measured on 10 MB of Wikipedia (Google's vocab, partitions of 2,048 documents): rows are
+filled to 0.941 / 0.959 / 0.969 / 0.974 with 4 / 8 / 16 / 32 open rows at length 128, 0.985 / 0.990 / 0.992 /
+0.994 at 512, in well under a second per pass either way. bench/packing.py compares the objectives.
 """
 
 from __future__ import annotations

@@ -285,3 +285,17 @@ def test_bad_objective_options_are_one_line_usage_errors(demo, tmp_path, args, m
     assert message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("objective,summary", [("sop", "SOP pairs ("), ("None", "pieces, ")])
+def test_cli_builds_each_objective_and_says_what_it_built(demo, tmp_path, objective, summary):
+    text, vocab = demo
+    small = write_jsonl(tmp_path / "small.jsonl", iter_demo_documents(0.1))
+    command = [sys.executable, "-m", "corpusprep", "build-pairs", str(small), "--vocab", str(vocab),
+               "-o", str(tmp_path / "out"), "--no-progress", "--dupe-factor", "1", "--objective", objective]
+    env = os.environ | {"PYTHONPATH": str(REPO), "COLUMNS": "200"}
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert summary in result.stderr
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert stats["objective"] == stats["options"]["objective"] == objective.lower()
