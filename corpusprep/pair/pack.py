@@ -48,11 +48,6 @@ class Rows:
     def __len__(self) -> int:
         return len(self.row_offsets) - 1
 
-    def cost(self) -> np.ndarray:
-        """Each row's length in the shards: its pieces' tokens and two special tokens per piece."""
-        per_piece = np.concatenate([[0], np.cumsum(self.length + 2)])
-        return per_piece[self.row_offsets[1:]] - per_piece[self.row_offsets[:-1]]
-
 
 def make_rows(
     part: PartitionTokens, max_seq_length: int, pack: bool, rng: np.random.Generator, dupe_pass: int

@@ -203,8 +203,15 @@ def test_none_pieces_are_whole_sentences_of_one_document_each_once_per_pass(none
             for path in parquet_files(out, split):
                 if not path.stem.endswith(f"-d{d}"):
                     continue
+                previous = None  # unpacked pass 0: a row ends where the next sentence would not fit
                 for row in pq.read_table(path).to_pylist():
                     lengths = row["piece_lengths"]
+                    if not pack and d == 0:
+                        doc_id, first = row["piece_doc_ids"][0], row["piece_sentence_index"][0]
+                        if previous is not None and previous[0] == doc_id:
+                            start, end = docs2.bounds[doc_id][first]
+                            assert previous[1] + end - start > MAX_LEN
+                        previous = (doc_id, sum(lengths) + 2)
                     assert len(row["tokens"]) == sum(lengths) and min(lengths) >= 1
                     assert sum(lengths) + 2 * len(lengths) <= MAX_LEN
                     assert len(lengths) == 1 or pack
