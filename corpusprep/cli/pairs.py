@@ -1,4 +1,5 @@
-"""`corpusprep build-pairs`: documents -> NSP sentence pairs (Parquet), exactly balanced, resumable."""
+"""`corpusprep build-pairs`: documents -> the objective's rows (Parquet): NSP or SOP sentence pairs, exactly
+balanced, or `none`'s rows of whole sentences, packed; resumable."""
 
 from __future__ import annotations
 
@@ -31,9 +32,21 @@ def build_pairs_command(
     inputs: Inputs,
     vocab: VocabDir,
     output: Annotated[Path, typer.Option("--output", "-o", help="Pairs directory to write.")],
-    max_seq_length: Annotated[int, typer.Option(help="[CLS] A [SEP] B [SEP] length; A+B get 3 fewer.")] = 128,
+    max_seq_length: Annotated[
+        int, typer.Option(help="Row length with special tokens: A+B get 3 fewer, a none piece 2.")
+    ] = 128,
+    objective: Annotated[
+        str,
+        typer.Option(help="Sentence task: nsp (BERT), sop (ALBERT: sentence order) or none (RoBERTa: "
+                     "masked LM only, rows of whole sentences)."),
+    ] = "nsp",
+    pack: Annotated[
+        bool | None,
+        typer.Option("--pack/--no-pack", help="none: fill rows with pieces of several documents "
+                     "(default for none; nsp and sop rows are pairs)."),
+    ] = None,
     short_seq_prob: Annotated[
-        float, typer.Option(help="Share of documents given a shorter random target.")
+        float, typer.Option(help="Share of documents given a shorter random target (nsp, sop).")
     ] = 0.1,
     dupe_factor: Annotated[
         int, typer.Option(help="Passes over the data, each with different random choices.")
@@ -60,7 +73,8 @@ def build_pairs_command(
     text_field: TextField = "text",
     on_error: OnError = "auto",
 ) -> None:
-    """Build BERT next-sentence-prediction pairs: PAIRS_DIR/{train,validation}/part-*.parquet + stats.json."""
+    """Build NSP or SOP sentence pairs, or rows of whole sentences (none):
+    PAIRS_DIR/{train,validation}/part-*.parquet + stats.json."""
     from corpusprep.cli.options import read_options
     from corpusprep.pair.build import PairOptions, build_pairs
 
@@ -74,6 +88,8 @@ def build_pairs_command(
         splitter=splitter,
         language=language,
         line_breaks=line_breaks.lower(),
+        objective=objective.lower(),
+        pack=pack,
     )
     stats = build_pairs(
         inputs,
@@ -96,8 +112,14 @@ def build_pairs_command(
     skipped = ", ".join(f"{n:,} {reason}" for reason, n in sorted(reasons.items()) if n) or "none"
     files = ", ".join(f"{n:,} {reason}" for reason, n in sorted(read["skipped_files"].items()))
     files = f"; files skipped: {files}" if files else ""
+    n, get = stats["pairs"], stats.get
+    rows = {  # what the rows are, by objective
+        "nsp": f"{n:,} NSP pairs ({get('not_next', 0):,} NotNext)",
+        "sop": f"{n:,} SOP pairs ({get('swapped', 0):,} swapped)",
+        "none": f"{n:,} rows ({get('pieces', 0):,} pieces, {get('fill', 0):.1%} full)",
+    }[get("objective", "nsp")]
     typer.echo(
-        f"{output}: {stats['pairs']:,} pairs ({stats['not_next']:,} NotNext) from "
+        f"{output}: {rows} from "
         f"{stats['documents_used']:,} of {read['documents_seen']:,} documents (skipped: {skipped}{files}) "
         f"in {stats['seconds']:.1f}s",
         err=True,

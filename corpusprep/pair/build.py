@@ -1,4 +1,5 @@
-"""`build-pairs`: documents -> NSP sentence pairs, partition by partition, resumable, in bounded memory.
+"""`build-pairs`: documents -> rows of the chosen objective (NSP or SOP sentence pairs, or `none`'s rows of
+pieces), partition by partition, resumable, in bounded memory.
 
 Stages (each resumable: outputs are atomic, finished tasks leave a completion marker under `.work`):
 1. read: one streaming pass over the input writes documents in chunks of `docs_per_chunk` (or CHUNK_CHARS of
@@ -7,7 +8,7 @@ Stages (each resumable: outputs are atomic, finished tasks leave a completion ma
    partition (`stable_hash`), and write one token cache per (split, partition) touched by the chunk.
 3. pairs, one task per (split, partition, dupe pass): load the partition's caches and write
    `{split}/part-PPPPP-dD.parquet`. Partitions hold about `docs_per_partition` documents: the pool NotNext
-   segments are drawn from, and what one task holds in memory.
+   segments are drawn from (and packed rows are filled from), and what one task holds in memory.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from corpusprep.engine.executor import OUTPUTS_KEY, Task, merge_stats, stage_wor
 from corpusprep.engine.files import atomic_path, read_json, write_json
 from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
 from corpusprep.errors import DataError, UsageError
-from corpusprep.pair.instances import make_pairs, pairs_table
+from corpusprep.objectives import objective as objective_spec
+from corpusprep.pair.instances import Pairs, PartitionTokens, make_pairs, make_sop_pairs, pairs_table
+from corpusprep.pair.pack import make_rows, rows_table
 from corpusprep.pair.schema import SPLITS
 from corpusprep.pair.tokens import (
     concat_partitions,
@@ -51,7 +54,8 @@ STATS_VERSION = 1
 log = logging.getLogger("corpusprep.pair")
 OWNS = ("stats.json", "train/part-*.parquet", "validation/part-*.parquet")  # what --overwrite may remove
 NO_SENTENCES = "no_sentences"
-NO_PARTNER = "no_partner_document"
+NO_PARTNER = "no_partner_document"  # nsp: the document's partition has no other document
+ONE_SENTENCE = "one_sentence"  # sop: a document of one sentence has no B
 # A chunk (one tokenize task) ends after docs_per_chunk documents or this much text, whichever comes first:
 # what a task holds is bounded by bytes (256 book-length documents would be gigabytes). Chunking never
 # changes the output: partitions take their documents in input order whatever the chunks.
@@ -77,8 +81,18 @@ class PairOptions:
     docs_per_chunk: int = 256
     language: str = "en"  # ISO 639-1: the splitter's per-language rules
     line_breaks: str = "auto"  # auto | sentence | paragraph: see corpusprep.split.linebreaks
+    objective: str = "nsp"  # nsp | sop | none: corpusprep.objectives
+    # none only: pack pieces of several documents into a row. None is the objective's default, and is
+    # resolved on construction (True for none, False for nsp and sop), so equal settings are equal options.
+    pack: bool | None = None
 
     def __post_init__(self) -> None:
+        name = self.objective.lower() if isinstance(self.objective, str) else self.objective
+        spec = objective_spec(name)  # one line naming the choices on an unknown name
+        if self.pack and not spec.packs:
+            raise UsageError(f"build-pairs: --pack applies to --objective none only, not {spec.name}")
+        object.__setattr__(self, "objective", spec.name)
+        object.__setattr__(self, "pack", spec.packs if self.pack is None else bool(self.pack))
         checks = [
             (5 <= self.max_seq_length <= 65_535, "max_seq_length must be in [5, 65535]"),
             (0 <= self.short_seq_prob <= 1, "short_seq_prob must be in [0, 1]"),
@@ -177,13 +191,14 @@ def tokenize_task(task: Task) -> dict[str, Any]:
                 [documents[d] for d in members],
                 [ids[d] for d in members],
                 sep_id=args.sep_id,
-                max_tokens=opts.max_seq_length - 3,
+                max_tokens=opts.max_seq_length - (2 if opts.objective == "none" else 3),
                 dtype=np.dtype(args.token_dtype),
             )
         usable = np.flatnonzero(np.diff(part.doc_offsets) > 0)
         stats[split] = {
             "documents": len(members),
             "skipped": {NO_SENTENCES: len(members) - len(usable)},
+            "multi_sentence_documents": int(np.count_nonzero(np.diff(part.doc_offsets) >= 2)),
             **counts,
             "unk_tokens": int(np.count_nonzero(part.tokens == tokenizer.token_to_id("[UNK]"))),
         }
@@ -207,23 +222,56 @@ def pair_task(task: Task) -> dict[str, Any]:
     dtype = np.dtype(args.token_dtype)
     part = concat_partitions([load_cache(p) for p in sorted(args.cache_dir.glob("c*.npz"))], dtype)
     rng = rng_for(opts.seed, "pairs", args.split, args.partition, args.dupe_pass)
-    pairs = make_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng)
-    table = pairs_table(part, pairs)
+    table, stats = ROWS[opts.objective](part, opts, rng, args.dupe_pass)
     with atomic_path(args.output) as tmp:
         pq.write_table(table, tmp, compression="zstd", compression_level=1)
-    not_next = int(pairs.is_random_next.sum())
-    stats = {
+    if args.dupe_pass > 0:  # documents are counted once, in pass 0
+        del stats["documents_used"], stats["documents_skipped"]
+    return {args.split: {"files": 1, **stats}}
+
+
+def _pair_stats(pairs: Pairs, label: str, other: str) -> dict[str, Any]:
+    positive = int(pairs.label.sum())
+    return {
         "pairs": len(pairs),
-        "not_next": not_next,
-        "is_next": len(pairs) - not_next,
+        label: positive,
+        other: len(pairs) - positive,
         "pairs_truncated": int((pairs.truncated_tokens > 0).sum()),
         "pair_tokens_truncated": int(pairs.truncated_tokens.sum()),
-        "files": 1,
-        "file_imbalance": [not_next - (len(pairs) - not_next)],
+        "file_imbalance": [positive - (len(pairs) - positive)],
     }
-    if args.dupe_pass == 0:
-        stats["documents_used"] = part.num_documents
-    return {args.split: stats}
+
+
+def _nsp_rows(part: PartitionTokens, opts: PairOptions, rng, dupe_pass: int) -> tuple[pa.Table, dict]:
+    pairs = make_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng)
+    stats = _pair_stats(pairs, "not_next", "is_next")
+    return pairs_table(part, pairs), {**stats, "documents_used": part.num_documents, "documents_skipped": {}}
+
+
+def _sop_rows(part: PartitionTokens, opts: PairOptions, rng, dupe_pass: int) -> tuple[pa.Table, dict]:
+    pairs, unpaired = make_sop_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng)
+    used = int(np.count_nonzero(np.diff(part.doc_offsets) >= 2))
+    return pairs_table(part, pairs, "sop"), {
+        **_pair_stats(pairs, "swapped", "not_swapped"),
+        "sentences_unpaired": unpaired,
+        "documents_used": used,
+        "documents_skipped": {ONE_SENTENCE: part.num_documents - used},
+    }
+
+
+def _none_rows(part: PartitionTokens, opts: PairOptions, rng, dupe_pass: int) -> tuple[pa.Table, dict]:
+    rows = make_rows(part, opts.max_seq_length, bool(opts.pack), rng, dupe_pass)
+    return rows_table(part, rows), {
+        "pairs": len(rows),  # the rows of the files, whatever the objective (`validate` counts them)
+        "rows": len(rows),
+        "pieces": len(rows.length),
+        "piece_tokens": int(rows.length.sum()),
+        "documents_used": part.num_documents,
+        "documents_skipped": {},
+    }
+
+
+ROWS = {"nsp": _nsp_rows, "sop": _sop_rows, "none": _none_rows}  # one pass of one partition, by objective
 
 
 # ---------------------------------------------------------------------------------------------- driver
@@ -316,12 +364,20 @@ def build_pairs(
             no_sentences = {NO_SENTENCES: sum(token_stats.get(s, {}).get("skipped", {}).get(NO_SENTENCES, 0)
                                               for s in SPLITS)}
             raise no_usable_documents(inputs, read["read"], no_sentences)
-        if usable["train"] < 2:
+        where = ", ".join(map(str, inputs))
+        if options.objective == "nsp" and usable["train"] < 2:
             raise DataError(
-                f"{', '.join(map(str, inputs))}: {usable['train']} training document(s) with sentences "
+                f"{where}: {usable['train']} training document(s) with sentences "
                 f"({skip_summary(read['read'])}); NSP pairs need at least two (a NotNext segment comes from "
-                "another document)"
+                "another document; --objective sop or none works with one)"
             )
+        if options.objective == "sop" and not token_stats.get("train", {}).get("multi_sentence_documents"):
+            raise DataError(
+                f"{where}: no training document with two sentences or more ({skip_summary(read['read'])}); "
+                "SOP pairs need one (A and B are consecutive segments of one document)"
+            )
+        if usable["train"] < 1:
+            raise DataError(f"{where}: no training document with sentences ({skip_summary(read['read'])})")
         pair_tasks = [
             Task(
                 f"pairs-{split}-{p:05d}-d{d}",
@@ -338,7 +394,7 @@ def build_pairs(
             )
             for split in SPLITS
             for p in range(partitions[split])
-            if docs_in.get(f"{split}/{p:05d}", 0) >= 2
+            if docs_in.get(f"{split}/{p:05d}", 0) >= (2 if options.objective == "nsp" else 1)
             for d in range(options.dupe_factor)
         ]
         on_done = bar.stage("pairs", len(pair_tasks), lambda s: sum(v["pairs"] for v in s.values()), "pairs")
@@ -346,7 +402,7 @@ def build_pairs(
         pair_workers = stage_workers(workers, engine, work / PAIR_TOKENS_PER_SECOND)
         pair_stats = merge_stats(run(pair_task, pair_tasks, on_done=on_done, workers=pair_workers))
 
-        stats = _assemble_stats(read, token_stats, pair_stats, partitions, identity, vocab)
+        stats = _assemble_stats(read, token_stats, pair_stats, partitions, identity, vocab, options)
         write_json(out_dir / "stats.json", stats)  # no run time in it: the same inputs give the same bytes
         artifact.commit(files=["stats.json"])
     return {**stats, "seconds": round(time.perf_counter() - started, 3)}
@@ -414,9 +470,27 @@ def read_stage(task: Task, bar: _Progress) -> dict[str, Any]:
     }
 
 
+# The counts of the rows each objective reports (per split and in total), beside `pairs` (the rows of the
+# files, which `validate` and `shard` check): NSP's labels, SOP's, or none's rows, pieces and their tokens.
+ROW_COUNTS = {
+    "nsp": ("is_next", "not_next", "pairs_truncated", "pair_tokens_truncated"),
+    "sop": ("swapped", "not_swapped", "pairs_truncated", "pair_tokens_truncated", "sentences_unpaired"),
+    "none": ("rows", "pieces", "piece_tokens"),
+}
+TOTALS = {"nsp": ("is_next", "not_next"), "sop": ("swapped", "not_swapped"), "none": ("rows", "pieces")}
+
+
+def _fill(counts: dict[str, Any], max_seq_length: int) -> float:
+    """Mean share of a `none` row's length that holds tokens, [CLS] and [SEP] included (1 - padding)."""
+    capacity = counts.get("rows", 0) * max_seq_length
+    filled = counts.get("piece_tokens", 0) + 2 * counts.get("pieces", 0)
+    return round(filled / capacity, 4) if capacity else 0.0
+
+
 def _assemble_stats(
-    read, token_stats, pair_stats, partitions, identity, vocab: VocabInfo
+    read, token_stats, pair_stats, partitions, identity, vocab: VocabInfo, options: PairOptions
 ) -> dict[str, Any]:
+    name = options.objective
     splits = {}
     for split in SPLITS:
         tok, pairs = token_stats.get(split, {}), dict(pair_stats.get(split, {}))
@@ -424,7 +498,9 @@ def _assemble_stats(
         documents = read["documents"][split]
         used = pairs.pop("documents_used", 0)
         skipped = {NO_SENTENCES: tok.get("skipped", {}).get(NO_SENTENCES, 0)}
-        skipped[NO_PARTNER] = documents - used - skipped[NO_SENTENCES]
+        skipped |= pairs.get("documents_skipped", {})  # sop: one-sentence documents
+        if name == "nsp":
+            skipped[NO_PARTNER] = documents - used - skipped[NO_SENTENCES]
         splits[split] = {
             "documents": documents,
             "documents_used": used,
@@ -440,27 +516,29 @@ def _assemble_stats(
                     "sentence_tokens_truncated",
                 )
             },
-            **{
-                k: pairs.get(k, 0)
-                for k in ("files", "pairs", "is_next", "not_next", "pairs_truncated", "pair_tokens_truncated")
-            },
-            "max_file_imbalance": max(map(abs, imbalance), default=0),
+            **{k: pairs.get(k, 0) for k in ("files", "pairs", *ROW_COUNTS[name])},
         }
+        if name == "none":
+            splits[split]["fill"] = _fill(splits[split], options.max_seq_length)
+        else:
+            splits[split]["max_file_imbalance"] = max(map(abs, imbalance), default=0)
     total = merge_stats(splits.values())
-    return {
+    stats = {
         "stats_version": STATS_VERSION,
         "identity": identity,
         "options": identity["options"],
+        "objective": name,
         "vocab": {"sha256": vocab.sha256, "size": vocab.size, "directory": str(vocab.directory)},
         "read": read["read"],
         "documents": total["documents"],
         "documents_used": total["documents_used"],
         "documents_skipped": total["documents_skipped"],
         "pairs": total["pairs"],
-        "is_next": total["is_next"],
-        "not_next": total["not_next"],
-        "splits": splits,
+        **{k: total[k] for k in TOTALS[name]},
     }
+    if name == "none":
+        stats["fill"] = _fill(total, options.max_seq_length)
+    return {**stats, "splits": splits}
 
 
 class _Progress:

@@ -1,5 +1,5 @@
-"""NSP sentence pairs from one partition's tokenized documents: BERT's `create_instances_from_document`,
-with the IsNext/NotNext split kept exactly balanced.
+"""Sentence pairs from one partition's tokenized documents: NSP (BERT's `create_instances_from_document`, with
+the IsNext/NotNext split kept exactly balanced) and SOP (ALBERT: the same chunks, swapped in exactly half).
 
 Everything is index arithmetic over a flat token array: a segment is a run of whole sentences of one document,
 so it is one contiguous token range, and truncation only moves its two ends. Tokens are gathered once, at the
@@ -46,7 +46,7 @@ class Pairs:
     b_sentence: np.ndarray
     a_doc: np.ndarray
     b_doc: np.ndarray
-    is_random_next: np.ndarray  # bool
+    label: np.ndarray  # bool: NotNext (nsp) or swapped (sop)
     truncated_tokens: np.ndarray  # tokens cut by truncate_seq_pair
 
     def __len__(self) -> int:
@@ -143,9 +143,82 @@ def make_pairs(
         b_sentence=np.asarray(b_first, dtype=np.int64),
         a_doc=np.asarray(a_doc, dtype=np.int64),
         b_doc=np.asarray(b_doc, dtype=np.int64),
-        is_random_next=np.asarray(rand, dtype=bool),
+        label=np.asarray(rand, dtype=bool),
         truncated_tokens=cut_a + cut_b,
     )
+
+
+def make_sop_pairs(
+    part: PartitionTokens, max_seq_length: int, short_seq_prob: float, rng: np.random.Generator
+) -> tuple[Pairs, int]:
+    """One dupe pass of ALBERT's sentence-order pairs, and the count of sentences left out of them.
+
+    Chunks as `make_pairs` cuts them (target length, short_seq_prob, A = the chunk's first 1..n-1 sentences,
+    B = the rest), always from one document: a one-sentence chunk takes its document's next sentence, so
+    every chunk has a B; a document's lone last sentence (the chunk before it took the rest) has no partner
+    and is left out of this pass, and a one-sentence document gives no pair (the caller counts it as
+    skipped). A and B are swapped in exactly half of the rows: every choice is free, so a running balance
+    (swapped - kept) decides it, as in `make_pairs`, and each pass is balanced to one row. Truncation is
+    `make_pairs`' (on A and B in text order), then the swap; provenance follows the segments as written.
+    """
+    max_tokens = max_seq_length - 3
+    off = part.sent_offsets.tolist()
+    doc_off = part.doc_offsets.tolist()
+    n_docs = part.num_documents
+    # At most 2 draws per document and 2 per chunk (a chunk takes at least two sentences).
+    u = rng.random(2 * n_docs + len(off)).tolist()
+    k = 0
+    first, middle, stop, doc, swapped = [], [], [], [], []
+    balance = unpaired = 0
+    for d in range(n_docs):
+        c, last = doc_off[d], doc_off[d + 1]
+        target = max_tokens
+        if u[k] < short_seq_prob:
+            target = 2 + int(u[k + 1] * (max_tokens - 1))  # uniform in [2, max_tokens]
+            k += 1
+        k += 1
+        if last - c < 2:
+            continue
+        while c < last - 1:
+            end = max(min(bisect_left(off, off[c] + target, c + 1, last + 1), last), c + 2)
+            split = c + 1 + int(u[k] * (end - c - 1))  # A = sentences [c, split), B = [split, end)
+            k += 1
+            if balance:
+                swap = balance < 0
+            else:
+                swap = u[k] < 0.5
+                k += 1
+            balance += 1 if swap else -1
+            first.append(c)
+            middle.append(split)
+            stop.append(end)
+            doc.append(d)
+            swapped.append(swap)
+            c = end
+        unpaired += c < last
+    sent_off = part.sent_offsets
+    first_, middle_, stop_ = (np.asarray(x, dtype=np.int64) for x in (first, middle, stop))
+    a_start, a_end = sent_off[first_], sent_off[middle_]
+    b_start, b_end = sent_off[middle_], sent_off[stop_]
+    cut_a, cut_b = truncation(a_end - a_start, b_end - b_start, max_tokens)
+    front_a, front_b = rng.binomial(cut_a, 0.5), rng.binomial(cut_b, 0.5)
+    a_start, a_end = a_start + front_a, a_end - (cut_a - front_a)
+    b_start, b_end = b_start + front_b, b_end - (cut_b - front_b)
+    swap = np.asarray(swapped, dtype=bool)
+    docs = np.asarray(doc, dtype=np.int64)
+    pairs = Pairs(
+        a_start=np.where(swap, b_start, a_start),
+        a_end=np.where(swap, b_end, a_end),
+        b_start=np.where(swap, a_start, b_start),
+        b_end=np.where(swap, a_end, b_end),
+        a_sentence=np.where(swap, middle_, first_),
+        b_sentence=np.where(swap, first_, middle_),
+        a_doc=docs,
+        b_doc=docs,
+        label=swap,
+        truncated_tokens=cut_a + cut_b,
+    )
+    return pairs, int(unpaired)
 
 
 def truncation(len_a: np.ndarray, len_b: np.ndarray, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
@@ -168,18 +241,18 @@ def gather(tokens: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.ListA
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(tokens[index]))
 
 
-def pairs_table(part: PartitionTokens, pairs: Pairs) -> pa.Table:
+def pairs_table(part: PartitionTokens, pairs: Pairs, objective: str = "nsp") -> pa.Table:
     """The pairs in the `build-pairs` Parquet schema, with provenance (document and sentence of A and B)."""
     doc_ids = pa.array(part.doc_ids, type=pa.string())
     return pa.Table.from_arrays(
         [
             gather(part.tokens, pairs.a_start, pairs.a_end),
             gather(part.tokens, pairs.b_start, pairs.b_end),
-            pa.array(pairs.is_random_next),
+            pa.array(pairs.label),
             doc_ids.take(pa.array(pairs.a_doc)),
             pa.array(part.sent_index[pairs.a_sentence], type=pa.uint32()),
             doc_ids.take(pa.array(pairs.b_doc)),
             pa.array(part.sent_index[pairs.b_sentence], type=pa.uint32()),
         ],
-        schema=pairs_schema(part.tokens.dtype),
+        schema=pairs_schema(part.tokens.dtype, objective),
     )

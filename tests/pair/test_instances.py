@@ -62,7 +62,7 @@ def test_every_document_is_walked_from_its_first_sentence_each_pass(pass_pairs):
         same_doc = ~first[1:]
         step = pairs.a_sentence[1:] - pairs.a_sentence[:-1]
         assert (step[same_doc] >= 1).all()
-        isnext = ~pairs.is_random_next[:-1] & same_doc
+        isnext = ~pairs.label[:-1] & same_doc
         assert (pairs.a_sentence[1:][isnext] > pairs.b_sentence[:-1][isnext]).all()
 
 
@@ -72,7 +72,7 @@ def test_isnext_b_follows_a_and_notnext_b_is_another_document(pass_pairs):
     for pairs in passes:
         assert (doc_of_sentence[pairs.a_sentence] == pairs.a_doc).all()
         assert (doc_of_sentence[pairs.b_sentence] == pairs.b_doc).all()
-        isnext = ~pairs.is_random_next
+        isnext = ~pairs.label
         assert (pairs.b_doc[isnext] == pairs.a_doc[isnext]).all()
         assert (pairs.b_sentence[isnext] > pairs.a_sentence[isnext]).all()
         # A's untruncated end is B's first sentence start: only truncation cuts lie between them.
@@ -96,11 +96,11 @@ def test_notnext_share_is_exactly_balanced():
     total = not_next = 0
     for d in range(3):
         pairs = make_pairs(part, 128, 0.1, rng_for(1, "pairs", "train", 0, d))
-        balance = np.cumsum(np.where(pairs.is_random_next, 1, -1))
+        balance = np.cumsum(np.where(pairs.label, 1, -1))
         # Runs of forced NotNext (one-sentence documents, short targets) open a debt the next free choices
         # pay back: bounded on the way, and (almost) settled at the end of every file.
         assert np.abs(balance).max() <= 30 and abs(balance[-1]) <= 2
-        total, not_next = total + len(pairs), not_next + int(pairs.is_random_next.sum())
+        total, not_next = total + len(pairs), not_next + int(pairs.label.sum())
     assert total >= 10_000
     assert abs(not_next / total - 0.5) <= 0.005
 
