@@ -39,6 +39,7 @@ ACTIONS = ("mask_token", "random_token", "kept_token")
 SPAN_P, SPAN_MAX_WORDS = 0.2, 10  # SpanBERT's geometric span lengths (in words) and their upper limit
 SPAN_PROBS = SPAN_P * (1 - SPAN_P) ** np.arange(SPAN_MAX_WORDS)
 SPAN_PROBS /= SPAN_PROBS.sum()  # P(length = 1 + i)
+TRIES = 4  # draws per round of a span's start word before counting the row's words (choose_spans)
 
 
 @dataclass(frozen=True)
@@ -178,41 +179,56 @@ def choose_spans(
     # spans two rows, as every row ends in a non-candidate.
     flat_candidate = candidate.ravel()
     run = np.cumsum(flat_candidate & ~np.r_[False, flat_candidate[:-1]])
-    # Each row's words as a grid: first cell, tokens (past the last word more than any budget), run.
+    # Each row's words as a grid: first cell; tokens, set past any budget (`never`) beyond the row's last word
+    # and once a word is taken, so that "fits the budget left" also says "exists and is free"; and whether the
+    # next word is in the same run.
+    never = width + 1
     cell = pad_rows(first, per_row, words)
-    size = pad_rows(word_length[first], per_row, words, fill=width + 1)
-    run_of = pad_rows(run[first], per_row, words, fill=-1)
-    taken = np.zeros((n, words), bool)
+    size = pad_rows(word_length[first], per_row, words, fill=never).ravel()
+    run_of = pad_rows(run[first], per_row, words, fill=-1).ravel()
+    same_run = np.zeros(n * words, bool)  # False after a row's last word: its run ends there
+    same_run[:-1] = run_of[1:] == run_of[:-1]
     left = np.asarray(budget, np.int64).copy()
     rows = np.flatnonzero(left > 0) if words else np.zeros(0, np.int64)
     steps = np.arange(SPAN_MAX_WORDS)
     cdf = np.cumsum(SPAN_PROBS)
     found: list[tuple[np.ndarray, ...]] = []
     while len(rows):
-        fits = ~taken[rows] & (size[rows] <= left[rows, None])
-        count = np.cumsum(fits, axis=1)
-        some = count[:, -1] > 0  # rows where no word fits the budget left are done
-        rows, count = rows[some], count[some]
-        if not len(rows):
-            break
-        u = rng.random((2, len(rows)))
-        pick = (u[0] * count[:, -1]).astype(np.int64)  # the pick-th word that fits, uniformly
-        word = (count <= pick[:, None]).sum(axis=1)
-        drawn = np.minimum(np.searchsorted(cdf, u[1], side="right"), SPAN_MAX_WORDS - 1) + 1
-        at = word[:, None] + steps  # the span's words, if nothing stops it
-        inside = at < per_row[rows, None]
-        at = np.minimum(at, words - 1)
-        r = rows[:, None]
-        extend = (inside & (steps < drawn[:, None]) & ~taken[r, at]
-                  & (run_of[r, at] == run_of[rows, word][:, None]))
+        # The start: a free word that fits the budget left, uniformly. First by rejection (the first of TRIES
+        # uniform draws that qualifies), and for rows where all TRIES fail by counting every word (rows where
+        # none qualifies are done). Either way uniform among the qualifying words, and cheap: the count reads
+        # the whole row of words, the draws only TRIES of them.
+        base = rows * words  # flat index of each row's first word
+        u = rng.random((len(rows), TRIES + 2))
+        tries = base[:, None] + (u[:, :TRIES] * per_row[rows, None]).astype(np.int64)
+        ok = size[tries] <= left[rows, None]
+        word = tries[np.arange(len(rows)), ok.argmax(axis=1)]
+        missed = np.flatnonzero(~ok.any(axis=1))
+        if len(missed):
+            m = rows[missed]
+            count = np.cumsum(size.reshape(n, words)[m] <= left[m, None], axis=1)
+            pick = (u[missed, TRIES] * count[:, -1]).astype(np.int64)  # the pick-th word that qualifies
+            word[missed] = base[missed] + (count <= pick[:, None]).sum(axis=1)
+            keep = np.ones(len(rows), bool)
+            keep[missed[count[:, -1] == 0]] = False
+            rows, word, u, base = rows[keep], word[keep], u[keep], base[keep]
+            if not len(rows):
+                break
+        drawn = np.minimum(np.searchsorted(cdf, u[:, -1], side="right"), SPAN_MAX_WORDS - 1) + 1
+        # The span's words: the start and the words after it while the drawn length, the run (the link from
+        # the word before), the row's end and the free words last, then as many as fit the budget.
+        at = np.minimum(word[:, None] + steps, base[:, None] + words - 1)
+        tokens = size[at]
+        extend = (steps < drawn[:, None]) & (tokens < never)
+        extend[:, 1:] &= same_run[at[:, :-1]]
         extend = np.logical_and.accumulate(extend, axis=1)
-        tokens = np.cumsum(np.where(extend, size[r, at], 0), axis=1)
+        tokens = np.cumsum(np.where(extend, tokens, 0), axis=1)
         extend &= tokens <= left[rows, None]  # the longest prefix of whole words that fits
         length = extend.sum(axis=1)  # >= 1: the first word fits
         span_tokens = tokens[np.arange(len(rows)), length - 1]
-        taken[np.broadcast_to(r, at.shape)[extend], at[extend]] = True
+        size[at[extend]] = never  # taken
         left[rows] -= span_tokens
-        found.append((cell[rows, word], span_tokens, length, drawn))
+        found.append((cell.ravel()[word], span_tokens, length, drawn))
         rows = rows[left[rows] > 0]
     if not found:
         empty = np.zeros(0, np.int64)

@@ -151,6 +151,14 @@ def test_span_masking_ends_on_any_input(vocab, mask_vocab):
                             dtype=vocab.token_dtype)
     blank.ids[0, [1, 3]] = vocab.pad_id  # no candidate at all
     assert mask_examples(blank, mask_vocab, rng_for(0, "blank"), strategy="span").predicted.tolist() == [0]
+    # A span starting at the batch's last word stops there (many seeds: every start is drawn).
+    tiny = concat_segments([1], np.array([word], np.uint16), [1], np.array([word + 1], np.uint16),
+                           cls_id=vocab.cls_id, sep_id=vocab.sep_id, pad_id=vocab.pad_id,
+                           dtype=vocab.token_dtype)
+    for seed in range(40):
+        masked = mask_examples(tiny, mask_vocab, rng_for(seed, "tiny"), masked_lm_prob=0.9, strategy="span")
+        check_predictions(masked, tiny, mask_vocab)
+        assert masked.predicted.tolist() == [2]
 
 
 def test_same_generator_same_spans_and_unknown_strategy(examples, mask_vocab):
