@@ -383,6 +383,7 @@ def build_shards(
             "fingerprint": fingerprint,
             "objective": spec.name,
             "options": asdict(options),
+            "word_segmenter": mask_vocab.segmenter,  # None or "jieba": for MaskVocab.from_vocab
             "seed": options.seed,
             "max_seq_length": max_seq_length,
             "token_dtype": str(vocab.token_dtype),

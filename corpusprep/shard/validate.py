@@ -282,7 +282,8 @@ def _lost_pairs(manifest: dict, splits: dict) -> list[str]:
     dupes = manifest.get("options", {}).get("dupe_masks", 1)
     found = []
     for name, split in splits.items():
-        pairs = pairs_splits.get(name, {}).get("pairs")
+        counted = pairs_splits.get(name, {})
+        pairs = counted.get("pairs", counted.get("rows"))  # rows of pieces (none) may be counted as rows
         want = None if pairs is None else pairs * (dupes if name == "train" else 1)
         if want is not None and split.get("examples") != want:
             found.append(f"{name}: {split.get('examples')} examples, the pairs' stats.json promises {want}")
