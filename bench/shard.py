@@ -14,8 +14,10 @@ vocab and cut into pairs with BERT's length profile (tests/shard/realistic.py: t
 half NotNext). Real input: `corpusprep build-pairs ../shared/corpus/enwiki_AA.txt.xz --vocab VOCAB -o DIR
 --dupe-factor 4` (VOCAB from `corpusprep vocab --from-vocab ../shared/corpus/bert-base-uncased-vocab.txt`);
 1x is its first dupe pass (the `*-d0.parquet` files), 4x all four.
-Peers for the masking step alone, on the same examples: Hugging Face's DataCollatorForLanguageModeling
-(per-token Bernoulli on padded tensors) and a per-example Python loop as in create_pretraining_data.py.
+The 1x input is also sharded with --mask-strategy whole-word and span (rows "1x wwm", "1x span").
+Masking step alone, on the same examples: each of our strategies (token, whole-word, span) and two peers,
+Hugging Face's DataCollatorForLanguageModeling (per-token Bernoulli on padded tensors) and a per-example
+Python loop as in create_pretraining_data.py.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from corpusprep.engine.rng import rng_for  # noqa: E402
 from corpusprep.mask import MaskVocab, examples_from_pairs, mask_examples  # noqa: E402
+from corpusprep.objectives import MASK_STRATEGIES  # noqa: E402
 from corpusprep.tokenize import VocabInfo  # noqa: E402
 from tests.shard.realistic import make_pairs, write_pairs_dir  # noqa: E402
 
@@ -72,7 +75,7 @@ def prepare(cache: Path, text_mb: float) -> tuple[Path, np.ndarray]:
     return vocab_dir, np.load(stream_path)
 
 
-def run_cli(pairs: Path, vocab: Path, out: Path, workers: int) -> dict:
+def run_cli(pairs: Path, vocab: Path, out: Path, workers: int, strategy: str = "token") -> dict:
     """Run `corpusprep shard` in a child; its own wall time, CPU time and peak RSS (wait4 rusage)."""
     shutil.rmtree(out, ignore_errors=True)  # a finished run of the same input would be a no-op
     command = [
@@ -89,6 +92,8 @@ def run_cli(pairs: Path, vocab: Path, out: Path, workers: int) -> dict:
         str(workers),
         "--no-progress",
         "--overwrite",
+        "--mask-strategy",
+        strategy,
     ]
     start = time.perf_counter()
     child = subprocess.Popen(command, cwd=ROOT)
@@ -140,10 +145,11 @@ def masking_peers(stream: np.ndarray, vocab_dir: Path, n: int = 100_000) -> None
         for i in range(0, n, 8192)
     ]
     timings = {}
-    start = time.process_time()
-    for b, ex in enumerate(batches):
-        mask_examples(ex, mv, rng_for(0, "mask", b))
-    timings["corpusprep (numpy, exact count per example)"] = time.process_time() - start
+    for strategy in MASK_STRATEGIES:  # the first (token) is what the peers are compared with
+        start = time.process_time()
+        for b, ex in enumerate(batches):
+            mask_examples(ex, mv, rng_for(0, "mask", b), strategy=strategy)
+        timings[f"corpusprep --mask-strategy {strategy} (numpy, exact count)"] = time.process_time() - start
 
     import torch
     from transformers import BertTokenizerFast, DataCollatorForLanguageModeling
@@ -165,7 +171,7 @@ def masking_peers(stream: np.ndarray, vocab_dir: Path, n: int = 100_000) -> None
         (time.process_time() - start) * n / len(batches[0])
     )
 
-    ours = timings["corpusprep (numpy, exact count per example)"]
+    ours = timings[f"corpusprep --mask-strategy {MASK_STRATEGIES[0]} (numpy, exact count)"]
     print(
         f"\nmasking only, {n:,} examples, one core, by CPU time (the loop: from {len(batches[0]):,}):"
     )
@@ -302,6 +308,13 @@ def main() -> None:
         result["examples"] = examples
         print(
             f"{scale:>5}x {examples:>9,} {result['wall']:7.1f} {result['cpu']:7.1f} "
+            f"{examples / result['wall']:9,.0f} {examples / result['cpu']:10,.0f} {result['rss_mb']:7.0f} MB"
+        )
+    for strategy, label in (("whole-word", "1x wwm"), ("span", "1x span")):
+        result = run_cli(inputs[1], vocab_dir, args.cache / f"shards-1x-{strategy}", args.workers, strategy)
+        examples = runs[1]["examples"]
+        print(
+            f"{label:>6} {examples:>9,} {result['wall']:7.1f} {result['cpu']:7.1f} "
             f"{examples / result['wall']:9,.0f} {examples / result['cpu']:10,.0f} {result['rss_mb']:7.0f} MB"
         )
     extra, cpu = runs[4]["examples"] - runs[1]["examples"], runs[4]["cpu"] - runs[1]["cpu"]

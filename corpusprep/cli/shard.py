@@ -21,14 +21,22 @@ def shard(
     pairs_dir: Annotated[Path, typer.Argument(help="Pairs directory written by `corpusprep build-pairs`.")],
     vocab: VocabDir,
     output: Annotated[Path, typer.Option("--output", "-o", help="Shards directory to write.")],
-    masked_lm_prob: Annotated[float, typer.Option(help="Share of tokens to predict.")] = 0.15,
+    masked_lm_prob: Annotated[
+        float, typer.Option(help="Share of tokens to predict, in (0, 1): 0.15 BERT, 0.3 MosaicBERT.")
+    ] = 0.15,
     max_predictions_per_seq: Annotated[int, typer.Option(help="Cap on predictions per example.")] = 20,
-    whole_word_mask: Annotated[
-        bool,
+    mask_strategy: Annotated[
+        str | None,
         typer.Option(
-            help="Mask all ## pieces of a word together, one 80/10/10 choice per word. On pairs built with "
-            "--language zh, the characters of a Chinese word (segmented with jieba: pip install jieba).",
+            metavar="token|whole-word|span",
+            help="What is masked: single tokens (BERT); whole words, all ## pieces of a word with one "
+            "80/10/10 choice (on pairs built with --language zh the characters of a Chinese word, segmented "
+            "with jieba: pip install jieba); or spans of whole words, geometric lengths p=0.2 up to 10 "
+            "words, one choice per span (SpanBERT). Default: token.",
         ),
+    ] = None,
+    whole_word_mask: Annotated[
+        bool, typer.Option(help="Same as --mask-strategy whole-word.")
     ] = False,
     dupe_masks: Annotated[int, typer.Option(help="Different maskings of each training pair.")] = 1,
     num_shards: Annotated[
@@ -47,7 +55,8 @@ def shard(
     overwrite: Overwrite = False,
     progress: Progress = True,
 ) -> None:
-    """Mask pairs (BERT's 15%, 80/10/10) into globally shuffled, balanced, checksummed Parquet shards."""
+    """Mask pairs or rows of pieces (BERT's 15%, 80/10/10) into globally shuffled, balanced, checksummed
+    Parquet shards, for the objective the pairs were built for (nsp, sop or none)."""
     from corpusprep.shard.build import MANIFEST, build_shards
     from corpusprep.shard.options import ShardOptions
 
@@ -57,9 +66,9 @@ def shard(
 
     options = ShardOptions(
         masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
-        whole_word_mask=whole_word_mask, dupe_masks=dupe_masks, num_shards=num_shards,
-        examples_per_shard=examples_per_shard, max_seq_length=max_seq_length, seed=seed,
-        row_group_size=row_group_size, compression=compression,
+        mask_strategy=mask_strategy, whole_word_mask=whole_word_mask, dupe_masks=dupe_masks,
+        num_shards=num_shards, examples_per_shard=examples_per_shard, max_seq_length=max_seq_length,
+        seed=seed, row_group_size=row_group_size, compression=compression,
     )
     manifest = build_shards(
         pairs_dir, vocab, output, options, workers=workers or None, engine=engine, ray_address=ray_address,
@@ -77,7 +86,7 @@ def inspect(
     split: SplitOpt = "train",
     vocab: Annotated[Path | None, typer.Option(help="Vocab directory (default: the manifest's).")] = None,
 ) -> None:
-    """Show examples decoded: segments A/B in colour, each prediction as shown/original."""
+    """Show examples decoded: segments A/B (or pieces) in colour, each prediction as shown/original."""
     from corpusprep.shard.report import render_examples
 
     console = Console()

@@ -1,4 +1,5 @@
-"""NSP pairs -> `[CLS] A [SEP] B [SEP]` examples, as a padded token grid (one row per example).
+"""Pairs -> `[CLS] A [SEP] B [SEP]` examples, or rows of pieces -> `[CLS] p1 [SEP] [CLS] p2 [SEP] ...`, as a
+padded token grid (one row per example).
 
 Why a grid: a list column's flat values are its grid's inside cells in row-major order, so values go into the
 grid with one boolean-mask assignment (`pad_rows`) and come out with one boolean-mask selection
@@ -62,12 +63,16 @@ def list_parts(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarra
 
 @dataclass(frozen=True)
 class Examples:
-    """Example i is `ids[i, :lengths[i]]`; its segment B starts at column `len_a[i] + 2`."""
+    """Example i is `ids[i, :lengths[i]]`. A pair (nsp, sop): its segment B starts at column `len_a[i] + 2`,
+    `label` is the sentence label. A row of pieces (`packed`, objective none): each piece is `[CLS] piece
+    [SEP]`, so a piece starts at each [CLS] ([CLS] is never masked nor drawn as a replacement); `len_a` and
+    `label` are 0."""
 
     ids: np.ndarray  # token dtype [n, width]; [PAD] past each example's end
     lengths: np.ndarray  # int64[n]
     len_a: np.ndarray  # int64[n]
-    is_random_next: np.ndarray  # bool[n]
+    label: np.ndarray  # bool[n]: is_random_next (nsp), is_swapped (sop)
+    packed: bool = False
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -83,12 +88,22 @@ class Examples:
         return unpad_rows(self.ids, self.lengths)
 
     def token_type_ids(self) -> np.ndarray:
-        """uint8, flat: 0 for `[CLS] A [SEP]`, 1 for `B [SEP]`; one run of each per example, so a repeat."""
+        """uint8, flat: 0 for `[CLS] A [SEP]`, 1 for `B [SEP]`; one run of each per example, so a repeat.
+        All 0 in rows of pieces."""
+        if self.packed:
+            return np.zeros(int(self.lengths.sum()), np.uint8)
         runs = np.stack([self.len_a + 2, self.lengths - self.len_a - 2], axis=1).ravel()
         return np.repeat(np.tile(np.array([0, 1], np.uint8), len(self)), runs)
 
+    def piece_starts(self, cls_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """(offsets, columns): the columns of the [CLS] of each piece, row by row (`document_starts`)."""
+        row, column = np.nonzero(self.ids == cls_id)  # row-major: ascending columns in each row
+        offsets = np.zeros(len(self) + 1, np.int64)
+        np.cumsum(np.bincount(row, minlength=len(self)), out=offsets[1:])
+        return offsets, column
+
     def take(self, rows: np.ndarray | slice) -> Examples:
-        return Examples(self.ids[rows], self.lengths[rows], self.len_a[rows], self.is_random_next[rows])
+        return Examples(self.ids[rows], self.lengths[rows], self.len_a[rows], self.label[rows], self.packed)
 
 
 def concat_segments(
@@ -118,6 +133,15 @@ def _outside(values: np.ndarray, forbidden: np.ndarray) -> np.ndarray:
     return forbidden[values]
 
 
+def _failing(source: str, first_row: int):
+    def fail(rows: np.ndarray, what: str) -> None:
+        if len(rows):
+            row = first_row + int(rows[0])
+            raise DataError(f"{source} row {row}: {what} ({len(rows)} such rows in this batch)")
+
+    return fail
+
+
 def examples_from_pairs(
     table: pa.Table | pa.RecordBatch,
     *,
@@ -129,23 +153,19 @@ def examples_from_pairs(
     dtype: np.dtype,
     source: str,
     first_row: int = 0,
+    label: str = "is_random_next",
 ) -> Examples:
     """Build examples from pairs (`corpusprep.pair.schema`), checking the pairs contract.
 
     `forbidden` is bool[vocab size]: ids that may not appear inside a segment ([CLS], [SEP], [PAD]);
-    `dtype` is the vocab's token dtype (pairs may use a wider one).
-    A pair that breaks the contract raises DataError naming `source` and the row.
+    `dtype` is the vocab's token dtype (pairs may use a wider one); `label` the pairs' label column
+    (`Objective.pairs_label`). A pair that breaks the contract raises DataError naming `source` and the row.
     """
-
-    def fail(rows: np.ndarray, what: str) -> None:
-        if len(rows):
-            row = first_row + int(rows[0])
-            raise DataError(f"{source} row {row}: {what} ({len(rows)} such rows in this batch)")
-
+    fail = _failing(source, first_row)
     try:
         a_offsets, a_values = list_parts(table.column("tokens_a"))
         b_offsets, b_values = list_parts(table.column("tokens_b"))
-        random_next = to_numpy(table.column("is_random_next"))
+        random_next = to_numpy(table.column(label))
     except ValueError:
         raise DataError(f"{source}: null values in the batch of rows from {first_row}") from None
     len_a, len_b = np.diff(a_offsets), np.diff(b_offsets)
@@ -161,3 +181,49 @@ def examples_from_pairs(
         len_a, a_values, len_b, b_values, cls_id=cls_id, sep_id=sep_id, pad_id=pad_id, dtype=dtype
     )
     return Examples(examples.ids, examples.lengths, examples.len_a, random_next)
+
+
+def examples_from_pieces(
+    table: pa.Table | pa.RecordBatch,
+    *,
+    cls_id: int,
+    sep_id: int,
+    pad_id: int,
+    forbidden: np.ndarray,
+    max_seq_length: int,
+    dtype: np.dtype,
+    source: str,
+    first_row: int = 0,
+) -> Examples:
+    """Build rows `[CLS] p1 [SEP] [CLS] p2 [SEP] ...` from rows of pieces (objective none: `tokens` back to
+    back, `piece_lengths`), checking the contract like `examples_from_pairs`."""
+    fail = _failing(source, first_row)
+    try:
+        offsets, tokens = list_parts(table.column("tokens"))
+        piece_offsets, piece_lengths = list_parts(table.column("piece_lengths"))
+    except ValueError:
+        raise DataError(f"{source}: null values in the batch of rows from {first_row}") from None
+    n_tokens, n_pieces = np.diff(offsets), np.diff(piece_offsets)
+    piece_lengths = piece_lengths.astype(np.int64)
+    fail(np.flatnonzero(n_pieces == 0), "no pieces")
+    row_of_piece = np.repeat(np.arange(len(n_pieces)), n_pieces)
+    fail(np.unique(row_of_piece[piece_lengths == 0]), "an empty piece")
+    summed = np.bincount(row_of_piece, weights=piece_lengths, minlength=len(n_pieces)).astype(np.int64)
+    fail(np.flatnonzero(summed != n_tokens), "piece_lengths do not add up to len(tokens)")
+    lengths = n_tokens + 2 * n_pieces
+    fail(np.flatnonzero(lengths > max_seq_length),
+         f"pieces with their [CLS] and [SEP] longer than max_seq_length {max_seq_length}")
+    bad = _outside(tokens, forbidden)
+    if bad.any():
+        fail(np.searchsorted(offsets, np.flatnonzero(bad), side="right") - 1,
+             "a piece holds an id outside the vocab or a [CLS]/[SEP]/[PAD] id")
+    # Flat layout: piece j (0-based over the batch) has 2j specials before it plus its own [CLS].
+    piece = np.repeat(np.arange(len(piece_lengths)), piece_lengths)
+    first = np.zeros(len(piece_lengths), np.int64)  # each piece's first token in `tokens`
+    np.cumsum(piece_lengths[:-1], out=first[1:])
+    flat = np.full(int(lengths.sum()), pad_id, dtype)
+    flat[np.arange(len(tokens)) + 2 * piece + 1] = tokens
+    flat[first + 2 * np.arange(len(first))] = cls_id
+    flat[first + piece_lengths + 2 * np.arange(len(first)) + 1] = sep_id
+    zeros = np.zeros(len(lengths), np.int64)
+    return Examples(pad_rows(flat, lengths, fill=pad_id), lengths, zeros, zeros.astype(bool), packed=True)

@@ -2,7 +2,11 @@
 
 Two passes with bounded memory, both seeded and independent of the number of workers:
 
-1. per pairs file (`mask_file`): build `[CLS] A [SEP] B [SEP]` examples batch by batch, mask them
+Every objective (`corpusprep.objectives`, read from the pairs' stats.json): nsp and sop pairs become
+`[CLS] A [SEP] B [SEP]` rows with their sentence label; rows of pieces (none) become `[CLS] p1 [SEP] [CLS] p2
+[SEP] ...` rows with the column where each piece starts (`document_starts`).
+
+1. per pairs file (`mask_file`): build the examples batch by batch, mask them
    (`dupe_masks` times for training pairs) and deal them to shards: the file's examples get a random
    permutation of its planned per-shard counts as labels, and are appended to one spill file (`spill.py`)
    in groups, one per (batch, shard). Nothing but one batch is held in memory.
@@ -35,18 +39,21 @@ from corpusprep.engine.executor import Task, stage_workers
 from corpusprep.engine.files import atomic_path, read_json, write_json
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, DataError, InputError, UsageError
-from corpusprep.mask import ACTIONS, MaskVocab, examples_from_pairs, mask_examples
+from corpusprep.mask import ACTIONS, MaskVocab, examples_from_pairs, examples_from_pieces, mask_examples
+from corpusprep.objectives import Objective
+from corpusprep.objectives import objective as objective_spec
 from corpusprep.shard.options import DEFAULT_EXAMPLES_PER_SHARD, ShardOptions
 from corpusprep.shard.schema import SCHEMA_VERSION, SPLITS
 from corpusprep.shard.spill import FORMAT as SPILL_FORMAT
 from corpusprep.shard.spill import read_groups, write_group
-from corpusprep.shard.table import COUNT_KEYS, count_masked, to_table
+from corpusprep.shard.table import count_keys, count_masked, to_table
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
 
 MANIFEST = "manifest.json"
 OWNS = (MANIFEST, "train/shard-*.parquet", "validation/shard-*.parquet")  # what --overwrite may remove
 BATCH_PAIRS = 8192  # pairs masked at once; part of the RNG keys, so changing it changes the output
 DEFAULT_MAX_SEQ_LENGTH = 512
+TOKEN_TYPES = (pa.uint16(), pa.uint32())  # of the pairs' token lists
 
 # One process's rate (mask, scatter, shuffle, write) on the reference machine (2 vCPU EPYC): with default
 # workers, a shard run too small for a pool to pay its start-up runs in-process (`stage_workers`).
@@ -63,6 +70,7 @@ class MaskTask:
     options: ShardOptions
     vocab: MaskVocab
     max_seq_length: int
+    objective: str = "nsp"
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,8 @@ class ShardTask:
     options: ShardOptions
     token_dtype: str
     pad_id: int
+    cls_id: int
+    objective: str = "nsp"
 
 
 def shard_name(index: int) -> str:
@@ -100,21 +110,24 @@ def mask_file(task: Task) -> dict[str, Any]:
     actions = dict.fromkeys(ACTIONS, 0)
     done = 0
     dtype = token_dtype(t.vocab)
+    spec = objective_spec(t.objective)
     with _writing(t.out), atomic_path(t.out) as tmp, open(tmp, "wb") as spill:
         source = pq.ParquetFile(t.source)
         for dupe in range(t.dupes):
             first_row = 0
-            batches = source.iter_batches(BATCH_PAIRS, columns=["tokens_a", "tokens_b", "is_random_next"])
+            batches = source.iter_batches(BATCH_PAIRS, columns=list(input_columns(spec)))
             for b, batch in enumerate(batches):
-                examples = examples_from_pairs(
-                    batch, cls_id=t.vocab.cls_id, sep_id=t.vocab.sep_id, pad_id=t.vocab.pad_id,
+                build = dict(
+                    cls_id=t.vocab.cls_id, sep_id=t.vocab.sep_id, pad_id=t.vocab.pad_id,
                     forbidden=t.vocab.forbidden_in_segment, max_seq_length=t.max_seq_length, dtype=dtype,
                     source=t.source, first_row=first_row,
                 )
+                examples = (examples_from_pieces(batch, **build) if spec.packs
+                            else examples_from_pairs(batch, label=spec.pairs_label, **build))
                 masked = mask_examples(
                     examples, t.vocab, rng_for(opts.seed, "mask", t.split, name, dupe, b),
                     masked_lm_prob=opts.masked_lm_prob, max_predictions_per_seq=opts.max_predictions_per_seq,
-                    whole_word_mask=opts.whole_word_mask,
+                    strategy=opts.mask_strategy,
                 )
                 for key, value in masked.counts().items():
                     actions[key] += value
@@ -148,12 +161,14 @@ def write_shard(task: Task) -> dict[str, Any]:
     t: ShardTask = task.args
     rows = sum(entry[1] for _, entry in t.groups)
     shuffle = rng_for(t.options.seed, "shuffle", t.split, t.index).permutation(rows)  # row of each example
-    masked = read_groups(t.groups, shuffle, np.dtype(t.token_dtype), t.pad_id)
+    packed = objective_spec(t.objective).packs
+    masked = read_groups(t.groups, shuffle, np.dtype(t.token_dtype), t.pad_id, packed)
     out = Path(t.out)
     with _writing(out), atomic_path(out) as tmp:
-        write_parquet(to_table(masked), tmp, t.options)
+        write_parquet(to_table(masked, t.objective, t.cls_id), tmp, t.options)
     # size and sha256 come from the executor's record of this output (`Artifact.outputs`): hashed once
-    return {"path": f"{t.split}/{out.name}", "rows": len(masked), **count_masked(masked)}
+    counts = count_masked(masked, t.objective, t.cls_id)
+    return {"path": f"{t.split}/{out.name}", "rows": len(masked), **counts}
 
 
 def shard_entry(stats: dict[str, Any], written: dict[str, Any]) -> dict[str, Any]:
@@ -174,9 +189,26 @@ def write_parquet(table: pa.Table, path: Path, options: ShardOptions) -> None:
 # --- planning ----------------------------------------------------------------------------------------------
 
 
-def find_inputs(pairs_dir: Path, owned: Iterable[str]) -> dict[str, list[tuple[Path, int]]]:
+def input_columns(spec: Objective) -> dict[str, pa.DataType | None]:
+    """The pairs columns shard reads for an objective and their type (None: a token list)."""
+    if spec.packs:
+        return {"tokens": None, "piece_lengths": pa.list_(pa.uint16())}
+    return {"tokens_a": None, "tokens_b": None, spec.pairs_label: pa.bool_()}
+
+
+def pairs_objective(pairs_stats: dict) -> Objective:
+    """The objective the pairs were built for: stats.json's `objective` (or `options.objective`); none
+    recorded (pairs written before objectives existed) is nsp."""
+    options = pairs_stats.get("options") if isinstance(pairs_stats.get("options"), dict) else {}
+    return objective_spec(pairs_stats.get("objective", options.get("objective")))
+
+
+def find_inputs(
+    pairs_dir: Path, owned: Iterable[str], spec: Objective | None = None
+) -> dict[str, list[tuple[Path, int]]]:
     """The pairs files the pairs artifact owns, per split, with their row counts (from the Parquet footers);
-    files that someone else put there are not read."""
+    files that someone else put there are not read. Their columns are checked against the objective."""
+    spec = spec or objective_spec(None)
     inputs: dict[str, list[tuple[Path, int]]] = {}
     owned = set(owned)
     for split in SPLITS:
@@ -186,12 +218,14 @@ def find_inputs(pairs_dir: Path, owned: Iterable[str]) -> dict[str, list[tuple[P
             except (OSError, pa.ArrowInvalid) as error:
                 raise DataError(f"{path}: not a readable Parquet file ({error})") from None
             columns = {f.name: f.type for f in meta.schema_arrow}
-            for column in ("tokens_a", "tokens_b"):
+            for column, want in input_columns(spec).items():
                 kind = columns.get(column)
-                if not (pa.types.is_list(kind) and kind.value_type in (pa.uint16(), pa.uint32())):
+                tokens = kind is not None and pa.types.is_list(kind) and kind.value_type in TOKEN_TYPES
+                if want is None and not tokens:
                     raise InputError(f"{path}: column {column} must be list<uint16|uint32>, found {kind}")
-            if columns.get("is_random_next") != pa.bool_():
-                raise InputError(f"{path}: column is_random_next must be bool")
+                if want is not None and kind != want:
+                    raise InputError(f"{path}: column {column} must be {want} (pairs for objective "
+                                     f"{spec.name}), found {kind}")
             inputs.setdefault(split, []).append((path, meta.metadata.num_rows))
     if not inputs:
         raise InputError(f"{pairs_dir}: no {'/ or '.join(SPLITS)}/*.parquet pairs files")
@@ -272,19 +306,22 @@ def build_shards(
     if not pairs_dir.is_dir():
         raise InputError(f"{pairs_dir}: no such pairs directory (run `corpusprep build-pairs` first)")
     pairs_artifact = artifact.require(pairs_dir, "pairs")  # complete: every file there with its size
-    inputs = find_inputs(pairs_dir, pairs_artifact["files"])
     stats_path = pairs_dir / "stats.json"
     pairs_stats = read_json(stats_path)
+    spec = pairs_objective(pairs_stats)
+    inputs = find_inputs(pairs_dir, pairs_artifact["files"], spec)
     pairs_vocab = pairs_stats.get("vocab", {}).get("sha256")
     if pairs_vocab not in (None, vocab.sha256):
         raise UsageError(f"{vocab_dir}: not the vocab {pairs_dir} was tokenized with (sha256 differs)")
     max_seq_length = resolve_max_seq_length(options, pairs_stats)
     # Chinese whole words need a segmenter (BERT tokenizes CJK character by character): fail now if missing.
-    chinese_words = options.whole_word_mask and pairs_stats.get("options", {}).get("language") == "zh"
+    chinese_words = (options.mask_strategy != "token"
+                     and pairs_stats.get("options", {}).get("language") == "zh")
     mask_vocab = MaskVocab.from_vocab(vocab, "jieba" if chinese_words else None)
     identity = {
         "schema_version": SCHEMA_VERSION,
         "spill_format": SPILL_FORMAT,
+        "objective": spec.name,
         "options": asdict(options),
         "max_seq_length": max_seq_length,
         "vocab_sha256": vocab.sha256,
@@ -313,7 +350,8 @@ def build_shards(
             for (path, _), counts in zip(files, plan, strict=True):
                 out = work / "masked" / split / f"{path.stem}.spill"
                 args = MaskTask(
-                    split, str(path), str(out), counts, dupes[split], options, mask_vocab, max_seq_length
+                    split, str(path), str(out), counts, dupes[split], options, mask_vocab, max_seq_length,
+                    spec.name,
                 )
                 mask_tasks.append(Task(f"mask-{split}-{path.stem}", args))
         workers = stage_workers(workers, engine, sum(map(sum, examples.values())) / EXAMPLES_PER_SECOND)
@@ -326,24 +364,26 @@ def build_shards(
                 for index in range(num_shards[split]):
                     groups = tuple((out, entry) for out, st in mine for entry in st["groups"][index])
                     args = ShardTask(split, index, groups, str(out_dir / split / shard_name(index)), options,
-                                     str(vocab.token_dtype), vocab.pad_id)
+                                     str(vocab.token_dtype), vocab.pad_id, vocab.cls_id, spec.name)
                     name = f"{split}/{shard_name(index)}"
                     shard_tasks.append(Task(f"shard-{split}-{index:05d}", args, outputs=(name,)))
             on_done = bar("shuffle + write", len(shard_tasks))
             shards = art.run(write_shard, shard_tasks, on_done=on_done, **run)
 
-        splits, written = {}, art.outputs()
+        splits, written, keys = {}, art.outputs(), count_keys(spec.name)
         for split in inputs:
             mine = [s for t, s in zip(shard_tasks, shards, strict=True) if t.args.split == split]
             splits[split] = {
                 "shards": [shard_entry(s, written[s["path"]]) for s in mine],
-                **{k: sum(s[k] for s in mine) for k in COUNT_KEYS},
+                **{k: sum(s[k] for s in mine) for k in keys},
             }
         manifest = {
             "schema_version": SCHEMA_VERSION,
             "created_by": f"corpusprep {__version__}",
             "fingerprint": fingerprint,
+            "objective": spec.name,
             "options": asdict(options),
+            "word_segmenter": mask_vocab.segmenter,  # None or "jieba": for MaskVocab.from_vocab
             "seed": options.seed,
             "max_seq_length": max_seq_length,
             "token_dtype": str(vocab.token_dtype),
@@ -357,7 +397,7 @@ def build_shards(
             "pairs_stats": pairs_stats,
             "mask_decisions": {k: sum(stats[k] for stats in masked) for k in ACTIONS},
             "splits": splits,
-            "totals": {k: sum(s[k] for s in splits.values()) for k in COUNT_KEYS},
+            "totals": {k: sum(s[k] for s in splits.values()) for k in keys},
         }
         write_json(out_dir / MANIFEST, manifest)
         art.commit(files=[MANIFEST])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from corpusprep.errors import UsageError
+from corpusprep.objectives import MASK_STRATEGIES
 
 COMPRESSIONS = ("zstd", "lz4", "snappy", "none")
 DEFAULT_EXAMPLES_PER_SHARD = 50_000
@@ -14,7 +15,8 @@ DEFAULT_EXAMPLES_PER_SHARD = 50_000
 class ShardOptions:
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20
-    whole_word_mask: bool = False
+    mask_strategy: str | None = None  # one of MASK_STRATEGIES (corpusprep.mask.mlm); None: "token"
+    whole_word_mask: bool = False  # alias of mask_strategy "whole-word"; set to match it once resolved
     dupe_masks: int = 1  # maskings of each training pair (validation pairs are masked once)
     num_shards: int | None = None  # training shards; validation gets the same rows per shard
     examples_per_shard: int | None = None  # default DEFAULT_EXAMPLES_PER_SHARD when neither is set
@@ -24,6 +26,17 @@ class ShardOptions:
     compression: str = "lz4"  # decodes ~2x faster than zstd for random reads, files ~1.4x larger
 
     def __post_init__(self) -> None:
+        if self.mask_strategy not in (None, *MASK_STRATEGIES):
+            raise UsageError(f"--mask-strategy must be one of {', '.join(MASK_STRATEGIES)}, "
+                             f"not {self.mask_strategy!r}")
+        if self.whole_word_mask and self.mask_strategy not in (None, "whole-word"):
+            raise UsageError(f"--whole-word-mask means --mask-strategy whole-word: it contradicts "
+                             f"--mask-strategy {self.mask_strategy} (give one of them)")
+        # Resolved once: ShardOptions(whole_word_mask=True) == ShardOptions(mask_strategy="whole-word"), so
+        # both give the same run fingerprint and manifest options.
+        strategy = "whole-word" if self.whole_word_mask else self.mask_strategy or "token"
+        object.__setattr__(self, "mask_strategy", strategy)
+        object.__setattr__(self, "whole_word_mask", strategy == "whole-word")
         checks = [
             (0.0 < self.masked_lm_prob < 1.0, "--masked-lm-prob must be in (0, 1)"),
             (self.max_predictions_per_seq >= 1, "--max-predictions-per-seq must be >= 1"),

@@ -19,8 +19,8 @@ LENGTH = np.dtype(np.uint16)  # lengths, positions and counts fit: max_seq_lengt
 
 
 def _layout(token: np.dtype, rows: int, width: int, k: int) -> list[tuple[np.dtype, int]]:
-    """(dtype, count) of each array of a group, in file order: ids, lengths, len_a, is_random_next,
-    predicted, positions, labels, actions."""
+    """(dtype, count) of each array of a group, in file order: ids, lengths, len_a, label (the sentence label;
+    0 in rows of pieces), predicted, positions, labels, actions."""
     return [
         (token, rows * width), (LENGTH, rows), (LENGTH, rows), (np.dtype(bool), rows), (LENGTH, rows),
         (LENGTH, rows * k), (token, rows * k), (np.dtype(np.int8), rows * k),
@@ -32,7 +32,7 @@ def write_group(f: BinaryIO, masked: Masked) -> list[int]:
     ex = masked.examples
     offset, width = f.tell(), ex.ids.shape[1]
     arrays = [
-        ex.ids, ex.lengths, ex.len_a, ex.is_random_next, masked.predicted,
+        ex.ids, ex.lengths, ex.len_a, ex.label, masked.predicted,
         masked.positions, masked.labels, masked.actions,
     ]
     layout = _layout(ex.ids.dtype, len(ex), width, masked.positions.shape[1])
@@ -42,16 +42,17 @@ def write_group(f: BinaryIO, masked: Masked) -> list[int]:
 
 
 def read_groups(
-    groups: list[tuple[str, list[int]]], rows: np.ndarray, token: np.dtype, pad_id: int
+    groups: list[tuple[str, list[int]]], rows: np.ndarray, token: np.dtype, pad_id: int, packed: bool = False
 ) -> Masked:
     """Gather groups (spill path, index entry) into one Masked, the i-th example read going to row `rows[i]`
-    (so a shuffle costs no extra pass: each group is copied once, straight to its final rows)."""
+    (so a shuffle costs no extra pass: each group is copied once, straight to its final rows). `packed`:
+    the examples are rows of pieces."""
     n = sum(entry[1] for _, entry in groups)
     width = max((entry[2] for _, entry in groups), default=0)
     k = max((entry[3] for _, entry in groups), default=0)
     ids = np.full((n, width), pad_id, token)
     lengths, len_a, predicted = (np.zeros(n, np.int64) for _ in range(3))
-    random_next = np.zeros(n, bool)
+    label = np.zeros(n, bool)
     positions, labels, actions = np.zeros((n, k), LENGTH), np.zeros((n, k), token), np.zeros((n, k), np.int8)
     done = 0
     for path, (offset, count, w, kk) in groups:
@@ -60,9 +61,9 @@ def read_groups(
             parts = [np.fromfile(f, dtype, size) for dtype, size in _layout(token, count, w, kk)]
         to = rows[done : done + count]
         ids[to, :w] = parts[0].reshape(count, w)
-        lengths[to], len_a[to], random_next[to], predicted[to] = parts[1:5]
+        lengths[to], len_a[to], label[to], predicted[to] = parts[1:5]
         positions[to, :kk] = parts[5].reshape(count, kk)
         labels[to, :kk] = parts[6].reshape(count, kk)
         actions[to, :kk] = parts[7].reshape(count, kk)
         done += count
-    return Masked(Examples(ids, lengths, len_a, random_next), positions, labels, actions, predicted)
+    return Masked(Examples(ids, lengths, len_a, label, packed), positions, labels, actions, predicted)

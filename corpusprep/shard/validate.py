@@ -18,9 +18,11 @@ from corpusprep.engine.files import read_json
 from corpusprep.errors import DataError, InputError
 from corpusprep.mask import num_predictions
 from corpusprep.mask.examples import list_parts
+from corpusprep.objectives import OBJECTIVES
+from corpusprep.objectives import objective as objective_spec
 from corpusprep.shard.build import MANIFEST
 from corpusprep.shard.schema import SCHEMA_VERSION, SPLITS, shard_schema
-from corpusprep.shard.table import COUNT_KEYS, count_table, gather_predicted
+from corpusprep.shard.table import count_keys, count_table, gather_predicted
 
 
 def _first(bad: np.ndarray, what: str) -> list[str]:
@@ -34,32 +36,18 @@ def _any(flags: np.ndarray, row_of: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(row_of[flags], minlength=n) > 0
 
 
-def check_rows(table: pa.Table, manifest: dict) -> list[str]:
-    """Row invariants, vectorised over a whole shard."""
-    special = manifest["vocab"]["special_ids"]
-    cls_id, sep_id, pad_id, mask_id = (special[t] for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]"))
-    options, max_len = manifest["options"], manifest["max_seq_length"]
-    offsets, ids = list_parts(table.column("input_ids"))
-    type_offsets, types = list_parts(table.column("token_type_ids"))
-    pred_offsets, positions = list_parts(table.column("masked_lm_positions"))
-    label_offsets, labels = list_parts(table.column("masked_lm_ids"))
-    lengths, num_tokens = np.diff(offsets), table.column("num_tokens").to_numpy().astype(np.int64)
-    nsp = table.column("next_sentence_label").to_numpy()
-    n = table.num_rows
-    problems = _first(num_tokens != lengths, "num_tokens != len(input_ids)")
-    problems += _first(lengths > max_len, f"longer than max_seq_length {max_len}")
-    problems += _first(lengths < 5, "shorter than [CLS] a [SEP] b [SEP]")
-    problems += _first(nsp > 1, "next_sentence_label not 0 or 1")
-    problems += _first(np.diff(type_offsets) != lengths, "len(token_type_ids) != len(input_ids)")
-    problems += _first(np.diff(label_offsets) != np.diff(pred_offsets), "masked_lm_ids/_positions lengths")
-    if problems:  # the layout checks below index by these lengths
-        return problems
+def mask_strategy(options: dict) -> str:
+    """The masking strategy of a manifest's options (manifests before strategies: `whole_word_mask`)."""
+    return options.get("mask_strategy") or ("whole-word" if options.get("whole_word_mask") else "token")
 
-    # Layout: [CLS] A [SEP] B [SEP], token types 0...0 1...1, specials exactly there and nowhere else.
-    example = np.repeat(np.arange(n), lengths)
-    starts = offsets[:-1]
+
+def _pair_layout(ids, types, offsets, example, ids_of) -> list[str]:
+    """[CLS] A [SEP] B [SEP], token types 0...0 1...1, specials exactly there and nowhere else."""
+    cls_id, sep_id, pad_id = ids_of
+    n, lengths, starts = len(offsets) - 1, np.diff(offsets), offsets[:-1]
     ones = np.add.reduceat(types.astype(np.int64), starts) if n else np.zeros(0, np.int64)
     sep_a = offsets[1:] - ones - 1  # the [SEP] that ends A
+    problems = _first(lengths < 5, "shorter than [CLS] a [SEP] b [SEP]")
     problems += _first(_any(types > 1, example, n), "token_type_ids not 0/1")
     problems += _first((ones < 2) | (lengths - ones < 3), "segment A or B empty (token_type_ids)")
     if problems:
@@ -70,6 +58,71 @@ def check_rows(table: pa.Table, manifest: dict) -> list[str]:
     problems += _first((ids[sep_a] != sep_id) | (ids[offsets[1:] - 1] != sep_id), "no [SEP] after A or B")
     specials = np.isin(ids, [cls_id, sep_id, pad_id])
     problems += _first(np.bincount(example[specials], minlength=n) != 3, "[CLS]/[SEP]/[PAD] inside a segment")
+    return problems
+
+
+def _piece_layout(table: pa.Table, ids, types, offsets, example, ids_of) -> list[str]:
+    """`[CLS] p1 [SEP] [CLS] p2 [SEP] ...`: document_starts at 0 and ascending, a [CLS] at each, a [SEP]
+    before each next start and at the end, every piece holding a token, no other specials; types all 0."""
+    cls_id, sep_id, pad_id = ids_of
+    n, lengths = len(offsets) - 1, np.diff(offsets)
+    start_offsets, starts = list_parts(table.column("document_starts"))
+    pieces = np.diff(start_offsets)
+    starts = starts.astype(np.int64)
+    problems = _first(_any(types != 0, example, n), "token_type_ids not all 0 (rows of pieces)")
+    problems += _first(pieces == 0, "document_starts empty")
+    if problems:
+        return problems
+    row = np.repeat(np.arange(n), pieces)
+    first = start_offsets[:-1]
+    # Each piece's end (exclusive): the next piece's start, or the row's end.
+    end = np.r_[starts[1:], 0]
+    last = start_offsets[1:] - 1
+    end[last] = lengths
+    problems += _first(starts[first] != 0, "document_starts does not begin at 0")
+    problems += _first(_any(end - starts < 3, row, n), "document_starts not ascending by 3 or more")
+    if problems:
+        return problems
+    at = offsets[row] + starts
+    problems += _first(_any(ids[at] != cls_id, row, n), "no [CLS] at a document_start")
+    problems += _first(_any(ids[at - starts + end - 1] != sep_id, row, n), "no [SEP] at the end of a piece")
+    specials = np.isin(ids, [cls_id, sep_id, pad_id])
+    problems += _first(np.bincount(example[specials], minlength=n) != 2 * pieces,
+                       "[CLS]/[SEP]/[PAD] inside a piece")
+    return problems
+
+
+def check_rows(table: pa.Table, manifest: dict) -> list[str]:
+    """Row invariants, vectorised over a whole shard."""
+    special = manifest["vocab"]["special_ids"]
+    cls_id, sep_id, pad_id, mask_id = (special[t] for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]"))
+    spec = objective_spec(manifest.get("objective"))
+    options, max_len = manifest["options"], manifest["max_seq_length"]
+    offsets, ids = list_parts(table.column("input_ids"))
+    type_offsets, types = list_parts(table.column("token_type_ids"))
+    pred_offsets, positions = list_parts(table.column("masked_lm_positions"))
+    label_offsets, labels = list_parts(table.column("masked_lm_ids"))
+    lengths, num_tokens = np.diff(offsets), table.column("num_tokens").to_numpy().astype(np.int64)
+    n = table.num_rows
+    problems = _first(num_tokens != lengths, "num_tokens != len(input_ids)")
+    problems += _first(lengths > max_len, f"longer than max_seq_length {max_len}")
+    if not spec.packs:
+        label = table.column(spec.shard_label).to_numpy()
+        problems += _first(label > 1, f"{spec.shard_label} not 0 or 1")
+    problems += _first(np.diff(type_offsets) != lengths, "len(token_type_ids) != len(input_ids)")
+    problems += _first(np.diff(label_offsets) != np.diff(pred_offsets), "masked_lm_ids/_positions lengths")
+    if problems:  # the layout checks below index by these lengths
+        return problems
+
+    example = np.repeat(np.arange(n), lengths)
+    starts = offsets[:-1]
+    ids_of = (cls_id, sep_id, pad_id)
+    if spec.packs:
+        problems += _piece_layout(table, ids, types, offsets, example, ids_of)
+    else:
+        problems += _pair_layout(ids, types, offsets, example, ids_of)
+    if problems:
+        return problems
 
     # Predictions: ascending positions inside the example, never on a special, within the budget.
     count = np.diff(pred_offsets)
@@ -90,8 +143,9 @@ def check_rows(table: pa.Table, manifest: dict) -> list[str]:
     problems += _first(_any(bad_random, pred_example, n), "a random replacement is a special token")
     budget = num_predictions(lengths, options["masked_lm_prob"], options["max_predictions_per_seq"])
     problems += _first(count > budget, "more predictions than the budget")
-    if not options["whole_word_mask"]:  # every example has far more candidates than its budget
-        problems += _first(count != np.minimum(budget, lengths - 3), "predictions != the budget")
+    if mask_strategy(options) == "token":  # a token always fits: the budget is met unless candidates run out
+        candidates = np.bincount(example[~np.isin(ids, [cls_id, sep_id, pad_id])], minlength=n)
+        problems += _first(count != np.minimum(budget, candidates), "predictions != the budget")
     return problems
 
 
@@ -111,9 +165,14 @@ def manifest_problems(manifest: object) -> list[str]:
         if not isinstance(vocab.get("special_ids"), dict):
             problems.append("vocab.special_ids missing")
         problems += [f"vocab.{k} missing" for k in ("path", "sha256") if not isinstance(vocab.get(k), str)]
+    name = manifest.get("objective")
+    if name is not None and name not in OBJECTIVES:
+        problems.append(f"objective {name!r} unknown (known: {', '.join(OBJECTIVES)})")
+        name = None
+    keys = count_keys(name)
     totals = manifest.get("totals")
-    if isinstance(totals, dict) and not all(isinstance(totals.get(k), int) for k in COUNT_KEYS):
-        problems.append(f"totals lacks a count of {', '.join(COUNT_KEYS)}")
+    if isinstance(totals, dict) and not all(isinstance(totals.get(k), int) for k in keys):
+        problems.append(f"totals lacks a count of {', '.join(keys)}")
     splits = manifest.get("splits") if isinstance(manifest.get("splits"), dict) else {}
     for name, split in splits.items():
         shards = split.get("shards") if isinstance(split, dict) else None
@@ -153,8 +212,10 @@ def validate_shards(directory: str | Path) -> list[str]:
         if manifest.get("schema_version") != SCHEMA_VERSION:
             found = manifest.get("schema_version")
             return [f"{manifest_path}: schema_version {found}, this corpusprep reads {SCHEMA_VERSION}"]
-        schema = shard_schema(np.dtype(manifest["token_dtype"]))
+        objective = objective_spec(manifest.get("objective")).name
+        schema = shard_schema(np.dtype(manifest["token_dtype"]), objective)
         mask_id = manifest["vocab"]["special_ids"]["[MASK]"]
+        keys = count_keys(objective)
     except DataError as error:
         return [str(error)]
     except (ValueError, KeyError, TypeError) as error:
@@ -173,9 +234,9 @@ def validate_shards(directory: str | Path) -> list[str]:
     if set(splits) - set(SPLITS):
         problems.append(f"{manifest_path}: unknown splits {sorted(set(splits) - set(SPLITS))}")
 
-    totals = dict.fromkeys(COUNT_KEYS, 0)
+    totals = dict.fromkeys(keys, 0)
     for split_name, split in splits.items():
-        sums = dict.fromkeys(COUNT_KEYS, 0)
+        sums = dict.fromkeys(keys, 0)
         rows = [s["rows"] for s in split["shards"]]
         if rows and max(rows) - min(rows) > 1:
             problems.append(f"{split_name}: unbalanced shards ({min(rows)} to {max(rows)} rows)")
@@ -194,18 +255,19 @@ def validate_shards(directory: str | Path) -> list[str]:
                 problems.append(f"{name}: unreadable Parquet ({error})")
                 continue
             if not table.schema.equals(schema):
-                problems.append(f"{name}: schema differs from shard_schema({manifest['token_dtype']})")
+                problems.append(f"{name}: schema differs from shard_schema({manifest['token_dtype']}, "
+                                f"{objective})")
                 continue
             if table.num_rows != entry["rows"]:
                 problems.append(f"{name}: {table.num_rows} rows, manifest says {entry['rows']}")
             problems += [f"{name} {p}" for p in check_rows(table, manifest)]
-            for key, value in count_table(table, mask_id).items():
+            for key, value in count_table(table, mask_id, objective).items():
                 sums[key] += value
-        for key in COUNT_KEYS:
+        for key in keys:
             totals[key] += split.get(key, 0)
             if sums[key] != split.get(key):
                 problems.append(f"{split_name}: manifest {key} {split.get(key)}, the files hold {sums[key]}")
-    for key in COUNT_KEYS:
+    for key in keys:
         if manifest.get("totals", {}).get(key) != totals[key]:
             problems.append(f"{manifest_path}: totals.{key} is not the sum of the splits")
     problems += _lost_pairs(manifest, splits)
@@ -220,7 +282,8 @@ def _lost_pairs(manifest: dict, splits: dict) -> list[str]:
     dupes = manifest.get("options", {}).get("dupe_masks", 1)
     found = []
     for name, split in splits.items():
-        pairs = pairs_splits.get(name, {}).get("pairs")
+        counted = pairs_splits.get(name, {})
+        pairs = counted.get("pairs", counted.get("rows"))  # rows of pieces (none) may be counted as rows
         want = None if pairs is None else pairs * (dupes if name == "train" else 1)
         if want is not None and split.get("examples") != want:
             found.append(f"{name}: {split.get('examples')} examples, the pairs' stats.json promises {want}")

@@ -79,7 +79,7 @@ def test_characters_of_a_word_are_masked_together(zh_vocab):
     first = np.r_[True, word[1:] != word[:-1]]
     cjk = mask_vocab.cjk_chars[examples.ids[0]] != ""
     assert np.array_equal(continuation[0], ~first & (word >= 0) & cjk)
-    masked = mask_examples(examples, mask_vocab, rng_for(3, "zh"), whole_word_mask=True)
+    masked = mask_examples(examples, mask_vocab, rng_for(3, "zh"), strategy="whole-word")
     valid = row_mask(masked.predicted, masked.positions.shape[1])
     rows = np.repeat(np.arange(len(examples)), masked.predicted)
     chosen = np.zeros(examples.ids.shape, bool)
@@ -101,7 +101,7 @@ def test_characters_of_a_word_are_masked_together(zh_vocab):
 def test_without_a_segmenter_characters_are_separate_words(zh_vocab):
     mask_vocab = MaskVocab.from_vocab(zh_vocab)
     examples = examples_of(zh_vocab, mask_vocab, 2000)
-    masked = mask_examples(examples, mask_vocab, rng_for(3, "zh"), whole_word_mask=True)
+    masked = mask_examples(examples, mask_vocab, rng_for(3, "zh"), strategy="whole-word")
     valid = row_mask(masked.predicted, masked.positions.shape[1])
     rows = np.repeat(np.arange(len(examples)), masked.predicted)
     chosen = np.zeros(examples.ids.shape, bool)

@@ -109,7 +109,7 @@ def test_long_examples(stream, vocab, mask_vocab):
 
 
 def test_whole_word_masking_chooses_words_and_decides_once_per_word(examples, mask_vocab):
-    masked = mask_examples(examples, mask_vocab, rng_for(7, "mask", "wwm"), whole_word_mask=True)
+    masked = mask_examples(examples, mask_vocab, rng_for(7, "mask", "wwm"), strategy="whole-word")
     flat = check_predictions(masked, examples, mask_vocab)
     ids = examples.flat_ids()
     cand = mask_vocab.candidate[ids]

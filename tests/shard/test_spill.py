@@ -22,7 +22,7 @@ def test_groups_round_trip_into_shuffled_rows(tmp_path, stream, vocab_dir):
             sep_id=vocab.sep_id, pad_id=vocab.pad_id, forbidden=mask_vocab.forbidden_in_segment,
             max_seq_length=max_len, dtype=vocab.token_dtype, source="t",
         )
-        batches.append(mask_examples(examples, mask_vocab, rng_for(0, "spill", seed), whole_word_mask=True))
+        batches.append(mask_examples(examples, mask_vocab, rng_for(0, "spill", seed), strategy="whole-word"))
     written = [batch.take(slice(0, 200)) for batch in batches]
     written += [batches[0].take(slice(0, 0)), batches[1].take(slice(200, 300))]  # an empty group, a second
     path = tmp_path / "part.spill"
