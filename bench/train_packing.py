@@ -3,14 +3,18 @@
     .venv/bin/python bench/train_packing.py [--mb 2] [--max-seq-length 128] [--preset mini] [--rows 32]
         [--steps 12] [--threads 2]
 
-Data: the first --mb MB of ../shared/corpus/enwiki_AA.txt.xz with Google's vocab (the demo corpus and a
-trained vocab when ../shared is absent) -> `build-pairs --objective none --pack` -> `shard`. Packed: batches of
---rows rows, each row several documents' pieces `[CLS] text [SEP]`, attention and positions kept inside each
-piece. Padded: the very same pieces, one a row, padded to the batch's longest (rounded up to 8), batches of
-the same number of real tokens on average. Both run full training steps (forward, backward, AdamW) of the
-same model from the same weights; the figure is real (non-padding) tokens per second, best of --repeat.
-Our model unpads every token-wise layer, so padding costs only in attention and the embedding lookup: the
-gain of packing here is what is left, plus fewer, fuller steps.
+Data: the first --mb MB of ../shared/corpus/enwiki_AA.txt.xz with Google's vocab (the demo corpus and
+a trained vocab when ../shared is absent) -> `build-pairs --objective none --pack` -> `shard`.
+
+- packed: batches of --rows rows, each row several documents' pieces `[CLS] text [SEP]`, attention and
+  positions kept inside each piece;
+- padded: the very same pieces, one a row, padded to the batch's longest (rounded up to 8), in batches of
+  the same number of real tokens on average.
+
+Both run full training steps (forward, backward, AdamW) of the same model from the same weights; the figure
+is real (non-padding) tokens per second, best of --repeat. Our model unpads every token-wise layer, so
+padding costs only in attention and the embedding lookup: the gain of packing here is what is left, plus
+fewer, fuller steps.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
@@ -51,7 +54,7 @@ def build(work: Path, mb: float, max_seq_length: int) -> Path:
         vocab = work / "vocab"
         train_vocab([text], vocab, VocabOptions(vocab_size=8000), progress=None)
         read = ReadOptions()
-    options = PairOptions(max_seq_length=max_seq_length, dupe_factor=1, objective="none", validation_fraction=0)
+    options = PairOptions(max_seq_length, dupe_factor=1, objective="none", validation_fraction=0)
     build_pairs([text], vocab, work / "pairs", options, read, progress=False)
     build_shards(work / "pairs", vocab, work / "shards", ShardOptions(seed=1), progress=False)
     return work / "shards"
@@ -85,8 +88,9 @@ def tokens_per_second(model, batches: list[dict], steps: int, repeat: int) -> tu
     for _ in range(repeat):
         start, tokens = time.perf_counter(), 0
         for batch in batches[:steps]:
-            logits, _ = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                              batch["mlm_positions"], batch["position_ids"], batch["piece_lengths"])  # fmt: skip
+            inputs = ("input_ids", "token_type_ids", "attention_mask", "mlm_positions", "position_ids",
+                      "piece_lengths")  # fmt: skip
+            logits, _ = model(*(batch[k] for k in inputs))
             pretraining_loss(logits, batch["mlm_labels"])[0].backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)

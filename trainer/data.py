@@ -8,8 +8,9 @@ row group at most once. Rows are shuffled within a chunk; across chunks the shar
 globally. Only the current file is mapped and only the current row group decoded, so resident memory does
 not grow with the number or size of shards (given row groups of bounded size).
 
-Dynamic masking masks each chunk again from its original tokens with `corpusprep.mask.mask_examples`, the
-function `corpusprep shard` masks with, and the options the shards' manifest records (rate, cap, strategy,
+Dynamic masking masks each chunk again from its original tokens with `corpusprep.shard.table.remask_table`
+(`corpusprep.mask.mask_examples`, the function `corpusprep shard` masks with) and the options the shards'
+manifest records (rate, cap, strategy,
 word segmenter): one masking rule, whichever stage applies it.
 """
 
@@ -30,9 +31,10 @@ from torch.utils.data import IterableDataset, get_worker_info
 from corpusprep.engine import artifact
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
-from corpusprep.mask import Examples, MaskVocab, mask_examples
-from corpusprep.mask.examples import list_parts, pad_rows, row_mask, to_numpy
+from corpusprep.mask import MaskVocab
+from corpusprep.mask.examples import list_parts, to_numpy
 from corpusprep.objectives import Objective, objective
+from corpusprep.shard.table import remask_table
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
 
 BASE_COLUMNS = ("input_ids", "token_type_ids", "masked_lm_positions", "masked_lm_ids")
@@ -71,20 +73,23 @@ class Shards:
         return [*BASE_COLUMNS, "document_starts" if spec.packs else spec.shard_label]
 
     def masking(self) -> dict:
-        """`mask_examples` keyword arguments as the shards were masked (manifests from before mask
-        strategies say `whole_word_mask`)."""
+        """`remask_table` keyword arguments: the objective and the masking options the shards were made with
+        (manifests from before mask strategies say `whole_word_mask`)."""
         options = self.manifest.get("options", {})
         strategy = options.get("mask_strategy") or (
             "whole-word" if options.get("whole_word_mask") else "token"
         )
         return {
+            "objective": self.objective.name,
             "masked_lm_prob": float(options.get("masked_lm_prob", 0.15)),
             "max_predictions_per_seq": int(options.get("max_predictions_per_seq", 20)),
             "strategy": strategy,
         }
 
     def word_segmenter(self) -> str | None:
-        """Chinese words need a segmenter to be masked whole (as `corpusprep shard` decides)."""
+        """Chinese words need a segmenter to be masked whole: the manifest names it (older ones imply it)."""
+        if "word_segmenter" in self.manifest:
+            return self.manifest["word_segmenter"]
         language = self.manifest.get("pairs_stats", {}).get("options", {}).get("language")
         return "jieba" if language == "zh" and self.masking()["strategy"] != "token" else None
 
@@ -209,43 +214,6 @@ def epoch_order(chunks: list[Chunk], seed: int, epoch: int, shuffle: bool) -> li
 
 
 # ---------------------------------------------------------------- masking and batching
-
-
-def _set_list(table: pa.Table, name: str, offsets: np.ndarray, values: np.ndarray) -> pa.Table:
-    """Replace a list column, keeping the shard's exact types (nullability included)."""
-    i = table.schema.get_field_index(name)
-    field = table.schema.field(i)
-    column = pa.ListArray.from_arrays(
-        pa.Array.from_buffers(pa.int32(), len(offsets), [None, pa.py_buffer(offsets.astype(np.int32))]),
-        pa.Array.from_buffers(
-            field.type.value_type,
-            len(values),
-            [None, pa.py_buffer(np.ascontiguousarray(values.astype(str(field.type.value_type))))],
-        ),
-    )
-    return table.set_column(i, field, column.cast(field.type))
-
-
-def remask(table: pa.Table, vocab: MaskVocab, rng: np.random.Generator, masking: dict) -> pa.Table:
-    """Mask the rows again from their original tokens, with `mask_examples` and the shards' options
-    (`Shards.masking()`): the same rule `corpusprep shard` applied."""
-    offsets, ids = list_parts(table["input_ids"])
-    pred_offsets, positions = list_parts(table["masked_lm_positions"])
-    _, labels = list_parts(table["masked_lm_ids"])
-    _, types = list_parts(table["token_type_ids"])
-    lengths, n = np.diff(offsets), table.num_rows
-    row = np.repeat(np.arange(n), lengths)
-    original = ids.copy()
-    original[offsets[np.repeat(np.arange(n), np.diff(pred_offsets))] + positions] = labels
-    len_a = np.bincount(row[types == 0], minlength=n) - 2  # segment A: the type-0 run less [CLS] and [SEP]
-    grid = pad_rows(original, lengths, fill=vocab.pad_id)
-    masked = mask_examples(Examples(grid, lengths, len_a, np.zeros(n, bool)), vocab, rng, **masking)
-    chosen = row_mask(masked.predicted, masked.positions.shape[1])
-    new_offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(masked.predicted, out=new_offsets[1:])
-    table = _set_list(table, "input_ids", offsets, masked.examples.flat_ids())
-    table = _set_list(table, "masked_lm_positions", new_offsets, masked.positions[chosen])
-    return _set_list(table, "masked_lm_ids", new_offsets, masked.labels[chosen])
 
 
 def collate(table: pa.Table, pad_id: int, multiple: int = 8, spec: Objective | None = None) -> dict:
@@ -406,7 +374,7 @@ class ShardStream(IterableDataset):
                 table = reader.read(chunk.file, chunk.row_group).slice(chunk.start, chunk.rows)
                 if self.mask_vocab is not None:
                     rng = rng_for(self.seed, "trainer-mask", epoch, chunk.id)
-                    table = remask(table, self.mask_vocab, rng, self.shards.masking())
+                    table = remask_table(table, self.mask_vocab, rng, **self.shards.masking())
                 if self.shuffle:
                     rng = rng_for(self.seed, "trainer-rows", epoch, chunk.id)
                     table = table.take(rng.permutation(chunk.rows))

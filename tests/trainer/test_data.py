@@ -14,8 +14,9 @@ from torch.utils.data import DataLoader
 
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
-from corpusprep.mask import MaskVocab
-from trainer.data import Position, ShardStream, open_shards, remask
+from corpusprep.mask import MaskVocab, num_predictions
+from corpusprep.shard.table import remask_table
+from trainer.data import Position, ShardStream, open_shards
 
 
 def row_keys(batch: dict[str, torch.Tensor]) -> list[tuple]:
@@ -157,18 +158,18 @@ def test_dynamic_masking_follows_bert_rules(tiny_shards):
             out.append(ids)
         return out
 
-    new = remask(table, mask_vocab, rng_for(0, "test", 1), masking)
+    new = remask_table(table, mask_vocab, rng_for(0, "test", 1), **masking)
     assert originals(new) == originals(table)  # re-masking starts from the same original tokens
     assert new.schema == table.schema
     assert new["input_ids"] != table["input_ids"]
-    again = remask(table, mask_vocab, rng_for(0, "test", 1), masking)
+    again = remask_table(table, mask_vocab, rng_for(0, "test", 1), **masking)
     assert again.equals(new)  # seeded
 
-    originals_flat = np.concatenate(originals(new))
-    maskable = int((~np.isin(originals_flat, vocab.special_ids)).sum())
     rows = new.to_pylist()
     masked = sum(len(r["masked_lm_positions"]) for r in rows)
-    assert masked / maskable == pytest.approx(0.15, abs=0.01)
+    # the shard stage's budget per row, min(cap, max(1, round(n_tokens x 0.15))): token masking fills it
+    lengths = np.array([len(r["input_ids"]) for r in rows])
+    assert masked == int(num_predictions(lengths, 0.15, 20).sum())
     kinds = Counter()
     for r in rows:
         assert r["masked_lm_positions"] == sorted(set(r["masked_lm_positions"]))
@@ -190,7 +191,7 @@ def test_dynamic_masking_differs_per_epoch(tiny_shards):
     epoch1 = next(stream.rows(0, 1, skip=n))  # the same first chunk, one epoch later
     assert epoch0["masked_lm_positions"] != epoch1["masked_lm_positions"]
     mask_vocab = MaskVocab.from_vocab(shards.vocab_info())
-    unmasked = [remask(t, mask_vocab, rng_for(0, "x"), shards.masking()) for t in (epoch0, epoch1)]
+    unmasked = [remask_table(t, mask_vocab, rng_for(0, "x"), **shards.masking()) for t in (epoch0, epoch1)]
     assert unmasked[0].equals(unmasked[1])  # same rows: re-masking them alike gives equal tables
 
 

@@ -100,7 +100,8 @@ def test_init_from_a_previous_run_then_resume(tiny_shards, previous_run, tmp_pat
         train(load_config(None, [*args, "schedule.steps=1", "checkpoint.every=1"]))
         assert_equal_weights(weights(start / str(i)), source)
         state = checkpoint.load(checkpoint.latest(start / str(i)), "trainer")
-        assert state["step"] == 1 and state["batches"] == [1]  # step 0 of a new run, data from the start
+        # step 0 of a new run, data from the start
+        assert state["step"] == 1 and state["positions"] == [{"batches": 1, "rows": [8]}]
 
     # a phase-2 run that is interrupted resumes from its own checkpoint, not from the init weights again
     args = run_config(tiny_shards, tmp_path / "whole", f'checkpoint.init_from="{previous_run}"')

@@ -175,7 +175,7 @@ def test_torchrun_two_cpu_ranks_agree_on_weights(tiny_shards, tmp_path):
     assert summaries[0]["weights_sha256"] == summaries[1]["weights_sha256"]
     assert summaries[0]["steps"] == 4
     state = checkpoint.load(checkpoint.latest(run_dir), "trainer")
-    assert len(state["batches"]) == 2 and state["batches"][0] == state["batches"][1] == 4
+    assert state["positions"] == [{"batches": 4, "rows": [32]}] * 2
     # a rerun of the finished run returns at once on every rank; the process group still ends cleanly
     again = torchrun(*args)
     assert_clean_exit(again)
