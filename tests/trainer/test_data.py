@@ -229,3 +229,79 @@ def test_too_many_consumers_is_a_clear_error(tiny_shards):
     stream = ShardStream(shards, "train", 8, rank=0, world_size=64, chunk_rows=rows)
     with pytest.raises(UsageError, match="chunks of train data for 64"):
         next(iter(stream))
+
+
+@pytest.fixture(scope="module")
+def whole_word_shards(tmp_path_factory, demo_text) -> Path:
+    """Shards masked with whole words at 30% (the manifest says so), over a vocab with [unusedN] slots."""
+    from corpusprep.pair.build import PairOptions, build_pairs
+    from corpusprep.read import ReadOptions
+    from corpusprep.shard.build import build_shards
+    from corpusprep.shard.options import ShardOptions
+    from corpusprep.tokenize.vocab import VocabOptions, train_vocab
+
+    out = tmp_path_factory.mktemp("whole_word_shards")
+    train_vocab([demo_text], out / "vocab", VocabOptions(vocab_size=2000, reserved=50), progress=None)
+    options = PairOptions(max_seq_length=64, dupe_factor=1, validation_fraction=0.0)
+    build_pairs([demo_text], out / "vocab", out / "pairs", options, ReadOptions(), workers=1, progress=False)
+    masking = ShardOptions(num_shards=2, mask_strategy="whole-word", masked_lm_prob=0.3,
+                           max_predictions_per_seq=16, seed=4)  # fmt: skip
+    build_shards(out / "pairs", out / "vocab", out / "shards", masking, workers=1, progress=False)
+    return out / "shards"
+
+
+def masking_statistics(tables: list, vocab) -> dict[str, float]:
+    """What the masking rule promises, measured on rows: the prediction rate per token, the 80/10/10
+    shares, the most predictions in a row, reserved or special tokens drawn as replacements, and `##`
+    pieces predicted without the start of their word (whole-word masking never does that)."""
+    from corpusprep.mask.examples import list_parts
+
+    totals = Counter()
+    for table in tables:
+        offsets, ids = list_parts(table["input_ids"])
+        pred_offsets, positions = list_parts(table["masked_lm_positions"])
+        _, labels = list_parts(table["masked_lm_ids"])
+        row = np.repeat(np.arange(table.num_rows), np.diff(pred_offsets))
+        flat = offsets[row] + positions.astype(np.int64)
+        shown = ids[flat]
+        original = ids.astype(np.int64)
+        original[flat] = labels
+        predicted = np.zeros(len(ids), bool)
+        predicted[flat] = True
+        piece = vocab.is_continuation[original]
+        # a ## piece predicted, the word piece before it not (a segment may start with a ## piece: truncation)
+        orphan = predicted[1:] & piece[1:] & ~predicted[:-1] & ~vocab.is_special[original[:-1]]
+        random = (shown != vocab.mask_id) & (shown != labels)
+        totals.update({
+            "tokens": len(ids), "predicted": len(labels), "mask": int((shown == vocab.mask_id).sum()),
+            "random": int(random.sum()), "kept": int((shown == labels).sum()),
+            "special_drawn": int(vocab.is_special[shown[random]].sum()), "orphans": int(orphan.sum()),
+        })  # fmt: skip
+        totals["max_per_row"] = max(totals["max_per_row"], int(np.diff(pred_offsets).max(initial=0)))
+    n = totals["predicted"]
+    return {"rate": n / totals["tokens"], "mask": totals["mask"] / n, "random": totals["random"] / n,
+            "kept": totals["kept"] / n, "max_per_row": totals["max_per_row"],
+            "special_drawn": totals["special_drawn"], "orphans": totals["orphans"]}  # fmt: skip
+
+
+def test_the_loaders_dynamic_masking_follows_the_shards_rule(whole_word_shards):
+    """One masking rule: the trainer's dynamic masking, over an epoch of the same rows, gives what the
+    shard stage's static masking gave (rate, 80/10/10, the per-row cap, whole words, never a special or
+    [unusedN] token drawn), with the manifest's options (whole words, 30%, cap 16), not defaults."""
+    from corpusprep.tokenize import VocabInfo
+
+    shards = open_shards(whole_word_shards)
+    vocab = VocabInfo.load(shards.vocab_info().directory / "vocab.txt")
+    assert vocab.is_special.sum() > 50  # the reserved slots are there to be (never) drawn
+    static = [pq.read_table(p) for p in sorted((whole_word_shards / "train").glob("*.parquet"))]
+    stream = ShardStream(shards, "train", 64, seed=9, dynamic_masking=True, shuffle=False, loop=False)
+    dynamic = list(stream.rows(0, 1))
+    assert sum(t.num_rows for t in dynamic) == sum(t.num_rows for t in static)  # > 5,000 rows
+    before, after = masking_statistics(static, vocab), masking_statistics(dynamic, vocab)
+    assert after["rate"] == pytest.approx(before["rate"], abs=0.003) and 0.22 < after["rate"] < 0.3
+    for share, expected in (("mask", 0.8), ("random", 0.1), ("kept", 0.1)):
+        assert after[share] == pytest.approx(expected, abs=0.015)
+        assert before[share] == pytest.approx(expected, abs=0.015)
+    assert after["max_per_row"] == before["max_per_row"] == 16
+    assert after["special_drawn"] == before["special_drawn"] == 0
+    assert after["orphans"] == before["orphans"] == 0
