@@ -12,8 +12,9 @@
 The shard columns follow Google's BERT (`masked_lm_positions`, `masked_lm_ids`, `next_sentence_label`, or
 `sentence_order_label` for SOP); `BertForPreTraining` wants `labels` over every position (-100 where nothing
 is predicted) and `next_sentence_label` (its 2-way head learns SOP's label as well); `BertForMaskedLM` wants
-`labels` only. Packed rows (objective `none`) get `position_ids` restarting at each piece and a [B, L, L]
-attention mask that keeps attention inside each piece (BERT in transformers takes a 3-D mask as given).
+`labels` only. Packed rows (objective `none`) get `position_ids` restarting at each piece and an additive
+[B, 1, L, L] attention mask (0 inside a piece, the float minimum elsewhere) that keeps attention inside
+each piece: transformers' BERT uses a 4-D mask as given, eager or sdpa (tested with transformers 5).
 Needs torch (not transformers or datasets).
 """
 
@@ -109,6 +110,7 @@ class PreTrainingCollator:
                 positions[i, :n] = np.arange(n) - starts[piece[i, :n]]
             same = (piece[:, :, None] == piece[:, None, :]) & (piece[:, None, :] >= 0)
             same |= np.eye(length, dtype=bool)[None]  # padded queries see themselves: no empty softmax row
-            batch["attention_mask"] = torch.from_numpy(same.astype(np.int64))
+            additive = np.where(same, 0.0, torch.finfo(torch.float32).min).astype(np.float32)
+            batch["attention_mask"] = torch.from_numpy(additive[:, None])  # [B, 1, L, L]
             batch["position_ids"] = torch.from_numpy(positions)
         return batch

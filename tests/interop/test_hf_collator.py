@@ -120,3 +120,29 @@ def test_the_collator_needs_only_torch_and_numpy():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_packed_rows_give_transformers_each_pieces_own_logits(tmp_path):
+    """Objective `none`, packed: the collator's position ids and 4-D mask make transformers' BertForMaskedLM
+    compute, for every piece of a packed row, the logits it computes for that piece alone."""
+    transformers = pytest.importorskip("transformers")
+    shards = build_shards(tmp_path / "none", max_mb=0.2, vocab_size=500, num_shards=1, objective="none")
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(next((shards / "train").glob("*.parquet")))
+    rows = [r for r in table.slice(0, 64).to_pylist() if len(r["document_starts"]) > 1][:4]
+    assert len(rows) == 4  # packed rows of several documents
+    collator = PreTrainingCollator.from_shards(shards)
+    assert collator.packed and not collator.nsp
+    batch = collator(rows)
+    length = batch["input_ids"].shape[1]
+    assert batch["attention_mask"].shape == (4, 1, length, length) and "position_ids" in batch
+    torch.manual_seed(0)
+    model = transformers.BertForMaskedLM(tiny_bert_config(transformers, 500)).eval()
+    with torch.no_grad():
+        packed = model(**{k: v for k, v in batch.items() if k != "labels"}).logits
+        for i, row in enumerate(rows):
+            ends = [*row["document_starts"][1:], len(row["input_ids"])]
+            for start, end in zip(row["document_starts"], ends, strict=True):
+                alone = model(input_ids=torch.tensor([row["input_ids"][start:end]])).logits[0]
+                torch.testing.assert_close(packed[i, start:end], alone, atol=1e-4, rtol=1e-4)
