@@ -50,7 +50,8 @@ from corpusprep.shard.table import count_keys, count_masked, to_table
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
 
 MANIFEST = "manifest.json"
-OWNS = (MANIFEST, "train/shard-*.parquet", "validation/shard-*.parquet")  # what --overwrite may remove
+VOCAB_COPY = "vocab.txt"  # the shards' own copy: dynamic masking and export need the tokens, wherever they go
+OWNS = (MANIFEST, VOCAB_COPY, "train/shard-*.parquet", "validation/shard-*.parquet")  # --overwrite removes
 BATCH_PAIRS = 8192  # pairs masked at once; part of the RNG keys, so changing it changes the output
 DEFAULT_MAX_SEQ_LENGTH = 512
 TOKEN_TYPES = (pa.uint16(), pa.uint32())  # of the pairs' token lists
@@ -399,6 +400,9 @@ def build_shards(
             "splits": splits,
             "totals": {k: sum(s[k] for s in splits.values()) for k in keys},
         }
+        with atomic_path(out_dir / VOCAB_COPY) as tmp:
+            source = Path(vocab_dir) / "vocab.txt" if Path(vocab_dir).is_dir() else Path(vocab_dir)
+            tmp.write_bytes(source.read_bytes())
         write_json(out_dir / MANIFEST, manifest)
-        art.commit(files=[MANIFEST])
+        art.commit(files=[VOCAB_COPY, MANIFEST])
     return manifest
