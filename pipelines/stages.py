@@ -174,9 +174,10 @@ class PairsStage(StageKind):
             "skipped": dict(sorted(every_skip.items())),
             "read_skipped": stats["read"]["skipped"],
             "files_skipped": stats["read"]["skipped_files"],
-            "pairs": stats["pairs"],
-            "is_next": stats["is_next"],
-            "not_next": stats["not_next"],
+            "objective": stats.get("objective", "nsp"),
+            "pairs": stats["pairs"],  # the rows of the files, whatever the objective
+            # the objective's own counts: IsNext/NotNext, in order/swapped, or pieces and fill
+            **{k: stats[k] for k in OBJECTIVE_COUNTS if k in stats},
             "MB": round(stats["read"]["bytes"] / 1e6, 3),
         }
         return StageResult(counts, unit="pairs")
@@ -192,6 +193,9 @@ class PairsStage(StageKind):
         if rows != expected:
             return [f"{ctx.out}: {rows} pairs in the Parquet files, stats.json says {expected}"]
         return [] if rows else [f"{ctx.out}: no pairs"]
+
+
+OBJECTIVE_COUNTS = ("is_next", "not_next", "not_swapped", "swapped", "rows", "pieces", "fill")
 
 
 class ShardStage(StageKind):
