@@ -13,9 +13,7 @@ node) and read and write the task's paths (a shared file system, the marker dire
 from __future__ import annotations
 
 import atexit
-import concurrent.futures as cf
 import contextlib
-import multiprocessing as mp
 import os
 import signal
 import sys
@@ -155,6 +153,8 @@ def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, root: Path, workers:
         for task in tasks:
             yield task, _run_and_mark(fn, task, marker_dir, root)
         return
+    import concurrent.futures as cf  # here: a run without a pool does without them (~15 ms of start-up)
+
     context, parent = _pool_context(fn)
     workers = min(workers, len(tasks))
     broken = None  # the task whose future saw the pool break (a worker died)
@@ -218,6 +218,8 @@ def _pool_context(fn: Callable) -> tuple[Any, int]:
     again, which is most of the CPU time of a stage on a few MB of text. The server serves every pool of
     this process and exits when it does. Where forkserver is unavailable, spawn.
     """
+    import multiprocessing as mp
+
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn"), os.getpid()
     from multiprocessing import forkserver
