@@ -45,11 +45,12 @@ def to_numpy(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.frombuffer(data, dtype, len(array), array.offset * dtype.itemsize)
 
 
-def _validity(values: Sequence[object]) -> tuple[pa.Buffer | None, int]:
-    """The validity bitmap of `values` (None where no value is None) and the count of nulls."""
+def _validity(values: Sequence[object], nulls: int) -> pa.Buffer | None:
+    """The validity bitmap of `values`, which hold `nulls` Nones (none needed when they hold none)."""
+    if not nulls:
+        return None
     valid = np.fromiter((v is not None for v in values), bool, len(values))
-    nulls = len(values) - int(np.count_nonzero(valid))
-    return (pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None), nulls
+    return pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
 def _offsets(lengths: np.ndarray, large: bool) -> np.ndarray:
@@ -62,12 +63,13 @@ def strings(values: Sequence[str | None], type: pa.DataType | None = None) -> pa
     """Python strings (None: null) as an Arrow string array, or large_string with `type=pa.large_string()`."""
     type = pa.string() if type is None else type
     large = pa.types.is_large_string(type)
-    encoded = [b"" if v is None else v.encode() for v in values]
+    nulls = values.count(None)
+    encoded = [b"" if v is None else v.encode() for v in values] if nulls else list(map(str.encode, values))
     lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
     if not large and lengths.sum() > _INT32_MAX:  # over 2 GiB: pa.array splits it into chunks
         return pa.array(values, type)
-    validity, nulls = _validity(values)
-    buffers = [validity, pa.py_buffer(_offsets(lengths, large)), pa.py_buffer(b"".join(encoded))]
+    offsets, data = _offsets(lengths, large), b"".join(encoded)
+    buffers = [_validity(values, nulls), pa.py_buffer(offsets), pa.py_buffer(data)]
     return pa.Array.from_buffers(type, len(values), buffers, null_count=nulls)
 
 
@@ -78,8 +80,8 @@ def string_lists(values: Sequence[Sequence[str] | None]) -> pa.Array:
     items = strings(flat)
     if isinstance(items, pa.ChunkedArray):
         return pa.array(values, pa.list_(pa.string()))
-    validity, nulls = _validity(values)
+    nulls, offsets = values.count(None), pa.py_buffer(_offsets(lengths, False))
     return pa.Array.from_buffers(
-        pa.list_(pa.string()), len(values), [validity, pa.py_buffer(_offsets(lengths, False))],
-        null_count=nulls, children=[items],
+        pa.list_(pa.string()), len(values), [_validity(values, nulls), offsets], null_count=nulls,
+        children=[items],
     )
