@@ -9,7 +9,7 @@ around each command), so the figures hold on a shared machine where wall time do
 runs it: `corpusprep build-pairs` then `corpusprep shard`, CLI defaults (default workers, dupe factor 5,
 length 128), from bytecode compiled beforehand as an installed package's is (`pip install` compiles it):
 the bench compiles corpusprep's and Google's modules first, which matters where PYTHONDONTWRITEBYTECODE is
-set (every command would otherwise compile its ~60 modules again, ~0.1 CPU-s). Google's script
+set (every command would otherwise compile its ~60 modules again: ~0.05 CPU-s). Google's script
 (google-research/bert, TF1 API) needs TensorFlow, which is not a project dependency: point --google-dir at
 a folder holding its create_pretraining_data.py and tokenization.py and --google-python at an interpreter
 with tensorflow; it is given the same text, one sentence a line as our
