@@ -7,9 +7,12 @@ CPU seconds are user + sys of the whole process tree (children included, from ge
 around each command), so the figures hold on a shared machine where wall time does not; each command runs
 --repeat times and the least time is reported (contention only ever adds). Ours runs as a user
 runs it: `corpusprep build-pairs` then `corpusprep shard`, CLI defaults (default workers, dupe factor 5,
-length 128). Google's script (google-research/bert, TF1 API) needs TensorFlow, which is not a project
-dependency: point --google-dir at a folder holding its create_pretraining_data.py and tokenization.py and
---google-python at an interpreter with tensorflow; it is given the same text, one sentence a line as our
+length 128), from bytecode compiled beforehand as an installed package's is (`pip install` compiles it):
+the bench compiles corpusprep's and Google's modules first, which matters where PYTHONDONTWRITEBYTECODE is
+set (every command would otherwise compile its ~60 modules again: ~0.05 CPU-s). Google's script
+(google-research/bert, TF1 API) needs TensorFlow, which is not a project dependency: point --google-dir at
+a folder holding its create_pretraining_data.py and tokenization.py and --google-python at an interpreter
+with tensorflow; it is given the same text, one sentence a line as our
 splitter cuts it (that splitting is not counted for Google, and is counted for us). Without them the
 reference figure of 2,500 instances per CPU-second (measured on this machine, see BENCHMARKS.md) is used.
 The floor is `tokenizers` encode_batch_fast over the same sentences on all cores (wall time, as build-pairs').
@@ -19,6 +22,7 @@ Inputs: ../shared/corpus/enwiki_AA.txt.xz and bert-base-uncased-vocab.txt (read-
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -118,6 +122,11 @@ def google(corpus: Path, tmp: Path, directory: Path, python: str) -> tuple[int, 
     return int(written.group(1)), cpu, wall
 
 
+def compile_bytecode(python: str, directory: Path) -> None:
+    """Write the .pyc files `python` reads for the modules under `directory`, as `pip install` does."""
+    subprocess.run([python, "-m", "compileall", "-q", str(directory)], stdout=subprocess.DEVNULL, check=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, nargs="+", default=[5, 10], help="prefix sizes in MB")
@@ -136,6 +145,10 @@ def main() -> None:
     )
     if not args.google_dir:
         print(f"Google: reference figure {GOOGLE_REFERENCE:,} instances per CPU-second (script not run)")
+    package = importlib.util.find_spec("corpusprep").submodule_search_locations[0]
+    compile_bytecode(sys.executable, Path(package))
+    if args.google_dir:
+        compile_bytecode(args.google_python, args.google_dir)
     with tempfile.TemporaryDirectory(prefix="bench-google-") as tmp:
         tmp = Path(tmp)
         vocab = make_vocab(tmp / "vocab")

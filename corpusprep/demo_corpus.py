@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine.files import atomic_path
-from corpusprep.split.linebreaks import unwrap_paragraph
 
 # 4 MB of text is about 1M word pieces: a 2-layer BERT sees it several times in a few minutes of CPU
 # training (enough to learn frequent words and syntax), while the whole demo pipeline stays at seconds.
@@ -93,6 +92,8 @@ def clean_docstring(doc: str) -> str:
         elif paragraphs[-1]:
             paragraphs.append([])
     # One paragraph a line: the read stage's convention ("\n" is a hard sentence boundary).
+    from corpusprep.split.linebreaks import unwrap_paragraph  # not at the top: the CLI imports this module
+
     return "\n".join(unwrap_paragraph(p) for p in paragraphs if p).strip()
 
 

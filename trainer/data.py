@@ -29,10 +29,11 @@ import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 from corpusprep.engine import artifact
+from corpusprep.engine.arrow import to_numpy
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab
-from corpusprep.mask.examples import list_parts, to_numpy
+from corpusprep.mask.examples import list_parts
 from corpusprep.objectives import Objective, objective
 from corpusprep.shard.table import remask_table
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from corpusprep.cli import options as opt
 from corpusprep.cli.app import app
 from corpusprep.errors import UsageError
 
-console = Console(stderr=True)
 PROGRESS_EVERY = 256  # documents between progress-bar refreshes: a refresh costs more than splitting one
 
 
@@ -97,6 +95,8 @@ def sentences(
     read_stats, split_stats = ReadStats(), SentenceStats()
     documents = iter_documents(inputs, read_options, read_stats)  # resolves inputs now: bad paths fail early
 
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     columns = (
         SpinnerColumn(),
         TextColumn("{task.fields[documents]:>10,} documents"),
@@ -106,7 +106,7 @@ def sentences(
         TimeElapsedColumn(),
     )
     start = time.perf_counter()
-    with Progress(*columns, console=console, transient=True) as bar:
+    with Progress(*columns, console=_console(), transient=True) as bar:
         task = bar.add_task("splitting", documents=0, sentences=0, mb=0.0, rate=0.0)
 
         def tracked():
@@ -135,6 +135,7 @@ def sentences(
 
 
 def _print_summary(report: dict, rate: float) -> None:
+    console = _console()
     read, split = report["read"], report["split"]
     skipped = {**read["skipped"], **split["skipped"]}
     why = ", ".join(f"{n:,} {reason}" for reason, n in sorted(skipped.items())) or "none"
@@ -145,3 +146,11 @@ def _print_summary(report: dict, rate: float) -> None:
     )
     if read["skipped_files"]:
         console.print(f"  files skipped: {json.dumps(read['skipped_files'])}")
+
+
+@functools.cache
+def _console():
+    """stderr's rich Console, made (and rich imported) only by a command that prints with it."""
+    from rich.console import Console
+
+    return Console(stderr=True)

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from corpusprep.cli import options as opt
 from corpusprep.cli.app import app
 from corpusprep.demo_corpus import DEFAULT_MAX_MB, write_demo_corpus
 from corpusprep.errors import UsageError
-
-console = Console(stderr=True)
-
 
 VOCAB_HELP = (
     "Train a BERT WordPiece vocab on the input documents (streamed) and write it to --output.\n\n"
@@ -88,6 +84,8 @@ def vocab(
     read = opt.read_options(input_format, one_sentence_per_line, text_field, on_error)
     if not inputs and from_vocab is None:
         raise UsageError("give input paths to train on, or --from-vocab FILE")
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     columns = (
         SpinnerColumn(),
         TextColumn("{task.description:<9}"),
@@ -96,7 +94,7 @@ def vocab(
         TextColumn("{task.fields[rate]:>6.1f} MB/s"),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=console, transient=True) as bar:
+    with Progress(*columns, console=_console(), transient=True) as bar:
         task = bar.add_task("reading", documents=0, mb=0.0, rate=0.0)
 
         def progress(phase: str, documents: int, nbytes: int) -> None:
@@ -109,6 +107,7 @@ def vocab(
 
 
 def _print_summary(output: Path, report: dict) -> None:
+    console = _console()
     if report["reused"]:
         console.print(f"{output}: up to date (same inputs and options); pass --overwrite to rebuild")
         return
@@ -143,8 +142,16 @@ def demo_corpus(
 
     check_output_file(output, [], "demo-corpus")
     if output.exists() and not overwrite:
-        console.print(f"{output}: exists, reused (pass --overwrite to rebuild)")
+        _console().print(f"{output}: exists, reused (pass --overwrite to rebuild)")
         return
     stats = write_demo_corpus(output, max_mb)
-    console.print(f"{output}: {stats.documents:,} documents, {stats.bytes / 1e6:.1f} MB of text from "
-                  f"{stats.modules:,} modules ({', '.join(stats.sources)})")
+    _console().print(f"{output}: {stats.documents:,} documents, {stats.bytes / 1e6:.1f} MB of text from "
+                     f"{stats.modules:,} modules ({', '.join(stats.sources)})")
+
+
+@functools.cache
+def _console():
+    """stderr's rich Console, made (and rich imported) only by a command that prints with it."""
+    from rich.console import Console
+
+    return Console(stderr=True)

@@ -13,9 +13,7 @@ node) and read and write the task's paths (a shared file system, the marker dire
 from __future__ import annotations
 
 import atexit
-import concurrent.futures as cf
 import contextlib
-import multiprocessing as mp
 import os
 import signal
 import sys
@@ -50,7 +48,8 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-# CPU and wall seconds to start a worker pool: a forkserver importing numpy, pyarrow and pandas (2 vCPU EPYC).
+# CPU and wall seconds to start a worker pool: a forkserver importing the stage's modules (numpy, pyarrow),
+# its workers' first steps (2 vCPU EPYC: build-pairs on 10 MB with 2 workers, two pools, +0.65 CPU-s).
 POOL_START_SECONDS = 0.6
 
 
@@ -155,6 +154,8 @@ def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, root: Path, workers:
         for task in tasks:
             yield task, _run_and_mark(fn, task, marker_dir, root)
         return
+    import concurrent.futures as cf  # here: a run without a pool does without them (~15 ms of start-up)
+
     context, parent = _pool_context(fn)
     workers = min(workers, len(tasks))
     broken = None  # the task whose future saw the pool break (a worker died)
@@ -218,16 +219,19 @@ def _pool_context(fn: Callable) -> tuple[Any, int]:
     again, which is most of the CPU time of a stage on a few MB of text. The server serves every pool of
     this process and exits when it does. Where forkserver is unavailable, spawn.
     """
+    import multiprocessing as mp
+
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn"), os.getpid()
     from multiprocessing import forkserver
 
     context = mp.get_context("forkserver")
     module = getattr(getattr(fn, "func", fn), "__module__", None)
-    # Only the first call's list counts: the server, once started, is reused. pandas: pyarrow imports it
-    # the first time it builds an array (~0.25 CPU-s), once per worker unless the server already has it.
+    # Only the first call's list counts: the server, once started, is reused. pandas, when this process has
+    # imported it (pyarrow does, the first time `pa.array` or `to_numpy` runs: ~0.25 CPU-s): the workers
+    # will too, and then import it once, in the server, instead of once each. Otherwise not at all.
     preload = [m for m in (__name__, module) if m and m != "__main__"]
-    context.set_forkserver_preload([*preload, "pandas"] if "pyarrow" in sys.modules else preload)
+    context.set_forkserver_preload([*preload, "pandas"] if "pandas" in sys.modules else preload)
     forkserver.ensure_running()
     state = getattr(forkserver, "_forkserver", None)
     server = getattr(state, "_forkserver_pid", None)

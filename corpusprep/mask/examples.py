@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from corpusprep.engine.arrow import to_numpy
 from corpusprep.errors import DataError
 
 
@@ -33,21 +34,6 @@ def pad_rows(values: np.ndarray, lengths: np.ndarray, width: int | None = None, 
 def unpad_rows(grid: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The inverse of pad_rows: the rows' values, flat."""
     return grid[row_mask(lengths, grid.shape[1])]
-
-
-def to_numpy(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """A null-free Arrow array of integers or bools as numpy, zero-copy for integers. (`Array.to_numpy` goes
-    through the pandas converter, which imports pandas: 0.3 s of CPU in every process.)"""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    if array.null_count:
-        raise ValueError("null values")
-    data = array.buffers()[1]
-    if pa.types.is_boolean(array.type):  # bit-packed
-        bits = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")
-        return bits[array.offset : array.offset + len(array)].view(bool)
-    dtype = np.dtype(str(array.type))
-    return np.frombuffer(data, dtype, len(array), array.offset * dtype.itemsize)
 
 
 def list_parts(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:

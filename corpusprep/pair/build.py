@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from corpusprep.engine import arrow
 from corpusprep.engine.artifact import WORK, Artifact, input_files
 from corpusprep.engine.executor import OUTPUTS_KEY, Task, merge_stats, stage_workers
 from corpusprep.engine.files import atomic_path, read_json, write_json
@@ -435,11 +436,9 @@ def read_stage(task: Task, bar: _Progress) -> dict[str, Any]:
     def flush() -> None:
         table = pa.table(
             {
-                "id": pa.array([d.id for d in chunk], pa.string()),
-                "text": pa.array([None if d.sentences is not None else d.text for d in chunk], pa.string()),
-                "sentences": pa.array(
-                    [None if d.sentences is None else list(d.sentences) for d in chunk], pa.list_(pa.string())
-                ),
+                "id": arrow.strings([d.id for d in chunk]),
+                "text": arrow.strings([None if d.sentences is not None else d.text for d in chunk]),
+                "sentences": arrow.string_lists([d.sentences for d in chunk]),
             }
         )
         path = work / "docs" / f"c{len(written):06d}.arrow"

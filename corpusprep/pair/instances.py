@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from corpusprep.engine import arrow
 from corpusprep.pair.schema import pairs_schema
 
 
@@ -238,21 +239,21 @@ def gather(tokens: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.ListA
     offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
     np.cumsum(lengths, out=offsets[1:])
     index = np.arange(offsets[-1], dtype=np.int64) + np.repeat(starts - offsets[:-1], lengths)
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(tokens[index]))
+    return pa.ListArray.from_arrays(arrow.from_numpy(offsets), arrow.from_numpy(tokens[index]))
 
 
 def pairs_table(part: PartitionTokens, pairs: Pairs, objective: str = "nsp") -> pa.Table:
     """The pairs in the `build-pairs` Parquet schema, with provenance (document and sentence of A and B)."""
-    doc_ids = pa.array(part.doc_ids, type=pa.string())
+    doc_ids = arrow.strings(part.doc_ids)
     return pa.Table.from_arrays(
         [
             gather(part.tokens, pairs.a_start, pairs.a_end),
             gather(part.tokens, pairs.b_start, pairs.b_end),
-            pa.array(pairs.label),
-            doc_ids.take(pa.array(pairs.a_doc)),
-            pa.array(part.sent_index[pairs.a_sentence], type=pa.uint32()),
-            doc_ids.take(pa.array(pairs.b_doc)),
-            pa.array(part.sent_index[pairs.b_sentence], type=pa.uint32()),
+            arrow.from_numpy(pairs.label),
+            doc_ids.take(arrow.from_numpy(pairs.a_doc)),
+            arrow.from_numpy(part.sent_index[pairs.a_sentence], pa.uint32()),
+            doc_ids.take(arrow.from_numpy(pairs.b_doc)),
+            arrow.from_numpy(part.sent_index[pairs.b_sentence], pa.uint32()),
         ],
         schema=pairs_schema(part.tokens.dtype, objective),
     )

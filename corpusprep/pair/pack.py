@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from corpusprep.engine import arrow
 from corpusprep.pair.instances import PartitionTokens, gather
 from corpusprep.pair.schema import pairs_schema
 
@@ -132,16 +133,16 @@ def _pack(part: PartitionTokens, max_seq_length: int, rng: np.random.Generator) 
 def rows_table(part: PartitionTokens, rows: Rows) -> pa.Table:
     """The rows in the `none` Parquet schema: tokens back to back, each piece's length, document and first
     sentence."""
-    offsets = pa.array(rows.row_offsets.astype(np.int32))
+    offsets = arrow.from_numpy(rows.row_offsets.astype(np.int32))
     tokens = gather(part.tokens, rows.start, rows.start + rows.length).flatten()
     per_row = np.concatenate([[0], np.cumsum(rows.length)])[rows.row_offsets].astype(np.int32)
-    doc_ids = pa.array(part.doc_ids, type=pa.string()).take(pa.array(rows.doc))
+    doc_ids = arrow.strings(part.doc_ids).take(arrow.from_numpy(rows.doc))
     return pa.Table.from_arrays(
         [
-            pa.ListArray.from_arrays(pa.array(per_row), tokens),
-            pa.ListArray.from_arrays(offsets, pa.array(rows.length.astype(np.uint16))),
+            pa.ListArray.from_arrays(arrow.from_numpy(per_row), tokens),
+            pa.ListArray.from_arrays(offsets, arrow.from_numpy(rows.length.astype(np.uint16))),
             pa.ListArray.from_arrays(offsets, doc_ids),
-            pa.ListArray.from_arrays(offsets, pa.array(part.sent_index[rows.sentence], type=pa.uint32())),
+            pa.ListArray.from_arrays(offsets, arrow.from_numpy(part.sent_index[rows.sentence], pa.uint32())),
         ],
         schema=pairs_schema(part.tokens.dtype, "none"),
     )

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from corpusprep.engine import arrow
 from corpusprep.engine.files import atomic_path
 from corpusprep.pair.instances import PartitionTokens
 
@@ -124,11 +125,11 @@ class WordCache:
     def encode(self, sentences: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """All the sentences' token ids, concatenated, and each sentence's count of ids."""
         # Split and deduplicate in Arrow: no Python string per word.
-        lists = pc.split_pattern(pa.array(sentences, pa.large_string()), " ")
-        words_per_sentence = np.diff(lists.offsets.to_numpy())
+        lists = pc.split_pattern(arrow.strings(sentences, pa.large_string()), " ")
+        words_per_sentence = np.diff(arrow.to_numpy(lists.offsets))
         encoded = pc.dictionary_encode(lists.flatten())
         distinct = encoded.dictionary.to_pylist()
-        codes = encoded.indices.to_numpy()
+        codes = arrow.to_numpy(encoded.indices)
         new = [w for w in distinct if w not in self.index]  # first-seen order: deterministic
         if len(self.index) + len(new) > MAX_CACHED_WORDS:
             self._reset()

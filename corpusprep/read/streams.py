@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-import pyarrow as pa
-
 from corpusprep.read.document import ReadStats
 
 BLOCK = 1 << 20
@@ -40,7 +38,7 @@ BINARY_MAGIC = {
 }
 # Control bytes that never appear in text (tab, newlines, form feed and escape do).
 _CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\x0c\x1b")
-STREAM_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, pa.ArrowException)
+STREAM_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
 
 
 class Unreadable(Exception):
@@ -67,12 +65,27 @@ def open_file(path: Path) -> BinaryIO:
         raise Unopenable("unreadable", f"{path}: cannot open: {error.strerror or error}") from error
 
 
+def _zstd(raw: BinaryIO) -> BinaryIO:
+    import pyarrow as pa  # here, not at the top: only a .zst input needs it (~0.1 s of start-up)
+
+    return pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd")
+
+
 DECOMPRESSORS = {
     "gz": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"),
     "xz": lzma.LZMAFile,
     "bz2": bz2.BZ2File,
-    "zst": lambda raw: pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd"),
+    "zst": _zstd,
 }
+
+
+def stream_errors(kind: str | None) -> tuple[type[BaseException], ...]:
+    """What reading a `kind` stream raises when the stream is truncated or corrupt."""
+    if kind != "zst":
+        return STREAM_ERRORS
+    import pyarrow as pa
+
+    return (*STREAM_ERRORS, pa.ArrowException)
 
 
 @contextlib.contextmanager
@@ -90,10 +103,11 @@ def open_decompressed(path: Path) -> Iterator[tuple[BinaryIO, str | None]]:
 def read_blocks(stream: BinaryIO, path: Path, kind: str | None) -> Iterator[bytes]:
     """Blocks of BLOCK bytes; a truncated or corrupt stream becomes Unreadable with the byte offset."""
     offset = 0
+    errors = stream_errors(kind)
     while True:
         try:
             block = stream.read(BLOCK)
-        except STREAM_ERRORS as error:
+        except errors as error:
             what = f"truncated or corrupt {kind} stream" if kind else "read error"
             raise Unreadable("unreadable", f"{path}: byte {offset}: {what}: {error}") from error
         if not block:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from corpusprep.engine import arrow
+from corpusprep.engine.arrow import to_numpy
 from corpusprep.errors import UsageError
 from corpusprep.mask import Examples, Masked, MaskVocab, mask_examples
 from corpusprep.mask.examples import list_parts, pad_rows, row_mask
@@ -26,14 +28,8 @@ def count_keys(objective: str | None = "nsp") -> tuple[str, ...]:
 COUNT_KEYS = count_keys("nsp")
 
 
-def _array(values: np.ndarray) -> pa.Array:
-    """numpy -> Arrow, zero-copy. (`pa.array` would import pandas to inspect its input: 0.3 s per process.)"""
-    values = np.ascontiguousarray(values)
-    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
-
-
 def _list(offsets: np.ndarray, values: np.ndarray) -> pa.ListArray:
-    return pa.ListArray.from_arrays(_array(offsets), _array(values))
+    return pa.ListArray.from_arrays(arrow.from_numpy(offsets), arrow.from_numpy(values))
 
 
 def _offsets(lengths: np.ndarray) -> np.ndarray:
@@ -55,7 +51,7 @@ def to_table(masked: Masked, objective: str = "nsp", cls_id: int | None = None) 
         offsets, columns = ex.piece_starts(cls_id)
         own = _list(offsets.astype(np.int32), columns.astype(np.uint16))  # document_starts
     else:
-        own = _array(ex.label.view(np.uint8))  # next_sentence_label or sentence_order_label
+        own = arrow.from_numpy(ex.label.view(np.uint8))  # next_sentence_label or sentence_order_label
     return pa.Table.from_arrays(
         [
             _list(tokens, ex.flat_ids()),
@@ -63,7 +59,7 @@ def to_table(masked: Masked, objective: str = "nsp", cls_id: int | None = None) 
             _list(predictions, masked.positions[predicted]),
             _list(predictions, masked.labels[predicted]),
             own,
-            _array(ex.lengths.astype(np.uint16)),
+            arrow.from_numpy(ex.lengths.astype(np.uint16)),
         ],
         schema=shard_schema(ex.ids.dtype, objective_spec(objective).name),
     )
@@ -114,12 +110,12 @@ def count_table(table: pa.Table, mask_id: int, objective: str = "nsp") -> dict[s
         starts, _ = list_parts(table.column("document_starts"))
         own = _own_counts(objective, None, int(starts[-1]) if len(starts) else 0)
     else:
-        own = _own_counts(objective, table.column(spec.shard_label).to_numpy(), 0)
+        own = _own_counts(objective, to_numpy(table.column(spec.shard_label)), 0)
     actions = np.bincount(actions_of(shown, labels, mask_id), minlength=3)
     return {
         "examples": table.num_rows,
         **own,
-        "tokens": int(table.column("num_tokens").to_numpy().sum(dtype=np.int64)),
+        "tokens": int(to_numpy(table.column("num_tokens")).sum(dtype=np.int64)),
         "masked_tokens": len(labels),
         **{name: int(actions[i]) for i, name in enumerate(ACTIONS)},
     }
@@ -141,7 +137,7 @@ def examples_from_shard(table: pa.Table, pad_id: int, objective: str = "nsp") ->
         return Examples(grid, lengths, np.zeros(n, np.int64), np.zeros(n, bool), packed=True)
     type_offsets, types = list_parts(table.column("token_type_ids"))
     ones = np.add.reduceat(types.astype(np.int64), type_offsets[:-1]) if n else np.zeros(0, np.int64)
-    label = table.column(spec.shard_label).to_numpy().astype(bool)
+    label = to_numpy(table.column(spec.shard_label)).astype(bool)
     return Examples(grid, lengths, lengths - ones - 2, label)  # len_a: the zeros minus [CLS] and [SEP]
 
 
