@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.pair.helpers import make_vocab, synthetic_documents, write_bert
 
 HEAVY = ("pandas", "pyarrow", "numpy", "tokenizers", "pydantic", "rich.progress", "multiprocessing.pool")
@@ -29,11 +31,14 @@ def test_help_imports_no_heavy_library():
     assert loaded_after("--help") == set()
 
 
-def test_build_pairs_and_shard_never_import_pandas(tmp_path: Path):
+@pytest.mark.parametrize("objective", ["nsp", "sop", "none"])
+def test_build_pairs_and_shard_never_import_pandas(tmp_path: Path, objective: str):
     vocab = make_vocab(tmp_path / "vocab")
     corpus = write_bert(tmp_path / "corpus.txt", synthetic_documents(40, seed=0))
     pairs, shards = tmp_path / "pairs", tmp_path / "shards"
-    build = loaded_after("build-pairs", str(corpus), "--vocab", str(vocab), "-o", str(pairs), "--no-progress")
+    build = loaded_after("build-pairs", str(corpus), "--vocab", str(vocab), "-o", str(pairs), "--no-progress",
+                         "--objective", objective)  # fmt: skip
     assert "pandas" not in build and "pyarrow" in build  # it ran
-    shard = loaded_after("shard", str(pairs), "--vocab", str(vocab), "-o", str(shards), "--no-progress")
+    shard = loaded_after("shard", str(pairs), "--vocab", str(vocab), "-o", str(shards), "--no-progress",
+                         "--mask-strategy", "span")  # fmt: skip
     assert "pandas" not in shard and (shards / "manifest.json").is_file()

@@ -248,3 +248,31 @@ def test_resume_with_another_batch_size_continues_at_the_next_row(tiny_shards, t
     with pytest.raises(UsageError, match=r"data.num_workers: 0 -> 2"):
         train(load_config(None, small_run(tiny_shards, run, "data.num_workers=2", "schedule.steps=16",
                                           "checkpoint.resume=true")))  # fmt: skip
+
+
+def test_the_trainers_parts_work_alone(tiny_shards, tmp_path):
+    """train_step, evaluate and state_dict / load_state_dict, without the loop: a step moves the weights
+    and the step count, evaluate leaves them alone, and a state saved and loaded into a fresh Trainer gives
+    the same next step."""
+    from trainer.train import Dist, Trainer
+
+    torch.set_num_threads(1)
+    config = load_config(None, small_run(tiny_shards, tmp_path / "run", "model.dropout=0.0",
+                                         "model.attention_dropout=0.0"))  # fmt: skip
+    trainer = Trainer(config, Dist(), torch.device("cpu"))
+    before = {k: v.clone() for k, v in trainer.raw_model.state_dict().items()}
+    values = trainer.train_step()
+    assert trainer.step == 1 and trainer.position.batches == 1 and trainer.position.rows == [8]
+    assert set(values) == {"loss", "mlm_loss", "nsp_loss", "lr", "grad_norm"}
+    assert values["loss"] == pytest.approx(values["mlm_loss"] + values["nsp_loss"], rel=1e-6)
+    assert any(not torch.equal(before[k], v) for k, v in trainer.raw_model.state_dict().items())
+    after_step = {k: v.clone() for k, v in trainer.raw_model.state_dict().items()}
+    scores = trainer.evaluate()
+    assert set(scores) == {"val_mlm_loss", "val_mlm_acc", "val_nsp_loss", "val_nsp_acc"}
+    assert all(torch.equal(after_step[k], v) for k, v in trainer.raw_model.state_dict().items())
+    trainer.save_checkpoint()
+    fresh = Trainer(load_config(None, small_run(tiny_shards, tmp_path / "run", "model.dropout=0.0",
+                                                "model.attention_dropout=0.0", "checkpoint.resume=true")),
+                    Dist(), torch.device("cpu"))  # fmt: skip
+    assert fresh.step == 1 and fresh.position == trainer.position
+    assert fresh.train_step()["loss"] == trainer.train_step()["loss"]
