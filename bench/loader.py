@@ -95,13 +95,13 @@ def measure(kind: str, shards_dir: str, batch_size: int) -> dict:
     if kind == "ours":
         stream = ShardStream(shards, "train", batch_size, seed=0, loop=False)
         for batch in stream:
-            seen += len(batch["nsp_labels"])
+            seen += len(batch["input_ids"])
     else:  # naive peer: the whole split in memory, random batches by index
         table = pa.concat_tables(pq.read_table(f.path) for f in shards.files("train"))
         order = rng_for(0, "peer").permutation(rows)
         for i in range(0, rows, batch_size):
             batch = collate(table.take(order[i : i + batch_size]), 0)
-            seen += len(batch["nsp_labels"])
+            seen += len(batch["input_ids"])
     seconds = time.perf_counter() - start
     assert seen == rows, (seen, rows)
     return {"examples_per_s": rows / seconds, "rss_growth_mb": rss_mb() - before, "peak_rss_mb": rss_mb()}

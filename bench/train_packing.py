@@ -101,6 +101,37 @@ def tokens_per_second(model, batches: list[dict], steps: int, repeat: int) -> tu
     return best, 1 - real / cells
 
 
+def attention_seconds(batches: list[dict], heads: int, head_dim: int, repeat: int) -> dict[str, float]:
+    """Attention alone (SDPA forward + backward) on the packed batches, two ways: our piece grid
+    ([pieces, heads, longest piece, head_dim] with a key-padding mask) and a [B, 1, L, L] block-diagonal
+    mask over the rows (what FlexAttention or a dense mask would compute). Best of `repeat`, in seconds."""
+    import torch.nn.functional as F
+
+    from trainer.model import Layout
+
+    def run(layouts: list[tuple[tuple[int, int], torch.Tensor]]) -> float:
+        best = float("inf")
+        for _ in range(repeat):
+            start = time.perf_counter()
+            for (rows, length), mask in layouts:
+                q, k, v = (torch.randn(rows, heads, length, head_dim, requires_grad=True) for _ in range(3))
+                F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward()
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    grids, blocks = [], []
+    for b in batches:
+        layout = Layout(b["attention_mask"], *b["input_ids"].shape, b["piece_lengths"])
+        grids.append((layout.grid, layout.key_mask))
+        piece = torch.full(b["input_ids"].shape, -1)
+        piece.view(-1)[layout.real] = torch.repeat_interleave(torch.arange(len(b["piece_lengths"])),
+                                                              b["piece_lengths"])  # fmt: skip
+        same = (piece[:, :, None] == piece[:, None, :]) & (piece[:, None, :] >= 0)
+        same |= torch.eye(piece.shape[1], dtype=torch.bool)  # padded queries: one key, no empty softmax
+        blocks.append((tuple(b["input_ids"].shape), same[:, None]))
+    return {"piece grid": run(grids), "block mask": run(blocks)}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--mb", type=float, default=2.0)
@@ -134,6 +165,13 @@ def main() -> None:
     for name, (rate, padding) in results.items():
         print(f"{name:<7} {rate:>10,.0f} tokens/s   padding {padding:.1%} of the batch grid")
     print(f"packed / padded: {results['packed'][0] / results['padded'][0]:.2f}x tokens/s")
+    config = preset(args.preset, vocab_size=vocab_size)
+    head_dim = config.hidden_size // config.num_heads
+    kernels = attention_seconds(batches(packed, args.rows, pad_id)[: args.steps], config.num_heads, head_dim,
+                                args.repeat)  # fmt: skip
+    print(f"attention only, {args.steps} packed batches (forward + backward): " + ", ".join(
+        f"{name} {seconds * 1e3:,.0f} ms" for name, seconds in kernels.items()))  # fmt: skip
+    print(f"block mask / piece grid: {kernels['block mask'] / kernels['piece grid']:.2f}x the time")
 
 
 if __name__ == "__main__":

@@ -323,7 +323,9 @@ class ShardStream(IterableDataset):
         self.files = shards.files(split)
         self.chunks = plan_chunks(self.files, chunk_rows)
         self.pad_multiple = pad_multiple
-        self.shuffle, self.loop, self.start = shuffle, loop, start or Position()
+        self.shuffle, self.loop = shuffle, loop
+        # a copy: the trainer advances its own Position as batches arrive
+        self.start = Position(start.batches, list(start.rows)) if start else Position()
         self.mask_vocab = None
         if dynamic_masking:  # built once here, pickled to the workers
             self.mask_vocab = MaskVocab.from_vocab(shards.vocab_info(), shards.word_segmenter())

@@ -395,6 +395,12 @@ class Trainer:
         log(self.d, line)
         self.window = {"seqs": 0, "tokens": 0, "time": time.time()}
 
+    def log_validation(self, scores: dict[str, float]) -> None:
+        self.last |= scores
+        self.metrics.write({"step": self.step, **scores})
+        line = " ".join(f"{k.removeprefix('val_')} {v:.4f}" for k, v in scores.items())
+        log(self.d, f"step {self.step:>6} | validation {line}")
+
     # -------------------------------------------------------- the loop
 
     def fit(self) -> dict:
@@ -410,14 +416,7 @@ class Trainer:
             if self.step % c.logging.every == 0 or last:
                 self.log_progress(values)
             if self.has_validation and ((c.eval.every and self.step % c.eval.every == 0) or last):
-                scores = self.evaluate()
-                self.last |= scores
-                self.metrics.write({"step": self.step, **scores})
-                log(
-                    d,
-                    f"step {self.step:>6} | validation "
-                    + " ".join(f"{k[4:]} {v:.4f}" for k, v in scores.items()),
-                )
+                self.log_validation(self.evaluate())
             if self.step % c.checkpoint.every == 0 or last:
                 self.save_checkpoint()
         return self.summary(time.time() - started)

@@ -120,7 +120,7 @@ def test_fifty_training_steps_match_transformers(tiny_shards, tmp_path):
             token_type_ids=batch["token_type_ids"],
             attention_mask=batch["attention_mask"].long(),
             labels=labels,
-            next_sentence_label=batch["nsp_labels"],
+            next_sentence_label=batch["sentence_labels"],
         ).loss
         for loss, (model, optimizer, scheduler) in zip((loss_ours, loss_hf), runs, strict=True):
             loss.backward()

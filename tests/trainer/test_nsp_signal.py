@@ -68,10 +68,10 @@ def test_the_nsp_path_can_fit_a_few_batches(tiny_shards):
     def nsp_accuracy() -> float:
         with torch.no_grad():
             correct = [
-                (forward_loss(model, b, contextlib.nullcontext)[1].argmax(-1) == b["nsp_labels"]).sum()
+                (forward_loss(model, b, contextlib.nullcontext)[1].argmax(-1) == b["sentence_labels"]).sum()
                 for b in batches
             ]
-        return float(sum(correct)) / sum(len(b["nsp_labels"]) for b in batches)
+        return float(sum(correct)) / sum(len(b["sentence_labels"]) for b in batches)
 
     before = nsp_accuracy()
     for step in range(100):
