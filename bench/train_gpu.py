@@ -130,8 +130,8 @@ def padding_cpu(name: str, batch_size: int, seq_len: int, reps: int) -> None:
     model = BertForPreTraining(config)
     unpadded_layout = model_module.Layout.__init__
 
-    def padded_layout(self, attention_mask, batch, length):  # what a padded implementation computes
-        self.batch, self.length, self.index, self.rows = batch, length, None, None
+    def padded_layout(self, attention_mask, batch, length, piece_lengths=None):  # a padded implementation
+        self.batch, self.length, self.real, self.rows = batch, length, None, None
         self.key_mask = attention_mask.bool()[:, None, None, :]
 
     print(f"{'length mix':<36}{'padding':>9}{'unpadded s':>12}{'padded s':>10}{'speed-up':>10}")
