@@ -1,1 +1,1 @@
-"""A compact BERT (MLM + NSP) pre-trainer on corpusprep shards: `python -m trainer.run`."""
+"""A compact BERT pre-trainer (MLM + NSP or SOP, or MLM alone) on corpusprep shards: `trainer.run`."""

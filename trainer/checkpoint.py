@@ -25,7 +25,7 @@ import torch
 from corpusprep.engine import faults
 from corpusprep.engine.files import atomic_dir, remove_stale_temps
 from corpusprep.errors import DataError, UsageError, os_error_in
-from trainer.config import ModelConfig
+from trainer.config import WARMUP_SHARE, ModelConfig
 from trainer.model import BertConfig, BertForPreTraining
 
 STEP_DIR = re.compile(r"^step-(\d{7,})$")
@@ -53,9 +53,8 @@ def complete(path: Path) -> bool:
 
 # What must not change when a run continues from its checkpoint (the rest: steps, cadences, paths of logs)
 # (a batch size change continues at the same row: positions are kept in rows; `data.shards` is checked by
-# content too, `trainer.train.check_resume_shards`)
+# content too, `trainer.train.check_resume_shards`; the model as resolved, by `Trainer.load_state_dict`)
 RESUME_KEYS = (
-    "model.",
     "optim.",
     "seed",
     "data.shards",
@@ -78,16 +77,20 @@ def resume_conflicts(saved: dict, current: dict) -> list[str]:
             out |= flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
         return out
 
-    def norm(key: str, value: Any) -> Any:
-        is_path = key in ("data.shards", "checkpoint.init_from") and value
-        return str(Path(value).resolve()) if is_path else value
-
     before, after = flat(saved), flat(current)
+
+    def norm(key: str, value: Any, config: dict) -> Any:
+        if key in ("data.shards", "checkpoint.init_from") and value:
+            return str(Path(value).resolve())  # saved resolved (`config_record`); older runs as typed
+        if key == "schedule.warmup_steps" and value is None:  # the default, resolved from that run's steps
+            return round(WARMUP_SHARE * config.get("schedule.steps", 0))
+        return value
+
     keys = sorted(k for k in set(before) | set(after) if k.startswith(RESUME_KEYS))
     return [
         f"{k}: {before.get(k)!r} -> {after.get(k)!r}"
         for k in keys
-        if norm(k, before.get(k)) != norm(k, after.get(k))
+        if norm(k, before.get(k), before) != norm(k, after.get(k), after)
     ]
 
 
@@ -142,6 +145,9 @@ def read_config(path: Path) -> dict:
 
 def config_record(train_config: Any, bert_config: Any, vocab: dict | None = None) -> dict:
     record = {"train": asdict(train_config), "model": asdict(bert_config)}
+    data = record["train"]["data"]
+    if data.get("shards"):  # resolved: a resume from another working directory finds the same shards
+        data["shards"] = str(Path(data["shards"]).resolve())
     if vocab:  # as import_hf writes it: checkpoint.init_from checks it against the shards' vocab
         record["vocab"] = {"sha256": vocab.get("sha256"), "size": vocab.get("size")}
     return record
@@ -178,7 +184,7 @@ def init_weights(
     check_state(state, saved_model, path / "model.pt")  # every weight, right shapes: nothing left random
     bert = replace(saved_model, dropout=model.dropout, attention_dropout=model.attention_dropout,
                    objective=objective)  # fmt: skip
-    if saved_model.objective != objective:  # another task's head: drop it (a fresh one is made for ours)
+    if saved_model.objective != objective and bert.sentence_head:  # another task's head: ours starts fresh
         state = {k: v for k, v in state.items() if not k.startswith(SENTENCE_HEAD)}
     return bert, state, path
 
@@ -215,9 +221,10 @@ def bert_config(saved: dict, where: Path) -> BertConfig:
 
 def find_checkpoint(path: Path) -> Path:
     """A checkpoint directory (model.pt + config.json), or a run directory: its newest checkpoint; or a
-    pipeline run directory holding one trainer run (train/): that run's newest checkpoint."""
+    pipeline run directory holding one trainer run (train/, or PHASE/train/): that run's newest checkpoint."""
     if not (path / "model.pt").exists() and not (path / "checkpoints").is_dir():
-        runs = sorted(p.parent for p in path.glob("*/checkpoints") if p.is_dir())
+        found = [*path.glob("*/checkpoints"), *path.glob("*/*/checkpoints")]
+        runs = sorted(p.parent for p in found if p.is_dir())
         if len(runs) > 1:
             names = ", ".join(str(r) for r in runs)
             raise UsageError(f"{path}: holds several trainer runs; export one of them: {names}")

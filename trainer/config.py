@@ -167,11 +167,16 @@ def _apply(obj: Any, values: dict[str, Any], where: str) -> None:
         if is_dataclass(current):
             if not isinstance(value, dict):
                 raise UsageError(f"{where}: {key!r} is a section, not a value")
-            _apply(current, value, f"{where}.{key}" if where != "config" else key)
+            _apply(current, value, _within(where, key))
         else:
             if current is None:  # an optional field not set yet: check the value against its declared type
                 current = next(t for t in get_args(hints[key]) if t is not type(None))()
-            setattr(obj, key, _coerce(value, current, f"{where}.{key}"))
+            setattr(obj, key, _coerce(value, current, _within(where, key)))
+
+
+def _within(where: str, key: str) -> str:
+    """The name of `key` inside `where` for messages: `model.lr`, `--set model.lr`, `train.toml: model.lr`."""
+    return key if where == "config" else f"{where} {key}" if where == "--set" else f"{where}.{key}"
 
 
 def _coerce(value: Any, current: Any, where: str) -> Any:
@@ -206,7 +211,7 @@ def load_config(source: Path | str | dict | None = None, overrides: list[str] | 
         nested: dict[str, Any] = {name: _parse_value(text.strip())}
         for section in reversed(sections):
             nested = {section: nested}
-        _apply(config, nested, f"--set {key.strip()}")
+        _apply(config, nested, "--set")
     validate(config)
     return config
 

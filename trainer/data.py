@@ -261,6 +261,19 @@ def collate(table: pa.Table, pad_id: int, multiple: int = 8, spec: Objective | N
     return batch
 
 
+def check_rows(table: pa.Table, spec: Objective, where: str) -> None:
+    """What the model's indexing relies on, once per row group read: a sentence label of 0 or 1, or pieces
+    that tile the row (a shard whose checksums were rewritten over bad rows fails here, in one line)."""
+    if spec.packs:
+        try:
+            _piece_lengths(table["document_starts"], np.diff(list_parts(table["input_ids"])[0]))
+        except DataError as e:
+            raise DataError(f"{where}: {e}") from None
+    elif len(labels := to_numpy(table[spec.shard_label])) and labels.max() > 1:
+        row = int(np.argmax(labels > 1))
+        raise DataError(f"{where}, row {row}: {spec.shard_label} is {labels[row]}, not 0 or 1")
+
+
 def _piece_lengths(column: pa.ChunkedArray, lengths: np.ndarray) -> np.ndarray:
     """int64[P]: tokens of each piece, row by row, from each row's `document_starts`."""
     start_offsets, starts = list_parts(column)
@@ -367,7 +380,7 @@ class ShardStream(IterableDataset):
     def rows(self, consumer: int, consumers: int, skip: int = 0) -> Iterator[pa.Table]:
         """This consumer's rows as small tables, epoch after epoch, starting `skip` rows in."""
         epoch = 0
-        reader = _RowGroupReader(self.files, self.shards.columns)
+        reader = _RowGroupReader(self.files, self.shards.objective, self.shards.columns)
         while True:
             mine = epoch_order(self.chunks, self.seed, epoch, self.shuffle)[consumer::consumers]
             for chunk in mine:
@@ -391,8 +404,8 @@ class ShardStream(IterableDataset):
 class _RowGroupReader:
     """Keeps one file memory-mapped and one row group decoded; switching file unmaps the previous one."""
 
-    def __init__(self, files: list[ShardFile], columns: list[str]):
-        self.files, self.columns = files, columns
+    def __init__(self, files: list[ShardFile], spec: Objective, columns: list[str]):
+        self.files, self.spec, self.columns = files, spec, columns
         self.file: int | None = None
         self.parquet: pq.ParquetFile | None = None
         self.key: tuple[int, int] | None = None
@@ -406,9 +419,14 @@ class _RowGroupReader:
                 self.table = None  # drop references into the old mapping before opening the next
                 self.parquet = pq.ParquetFile(pa.memory_map(str(self.files[file].path)))
                 self.file = file
+            where = f"{self.files[file].path}: row group {row_group}"
             try:
                 self.table = self.parquet.read_row_group(row_group, columns=self.columns)
             except (OSError, pa.ArrowException) as e:
-                raise DataError(f"{self.files[file].path}: row group {row_group}: {e}") from None
+                raise DataError(f"{where}: {e}") from None
+            except KeyError as e:  # a column the objective needs is not there
+                objective = f"{self.spec.name} shards, as the manifest says"
+                raise DataError(f"{where}: {e.args[0]} ({objective})") from None
+            check_rows(self.table, self.spec, where)
             self.key = (file, row_group)
         return self.table

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from corpusprep.errors import CorpusprepError, DataError, UsageError
+from corpusprep.objectives import objective
 from trainer.checkpoint import check_state, find_checkpoint, load_checkpoint
 from trainer.model import BertConfig, BertForPreTraining
 
@@ -184,6 +185,9 @@ def bert_config_from_hf(hf: dict, where: Path) -> BertConfig:
             attention_dropout=hf.get("attention_probs_dropout_prob", 0.1),
             layer_norm_eps=hf.get("layer_norm_eps", 1e-12),
             init_std=hf.get("initializer_range", 0.02),
+            # ours round-trips: an MLM-only export (`none`) comes back without pooler and sentence head; any
+            # other BERT gets BERT's sentence head (fresh where the checkpoint lacks it)
+            objective=objective(hf.get("corpusprep_objective")).name,
         )
     except KeyError as e:
         raise UsageError(f"{where}: lacks {e.args[0]}") from None
@@ -211,12 +215,14 @@ def find_vocab(checkpoint_dir: Path, saved: dict, explicit: Path | None, vocab_s
             raise UsageError(f"{manifest_path}: not found (shards moved?); pass --vocab DIR")
         manifest = json.loads(manifest_path.read_text()).get("vocab", {})
         candidates = [Path(p) for p in (manifest.get("path"), shards) if p]
+    wanted = manifest.get("sha256") or saved.get("vocab", {}).get("sha256")  # the model's vocab, when known
     for directory in candidates:
         if not (directory / "vocab.txt").is_file():
             continue
         info = VocabInfo.load(directory)
-        if manifest.get("sha256") and info.sha256 != manifest["sha256"]:
-            raise UsageError(f"{directory / 'vocab.txt'}: not the vocab the shards were built with (sha256)")
+        if wanted and info.sha256 != wanted:
+            raise UsageError(f"{directory / 'vocab.txt'}: not the vocab the model was trained with (sha256 "
+                             f"{info.sha256[:12]}..., the checkpoint's {wanted[:12]}...)")  # fmt: skip
         if info.size != vocab_size:
             raise UsageError(f"{directory / 'vocab.txt'}: {info.size} tokens, the model has {vocab_size}")
         return directory
@@ -330,7 +336,7 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
         "unexpected_keys": sorted(info["unexpected_keys"]),
         "mlm_max_abs_diff": float((ours_mlm - (theirs.prediction_logits if head else theirs.logits))[mask]
                                   .abs().max()),
-        "nsp_max_abs_diff": float((ours_nsp - theirs.seq_relationship_logits).abs().max()) if head else 0.0,
+        "nsp_max_abs_diff": float((ours_nsp - theirs.seq_relationship_logits).abs().max()) if head else None,
     }
 
 
@@ -356,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
             config, state, _ = load_checkpoint(args.checkpoint)
             report = verify(out, our_model(config, state))
             print(json.dumps(report, indent=2))
-            worst = max(report["mlm_max_abs_diff"], report["nsp_max_abs_diff"])
+            worst = max(report["mlm_max_abs_diff"], report["nsp_max_abs_diff"] or 0.0)
             if report["missing_keys"] or report["unexpected_keys"] or worst > 1e-4:
                 raise DataError(f"{out}: transformers does not reproduce the checkpoint (see above)")
     except CorpusprepError as e:

@@ -59,7 +59,8 @@ def config_default(key: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m trainer.run", description="Pre-train BERT (MLM + NSP) on shards."
+        prog="python -m trainer.run",
+        description="Pre-train BERT on shards: MLM + NSP or SOP, or MLM alone (the shards' objective).",
     )
     p.add_argument("config", nargs="?", type=Path, help="TOML file (sections model, data, optim, ...)")
     for name, (key, kind, text) in FLAGS.items():

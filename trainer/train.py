@@ -187,10 +187,12 @@ class Trainer:
             log(d, f"resumed from {self.resume_from} at step {self.step}")
         elif init_state is not None:  # weights only; optimizer, schedule and data start afresh
             missing, unexpected = self.raw_model.load_state_dict(init_state, strict=False)
-            if unexpected or any(not k.startswith(checkpoint.SENTENCE_HEAD) for k in missing):
+            if any(not k.startswith(checkpoint.SENTENCE_HEAD) for k in [*missing, *unexpected]):
                 raise DataError(f"{init_path}: weights do not fit the model ({[*unexpected, *missing][:3]})")
             if missing:  # init_from a model of another objective: this objective's head starts fresh
                 log(d, f"sentence head of the {self.objective.name} objective starts fresh")
+            if unexpected:  # init_from a model with a sentence head, for masked LM alone
+                log(d, f"not used by the {self.objective.name} objective: {', '.join(sorted(unexpected))}")
             log(d, f"initialised from {init_path}")
         del init_state
         if d.main:  # only now: a run that fails at start leaves no empty run directory behind
@@ -348,8 +350,11 @@ class Trainer:
 
     def load_state_dict(self, found: Path) -> None:
         saved = checkpoint.read_config(found)["model"]
-        if saved != json.loads(json.dumps(asdict(self.bert))):
-            raise UsageError(f"{found}: saved with another model config than the one requested")
+        wanted = json.loads(json.dumps(asdict(self.bert)))
+        differ = [f"model.{k}: {saved.get(k)!r} -> {v!r}" for k, v in wanted.items() if saved.get(k, v) != v]
+        if differ:
+            changes = "; ".join(differ[:3])
+            raise UsageError(f"{found}: saved with another model ({changes}); use another run dir")
         self.raw_model.load_state_dict(checkpoint.load(found, "model", self.device))
         self.optimizer.load_state_dict(checkpoint.load(found, "optimizer", self.device))
         self.scheduler.load_state_dict(checkpoint.load(found, "scheduler"))
@@ -443,6 +448,8 @@ class Finished(Exception):
 
 def train(config: TrainConfig) -> dict:
     """Train until config.schedule.steps; returns {steps, losses/accuracies, run_dir, seconds, status}."""
+    run_dir = Path(config.logging.run_dir)
+    new = not run_dir.exists()
     with distributed(config) as (d, device):
         try:
             trainer = Trainer(config, d, device)
@@ -451,7 +458,12 @@ def train(config: TrainConfig) -> dict:
                    "nothing to do")  # fmt: skip
             summary = {"status": "done", "steps": done.saved["step"], "run_dir": config.logging.run_dir}
             return summary | {"seconds": 0.0} | done.saved.get("last_metrics", {})
-        return trainer.fit()
+        try:
+            return trainer.fit()
+        except BaseException:  # failed before writing anything (bad data in the first batch): no run dir
+            if new and d.main and run_dir.is_dir() and not any(run_dir.iterdir()):
+                run_dir.rmdir()
+            raise
 
 
 # ---------------------------------------------------------------- resume

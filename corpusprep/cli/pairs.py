@@ -37,13 +37,19 @@ def build_pairs_command(
     ] = 128,
     objective: Annotated[
         str,
-        typer.Option(help="Sentence task: nsp (BERT), sop (ALBERT: sentence order) or none (RoBERTa: "
-                     "masked LM only, rows of whole sentences)."),
+        typer.Option(
+            metavar="nsp|sop|none",
+            help="Sentence task: nsp (BERT), sop (ALBERT: sentence order) or none (RoBERTa: "
+            "masked LM only, rows of whole sentences).",
+        ),
     ] = "nsp",
     pack: Annotated[
         bool | None,
-        typer.Option("--pack/--no-pack", help="none: fill rows with pieces of several documents "
-                     "(default for none; nsp and sop rows are pairs)."),
+        typer.Option(
+            "--pack/--no-pack",
+            help="none: fill rows with pieces of several documents "
+            "(default for none; nsp and sop rows are pairs).",
+        ),
     ] = None,
     short_seq_prob: Annotated[
         float, typer.Option(help="Share of documents given a shorter random target (nsp, sop).")
@@ -57,8 +63,10 @@ def build_pairs_command(
     validation_fraction: Annotated[float, typer.Option(help="Share of documents (by id) held out.")] = 0.01,
     splitter: Annotated[
         str,
-        typer.Option(help="Sentence splitter for text that is not pre-split: default, lines, pysbd, "
-                     "blingfire, sentencex."),
+        typer.Option(
+            help="Sentence splitter for text that is not pre-split: default, lines, pysbd, "
+            "blingfire, sentencex."
+        ),
     ] = "default",
     language: Language = "en",
     line_breaks: LineBreaks = "auto",

@@ -77,6 +77,10 @@ class PreTrainingCollator:
         manifest = read_manifest(shards_dir)
         spec = objective(manifest.get("objective"))
         defaults = {"nsp": not spec.packs, "label_column": spec.shard_label or "", "packed": spec.packs}
+        for key, value in kwargs.items():  # nsp=False (masked LM alone) suits any shards; no other change
+            if key in defaults and value != defaults[key] and (key, value) != ("nsp", False):
+                raise UsageError(f"{shards_dir}: {key}={value!r} contradicts these {spec.name} shards "
+                                 f"(theirs: {defaults[key]!r})")  # fmt: skip
         return cls(pad_token_id=int(manifest["vocab"]["special_ids"]["[PAD]"]), **(defaults | kwargs))
 
     def __call__(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:

@@ -404,9 +404,23 @@ def build_pairs(
         pair_stats = merge_stats(run(pair_task, pair_tasks, on_done=on_done, workers=pair_workers))
 
         stats = _assemble_stats(read, token_stats, pair_stats, partitions, identity, vocab, options)
+        if warning := imbalance_warning(stats, str(out_dir)):
+            log.warning(warning)
         write_json(out_dir / "stats.json", stats)  # no run time in it: the same inputs give the same bytes
         artifact.commit(files=["stats.json"])
     return {**stats, "seconds": round(time.perf_counter() - started, 3)}
+
+
+def imbalance_warning(stats: dict[str, Any], where: str) -> str | None:
+    """NSP's 50/50 is exact only where documents have a B to give: a corpus of one-sentence documents forces
+    NotNext (the other half is owed and never paid). Say so when the split is off by more than 1%."""
+    if stats.get("objective", "nsp") != "nsp" or not stats["pairs"]:
+        return None
+    share = stats["not_next"] / stats["pairs"]
+    if abs(share - 0.5) <= 0.01:
+        return None
+    return (f"{where}: {share:.1%} of {stats['pairs']:,} pairs are NotNext, not 50%: too few documents have "
+            "two sentences or more (a one-sentence document can only give NotNext pairs)")
 
 
 def _as_dict(options) -> dict[str, Any]:

@@ -146,3 +146,14 @@ def test_packed_rows_give_transformers_each_pieces_own_logits(tmp_path):
             for start, end in zip(row["document_starts"], ends, strict=True):
                 alone = model(input_ids=torch.tensor([row["input_ids"][start:end]])).logits[0]
                 torch.testing.assert_close(packed[i, start:end], alone, atol=1e-4, rtol=1e-4)
+
+
+def test_the_collator_refuses_settings_that_contradict_the_shards(shards, tmp_path):
+    """Masked LM alone (nsp=False) suits any shards; packing, a sentence label on `none` rows or another
+    label column would train something else than the shards hold: refused, naming the objective."""
+    from corpusprep.errors import UsageError
+
+    assert not PreTrainingCollator.from_shards(shards, nsp=False).nsp
+    for wrong in ({"packed": True}, {"label_column": "sentence_order_label"}):
+        with pytest.raises(UsageError, match="contradicts these nsp shards"):
+            PreTrainingCollator.from_shards(shards, **wrong)

@@ -146,5 +146,5 @@ def test_export_takes_the_vocab_the_shards_name(shards, tmp_path):
         (shards / "manifest.json").read_text().replace(manifest["vocab"]["sha256"], "0" * 64)
     )
     checkpoint = write_checkpoint(tmp_path / "ckpt2", model, train={"data": {"shards": str(moved)}})
-    with pytest.raises(UsageError, match="not the vocab the shards were built with"):
+    with pytest.raises(UsageError, match="not the vocab the model was trained with"):
         export(checkpoint, tmp_path / "hf2")

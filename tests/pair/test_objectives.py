@@ -306,3 +306,12 @@ def test_cli_builds_each_objective_and_says_what_it_built(demo, tmp_path, object
     assert summary in result.stderr
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())
     assert stats["objective"] == stats["options"]["objective"] == objective.lower()
+
+
+def test_an_nsp_split_far_from_even_is_announced():
+    """One-sentence documents can only give NotNext pairs: 40 of 40 NotNext is said, 50.5% is not."""
+    from corpusprep.pair.build import imbalance_warning
+
+    assert "100.0% of 40 pairs are NotNext" in imbalance_warning({"pairs": 40, "not_next": 40}, "p")
+    assert imbalance_warning({"pairs": 1000, "not_next": 505}, "p") is None
+    assert imbalance_warning({"objective": "sop", "pairs": 40, "swapped": 40}, "p") is None

@@ -305,3 +305,24 @@ def test_the_loaders_dynamic_masking_follows_the_shards_rule(whole_word_shards):
     assert after["max_per_row"] == before["max_per_row"] == 16
     assert after["special_drawn"] == before["special_drawn"] == 0
     assert after["orphans"] == before["orphans"] == 0
+
+
+def test_rows_the_model_cannot_take_are_one_line_errors_naming_where():
+    """Shards whose checksums were rewritten over bad rows: a label of 2 would be an IndexError deep in the
+    loss, pieces that do not tile a row would misplace attention. The reader says where, in one line."""
+    import pyarrow as pa
+
+    from corpusprep.objectives import objective
+    from trainer.data import check_rows
+
+    pairs = pa.table({"input_ids": [[2, 5, 3]], "next_sentence_label": pa.array([2], pa.uint8())})
+    with pytest.raises(DataError, match=r"^s.parquet: row group 0, row 0: next_sentence_label is 2, not 0"):
+        check_rows(pairs, objective("nsp"), "s.parquet: row group 0")
+    def packed(starts: list[int]) -> pa.Table:
+        ids = [[2, 5, 3, 2, 6, 3]]  # [CLS] a [SEP] [CLS] b [SEP]: pieces at 0 and 3
+        return pa.table({"input_ids": ids, "document_starts": pa.array([starts], pa.list_(pa.uint16()))})
+
+    for starts in ([0, 5, 7], [1], [0, 0]):
+        with pytest.raises(DataError, match=r"^s.parquet: row group 3: document_starts"):
+            check_rows(packed(starts), objective("none"), "s.parquet: row group 3")
+    check_rows(packed([0, 3]), objective("none"), "s.parquet")

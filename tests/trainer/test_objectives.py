@@ -64,4 +64,25 @@ def test_each_objective_trains_and_exports(objective_shards, tmp_path):
     config, state, _ = load_checkpoint(latest(run_dir))
     report = verify(out, our_model(config, state))
     assert report["missing_keys"] == [] and report["unexpected_keys"] == []
-    assert report["mlm_max_abs_diff"] < 1e-4 and report["nsp_max_abs_diff"] < 1e-4
+    assert report["mlm_max_abs_diff"] < 1e-4 and (report["nsp_max_abs_diff"] or 0.0) < 1e-4
+    assert (report["nsp_max_abs_diff"] is None) == (name == "none")  # no sentence head, no such check
+
+
+def test_an_mlm_only_export_imports_and_exports_back_unchanged(objective_shards, tmp_path):
+    """import_hf keeps the objective our export recorded: a `none` model comes back without pooler or
+    sentence head, and exporting it again gives the same weights (no fresh, random heads)."""
+    from safetensors.torch import load_file
+
+    from trainer.import_hf import import_hf
+
+    name, shards = objective_shards
+    run_dir = tmp_path / "run"
+    train(load_config(None, [f'data.shards="{shards}"', f'logging.run_dir="{run_dir}"', 'device="cpu"',
+                             "schedule.steps=2", "data.batch_size=8", "eval.max_batches=1"]))  # fmt: skip
+    first = export(run_dir, tmp_path / "hf")
+    record = import_hf(first, tmp_path / "imported")
+    assert record["model"]["objective"] == name and record["source"]["initialized_fresh"] == []
+    again = export(tmp_path / "imported", tmp_path / "hf2")
+    before, after = load_file(first / "model.safetensors"), load_file(again / "model.safetensors")
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+    assert json.loads((again / "config.json").read_text())["corpusprep_objective"] == name

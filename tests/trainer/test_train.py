@@ -276,3 +276,22 @@ def test_the_trainers_parts_work_alone(tiny_shards, tmp_path):
                     Dist(), torch.device("cpu"))  # fmt: skip
     assert fresh.step == 1 and fresh.position == trainer.position
     assert fresh.train_step()["loss"] == trainer.train_step()["loss"]
+
+
+def test_resume_accepts_the_same_run_said_otherwise(tiny_shards, tmp_path, monkeypatch):
+    """What a resume compares is what the run used: the shards by resolved path (a resume from another
+    working directory with the absolute path is the same run), the model as resolved (giving the default
+    preset by name is no change) and the warm-up as resolved from the steps; what differs is named once."""
+    run = tmp_path / "run"
+    monkeypatch.chdir(tiny_shards.parent)
+    train(load_config(None, small_run(Path(tiny_shards.name), run, "schedule.steps=4")))
+    warmup = {"schedule": {"steps": 20, "warmup_steps": None}}  # the default: 10% of the steps
+    assert checkpoint.resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 2}}) == []
+    assert checkpoint.resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 3}}) != []
+    monkeypatch.chdir(tmp_path)
+    again = small_run(tiny_shards, run, "schedule.steps=6", 'model.preset="tiny"', "model.hidden_size=128",
+                      "checkpoint.resume=true")  # fmt: skip
+    resumed = train(load_config(None, again))
+    assert resumed["steps"] == 6
+    with pytest.raises(UsageError, match=r"model.hidden_size: 128 -> 64"):
+        train(load_config(None, [*again, "model.hidden_size=64", "model.num_heads=2", "schedule.steps=8"]))
