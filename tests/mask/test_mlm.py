@@ -8,23 +8,12 @@ import pytest
 
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError
-from corpusprep.mask import MaskVocab, concat_segments, examples_from_pairs, mask_examples, num_predictions
+from corpusprep.mask import concat_segments, examples_from_pairs, mask_examples, num_predictions
 from corpusprep.mask.examples import list_parts, pad_rows, row_mask, to_numpy, unpad_rows
 from corpusprep.mask.mlm import KEEP, MASK, RANDOM
-from corpusprep.tokenize import VocabInfo
 from tests.shard.realistic import make_pairs
 
 N = 100_000
-
-
-@pytest.fixture(scope="module")
-def vocab(vocab_dir) -> VocabInfo:
-    return VocabInfo.load(vocab_dir)
-
-
-@pytest.fixture(scope="module")
-def mask_vocab(vocab) -> MaskVocab:
-    return MaskVocab.from_vocab(vocab)
 
 
 @pytest.fixture(scope="module")

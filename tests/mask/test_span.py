@@ -7,26 +7,15 @@ import pytest
 
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import UsageError
-from corpusprep.mask import MaskVocab, concat_segments, examples_from_pairs, mask_examples, num_predictions
+from corpusprep.mask import concat_segments, examples_from_pairs, mask_examples, num_predictions
 from corpusprep.mask.mlm import SPAN_MAX_WORDS, SPAN_P, choose_spans, word_starts
 from corpusprep.objectives import MASK_STRATEGIES
-from corpusprep.tokenize import VocabInfo
 from tests.mask.test_mlm import check_predictions
 from tests.shard.realistic import make_pairs
 
 N = 100_000
 # SpanBERT's span lengths: geometric p = 0.2 on 1..10 words, renormalised (its code; the paper's mean 3.8)
 TRUNCATED = SPAN_P * (1 - SPAN_P) ** np.arange(SPAN_MAX_WORDS) / (1 - (1 - SPAN_P) ** SPAN_MAX_WORDS)
-
-
-@pytest.fixture(scope="module")
-def vocab(vocab_dir) -> VocabInfo:
-    return VocabInfo.load(vocab_dir)
-
-
-@pytest.fixture(scope="module")
-def mask_vocab(vocab) -> MaskVocab:
-    return MaskVocab.from_vocab(vocab)
 
 
 def examples_of(stream, vocab, mask_vocab, n, max_seq_length, seed=1):
