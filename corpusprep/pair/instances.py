@@ -84,11 +84,7 @@ def make_pairs(
     balance = 0
     for d in range(n_docs):
         first, last = doc_off[d], doc_off[d + 1]
-        target = max_tokens
-        if u[k] < short_seq_prob:
-            target = 2 + int(u[k + 1] * (max_tokens - 1))  # uniform in [2, max_tokens]
-            k += 1
-        k += 1
+        target, k = document_target(u, k, max_tokens, short_seq_prob)
         c = first
         while c < last:
             # The chunk is sentences [c, end): up to the first that reaches the target, or the document's end.
@@ -173,11 +169,7 @@ def make_sop_pairs(
     balance = unpaired = 0
     for d in range(n_docs):
         c, last = doc_off[d], doc_off[d + 1]
-        target = max_tokens
-        if u[k] < short_seq_prob:
-            target = 2 + int(u[k + 1] * (max_tokens - 1))  # uniform in [2, max_tokens]
-            k += 1
-        k += 1
+        target, k = document_target(u, k, max_tokens, short_seq_prob)
         if last - c < 2:
             continue
         while c < last - 1:
@@ -220,6 +212,14 @@ def make_sop_pairs(
         truncated_tokens=cut_a + cut_b,
     )
     return pairs, int(unpaired)
+
+
+def document_target(u: list[float], k: int, max_tokens: int, short_seq_prob: float) -> tuple[int, int]:
+    """A document's target length, as BERT draws it (with probability short_seq_prob uniform in
+    [2, max_tokens]), from the uniforms `u` at `k`; and where the next draw is."""
+    if u[k] < short_seq_prob:
+        return 2 + int(u[k + 1] * (max_tokens - 1)), k + 2
+    return max_tokens, k + 1
 
 
 def truncation(len_a: np.ndarray, len_b: np.ndarray, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
