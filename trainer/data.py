@@ -339,7 +339,7 @@ class ShardStream(IterableDataset):
         self.shuffle, self.loop = shuffle, loop
         # a copy: the trainer advances its own Position as batches arrive
         self.start = Position(start.batches, list(start.rows)) if start else Position()
-        self.mask_vocab = None
+        self.mask_vocab, self.masking = None, shards.masking()
         if dynamic_masking:  # built once here, pickled to the workers
             self.mask_vocab = MaskVocab.from_vocab(shards.vocab_info(), shards.word_segmenter())
 
@@ -390,7 +390,7 @@ class ShardStream(IterableDataset):
                 table = reader.read(chunk.file, chunk.row_group).slice(chunk.start, chunk.rows)
                 if self.mask_vocab is not None:
                     rng = rng_for(self.seed, "trainer-mask", epoch, chunk.id)
-                    table = remask_table(table, self.mask_vocab, rng, **self.shards.masking())
+                    table = remask_table(table, self.mask_vocab, rng, **self.masking)
                 if self.shuffle:
                     rng = rng_for(self.seed, "trainer-rows", epoch, chunk.id)
                     table = table.take(rng.permutation(chunk.rows))

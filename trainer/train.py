@@ -349,7 +349,8 @@ class Trainer:
         }
 
     def load_state_dict(self, found: Path) -> None:
-        saved = checkpoint.read_config(found)["model"]
+        record = checkpoint.read_config(found)
+        saved = record["model"]
         wanted = json.loads(json.dumps(asdict(self.bert)))
         differ = [f"model.{k}: {saved.get(k)!r} -> {v!r}" for k, v in wanted.items() if saved.get(k, v) != v]
         if differ:
@@ -360,7 +361,7 @@ class Trainer:
         self.scheduler.load_state_dict(checkpoint.load(found, "scheduler"))
         state = checkpoint.load(found, "trainer")
         self.step = state["step"]
-        self.position = saved_position(state, self.d.rank, checkpoint.read_config(found)["train"])
+        self.position = saved_position(state, self.d.rank, record["train"])
         rng = state["rng"][self.d.rank]
         torch.set_rng_state(rng["cpu"])
         if self.device.type == "cuda" and rng.get("cuda") is not None:
