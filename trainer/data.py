@@ -424,9 +424,9 @@ class _RowGroupReader:
                 self.table = self.parquet.read_row_group(row_group, columns=self.columns)
             except (OSError, pa.ArrowException) as e:
                 raise DataError(f"{where}: {e}") from None
-            except KeyError as e:  # a column the objective needs is not there
+            if missing := [c for c in self.columns if c not in self.table.column_names]:
                 objective = f"{self.spec.name} shards, as the manifest says"
-                raise DataError(f"{where}: {e.args[0]} ({objective})") from None
+                raise DataError(f"{where}: no column {', '.join(missing)} ({objective})")
             check_rows(self.table, self.spec, where)
             self.key = (file, row_group)
         return self.table

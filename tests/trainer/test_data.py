@@ -326,3 +326,14 @@ def test_rows_the_model_cannot_take_are_one_line_errors_naming_where():
         with pytest.raises(DataError, match=r"^s.parquet: row group 3: document_starts"):
             check_rows(packed(starts), objective("none"), "s.parquet: row group 3")
     check_rows(packed([0, 3]), objective("none"), "s.parquet")
+
+
+def test_shards_lacking_the_objectives_column_are_one_line_errors(tiny_shards):
+    """A manifest that says sop over nsp files (hand-edited): pyarrow would just leave the column out."""
+    from corpusprep.objectives import objective
+    from trainer.data import BASE_COLUMNS, _RowGroupReader
+
+    files = open_shards(tiny_shards).files("train")
+    reader = _RowGroupReader(files, objective("sop"), [*BASE_COLUMNS, "sentence_order_label"])
+    with pytest.raises(DataError, match=r"row group 0: no column sentence_order_label \(sop shards"):
+        reader.read(0, 0)
