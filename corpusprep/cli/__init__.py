@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import sys
 
 from corpusprep.cli.app import app
@@ -14,6 +15,9 @@ from corpusprep.cli import commands  # noqa: E402,F401  isort: skip
 
 
 def main() -> None:
+    # No command does linear algebra in numpy, and OpenBLAS starts a thread per core when numpy is imported
+    # (~0.03-0.06 CPU-s in each process and pool worker); a user's own setting wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     # What is alive now (modules, classes, functions: most of a command's Python objects) lives until exit:
     # out of the collector's sight, every full collection skips it instead of traversing it again.
     gc.freeze()

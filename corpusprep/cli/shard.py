@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from corpusprep.cli.app import app
 from corpusprep.cli.options import Engine, Overwrite, Progress, RayAddress, Seed, VocabDir, Workers
@@ -76,7 +75,7 @@ def shard(
     )
     splits = manifest["splits"].items()
     parts = [f"{name}: {s['examples']:,} examples in {len(s['shards'])} shards" for name, s in splits]
-    Console(stderr=True).print(f"{output}: " + "; ".join(parts))
+    typer.echo(f"{output}: " + "; ".join(parts), err=True)
 
 
 @app.command()
@@ -87,6 +86,8 @@ def inspect(
     vocab: Annotated[Path | None, typer.Option(help="Vocab directory (default: the manifest's).")] = None,
 ) -> None:
     """Show examples decoded: segments A/B (or pieces) in colour, each prediction as shown/original."""
+    from rich.console import Console
+
     from corpusprep.shard.report import render_examples
 
     console = Console()
@@ -102,6 +103,8 @@ def stats(
     batch_size: Annotated[int, typer.Option(help="Batch size of the padding estimate.", min=1)] = 32,
 ) -> None:
     """Manifest totals, length histogram, padding waste and shard balance."""
+    from rich.console import Console
+
     from corpusprep.shard.report import column_stats, plot_stats, stats_tables
 
     result = column_stats(shards_dir, batch_size=batch_size)

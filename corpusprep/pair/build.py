@@ -302,8 +302,8 @@ def build_pairs(
     started = time.perf_counter()
     resolve_inputs(inputs)  # a typo fails before the output dir exists
     vocab = VocabInfo.load(vocab_dir)
-    tokenizer_json = Path(vocab.directory) / "tokenizer.json"
-    vocab.tokenizer()  # fail now, not in a worker, when tokenizer.json is missing
+    tokenizer_json = vocab.tokenizer_json()
+    _tokenizer(str(tokenizer_json))  # fail now, not in a worker (and the in-process tasks reuse it)
     out_dir = Path(out_dir)
     identity = {
         "stats_version": STATS_VERSION,
@@ -558,6 +558,10 @@ class _Progress:
     """Rich progress on stderr: one line per stage with its rate (documents/s, pairs/s)."""
 
     def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bars: dict[str, Any] = {}
+        if not enabled:  # --no-progress: rich is not even imported (~0.03 CPU-s)
+            return
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -568,21 +572,22 @@ class _Progress:
             TextColumn("{task.fields[items]}"),
             TimeElapsedColumn(),
             console=Console(stderr=True),
-            disable=not enabled,
             transient=False,
         )
-        self.enabled = enabled
-        self.bars: dict[str, Any] = {}
 
     def __enter__(self) -> _Progress:
-        self.progress.__enter__()
+        if self.enabled:
+            self.progress.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.progress.__exit__(*exc)
+        if self.enabled:
+            self.progress.__exit__(*exc)
 
     def stage(self, name: str, total: int | None, count: Callable | None, unit: str) -> Callable:
         """An `on_done(task, stats, skipped)` callback: advance this stage, show items and items/s."""
+        if not self.enabled:
+            return lambda task, stats, skipped: None
         bar = self.bars[name] = self.progress.add_task(name, total=total, items="")
         start, items = time.perf_counter(), 0
 
@@ -596,6 +601,8 @@ class _Progress:
 
     def finish(self, name: str) -> None:
         """Mark a stage of unknown length as complete (stops its clock)."""
+        if not self.enabled:
+            return
         bar = self.bars[name]
         done = next(t.completed for t in self.progress.tasks if t.id == bar)
         self.progress.update(bar, total=done, completed=done)

@@ -17,6 +17,7 @@ third of the tokenizer's own time, with the same ids. Other tokenizers take the 
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from collections.abc import Iterator, Sequence
@@ -36,6 +37,7 @@ WORDS_PER_CALL = 4096  # distinct words joined into one tokenizer input
 MAX_CACHED_WORDS = 2_000_000  # bounds a task's cache (a book-length document has fewer distinct words)
 
 
+@functools.lru_cache(maxsize=4)  # asked once per split and chunk; serialising a 30k vocab costs ~10 ms
 def splits_on_spaces(tokenizer) -> bool:
     """True when every text encodes as the concatenation of its " "-separated words' encodings: a
     character-wise normalizer (BertNormalizer), a pre-tokenizer that ends a word at every space, WordPiece

@@ -100,10 +100,14 @@ class VocabInfo:
         """The narrowest unsigned type that holds every id."""
         return np.dtype(np.uint16) if self.size <= 2**16 else np.dtype(np.uint32)
 
+    def tokenizer_json(self) -> Path:
+        """This vocab's tokenizer.json; a one-line error when there is none."""
+        if self.directory is None or not (self.directory / "tokenizer.json").is_file():
+            raise UsageError(f"{self.directory}: no tokenizer.json (run `corpusprep vocab --from-vocab ...`)")
+        return self.directory / "tokenizer.json"
+
     def tokenizer(self):
         """The `tokenizers.Tokenizer` of this vocab (from tokenizer.json)."""
         from tokenizers import Tokenizer
 
-        if self.directory is None or not (self.directory / "tokenizer.json").is_file():
-            raise UsageError(f"{self.directory}: no tokenizer.json (run `corpusprep vocab --from-vocab ...`)")
-        return Tokenizer.from_file(str(self.directory / "tokenizer.json"))
+        return Tokenizer.from_file(str(self.tokenizer_json()))
