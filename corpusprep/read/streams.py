@@ -8,13 +8,14 @@ import contextlib
 import gzip
 import lzma
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from corpusprep.read.document import ReadStats
 
 BLOCK = 1 << 20
+SALVAGE = 4096  # read size near a damaged compressed stream: the most good text lost before the damage
 SNIFF = 1024
 BOM = b"\xef\xbb\xbf"
 REPLACEMENT = "\ufffd".encode()
@@ -108,12 +109,38 @@ def read_blocks(stream: BinaryIO, path: Path, kind: str | None) -> Iterator[byte
         try:
             block = stream.read(BLOCK)
         except errors as error:
+            if kind:
+                offset, error = yield from _reread_to_damage(path, offset, errors, error)
+                if error is None:  # the second reading went through: the first failure was transient
+                    return
             what = f"truncated or corrupt {kind} stream" if kind else "read error"
             raise Unreadable("unreadable", f"{path}: byte {offset}: {what}: {error}") from error
         if not block:
             return
         offset += len(block)
         yield block
+
+
+def _reread_to_damage(
+    path: Path, offset: int, errors: tuple[type[BaseException], ...], error: BaseException
+) -> Generator[bytes, None, tuple[int, BaseException | None]]:
+    """A decompressor's failed read returns none of what it decompressed before the damage (up to a BLOCK of
+    good text): decompress the file again to `offset`, then yield what follows SALVAGE bytes at a time, so
+    at most SALVAGE bytes before the damage are lost. Returns the new offset and the error (None: none)."""
+    with open_decompressed(path) as (stream, _):
+        try:
+            done = offset
+            while done > 0:
+                skipped = stream.read(min(BLOCK, done))
+                if not skipped:  # the file changed since: nothing to salvage
+                    return offset, error
+                done -= len(skipped)
+            while block := stream.read(SALVAGE):
+                offset += len(block)
+                yield block
+        except errors as again:
+            return offset, again
+    return offset, None
 
 
 def sniff_binary(head: bytes) -> str | None:

@@ -8,6 +8,7 @@ import json
 import lzma
 import os
 import tracemalloc
+import zlib
 from functools import partial
 
 import pyarrow as pa
@@ -161,24 +162,33 @@ def test_corrupt_parquet(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("suffix", "compress"), [(".gz", gzip.compress), (".xz", partial(lzma.compress, preset=1))]
+    ("suffix", "compress", "decompressor"),
+    [
+        (".gz", gzip.compress, partial(zlib.decompressobj, wbits=31)),
+        (".xz", partial(lzma.compress, preset=1), lzma.LZMADecompressor),
+    ],
 )
-def test_truncated_compressed_file(tmp_path, suffix, compress):
+def test_truncated_compressed_file(tmp_path, suffix, compress, decompressor):
     text = many_docs(1000)
     assert len(text.encode()) > 3 * BLOCK
     data = compress(text.encode())
     path = tmp_path / f"cut.txt{suffix}"
-    path.write_bytes(data[: len(data) // 2])
     (tmp_path / "next.txt").write_text("After.\n")
-    message = rf"cut\.txt\{suffix}: byte \d+: truncated or corrupt {suffix[1:]} stream"
-    with pytest.raises(DataError, match=message):
-        read_all(tmp_path)
-    # Under skip, what was read before the cut stays read, the file counts as skipped, the next file is read.
-    docs, stats = read_all(tmp_path, on_error="skip")
-    cut = [d for d in docs if d.id.startswith("cut")]
-    assert 200 < len(cut) < 1000 and [d.id for d in cut] == [f"cut.txt{suffix}:{i}" for i in range(len(cut))]
-    assert docs[-1].id == "next.txt:0"
-    assert stats.skipped_files == {"unreadable": 1} and stats.files == 1
+    for cut_at in (len(data) // 2, len(data) // 3 + 777, len(data) * 4 // 5):
+        path.write_bytes(data[:cut_at])
+        message = rf"cut\.txt\{suffix}: byte \d+: truncated or corrupt {suffix[1:]} stream"
+        with pytest.raises(DataError, match=message):
+            read_all(tmp_path)
+        # Under skip, what was read before the cut stays read, the file counts as skipped, the next file is
+        # read; and that is all of it: every document whole in what the cut file decompresses to, but one.
+        docs, stats = read_all(tmp_path, on_error="skip")
+        cut = [d for d in docs if d.id.startswith("cut")]
+        assert [d.id for d in cut] == [f"cut.txt{suffix}:{i}" for i in range(len(cut))]
+        readable = decompressor().decompress(data[:cut_at]).decode(errors="ignore")
+        assert readable.count(".\n\n") - 1 <= len(cut) <= readable.count(".\n\n") > 300
+        assert [d.text for d in cut] == text.split("\n\n")[: len(cut)]
+        assert docs[-1].id == "next.txt:0"
+        assert stats.skipped_files == {"unreadable": 1} and stats.files == 1
 
 
 def test_unreadable_file_simulated_permission_error(tmp_path, monkeypatch):
