@@ -10,6 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def plural(n: int, word: str) -> str:
+    """"1 row", "2 rows": counts in messages."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 class CorpusprepError(Exception):
     """A failure caused by the data or the environment: exit code 1."""
 

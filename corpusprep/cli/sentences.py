@@ -64,6 +64,7 @@ def sentences(
     overwrite: Annotated[
         bool, typer.Option(help="Replace an existing OUTPUT file instead of refusing.")
     ] = False,
+    progress: opt.Progress = True,
 ) -> None:
     """Split the input documents into sentences and write them to OUTPUT (atomically).
 
@@ -106,7 +107,7 @@ def sentences(
         TimeElapsedColumn(),
     )
     start = time.perf_counter()
-    with Progress(*columns, console=_console(), transient=True) as bar:
+    with Progress(*columns, console=_console(), transient=True, disable=not progress) as bar:
         task = bar.add_task("splitting", documents=0, sentences=0, mb=0.0, rate=0.0)
 
         def tracked():

@@ -10,7 +10,7 @@ import typer
 
 from corpusprep.cli.app import app
 from corpusprep.cli.options import Engine, Overwrite, Progress, RayAddress, Seed, VocabDir, Workers
-from corpusprep.errors import DataError, UsageError
+from corpusprep.errors import DataError, UsageError, plural
 
 SplitOpt = Annotated[str, typer.Option(help="Split to read: train or validation.")]
 
@@ -73,8 +73,10 @@ def shard(
         pairs_dir, vocab, output, options, workers=workers or None, engine=engine, ray_address=ray_address,
         overwrite=overwrite, progress=progress,
     )
-    splits = manifest["splits"].items()
-    parts = [f"{name}: {s['examples']:,} examples in {len(s['shards'])} shards" for name, s in splits]
+    parts = [
+        f"{name}: {plural(s['examples'], 'example')} in {plural(len(s['shards']), 'shard')}"
+        for name, s in manifest["splits"].items()
+    ]
     typer.echo(f"{output}: " + "; ".join(parts), err=True)
 
 

@@ -68,6 +68,7 @@ def vocab(
     text_field: opt.TextField = "text",
     on_error: opt.OnError = "auto",
     overwrite: opt.Overwrite = False,
+    progress: opt.Progress = True,
 ) -> None:
     """Train a WordPiece vocab (see VOCAB_HELP)."""
     from corpusprep.tokenize.vocab import VocabOptions, build_vocab
@@ -94,7 +95,7 @@ def vocab(
         TextColumn("{task.fields[rate]:>6.1f} MB/s"),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=_console(), transient=True) as bar:
+    with Progress(*columns, console=_console(), transient=True, disable=not progress) as bar:
         task = bar.add_task("reading", documents=0, mb=0.0, rate=0.0)
 
         def progress(phase: str, documents: int, nbytes: int) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from corpusprep.engine.arrow import to_numpy
-from corpusprep.errors import DataError
+from corpusprep.errors import DataError, plural
 
 
 def row_mask(lengths: np.ndarray, width: int) -> np.ndarray:
@@ -123,7 +123,7 @@ def _failing(source: str, first_row: int):
     def fail(rows: np.ndarray, what: str) -> None:
         if len(rows):
             row = first_row + int(rows[0])
-            raise DataError(f"{source} row {row}: {what} ({len(rows)} such rows in this batch)")
+            raise DataError(f"{source} row {row}: {what} ({plural(len(rows), 'such row')} in this batch)")
 
     return fail
 

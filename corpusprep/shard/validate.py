@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from corpusprep.engine import artifact
 from corpusprep.engine.artifact import sha256_file
 from corpusprep.engine.files import read_json
-from corpusprep.errors import DataError, InputError
+from corpusprep.errors import DataError, InputError, plural
 from corpusprep.mask import num_predictions
 from corpusprep.mask.examples import list_parts
 from corpusprep.objectives import OBJECTIVES
@@ -293,10 +293,6 @@ def _lost_pairs(manifest: dict, splits: dict) -> list[str]:
 # --- any corpusprep output ---------------------------------------------------------------------------------
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
-
-
 def _validate_vocab(directory: Path) -> tuple[list[str], str]:
     from corpusprep.errors import CorpusprepError
     from corpusprep.tokenize import VocabInfo
@@ -308,7 +304,7 @@ def _validate_vocab(directory: Path) -> tuple[list[str], str]:
         return [str(error)], ""
     problems = [] if (directory / "vocab_report.json").is_file() else ["vocab_report.json: missing"]
     problems += _owned_problems(directory, problems)
-    return problems, f"{_plural(info.size, 'token')}, sha256 {info.sha256[:12]}"
+    return problems, f"{plural(info.size, 'token')}, sha256 {info.sha256[:12]}"
 
 
 ARTIFACT_KINDS = {"vocab": "vocab directory", "pairs": "pairs directory", "shards": "shards directory",
@@ -345,7 +341,7 @@ def _validate_pairs(directory: Path) -> tuple[list[str], str]:
         if not problems and rows != expected[split]:
             problems.append(f"{split}: {rows:,} pairs in the files, stats.json says {expected[split]:,}")
     problems += _owned_problems(directory, problems)
-    return problems, f"{_plural(sum(expected.values()), 'pair')} in {_plural(files, 'file')}"
+    return problems, f"{plural(sum(expected.values()), 'pair')} in {plural(files, 'file')}"
 
 
 def _validate_checkpoint(step: Path) -> list[str]:
@@ -364,7 +360,7 @@ def _validate_trainer(directory: Path) -> tuple[list[str], str]:
     if not steps:
         return ["checkpoints/: no checkpoint"], ""
     problems = [p for step in steps for p in _validate_checkpoint(step)]
-    return problems, f"{_plural(len(steps), 'checkpoint')}, newest {steps[-1].name}"
+    return problems, f"{plural(len(steps), 'checkpoint')}, newest {steps[-1].name}"
 
 
 def _validate_run(directory: Path) -> tuple[list[str], str]:
@@ -376,7 +372,7 @@ def _validate_run(directory: Path) -> tuple[list[str], str]:
             found.append(sub)
             sub_problems, _ = VALIDATORS[kind](sub)
             problems += [f"{sub.relative_to(directory)}/ ({kind}): {p}" for p in sub_problems]
-    return problems, f"{_plural(len(found), 'stage output')} checked"
+    return problems, f"{plural(len(found), 'stage output')} checked"
 
 
 VALIDATORS = {
@@ -395,7 +391,7 @@ def _shards_summary(directory: Path) -> str:
     except (DataError, InputError):
         return ""
     shards = sum(len(s["shards"]) for s in manifest["splits"].values())
-    return f"{_plural(manifest['totals'].get('examples', 0), 'example')} in {_plural(shards, 'shard')}"
+    return f"{plural(manifest['totals'].get('examples', 0), 'example')} in {plural(shards, 'shard')}"
 
 
 def output_kind(directory: Path) -> str | None:

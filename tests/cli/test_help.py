@@ -81,3 +81,11 @@ def test_trainer_run_help_shows_every_config_default(monkeypatch):
         if default:
             assert f"({key}; default: {default})" in text
     assert "default: 10% of --steps" in text
+
+
+@pytest.mark.parametrize("name", ["vocab", "sentences", "build-pairs", "shard", "run"])
+def test_every_long_command_takes_no_progress(name):
+    """Every command that draws progress bars takes --progress/--no-progress: a script can pass it to any."""
+    command = dict(commands(typer.main.get_command(app)))[(name,)]
+    flags = {flag for param in command.params for flag in (*param.opts, *param.secondary_opts)}
+    assert {"--progress", "--no-progress"} <= flags
