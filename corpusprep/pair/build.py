@@ -94,11 +94,12 @@ class PairOptions:
             raise UsageError(f"build-pairs: --pack applies to --objective none only, not {spec.name}")
         object.__setattr__(self, "objective", spec.name)
         object.__setattr__(self, "pack", spec.packs if self.pack is None else bool(self.pack))
+        least = 2 if spec.name == "nsp" else 1  # NSP's NotNext B comes from another document of the partition
         checks = [
             (5 <= self.max_seq_length <= 65_535, "max_seq_length must be in [5, 65535]"),
             (0 <= self.short_seq_prob <= 1, "short_seq_prob must be in [0, 1]"),
             (self.dupe_factor >= 1, "dupe_factor must be at least 1"),
-            (self.docs_per_partition >= 2, "docs_per_partition must be at least 2"),
+            (self.docs_per_partition >= least, f"docs_per_partition must be at least {least} ({spec.name})"),
             (0 <= self.validation_fraction < 1, "validation_fraction must be in [0, 1)"),
             (self.docs_per_chunk >= 1, "docs_per_chunk must be at least 1"),
         ]

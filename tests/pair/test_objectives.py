@@ -20,7 +20,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from corpusprep.demo_corpus import iter_demo_documents
-from corpusprep.errors import DataError
+from corpusprep.errors import DataError, UsageError
 from corpusprep.pair.build import ONE_SENTENCE, PairOptions, build_pairs
 from corpusprep.pair.tokens import encode_documents
 from corpusprep.read import ReadOptions, iter_documents
@@ -176,6 +176,18 @@ def test_sop_one_document_corpus_works_and_nsp_refuses_it(demo, tmp_path):
     with pytest.raises(DataError, match="two sentences"):
         build_pairs([one], vocab, tmp_path / "sop1", PairOptions(objective="sop", validation_fraction=0.0),
                     ReadOptions(), workers=1, progress=False)
+
+
+def test_one_document_per_partition_is_allowed_where_no_other_document_is_drawn(demo, tmp_path):
+    _, vocab = demo
+    few = write_jsonl(tmp_path / "few.jsonl", list(iter_demo_documents(0.05)))
+    for objective in ("sop", "none"):
+        options = PairOptions(objective=objective, docs_per_partition=1, dupe_factor=1, validation_fraction=0)
+        stats = build_pairs([few], vocab, tmp_path / objective, options, ReadOptions(), progress=False)
+        documents_add_up(stats)
+        assert stats["documents_used"] >= 5 and len(parquet_files(tmp_path / objective)) >= 5, objective
+    with pytest.raises(UsageError, match="docs_per_partition must be at least 2"):
+        PairOptions(docs_per_partition=1)
 
 
 # ------------------------------------------------------------------------------------------------- none
