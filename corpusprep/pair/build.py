@@ -106,6 +106,8 @@ class PairOptions:
         for ok, message in checks:
             if not ok:
                 raise UsageError(f"build-pairs: {message}")
+        if spec.packs:  # rows of pieces draw no target length: any value gives the same options and output
+            object.__setattr__(self, "short_seq_prob", PairOptions.short_seq_prob)
         make_splitter(self.splitter, self.language, self.line_breaks)  # fails now on a bad name or mode
 
 

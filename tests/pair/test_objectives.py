@@ -282,6 +282,10 @@ def test_workers_do_not_change_the_output(demo, tmp_path, objective, pack):
 
 def test_options_resolve_pack_and_case():
     assert PairOptions(objective="NONE").pack is True and PairOptions(objective="none").objective == "none"
+    # short_seq_prob does not apply to rows of pieces: another value is the same options, so a rerun with it
+    # finds the output complete instead of refusing it
+    assert PairOptions(objective="none", short_seq_prob=0.7) == PairOptions(objective="none")
+    assert PairOptions(objective="sop", short_seq_prob=0.7) != PairOptions(objective="sop")
     assert PairOptions(objective="none", pack=False).pack is False
     assert PairOptions().pack is False and PairOptions(objective="sop", pack=False).pack is False
 
