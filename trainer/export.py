@@ -214,6 +214,8 @@ def find_vocab(checkpoint_dir: Path, saved: dict, explicit: Path | None, vocab_s
         if not manifest_path.is_file():
             raise UsageError(f"{manifest_path}: not found (shards moved?); pass --vocab DIR")
         manifest = json.loads(manifest_path.read_text()).get("vocab", {})
+        # the vocab directory first (its tokenizer.json travels to the export); the shards' own copy of
+        # vocab.txt (all that dynamic masking needs, see data.Shards.vocab_info) when it has moved
         candidates = [Path(p) for p in (manifest.get("path"), shards) if p]
     wanted = manifest.get("sha256") or saved.get("vocab", {}).get("sha256")  # the model's vocab, when known
     for directory in candidates:
