@@ -327,6 +327,8 @@ def _validate_pairs(directory: Path) -> tuple[list[str], str]:
     try:
         stats = read_json(directory / "stats.json")
         expected = {split: stats["splits"][split]["pairs"] for split in PAIR_SPLITS}
+        spec = OBJECTIVES.get(stats.get("objective") or "nsp")
+        unit = "row" if spec is not None and spec.packs else "pair"
     except (OSError, ValueError, KeyError, TypeError) as error:
         return [f"stats.json: unreadable ({type(error).__name__}: {error})"], ""
     problems, files = [], 0
@@ -339,9 +341,9 @@ def _validate_pairs(directory: Path) -> tuple[list[str], str]:
             except (OSError, pa.ArrowException) as error:
                 problems.append(f"{split}/{path.name}: unreadable Parquet ({error})")
         if not problems and rows != expected[split]:
-            problems.append(f"{split}: {rows:,} pairs in the files, stats.json says {expected[split]:,}")
+            problems.append(f"{split}: {plural(rows, unit)} in the files; stats.json: {expected[split]:,}")
     problems += _owned_problems(directory, problems)
-    return problems, f"{plural(sum(expected.values()), 'pair')} in {plural(files, 'file')}"
+    return problems, f"{plural(sum(expected.values()), unit)} in {plural(files, 'file')}"
 
 
 def _validate_checkpoint(step: Path) -> list[str]:

@@ -91,9 +91,14 @@ def test_validate_says_what_it_found(w: Path, tmp_path: Path):
                   "--dupe-factor", "1", "--workers", "1", "--no-progress"), tmp_path)
     ok(corpusprep("shard", "pairs", "--vocab", str(w / "vocab"), "-o", "shards", "--num-shards", "2",
                   "--workers", "1", "--no-progress"), tmp_path)
-    for name, kind in (("pairs", "pairs directory"), ("shards", "shards directory")):
+    ok(corpusprep("build-pairs", str(w / "corpus.jsonl"), "--vocab", str(w / "vocab"), "-o", "rows",
+                  "--objective", "none", "--dupe-factor", "1", "--workers", "1", "--no-progress"), tmp_path)
+    found = (("pairs", "pairs directory", "pairs"), ("shards", "shards directory", "examples"),
+             ("rows", "pairs directory", "rows"))
+    for name, kind, unit in found:
         result = run(corpusprep("validate", name), tmp_path)
         assert result.returncode == 0 and result.stdout.startswith(f"{name}: valid {kind} ("), result
+        assert f" {unit} in " in result.stdout, result.stdout
     result = run(corpusprep("validate", str(w / "vocab")), tmp_path)
     assert result.returncode == 0 and "valid vocab directory (2,000 tokens" in result.stdout, result
     # one problem, counted in the singular, and the kind named
