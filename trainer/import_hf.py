@@ -27,8 +27,14 @@ import torch
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, UsageError
 from trainer.checkpoint import check_state
-from trainer.export import bert_config_from_hf, from_hf, write_dir
+from trainer.export import Output, bert_config_from_hf, from_hf, write_dir
 from trainer.model import BertConfig, BertForPreTraining
+
+# what an import writes (the whole vocab/ directory is its own); config.json, written last, says "source"
+OUTPUT = Output(
+    "import_hf", ("model.pt", "config.json", "vocab/*"),
+    lambda saved: isinstance(saved.get("source"), dict) and "huggingface" in saved["source"],
+)  # fmt: skip
 
 
 def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
@@ -91,7 +97,7 @@ def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed
         (tmp / "config.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=not lowercases(hf_dir))
 
-    write_dir(Path(out), write, overwrite)
+    write_dir(Path(out), write, overwrite, OUTPUT, [hf_dir])
     copied = hashlib.sha256((Path(out) / "vocab" / "vocab.txt").read_bytes()).hexdigest()
     assert copied == vocab.sha256, "vocab.txt must be copied byte for byte"
     return record
