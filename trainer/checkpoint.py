@@ -216,7 +216,10 @@ def bert_config(saved: dict, where: Path) -> BertConfig:
     known = {f.name for f in fields(BertConfig)}
     if unknown := set(saved) - known:
         raise UsageError(f"{where}: unknown model field(s) {', '.join(sorted(unknown))} (newer trainer?)")
-    return BertConfig(**saved)
+    try:
+        return BertConfig(**saved)
+    except (TypeError, ValueError) as e:  # a value out of range (trainer.config.check_model), a wrong type
+        raise DataError(f"{where}: {e}") from None
 
 
 def find_checkpoint(path: Path) -> Path:

@@ -196,6 +196,8 @@ def bert_config_from_hf(hf: dict, where: Path) -> BertConfig:
         )
     except KeyError as e:
         raise UsageError(f"{where}: lacks {e.args[0]}") from None
+    except (TypeError, ValueError) as e:  # a value out of range (trainer.config.check_model), a wrong type
+        raise UsageError(f"{where}: {e}") from None
 
 
 # ---------------------------------------------------------------- checkpoint and vocab
