@@ -29,7 +29,7 @@ from corpusprep.engine.artifact import check_not_nested
 from corpusprep.engine.files import _fsync_dir
 from corpusprep.errors import CorpusprepError, DataError, UsageError
 from corpusprep.objectives import objective
-from trainer.checkpoint import check_state, find_checkpoint, load_checkpoint
+from trainer.checkpoint import check_state, find_checkpoint, load_checkpoint, read_json
 from trainer.model import BertConfig, BertForPreTraining
 
 # wrappers whose state_dict prefixes every key: torch.compile (OptimizedModule) and DDP, in either order
@@ -220,7 +220,7 @@ def find_vocab(checkpoint_dir: Path, saved: dict, explicit: Path | None, vocab_s
         manifest_path = Path(shards) / "manifest.json"
         if not manifest_path.is_file():
             raise UsageError(f"{manifest_path}: not found (shards moved?); pass --vocab DIR")
-        manifest = json.loads(manifest_path.read_text()).get("vocab", {})
+        manifest = read_json(manifest_path).get("vocab", {})
         # the vocab directory first (its tokenizer.json travels to the export); the shards' own copy of
         # vocab.txt (all that dynamic masking needs, see data.Shards.vocab_info) when it has moved
         candidates = [Path(p) for p in (manifest.get("path"), shards) if p]
@@ -246,7 +246,7 @@ def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
     info = VocabInfo.load(vocab_dir)
     if (vocab_dir / "tokenizer.json").is_file():
         tokenizer_json = (vocab_dir / "tokenizer.json").read_text(encoding="utf-8")
-        normalizer = json.loads(tokenizer_json).get("normalizer") or {}
+        normalizer = read_json(vocab_dir / "tokenizer.json").get("normalizer") or {}
         lowercase = bool(normalizer.get("lowercase", True))
     else:  # a bare vocab.txt: BERT's uncased pipeline, as `corpusprep vocab` builds it by default
         lowercase = True

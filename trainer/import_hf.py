@@ -26,7 +26,7 @@ import torch
 
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, UsageError
-from trainer.checkpoint import check_state
+from trainer.checkpoint import check_state, read_json
 from trainer.export import Output, bert_config_from_hf, from_hf, write_dir
 from trainer.model import BertConfig, BertForPreTraining
 
@@ -52,7 +52,7 @@ def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
 def lowercases(hf_dir: Path) -> bool:
     """The tokenizer's casing: tokenizer_config.json's do_lower_case (BERT's default: True)."""
     path = hf_dir / "tokenizer_config.json"
-    return bool(json.loads(path.read_text()).get("do_lower_case", True)) if path.is_file() else True
+    return bool(read_json(path).get("do_lower_case", True)) if path.is_file() else True
 
 
 def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Tensor], list[str]]:
@@ -60,7 +60,7 @@ def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Te
     config_path = hf_dir / "config.json"
     if not config_path.is_file():
         raise UsageError(f"{hf_dir}: no config.json (not a save_pretrained directory)")
-    config = bert_config_from_hf(json.loads(config_path.read_text()), config_path)
+    config = bert_config_from_hf(read_json(config_path), config_path)
     try:
         state, fresh = from_hf(read_hf_weights(hf_dir), config)
     except UsageError as e:
