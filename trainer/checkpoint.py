@@ -53,11 +53,11 @@ def complete(path: Path) -> bool:
 
 # What must not change when a run continues from its checkpoint (the rest: steps, cadences, paths of logs)
 # (a batch size change continues at the same row: positions are kept in rows; `data.shards` is checked by
-# content too, `trainer.train.check_resume_shards`; the model as resolved, by `Trainer.load_state_dict`)
+# content, not path, `trainer.train.check_resume_shards`: a copy elsewhere is the same data; the model as
+# resolved, by `Trainer.load_state_dict`)
 RESUME_KEYS = (
     "optim.",
     "seed",
-    "data.shards",
     "data.chunk_rows",
     "data.pad_multiple",
     "data.dynamic_masking",
@@ -80,7 +80,7 @@ def resume_conflicts(saved: dict, current: dict) -> list[str]:
     before, after = flat(saved), flat(current)
 
     def norm(key: str, value: Any, config: dict) -> Any:
-        if key in ("data.shards", "checkpoint.init_from") and value:
+        if key == "checkpoint.init_from" and value:
             return str(Path(value).resolve())  # saved resolved (`config_record`); older runs as typed
         if key == "schedule.warmup_steps" and value is None:  # the default, resolved from that run's steps
             return round(WARMUP_SHARE * config.get("schedule.steps", 0))
@@ -139,8 +139,22 @@ def load(path: Path, name: str, map_location: str | torch.device = "cpu") -> Any
         ) from None
 
 
+def read_json(path: Path, hint: str = "") -> dict:
+    """The JSON object in `path`; a file that is not one (truncated, edited by hand) is one line naming it."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}: not valid JSON ({e.msg}: line {e.lineno} column {e.colno}){hint}") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not valid JSON (not UTF-8 text){hint}") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: not a JSON object{hint}")
+    return data
+
+
 def read_config(path: Path) -> dict:
-    return json.loads((path / "config.json").read_text())
+    """A checkpoint's config.json, for a resume."""
+    return read_json(path / "config.json", f"; delete {path} to resume from the checkpoint before it")
 
 
 def config_record(train_config: Any, bert_config: Any, vocab: dict | None = None) -> dict:
@@ -216,7 +230,10 @@ def bert_config(saved: dict, where: Path) -> BertConfig:
     known = {f.name for f in fields(BertConfig)}
     if unknown := set(saved) - known:
         raise UsageError(f"{where}: unknown model field(s) {', '.join(sorted(unknown))} (newer trainer?)")
-    return BertConfig(**saved)
+    try:
+        return BertConfig(**saved)
+    except (TypeError, ValueError) as e:  # a value out of range (trainer.config.check_model), a wrong type
+        raise DataError(f"{where}: {e}") from None
 
 
 def find_checkpoint(path: Path) -> Path:
@@ -244,8 +261,8 @@ def find_checkpoint(path: Path) -> Path:
 def load_checkpoint(path: Path) -> tuple[BertConfig, dict[str, torch.Tensor], dict]:
     """(model config, our state dict without wrapper prefixes, the saved config.json)."""
     path = find_checkpoint(Path(path))
-    saved = json.loads((path / "config.json").read_text())
-    if "model" not in saved:
+    saved = read_json(path / "config.json")
+    if not isinstance(saved.get("model"), dict):
         raise UsageError(f'{path / "config.json"}: no "model" entry')
     config = bert_config(saved["model"], path / "config.json")
     try:

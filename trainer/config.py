@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args, get_type_hints
@@ -216,24 +218,86 @@ def load_config(source: Path | str | dict | None = None, overrides: list[str] | 
     return config
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _whole(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _fraction(value: Any) -> bool:
+    return _number(value) and 0 <= value < 1
+
+
+# The range of every numeric setting, in one place: a TOML file, --set, the flags, a pipeline's [train]
+# (load_config -> validate) and a saved model (BertConfig runs check_model) are all checked here.
+# key -> (test, what the value must be)
+MODEL_RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "vocab_size": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "hidden_size": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "num_layers": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "num_heads": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "intermediate_size": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "max_position": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "type_vocab_size": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "dropout": (_fraction, "in [0, 1)"),
+    "attention_dropout": (_fraction, "in [0, 1)"),
+    "layer_norm_eps": (lambda v: _number(v) and v > 0, "a number > 0"),
+    "init_std": (lambda v: _number(v) and v > 0, "a number > 0"),
+}
+RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "optim.lr": (lambda v: _number(v) and v >= 0, "a number >= 0"),
+    "optim.beta1": (_fraction, "in [0, 1)"),
+    "optim.beta2": (_fraction, "in [0, 1)"),
+    "optim.eps": (lambda v: _number(v) and v > 0, "a number > 0"),
+    "optim.weight_decay": (lambda v: _number(v) and v >= 0, "a number >= 0"),
+    "optim.grad_clip": (lambda v: _number(v) and v >= 0, "a number >= 0 (0: off)"),
+    "schedule.steps": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "schedule.grad_accum": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "data.batch_size": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "data.num_workers": (lambda v: _whole(v, 0), "an integer >= 0"),
+    "data.chunk_rows": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "data.pad_multiple": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "checkpoint.every": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "checkpoint.keep": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "eval.every": (lambda v: _whole(v, 0), "an integer >= 0 (0: only at the end)"),
+    "eval.max_batches": (lambda v: _whole(v, 0), "an integer >= 0 (0: the whole split)"),
+    "logging.every": (lambda v: _whole(v, 1), "an integer >= 1"),
+}
+
+
+def check_model(values: dict[str, Any]) -> None:
+    """ValueError naming the first model setting out of range (None: not set) or heads that do not divide
+    the hidden size."""
+    for key, value in values.items():
+        if key in MODEL_RANGES and value is not None and not MODEL_RANGES[key][0](value):
+            raise ValueError(f"model.{key}={value!r} must be {MODEL_RANGES[key][1]}")
+    hidden, heads = values.get("hidden_size"), values.get("num_heads")
+    if hidden is not None and heads is not None and hidden % heads:
+        raise ValueError(f"model.hidden_size={hidden} must be divisible by model.num_heads={heads}")
+
+
 def validate(c: TrainConfig) -> None:
+    """One line naming the first setting out of range (see RANGES), as a UsageError."""
+    for key, (ok, must) in RANGES.items():
+        section, name = key.split(".")
+        value = getattr(getattr(c, section), name)
+        if not ok(value):
+            raise UsageError(f"config: {key}={value!r} must be {must}")
     checks = [
         (c.optim.name in ("adamw", "lamb"), f"optim.name must be adamw or lamb, not {c.optim.name!r}"),
-        (c.schedule.steps > 0, "schedule.steps must be > 0"),
         (
             0 <= c.schedule.warmup <= c.schedule.steps,
             f"schedule.warmup_steps={c.schedule.warmup} must be in [0, steps={c.schedule.steps}]",
         ),
-        (c.schedule.grad_accum >= 1, "schedule.grad_accum must be >= 1"),
-        (c.data.batch_size >= 1, "data.batch_size must be >= 1"),
-        (c.data.chunk_rows >= 1, "data.chunk_rows must be >= 1"),
-        (c.checkpoint.keep >= 1, "checkpoint.keep must be >= 1"),
         (c.device in ("auto", "cpu", "cuda"), f"device must be auto, cpu or cuda, not {c.device!r}"),
     ]
     for ok, message in checks:
         if not ok:
             raise UsageError(f"config: {message}")
     try:
-        c.model.bert_config(vocab_size=8)
+        check_model({f.name: getattr(c.model, f.name) for f in fields(c.model)})  # explicit values, e.g. 0
+        c.model.bert_config(vocab_size=8)  # as resolved with the preset
     except ValueError as e:
-        raise UsageError(f"config: model: {e}") from None
+        raise UsageError(f"config: {e}") from None

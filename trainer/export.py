@@ -14,17 +14,22 @@ safetensors and corpusprep's `tokenizers`; `--verify` (optional) imports transfo
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import shutil
 import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from corpusprep.engine.artifact import check_not_nested
+from corpusprep.engine.files import _fsync_dir
 from corpusprep.errors import CorpusprepError, DataError, UsageError
 from corpusprep.objectives import objective
-from trainer.checkpoint import check_state, find_checkpoint, load_checkpoint
+from trainer.checkpoint import check_state, find_checkpoint, load_checkpoint, read_json
 from trainer.model import BertConfig, BertForPreTraining
 
 # wrappers whose state_dict prefixes every key: torch.compile (OptimizedModule) and DDP, in either order
@@ -191,6 +196,8 @@ def bert_config_from_hf(hf: dict, where: Path) -> BertConfig:
         )
     except KeyError as e:
         raise UsageError(f"{where}: lacks {e.args[0]}") from None
+    except (TypeError, ValueError) as e:  # a value out of range (trainer.config.check_model), a wrong type
+        raise UsageError(f"{where}: {e}") from None
 
 
 # ---------------------------------------------------------------- checkpoint and vocab
@@ -213,7 +220,7 @@ def find_vocab(checkpoint_dir: Path, saved: dict, explicit: Path | None, vocab_s
         manifest_path = Path(shards) / "manifest.json"
         if not manifest_path.is_file():
             raise UsageError(f"{manifest_path}: not found (shards moved?); pass --vocab DIR")
-        manifest = json.loads(manifest_path.read_text()).get("vocab", {})
+        manifest = read_json(manifest_path).get("vocab", {})
         # the vocab directory first (its tokenizer.json travels to the export); the shards' own copy of
         # vocab.txt (all that dynamic masking needs, see data.Shards.vocab_info) when it has moved
         candidates = [Path(p) for p in (manifest.get("path"), shards) if p]
@@ -239,7 +246,7 @@ def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
     info = VocabInfo.load(vocab_dir)
     if (vocab_dir / "tokenizer.json").is_file():
         tokenizer_json = (vocab_dir / "tokenizer.json").read_text(encoding="utf-8")
-        normalizer = json.loads(tokenizer_json).get("normalizer") or {}
+        normalizer = read_json(vocab_dir / "tokenizer.json").get("normalizer") or {}
         lowercase = bool(normalizer.get("lowercase", True))
     else:  # a bare vocab.txt: BERT's uncased pipeline, as `corpusprep vocab` builds it by default
         lowercase = True
@@ -253,29 +260,123 @@ def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
 
 # ---------------------------------------------------------------- writing
 
+# What an export writes (`export`'s write()); config.json is written last and marks a finished output
+EXPORT_FILES = ("model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
+                "special_tokens_map.json", "config.json")  # fmt: skip
+COMMIT = "config.json"  # from_pretrained and find_checkpoint need it: a directory holding it is complete
 
-def write_dir(out_dir: Path, write, overwrite: bool) -> Path:
-    """Call write(tmp_dir) and rename tmp_dir to out_dir: a directory under the final name is complete."""
-    out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
-        raise UsageError(f"{out_dir}: exists and is not empty; pass --overwrite to replace it")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+
+@dataclass(frozen=True)
+class Output:
+    """What a command writes into its output directory, under the artifact protocol's ownership rules
+    (`corpusprep.engine.artifact`): it owns only the files it writes, recognised by its own config.json."""
+
+    command: str  # for messages and the temporary directory's name
+    owns: tuple[str, ...]  # fnmatch patterns of the relative paths it writes
+    ours: Callable[[dict], bool]  # is this config.json one this command wrote?
+
+    def finished(self, out: Path) -> bool:
+        try:
+            return self.ours(json.loads((out / COMMIT).read_text()))
+        except (OSError, ValueError, AttributeError, TypeError):
+            return False
+
+
+EXPORT = Output("export", EXPORT_FILES, lambda saved: "corpusprep_objective" in saved)
+
+
+def claim_output(out: Path, output: Output, inputs: Iterable[Path], overwrite: bool) -> None:
+    """Decide, before anything is touched, whether `output` may be written into `out`.
+
+    Refused: an output that is, contains or lies inside an input; a file named like this command's output
+    that it did not write (a config.json of another kind); an earlier output of this command without
+    `--overwrite`; files it does not write without `--overwrite`. With `--overwrite`, only this command's
+    files are replaced: the others are left in place and mentioned (the artifact protocol's rule)."""
+    command = f"trainer.{output.command}"
+    check_not_nested(out, inputs, command)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: exists and is not a directory; pick another output")
+    if not out.is_dir():
+        return
+    tops = {pattern.split("/")[0] for pattern in output.owns}
+    entries = sorted(p.name for p in out.iterdir())
+    unfinished = any(name.startswith(f".{output.command}.tmp-") for name in entries)  # a killed write
+    named = [name for name in entries if name in tops]
+    foreign = [n for n in entries if n not in tops and not n.startswith(f".{output.command}.tmp-")]
+    finished = output.finished(out)
+    if named and not finished and not unfinished:
+        raise UsageError(
+            f"{out / named[0]}: named like {command} output, but {out / COMMIT} is not one it wrote; move it "
+            "away or pick another directory (it is never written over)"
+        )
+    if finished and not overwrite:
+        raise UsageError(f"{out}: holds an earlier {command} output; pass --overwrite to replace it")
+    visible = [name for name in foreign if not name.startswith(".")]
+    if visible and not overwrite:
+        raise UsageError(
+            f"{out}: holds files {command} does not write ({', '.join(visible[:3])}); pick another "
+            "directory, or pass --overwrite to write beside them (they are never deleted)"
+        )
+    if visible:
+        print(f"{out}: left in place, not written by {command}: {', '.join(visible[:5])}", file=sys.stderr)
+
+
+def write_dir(
+    out_dir: Path, write: Callable[[Path], None], overwrite: bool, output: Output = EXPORT,
+    inputs: Iterable[Path] = (),
+) -> Path:  # fmt: skip
+    """Call write(tmp) in a temporary directory inside out_dir, then move its files into out_dir, config.json
+    last (removed first when replacing): a directory holding config.json holds a complete output, and a
+    killed write leaves none (the next run rebuilds). Files the command does not write are never touched."""
+    out = Path(out_dir)
+    claim_output(out, output, list(inputs), overwrite)
+    target = out.resolve()  # `.` has no name to build a temporary name from
+    created = not target.exists()
+    target.mkdir(parents=True, exist_ok=True)
+    for stale in target.glob(f".{output.command}.tmp-*"):  # what a killed write left: never a final name
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = target / f".{output.command}.tmp-{os.getpid()}"
     tmp.mkdir()
+    committing = False
     try:
         write(tmp)
-        for f in tmp.rglob("*"):
-            if f.is_file():
-                with open(f, "rb") as fh:
-                    os.fsync(fh.fileno())
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
+        new = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+        if stray := [name for name in new if not any(fnmatch.fnmatch(name, p) for p in output.owns)]:
+            raise AssertionError(f"{output.command} wrote {stray}, which its ownership rule does not list")
+        for name in new:
+            with open(tmp / name, "rb") as fh:
+                os.fsync(fh.fileno())
+        committing = True  # from here on the temporary directory marks an unfinished output: kept on failure
+        (target / COMMIT).unlink(missing_ok=True)
+        for name in new:
+            if name != COMMIT:
+                (target / name).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(tmp / name, target / name)
+        for name in owned_files(target, output):  # an earlier output's files this one no longer writes
+            if name not in new:
+                (target / name).unlink()
+        os.replace(tmp / COMMIT, target / COMMIT)
+        _fsync_dir(target)
+        shutil.rmtree(tmp)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not committing:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if created and not any(target.iterdir()):
+                target.rmdir()
         raise
-    return out_dir
+    return out
+
+
+def owned_files(out: Path, output: Output) -> list[str]:
+    """The files under `out` that `output` writes (relative paths), e.g. an import's vocab/ contents."""
+    found = []
+    for top in sorted({pattern.split("/")[0] for pattern in output.owns}):
+        path = out / top
+        for p in [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []:
+            name = p.relative_to(out).as_posix()
+            if p.is_file() and any(fnmatch.fnmatch(name, pattern) for pattern in output.owns):
+                found.append(name)
+    return found
 
 
 def export(
@@ -300,7 +401,18 @@ def export(
         for name, text in files.items():
             (tmp / name).write_text(text, encoding="utf-8")
 
-    return write_dir(Path(out_dir), write, overwrite)
+    return write_dir(Path(out_dir), write, overwrite, EXPORT, inputs(path, saved, vocab_dir))
+
+
+def inputs(path: Path, saved: dict, vocab_dir: Path) -> list[Path]:
+    """What an export reads, which its output must not overlap: the checkpoint, its run directory, the
+    vocab directory and the shards that named it."""
+    found = [path, vocab_dir]
+    if path.parent.name == "checkpoints":
+        found.append(path.parent.parent)
+    if shards := saved.get("train", {}).get("data", {}).get("shards"):
+        found.append(Path(shards))
+    return found
 
 
 def our_model(config: BertConfig, state: dict[str, torch.Tensor]) -> BertForPreTraining:

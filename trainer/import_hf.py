@@ -26,9 +26,15 @@ import torch
 
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, UsageError
-from trainer.checkpoint import check_state
-from trainer.export import bert_config_from_hf, from_hf, write_dir
+from trainer.checkpoint import check_state, read_json
+from trainer.export import Output, bert_config_from_hf, from_hf, write_dir
 from trainer.model import BertConfig, BertForPreTraining
+
+# what an import writes (the whole vocab/ directory is its own); config.json, written last, says "source"
+OUTPUT = Output(
+    "import_hf", ("model.pt", "config.json", "vocab/*"),
+    lambda saved: isinstance(saved.get("source"), dict) and "huggingface" in saved["source"],
+)  # fmt: skip
 
 
 def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
@@ -46,7 +52,7 @@ def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
 def lowercases(hf_dir: Path) -> bool:
     """The tokenizer's casing: tokenizer_config.json's do_lower_case (BERT's default: True)."""
     path = hf_dir / "tokenizer_config.json"
-    return bool(json.loads(path.read_text()).get("do_lower_case", True)) if path.is_file() else True
+    return bool(read_json(path).get("do_lower_case", True)) if path.is_file() else True
 
 
 def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Tensor], list[str]]:
@@ -54,7 +60,7 @@ def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Te
     config_path = hf_dir / "config.json"
     if not config_path.is_file():
         raise UsageError(f"{hf_dir}: no config.json (not a save_pretrained directory)")
-    config = bert_config_from_hf(json.loads(config_path.read_text()), config_path)
+    config = bert_config_from_hf(read_json(config_path), config_path)
     try:
         state, fresh = from_hf(read_hf_weights(hf_dir), config)
     except UsageError as e:
@@ -91,7 +97,7 @@ def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed
         (tmp / "config.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=not lowercases(hf_dir))
 
-    write_dir(Path(out), write, overwrite)
+    write_dir(Path(out), write, overwrite, OUTPUT, [hf_dir])
     copied = hashlib.sha256((Path(out) / "vocab" / "vocab.txt").read_bytes()).hexdigest()
     assert copied == vocab.sha256, "vocab.txt must be copied byte for byte"
     return record

@@ -39,6 +39,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from trainer.config import check_model
+
 
 @dataclass
 class BertConfig:
@@ -61,10 +63,9 @@ class BertConfig:
         return self.objective != "none"
 
     def __post_init__(self) -> None:
-        if self.intermediate_size == 0:
+        if self.intermediate_size == 0 and isinstance(self.hidden_size, int):
             self.intermediate_size = 4 * self.hidden_size
-        if self.hidden_size % self.num_heads:
-            raise ValueError(f"hidden_size {self.hidden_size} not divisible by num_heads {self.num_heads}")
+        check_model({f.name: getattr(self, f.name) for f in fields(self)})  # a config, --set, a checkpoint
 
 
 # (layers, hidden, heads); intermediate is 4 * hidden unless overridden. tiny..medium as in Turc et al. 2019.

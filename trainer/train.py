@@ -105,14 +105,21 @@ class Metrics:
         self.path = run_dir / "metrics.jsonl"
         self.enabled = enabled
         if enabled and self.path.exists():
-            lines = self.path.read_text().splitlines()
-            keep = [line for line in lines if json.loads(line)["step"] <= resume_step]
+            keep = [line for line in self.path.read_text().splitlines() if _step(line) <= resume_step]
             self.path.write_text("".join(line + "\n" for line in keep))
 
     def write(self, record: dict) -> None:
         if self.enabled:
             with open(self.path, "a") as f:
                 f.write(json.dumps(record) + "\n")
+
+
+def _step(line: str) -> float:
+    """The step of a metrics record; infinite (dropped on resume) for a line a kill cut short."""
+    try:
+        return json.loads(line)["step"]
+    except (ValueError, KeyError, TypeError):
+        return math.inf
 
 
 # ---------------------------------------------------------------- builders
@@ -177,7 +184,7 @@ class Trainer:
         self.shards = open_shards(config.data.shards, ("train", "validation"), verify=config.data.verify)
         self.objective = self.shards.objective
         if self.resume_from is not None:
-            check_resume_shards(self.resume_from, shards_record(self.shards))
+            check_resume_shards(self.resume_from, shards_record(self.shards), self.shards.directory)
         self.bert, self.raw_model, init_state, init_path = build_model(config, self.shards, device, d.rank)
         self.optimizer = build_optimizer(self.raw_model, config.optim, fused=device.type == "cuda")
         self.scheduler = build_scheduler(self.optimizer, config.schedule)
@@ -230,6 +237,8 @@ class Trainer:
             )
         found = checkpoint.latest(self.run_dir)
         if found is None:
+            if config.checkpoint.resume:  # said, not silent: a mistyped run dir would start over unnoticed
+                log(d, f"{self.run_dir}: no checkpoint to resume from; starting at step 0")
             return None
         saved_config = checkpoint.read_config(found).get("train", {})
         if conflicts := checkpoint.resume_conflicts(saved_config, asdict(config)):
@@ -272,11 +281,17 @@ class Trainer:
             float(nn.utils.clip_grad_norm_(self.raw_model.parameters(), clip)) if clip > 0 else math.nan
         )
         lr = self.scheduler.get_last_lr()[0]
+        loss, mlm, sentence = totals.tolist()
+        if not math.isfinite(loss):  # before the step: the weights, and so every checkpoint, stay finite
+            raise DataError(
+                f"step {self.step + 1}: the loss is {loss} (training diverged at lr {lr:.2e}; no checkpoint "
+                f"holds a step after it); train again with a lower --lr (optim.lr={self.config.optim.lr:g}), "
+                "a longer warm-up or --pre-ln"
+            )
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
-        loss, mlm, sentence = totals.tolist()
         return {
             "loss": loss,
             "mlm_loss": mlm,
@@ -378,10 +393,6 @@ class Trainer:
 
     def log_progress(self, values: dict[str, float]) -> None:
         """One progress line and one metrics record: losses, lr, throughput (and MFU on a known GPU)."""
-        if not math.isfinite(values["loss"]):
-            raise FloatingPointError(
-                f"step {self.step}: loss is {values['loss']}; lower the lr or try --pre-ln"
-            )
         w, world = self.window, self.d.world
         elapsed = max(time.time() - w["time"], 1e-9)
         record = {"step": self.step, **values, "seq_per_s": w["seqs"] * world / elapsed,
@@ -481,11 +492,17 @@ def shards_record(shards: Shards) -> dict:
     }
 
 
-def check_resume_shards(found: Path, current: dict) -> None:
-    """Refuse, naming what differs, to continue on shards other than the checkpoint's."""
+def check_resume_shards(found: Path, current: dict, directory: Path) -> None:
+    """Refuse, naming what differs, to continue on shards other than the checkpoint's: compared by content
+    (vocab, objective, length, the training shards' checksums), so a copy at another path is the same."""
     record = checkpoint.read_config(found)
-    saved = record.get("shards") or {"vocab_sha256": record.get("vocab", {}).get("sha256")}  # older runs
-    differ = [f"{k} {saved[k]} -> {current[k]}" for k in current if k in saved and saved[k] != current[k]]
+    saved = record.get("shards")
+    if not saved:  # a run from before the content record: its vocab, and the shards' path
+        path = record.get("train", {}).get("data", {}).get("shards")
+        saved = {"vocab_sha256": record.get("vocab", {}).get("sha256")}
+        saved["path"] = path and str(Path(path).resolve())
+        current = current | {"path": str(Path(directory).resolve())}
+    differ = [f"{k} {saved[k]} -> {current[k]}" for k in current if saved.get(k) and saved[k] != current[k]]
     if differ:
         raise UsageError(f"{found}: trained on other shards ({'; '.join(differ)}); resume on the shards it "
                          "was trained on, or start another run dir")  # fmt: skip

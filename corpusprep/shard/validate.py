@@ -6,6 +6,7 @@ complete and valid. The pipeline runner uses it to decide whether a stage's outp
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -354,7 +355,27 @@ def _validate_checkpoint(step: Path) -> list[str]:
             read_json(step / "config.json")
         except (OSError, ValueError) as error:
             problems.append(f"{step.name}/config.json: unreadable ({error})")
+    for path in sorted(step.glob("*.pt")):
+        if path.stat().st_size and (problem := _torch_file_problem(path)):
+            problems.append(f"{step.name}/{path.name}: {problem}")
     return problems
+
+
+def _torch_file_problem(path: Path) -> str | None:
+    """Why a torch.save file would not load, found without torch: torch.save writes a zip archive, whose
+    directory sits at its end (a truncated file has lost it) and whose members carry CRCs (read once)."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head[:1] == b"\x80":  # the legacy pickle format (torch < 1.6): no directory or CRC to check
+        return None
+    if head != b"PK\x03\x04":
+        return "not a torch.save file"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except (zipfile.BadZipFile, EOFError, OSError) as error:
+        return f"damaged or truncated, would not load ({error})"
+    return f"damaged: {bad} fails its checksum" if bad else None
 
 
 def _validate_trainer(directory: Path) -> tuple[list[str], str]:

@@ -129,9 +129,9 @@ def test_existing_output_is_kept_without_overwrite(config, tmp_path):
     with pytest.raises(UsageError, match="--overwrite"):
         ex.export(ckpt, out, vocab)
     assert (out / "keep.txt").read_text() == "mine"
-    ex.export(ckpt, out, vocab, overwrite=True)
-    assert {p.name for p in out.iterdir()} == FILES
-    assert not list(tmp_path.glob(".out.tmp-*"))
+    ex.export(ckpt, out, vocab, overwrite=True)  # written beside it, never deleting it
+    assert {p.name for p in out.iterdir()} == FILES | {"keep.txt"}
+    assert not list(out.glob(".export.tmp-*"))
 
 
 def test_vocab_must_match_the_model(config, tmp_path):

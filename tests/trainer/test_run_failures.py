@@ -1,0 +1,95 @@
+"""What a training run says when it cannot go on: a diverged loss, a damaged checkpoint config, a resume
+with nothing to resume; and what a resume accepts: the same shards copied to another path."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import torch
+
+from tests.interop.helpers import random_model, write_checkpoint, write_vocab
+from trainer import checkpoint
+from trainer import export as ex
+from trainer import train as train_module
+from trainer.model import preset
+from trainer.run import main
+
+
+def run_args(shards: Path, run_dir: Path, *extra: str) -> list[str]:
+    return ["--shards", str(shards), "--run-dir", str(run_dir), "--steps", "4", "--warmup-steps", "1",
+            "--batch-size", "8", "--lr", "1e-3", "--checkpoint-every", "2", "--log-every", "1",
+            "--device", "cpu", "--set", "data.chunk_rows=64", "--set", "eval.max_batches=1",
+            *extra]  # fmt: skip
+
+
+def test_a_diverged_loss_is_one_line_and_no_checkpoint_holds_it(tiny_shards, tmp_path, capsys, monkeypatch):
+    real, calls = train_module.forward_loss, [0]
+
+    def nan_at_step_3(model, batch, autocast):
+        out = real(model, batch, autocast)
+        if model.training:
+            calls[0] += 1
+            if calls[0] == 3:
+                return (*out[:2], out[2] * math.nan, *out[3:])
+        return out
+
+    monkeypatch.setattr(train_module, "forward_loss", nan_at_step_3)
+    run = tmp_path / "run"
+    assert main(run_args(tiny_shards, run)) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("error: step 3: the loss is nan") and "lower --lr (optim.lr=0.001)" in err
+    assert [step for step, _ in checkpoint.list_checkpoints(run)] == [2]  # the step before, intact
+    weights = checkpoint.load(checkpoint.latest(run), "model")
+    assert all(torch.isfinite(w).all() for w in weights.values())
+
+
+def test_a_checkpoint_config_that_is_not_json_is_named(tiny_shards, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(run_args(tiny_shards, run, "--steps", "2")) == 0
+    with open(run / "metrics.jsonl", "a") as f:
+        f.write('{"step": 3, "lo')  # a kill in the middle of a record: dropped on resume
+    assert main(run_args(tiny_shards, run, "--resume")) == 0
+    assert [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()][-1] == 4
+    capsys.readouterr()
+    config = checkpoint.latest(run) / "config.json"
+    config.write_text(config.read_text()[:100])  # cut short
+    assert main(run_args(tiny_shards, run, "--steps", "6", "--resume")) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {config}: not valid JSON (") and len(err.splitlines()) == 1
+    assert f"delete {config.parent} to resume from the checkpoint before it" in err
+    assert ex.main([str(run), str(tmp_path / "hf")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {config}: not valid JSON (") and len(err.splitlines()) == 1
+
+
+def test_an_hf_config_that_is_not_json_is_named(tmp_path, capsys):
+    from trainer.import_hf import main as import_main
+
+    config = preset("tiny", vocab_size=300, hidden_size=32, num_heads=4, max_position=64)
+    ckpt = write_checkpoint(tmp_path / "ckpt", random_model(config))
+    hf = ex.export(ckpt, tmp_path / "hf", write_vocab(tmp_path / "vocab", 300))
+    (hf / "config.json").write_text("{")
+    assert import_main([str(hf), str(tmp_path / "init")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {hf / 'config.json'}: not valid JSON (") and len(err.splitlines()) == 1
+
+
+def test_resume_with_nothing_to_resume_says_so(tiny_shards, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(run_args(tiny_shards, run, "--steps", "2", "--resume")) == 0
+    assert f"{run}: no checkpoint to resume from; starting at step 0" in capsys.readouterr().out
+
+
+def test_resume_accepts_a_copy_of_the_shards_elsewhere(tiny_shards, tmp_path, capsys):
+    """The shards are compared by content (vocab, objective, length, training shards' checksums)."""
+    copy = tmp_path / "moved" / "shards"
+    shutil.copytree(tiny_shards, copy)
+    run = tmp_path / "run"
+    assert main(run_args(tiny_shards, run, "--steps", "2")) == 0
+    assert main(run_args(copy, run, "--resume")) == 0
+    assert "resumed from" in capsys.readouterr().out
+    assert [step for step, _ in checkpoint.list_checkpoints(run)][-1] == 4
