@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import filecmp
 import importlib
 import importlib.util
 import inspect
 import io
 import json
+import math
 import re
 import sys
 import sysconfig
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine.files import atomic_path
+from corpusprep.errors import UsageError
 
 # 4 MB of text is about 1M word pieces: a 2-layer BERT sees it several times in a few minutes of CPU
 # training (enough to learn frequent words and syntax), while the whole demo pipeline stays at seconds.
@@ -215,7 +218,7 @@ def iter_demo_documents(
 ) -> Iterator[tuple[str, str]]:
     """(id, text) of the demo corpus: cleaned, deduplicated, at most `max_mb` MB (10^6 bytes) of UTF-8."""
     stats = stats if stats is not None else DemoStats()
-    budget = int(max_mb * 1_000_000)
+    budget = int(check_max_mb(max_mb) * 1_000_000)
     seen_ids: set[str] = set()
     seen_texts: set[str] = set()  # docstrings copied into overrides and C accelerators
     for doc_id, raw in _raw_docstrings(stats):
@@ -237,10 +240,55 @@ def iter_demo_documents(
             yield doc_id, text
 
 
+def check_max_mb(max_mb: float) -> float:
+    if not (math.isfinite(max_mb) and max_mb > 0):
+        raise UsageError(f"--max-mb {max_mb}: give a positive, finite number of MB")
+    return max_mb
+
+
+def _check_path(path: Path) -> None:
+    if path.is_dir():
+        raise UsageError(f"{path}: is a directory; the demo corpus is written to a file (demo.jsonl, say)")
+
+
 def write_demo_corpus(path: str | Path, max_mb: float = DEFAULT_MAX_MB) -> DemoStats:
     """Write the demo corpus as JSONL `{"id": ..., "text": ...}` (atomically) and return its stats."""
+    check_max_mb(max_mb)
+    _check_path(Path(path))
     stats = DemoStats()
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
+    with atomic_path(path) as tmp:
+        _write(tmp, max_mb, stats)
+    return stats
+
+
+def _write(path: Path, max_mb: float, stats: DemoStats) -> None:
+    with open(path, "w", encoding="utf-8") as out:
         for doc_id, text in iter_demo_documents(max_mb, stats):
             out.write(json.dumps({"id": doc_id, "text": text}, ensure_ascii=False) + "\n")
-    return stats
+
+
+class _Same(Exception):
+    """The corpus just built equals the file already there: keep that one."""
+
+
+def update_demo_corpus(path: str | Path, max_mb: float = DEFAULT_MAX_MB, *, overwrite: bool = False) -> str:
+    """`corpusprep demo-corpus`: build the corpus at `path` and return the line to print. A file already
+    there is kept when it holds these very bytes, so its modification time, which the stages reading it
+    fingerprint, does not move; one that differs (another --max-mb, another Python install, not a demo
+    corpus at all) is replaced only with `overwrite`. Comparing costs a build: seconds, by design."""
+    check_max_mb(max_mb)
+    path = Path(path)
+    _check_path(path)
+    stats = DemoStats()
+    try:
+        with atomic_path(path) as tmp:
+            _write(tmp, max_mb, stats)
+            if path.is_file() and filecmp.cmp(tmp, path, shallow=False):
+                raise _Same
+            if path.exists() and not overwrite:
+                raise UsageError(f"{path}: exists and is not the demo corpus of --max-mb {max_mb:g} on this "
+                                 "Python install; pass --overwrite to replace it")
+    except _Same:
+        return f"{path}: up to date (the same --max-mb on the same Python install), reused"
+    return (f"{path}: {stats.documents:,} documents, {stats.bytes / 1e6:.1f} MB of text from "
+            f"{stats.modules:,} modules ({', '.join(stats.sources)})")

@@ -15,6 +15,21 @@ def plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
+def printable(text: str) -> str:
+    """`text` with what cannot be written as UTF-8 escaped: the bytes of a file name that is not valid UTF-8
+    (which Python keeps as surrogates) as \\xNN, as in document ids (`caf\\xe9.txt`). Every message goes
+    through here on its way out (errors, warnings, stats examples), so a file is always named one way."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that is no escaped byte (JSON can carry one)
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class CorpusprepError(Exception):
     """A failure caused by the data or the environment: exit code 1."""
 
@@ -131,5 +146,6 @@ def guarded(main: Callable[[], int | None], prefix: str = "error: ") -> int:
         if found is None:
             raise
         line, code = found
+        line = printable(line)  # a file name that is not UTF-8: as in the warnings and document ids
         print(f"{prefix.removesuffix('error: ') if code == 130 else prefix}{line}", file=sys.stderr)
         return code

@@ -8,7 +8,14 @@ import sys
 
 import pytest
 
-from corpusprep.demo_corpus import DEFAULT_MAX_MB, MIN_CHARS, clean_docstring, write_demo_corpus
+from corpusprep.demo_corpus import (
+    DEFAULT_MAX_MB,
+    MIN_CHARS,
+    clean_docstring,
+    update_demo_corpus,
+    write_demo_corpus,
+)
+from corpusprep.errors import UsageError
 from corpusprep.read import ReadOptions, ReadStats, iter_documents
 
 
@@ -112,3 +119,35 @@ def test_clean_docstring():
         "- item one",
         "- item two",
     ]
+
+
+@pytest.mark.parametrize("max_mb", [float("inf"), float("nan"), 0.0, -1.0])
+def test_max_mb_must_be_positive_and_finite(tmp_path, max_mb):
+    with pytest.raises(UsageError, match="--max-mb .*positive, finite"):
+        write_demo_corpus(tmp_path / "d.jsonl", max_mb)
+    assert not list(tmp_path.iterdir())
+
+
+def test_cli_max_mb_inf_is_one_line(tmp_path):
+    command = [sys.executable, "-m", "corpusprep", "demo-corpus", "-o", "d.jsonl", "--max-mb", "inf"]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr == "corpusprep: error: --max-mb inf: give a positive, finite number of MB\n"
+
+
+def test_a_directory_is_refused_before_the_build(tmp_path):
+    with pytest.raises(UsageError, match="is a directory"):
+        update_demo_corpus(tmp_path, 1000)  # refused at once, not after building 1000 MB
+
+
+def test_an_existing_file_is_reused_only_when_it_is_this_corpus(tmp_path):
+    path = tmp_path / "d.jsonl"
+    assert "documents" in update_demo_corpus(path, 0.05)
+    built, before = path.stat().st_mtime_ns, path.read_bytes()
+    assert "up to date" in update_demo_corpus(path, 0.05)
+    assert path.stat().st_mtime_ns == built  # stages fingerprint its mtime: a rebuild would look like an edit
+    with pytest.raises(UsageError, match="not the demo corpus of --max-mb 0.08.*--overwrite"):
+        update_demo_corpus(path, 0.08)
+    assert path.read_bytes() == before and not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+    update_demo_corpus(path, 0.08, overwrite=True)
+    assert len(path.read_bytes()) > len(before)

@@ -6,12 +6,16 @@ import gc
 import logging
 import os
 import sys
+from types import ModuleType
 
 from corpusprep.cli.app import app
-from corpusprep.errors import guarded
+from corpusprep.errors import guarded, printable
 
 # Importing a command module registers its commands on `app`.
 from corpusprep.cli import commands  # noqa: E402,F401  isort: skip
+
+
+PREFIX = "corpusprep: error: "
 
 
 def main() -> None:
@@ -21,8 +25,65 @@ def main() -> None:
     # What is alive now (modules, classes, functions: most of a command's Python objects) lives until exit:
     # out of the collector's sight, every full collection skips it instead of traversing it again.
     gc.freeze()
-    # Skips and repairs (file and position) are logged by the stages as they happen; show them as one-liners.
-    logging.basicConfig(format="corpusprep: warning: %(message)s", level=logging.WARNING, stream=sys.stderr)
+    # Skips and repairs (file and position) are logged by the stages as they happen; show them as one-liners,
+    # a file name that is not UTF-8 escaped as everywhere else (errors.printable).
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine("corpusprep: warning: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     # A CorpusprepError, an OSError (full disk, read-only, a file where a directory is needed) or Ctrl-C:
     # one line and its exit code (1 data or I/O, 2 usage, 130 interrupted); anything else is a bug and shows.
-    sys.exit(guarded(app, prefix="corpusprep: error: "))
+    sys.exit(guarded(_run, prefix=PREFIX))
+
+
+class _OneLine(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
+
+
+def _run() -> int:
+    """The app, with click's parse errors (a bad value, an unknown or missing option) as one line, exit 2,
+    like every other error, instead of click's three (usage, "Try --help", error)."""
+    import typer
+    import typer.main
+
+    errors = _click_exceptions()
+    root = typer.main.get_command(app)
+    try:
+        code = root.main(standalone_mode=False)
+    except getattr(errors, "NoArgsIsHelpError", ()) as error:  # `corpusprep` alone: the help, as before
+        error.show()
+        return error.exit_code
+    except errors.ClickException as error:
+        print(f"{PREFIX}{parse_error_line(error, root)}", file=sys.stderr)
+        return error.exit_code
+    except typer.Abort as error:
+        if isinstance(error.__cause__, KeyboardInterrupt):  # click before typer's copy: `guarded` says so
+            raise
+        print(f"{PREFIX}aborted (end of input)", file=sys.stderr)
+        return 1
+    if code == 130:  # typer turns Ctrl-C into a silent exit 130: let `guarded` say "interrupted"
+        raise KeyboardInterrupt
+    return code if isinstance(code, int) else 0
+
+
+def _click_exceptions() -> ModuleType:
+    """The exceptions of the click that typer runs on: its own copy in recent versions, click before."""
+    try:
+        from typer._click import exceptions
+    except ImportError:
+        from click import exceptions
+    return exceptions
+
+
+def parse_error_line(error: Exception, root: object = None) -> str:
+    """`shard: Invalid value for '--masked-lm-prob': 'x' is not a valid float.`: the subcommand, then
+    click's message, on one line."""
+    names = []
+    ctx = getattr(error, "ctx", None)
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name)
+        ctx = ctx.parent
+    if not names and sys.argv[1:2] and sys.argv[1] in getattr(root, "commands", {}):
+        names = [sys.argv[1]]  # an option's missing value is reported without its command
+    message = " ".join(error.format_message().split())
+    return f"{' '.join(reversed(names))}: {message}" if names else message

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -98,3 +100,37 @@ def read_options(
     if not text_field.strip():
         raise UsageError("--text-field must not be empty")
     return ReadOptions(format=input_format, text_field=text_field, on_error=on_error)
+
+
+def output_files(
+    outputs: dict[str, str | None], inputs: Sequence[str | Path], command: str
+) -> dict[str, Path]:
+    """Every output file of a command ({option: path as typed}), checked together before any work: not a
+    directory (nor a name ending in "/"), not under a file, not one of the inputs or inside one (through
+    symlinks too: `check_output_file`, the rule every command follows), and no two options naming one file.
+    Where the directory exists, a probe file (the name the atomic write uses) is created and removed, so a
+    read-only or forbidden location fails now, in one line, not after the work."""
+    from corpusprep.engine.artifact import check_output_file
+    from corpusprep.engine.files import temp_name
+
+    checked: dict[str, Path] = {}
+    for option, raw in outputs.items():
+        if raw is None:
+            continue
+        path = Path(raw)
+        if path.is_dir() or raw.endswith(("/", os.sep)):
+            what = "is a directory" if path.is_dir() else "ends in a slash, as a directory's name does"
+            raise UsageError(f"{option} {raw}: {what}; {option} takes a file name")
+        parent = next((p for p in path.parents if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise UsageError(f"{parent}: is a file, not a directory (needed for {option} {raw})")
+        check_output_file(path, inputs, command)
+        for other, seen in checked.items():
+            if seen.resolve() == path.resolve():
+                raise UsageError(f"{command}: {other} and {option} name the same file {raw}; give two names")
+        if path.parent.is_dir():
+            probe = temp_name(path)
+            probe.touch()  # an OSError (read-only, permission) is one line naming `path`: errors.describe
+            probe.unlink()
+        checked[option] = path
+    return checked

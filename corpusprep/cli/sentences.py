@@ -5,14 +5,13 @@ from __future__ import annotations
 import functools
 import json
 import time
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from corpusprep.cli import options as opt
 from corpusprep.cli.app import app
-from corpusprep.errors import UsageError
+from corpusprep.errors import UsageError, printable
 
 PROGRESS_EVERY = 256  # documents between progress-bar refreshes: a refresh costs more than splitting one
 
@@ -21,7 +20,7 @@ PROGRESS_EVERY = 256  # documents between progress-bar refreshes: a refresh cost
 def sentences(
     inputs: opt.Inputs,
     output: Annotated[
-        Path,
+        str,
         typer.Option(
             "--output",
             "-o",
@@ -38,7 +37,7 @@ def sentences(
             "is kept as it is.",
         ),
     ] = "default",
-    output_format: Annotated[
+    output_format_: Annotated[
         str | None,
         typer.Option(
             "--format",
@@ -48,7 +47,7 @@ def sentences(
         ),
     ] = None,
     stats_path: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--stats",
             help="Also write the run's counts (read, split, skipped by reason) as JSON here.",
@@ -62,7 +61,9 @@ def sentences(
     text_field: opt.TextField = "text",
     on_error: opt.OnError = "auto",
     overwrite: Annotated[
-        bool, typer.Option(help="Replace an existing OUTPUT file instead of refusing.")
+        bool,
+        typer.Option(help="Replace an existing OUTPUT file (one built from other inputs or options, or not "
+                     "by corpusprep) instead of refusing."),
     ] = False,
     progress: opt.Progress = True,
 ) -> None:
@@ -72,27 +73,49 @@ def sentences(
     hard-wrapped paragraphs). Documents without any sentence are skipped and counted; the summary shows
     documents read, used and skipped by reason.
     """
-    from corpusprep.engine.artifact import check_output_file
+    from corpusprep.engine.artifact import describe_changes, input_files
     from corpusprep.read import ReadStats, iter_documents
     from corpusprep.split.stage import (
-        OUTPUT_FORMATS,
         SentenceStats,
         make_splitter,
+        output_format,
+        read_output_record,
+        record_path,
+        remove_stale_temps_of,
         split_documents,
+        write_output_record,
         write_parquet,
         write_text,
     )
 
-    fmt = (output_format or ("parquet" if output.suffix == ".parquet" else "text")).lower()
-    if fmt not in OUTPUT_FORMATS:
-        raise UsageError(f"--format {fmt!r}: choose from {', '.join(OUTPUT_FORMATS)}")
-    if output.is_dir():
-        raise UsageError(f"{output}: is a directory; --output takes a file name")
-    check_output_file(output, inputs, "sentences")
-    if output.exists() and not overwrite:
-        raise UsageError(f"{output}: already exists; pass --overwrite to replace it")
+    paths = opt.output_files({"--output": output, "--stats": stats_path}, inputs, "sentences")
+    out, stats_file = paths["--output"], paths.get("--stats")
+    fmt = output_format(out, output_format_)
     read_options = opt.read_options(input_format, one_sentence_per_line, text_field, on_error)
     split = make_splitter(splitter, language, line_breaks.lower())
+    # What the bytes depend on, as an artifact's identity: the inputs (path, size, mtime) and the options.
+    identity = {"kind": "sentences", "inputs": {"files": input_files(inputs)},
+                "options": {"format": fmt, "splitter": splitter, "language": language,
+                            "line_breaks": line_breaks.lower(), "input_format": read_options.format,
+                            "text_field": read_options.text_field, "on_error": read_options.on_error}}
+    for path in (out, record_path(out), stats_file):
+        if path is not None:
+            remove_stale_temps_of(path)
+    if out.exists() and not overwrite:
+        record = read_output_record(out)
+        if record is None:
+            raise UsageError(f"{out}: already exists; pass --overwrite to replace it")
+        changes = "; ".join(describe_changes(record["identity"], identity)[:3])
+        if changes:
+            raise UsageError(f"{out}: holds sentences built from other inputs or options ({changes}); pass "
+                             "--overwrite to replace it, or pick another file")
+        if stats_file is not None and isinstance(record.get("report"), dict):
+            from corpusprep.engine.files import write_json
+
+            write_json(stats_file, record["report"])
+        _console().print(f"{out}: up to date (same inputs and options); pass --overwrite to rebuild")
+        return
+    record_path(out).unlink(missing_ok=True)  # the file it described is about to be replaced
     read_stats, split_stats = ReadStats(), SentenceStats()
     documents = iter_documents(inputs, read_options, read_stats)  # resolves inputs now: bad paths fail early
 
@@ -122,16 +145,17 @@ def sentences(
 
                 raise no_usable_documents(inputs, read_stats.to_dict(), dict(split_stats.skipped))
 
-        (write_parquet if fmt == "parquet" else write_text)(output, tracked())
+        (write_parquet if fmt == "parquet" else write_text)(out, tracked())
     seconds = time.perf_counter() - start
 
-    report = {"output": str(output), "format": fmt, "splitter": splitter, "language": language,
+    report = {"output": printable(str(out)), "format": fmt, "splitter": splitter, "language": language,
               "line_breaks": line_breaks.lower(), "seconds": round(seconds, 3),
               "read": read_stats.to_dict(), "split": split_stats.to_dict()}
-    if stats_path:
+    write_output_record(out, identity, report)
+    if stats_file is not None:
         from corpusprep.engine.files import write_json
 
-        write_json(stats_path, report)
+        write_json(stats_file, report)
     _print_summary(report, read_stats.bytes / 1e6 / max(seconds, 1e-9))
 
 

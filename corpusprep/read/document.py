@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from corpusprep.errors import DataError, InputError, UsageError
+from corpusprep.errors import DataError, InputError, UsageError, printable
 
 FORMATS = ("auto", "text", "bert", "jsonl", "parquet", "wiki")
 ON_ERROR = ("auto", "skip", "fail")
@@ -65,6 +65,7 @@ class ReadStats:
 
     def note(self, kind: str, message: str) -> None:
         """Keep `message` as an example of `kind` (capped) and log it."""
+        message = printable(message)  # a file name that is not UTF-8: as in its document ids
         kept = self.examples.setdefault(kind, [])
         if len(kept) < MAX_EXAMPLES:
             kept.append(message)

@@ -171,21 +171,24 @@ def parse_parquet(raw: BinaryIO, path: Path, text_field: str, stats: ReadStats) 
 
 def parse_wiki(lines: Iterator[str], path: Path, text_field: str, stats: ReadStats) -> Iterator[Record]:
     """WikiExtractor output: `<doc id=.. url=.. title=..>`, the title line (dropped when it repeats the
-    title), one paragraph per line, `</doc>`. Text outside a doc block is counted as a warning."""
+    title), one paragraph per line, `</doc>`; the tags may be indented. Text outside a doc block is counted
+    as a warning."""
     paragraphs: list[str] = []
     title: str | None = None  # None: outside a doc block
     start = 0
     expect_title = False
     stray = 0
     for lineno, line in enumerate(lines, 1):
-        if line.startswith("<doc ") or line.startswith("<doc>"):
+        # Tags may be indented (re-indented dumps): as `detect_format` does, look past leading whitespace.
+        tag = line.lstrip() if line[:1].isspace() else line
+        if tag.startswith(("<doc ", "<doc>")):
             if title is not None:  # an unterminated doc: keep it, but say so
                 stats.warn("unterminated_doc", f"{path}:{start}: <doc> without </doc>")
                 yield Record(start, "\n".join(paragraphs))
             match = _TITLE.search(line)
             title = html.unescape(match.group(1)) if match else ""
             paragraphs, start, expect_title = [], lineno, True
-        elif line.startswith("</doc>"):
+        elif tag.startswith("</doc>"):
             if title is None:
                 stray += 1
                 continue

@@ -3,7 +3,8 @@
 Per-document problems (bad JSONL line, missing/null text) are skipped under auto and skip, fatal under fail.
 Whole-file problems (cannot open, truncated/corrupt stream, Parquet without the text column) are fatal under
 auto and fail, a skipped file under skip; documents already yielded from that file stay yielded.
-A binary file is skipped (fatal under fail); empty files and empty documents are always skipped.
+A binary file is skipped (fatal under fail); empty files (also whitespace only, or a Parquet file without
+rows), wiki files without a <doc> block and empty documents are always skipped.
 Every skip is counted in ReadStats by reason with an example naming the file and position."""
 
 from __future__ import annotations
@@ -75,7 +76,9 @@ def _iter_file(path: Path, source: str, options: ReadOptions, stats: ReadStats) 
         if not head:
             raise _Skipped("empty_file", f"{path}: empty file")
         fmt = options.format if options.format != "auto" else detect_format(path.name, head[:SNIFF])
-        if fmt == "parquet" or head.startswith(PARQUET_MAGIC):
+        # Under auto the magic wins over a misleading extension; a format the user gave wins over both
+        # (a text file may begin with "PAR1").
+        if fmt == "parquet" or (options.format == "auto" and head.startswith(PARQUET_MAGIC)):
             if kind:
                 raise Unreadable("unreadable", f"{path}: compressed Parquet ({kind}) is not supported; "
                                                "Parquet compresses its pages itself")
@@ -91,7 +94,13 @@ def _iter_file(path: Path, source: str, options: ReadOptions, stats: ReadStats) 
             lines = iter_lines(chain([head], blocks), path, stats)
             records = LINE_PARSERS[fmt](lines, path, options.text_field, stats)
             unit = ":"
+        seen = stats.documents_seen
         yield from _documents(records, path, source, unit, options, stats)
+        if stats.documents_seen == seen:  # not a file with 0 documents and no word why
+            if fmt == "wiki":
+                raise _Skipped("no_documents", f"{path}: skipped: no <doc> blocks")
+            why = "no rows" if unit == ": row " else "only whitespace"
+            raise _Skipped("empty_file", f"{path}: empty file ({why})")
 
 
 def _documents(records: Iterator[Record], path: Path, source: str, unit: str, options: ReadOptions,

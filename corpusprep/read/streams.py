@@ -7,6 +7,7 @@ import bz2
 import contextlib
 import gzip
 import lzma
+import re
 import zlib
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -54,8 +55,16 @@ class Unopenable(Unreadable):
     """A file the OS will not open (permission, vanished): a usage error, exit 2, like a missing path."""
 
 
+# "BZh" alone is ASCII, so text may begin with it: a bzip2 stream goes on with its level (1-9) and the magic
+# of its first block (the digits of pi) or, when empty, of its end.
+_BZ2_HEADER = re.compile(rb"BZh[1-9](?:1AY&SY|\x17rE8P\x90)")
+MAGIC_BYTES = 10  # enough for the longest check
+
+
 def compression_of(head: bytes) -> str | None:
-    return next((name for magic, name in COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
+    """The compression whose magic bytes `head` (the first MAGIC_BYTES) starts with, or None."""
+    kind = next((name for magic, name in COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
+    return None if kind == "bz2" and not _BZ2_HEADER.match(head) else kind
 
 
 def open_file(path: Path) -> BinaryIO:
@@ -94,7 +103,7 @@ def open_decompressed(path: Path) -> Iterator[tuple[BinaryIO, str | None]]:
     """The file's bytes, decompressed when its magic bytes say gz/xz/bz2/zst (whatever the extension)."""
     with open_file(path) as raw:
         try:
-            kind = compression_of(raw.read(8))
+            kind = compression_of(raw.read(MAGIC_BYTES))
             raw.seek(0)
         except OSError as error:
             raise Unreadable("unreadable", f"{path}: byte 0: read error: {error}") from error

@@ -7,6 +7,9 @@ rows stream out in bounded row groups however long a document is.
 
 from __future__ import annotations
 
+import contextlib
+import glob
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -16,9 +19,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from corpusprep.engine.files import atomic_path
+from corpusprep.engine.files import atomic_path, read_record, write_json
 from corpusprep.errors import UsageError
 from corpusprep.read import Document
+from corpusprep.read.formats import SUFFIX_FORMATS
+from corpusprep.read.inputs import MARKER_SUFFIX
 from corpusprep.split.linebreaks import LINE_BREAKS, with_line_breaks
 
 OUTPUT_FORMATS = ("text", "parquet")
@@ -30,6 +35,68 @@ SENTENCES_SCHEMA = pa.schema(
     ]
 )
 ROW_GROUP = 64 * 1024  # sentences per Parquet row group: bounded memory, still large enough to scan fast
+
+
+def output_format(output: Path, given: str | None) -> str:
+    """--format, else by the output's extension as the readers tell formats (any case: `.PARQUET`, `.pq`)."""
+    fmt = (given or ("parquet" if SUFFIX_FORMATS.get(output.suffix.lower()) == "parquet" else "text")).lower()
+    if fmt not in OUTPUT_FORMATS:
+        raise UsageError(f"--format {fmt!r}: choose from {', '.join(OUTPUT_FORMATS)}")
+    return fmt
+
+
+# A sentences output is one file, not an artifact directory with a manifest: how it was built is recorded
+# beside it, in a hidden completion marker the readers skip, so that a rerun of the same command finds it
+# up to date (as every artifact does) and a rerun with other inputs or options can say what changed.
+
+
+def record_path(output: Path) -> Path:
+    return output.with_name(f".{output.name}{MARKER_SUFFIX}")
+
+
+def read_output_record(output: Path) -> dict | None:
+    """The record of how `output` was built, when it describes this very file (size and modification time,
+    as inputs are fingerprinted); None for a file corpusprep did not write, or that changed since."""
+    record = read_record(record_path(output))
+    try:
+        st = output.stat()
+    except OSError:
+        return None
+    if record is None or record.get("output") != [st.st_size, st.st_mtime_ns]:
+        return None
+    return record if isinstance(record.get("identity"), dict) else None
+
+
+def write_output_record(output: Path, identity: dict, report: dict) -> None:
+    st = output.stat()
+    write_json(record_path(output), {"identity": identity, "output": [st.st_size, st.st_mtime_ns],
+                                     "report": report})
+
+
+def remove_stale_temps_of(path: Path) -> int:
+    """Remove what killed writes of `path` left beside it (`.NAME.tmp-PID`, engine.files.temp_name) when that
+    process is gone. Not engine.files.remove_stale_temps: it clears every temporary file under a directory,
+    which only an output directory that a lock gives to one run may do; a file's directory is shared (the
+    current directory, say), and another run may be writing its own file there."""
+    removed = 0
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.tmp-*"):
+        pid = tmp.name.rpartition(".tmp-")[2]
+        if not pid.isdigit() or (int(pid) != os.getpid() and _alive(int(pid))):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except OSError:  # another user's process (PermissionError)
+        return True
+    return True
 
 
 def check_language(code: str) -> str:

@@ -89,6 +89,43 @@ def test_wiki_unterminated_doc_and_stray_text_are_warned(tmp_path):
     assert set(stats.examples) == {"unterminated_doc", "text_outside_doc"}
 
 
+def test_wiki_tags_may_be_indented(tmp_path):
+    """An indented `<doc>` used to be read as text outside a block: the document was lost, uncounted."""
+    (tmp_path / "w").write_text('<doc id="1" title="A">\nA\nOne.\n</doc>\n  <doc id="2" title="B">\nB\n'
+                                'Two.\n\t</doc>\n <doc id="3" title="C">\n</doc>\n')
+    docs, stats = read_all(tmp_path / "w")
+    assert [d.text for d in docs] == ["One.", "Two."]
+    assert stats.documents_seen == 3 and stats.skipped == {"empty_document": 1} and stats.warnings == 0
+
+
+@pytest.mark.parametrize(("fmt", "head"), [
+    ("text", "PAR1 is the magic of Parquet files."),  # under auto, PAR1 says Parquet (README)
+    *[(fmt, head) for fmt in ("text", "auto") for head in ("BZh is how bzip2 files begin.", "BZh9 too.")],
+])
+def test_a_text_file_may_begin_like_parquet_or_bzip2(tmp_path, fmt, head):
+    """A format given wins over the content's magic; and "BZh" alone is no bzip2 stream in any format."""
+    (tmp_path / "notes.txt").write_text(f"{head} More text.\n\nSecond document.\n")
+    docs, stats = read_all(tmp_path / "notes.txt", format=fmt)
+    assert [d.text for d in docs] == [f"{head} More text.", "Second document."]
+    assert not stats.skipped_files
+
+
+def test_files_without_documents_are_skipped_with_a_reason(tmp_path):
+    """A whitespace-only file used to count as a file read with 0 documents and no word why."""
+    (tmp_path / "a.txt").write_text("Real document.\n")
+    (tmp_path / "blank.txt").write_text("\n  \n\t\n")
+    (tmp_path / "blank.jsonl").write_text("\n \n")
+    (tmp_path / "w.wiki").write_text("text, but no doc block\n")
+    pq.write_table(pa.table({"text": pa.array([], pa.string())}), tmp_path / "none.parquet")
+    docs, stats = read_all(tmp_path / "a.txt", tmp_path / "blank.txt", tmp_path / "blank.jsonl",
+                           tmp_path / "none.parquet")
+    assert len(docs) == 1 and (stats.files_seen, stats.files) == (4, 1)
+    assert stats.skipped_files == {"empty_file": 3}
+    assert stats.examples["empty_file"][0] == f"{tmp_path / 'blank.txt'}: empty file (only whitespace)"
+    _, stats = read_all(tmp_path / "w.wiki", format="wiki")
+    assert stats.skipped_files == {"no_documents": 1} and stats.files == 0
+
+
 @pytest.mark.parametrize(
     ("name", "head", "expected"),
     [

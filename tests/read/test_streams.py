@@ -31,7 +31,7 @@ COMPRESSORS = {"gz": gzip.compress, "xz": lzma.compress, "bz2": bz2.compress, "z
 def test_compression_is_detected_by_magic_bytes(tmp_path, kind, name):
     path = tmp_path / name.format(kind=kind)
     path.write_bytes(COMPRESSORS[kind](TEXT.encode()))
-    assert compression_of(path.read_bytes()[:8]) == kind
+    assert compression_of(path.read_bytes()[: streams.MAGIC_BYTES]) == kind
     docs, stats = read_all(path)
     assert [d.text for d in docs] == TEXT.strip().replace("\n\n", "\0").split("\0")
     assert stats.bytes == len(TEXT.encode())

@@ -273,3 +273,29 @@ def test_counts_add_up_across_a_messy_directory(tmp_path):
     assert len(docs) == stats.documents == 4 and stats.documents_seen == 10
     assert (stats.invalid_utf8, stats.nul_bytes) == (1, 1)
     assert stats.to_dict()["documents"] == 4
+
+
+def test_a_file_name_that_is_not_utf8_is_named_one_way_everywhere(tmp_path):
+    """Its warning, its skip, its error and the stats' examples all write `b\\xe9d.txt` (as its document
+    ids do); Python's own rendering of the name (`b\\udce9d.txt`) used to appear beside it."""
+    import subprocess
+    import sys
+
+    corpus = tmp_path / "in"
+    corpus.mkdir()
+    (corpus / "good.txt").write_text("A sentence. Another one.\n")
+    bad = os.fsdecode(bytes(corpus) + b"/b\xe9d.txt")
+    with open(bad, "wb") as f:
+        f.write(b"\xff\xfeU\x00T\x00F\x00")  # UTF-16: skipped, or an error under fail
+    command = [sys.executable, "-m", "corpusprep", "sentences", str(corpus), "--no-progress"]
+    skipped = subprocess.run([*command, "-o", tmp_path / "s.txt", "--stats", tmp_path / "s.json"],
+                             capture_output=True, text=True)
+    failed = subprocess.run([*command, "-o", tmp_path / "f.txt", "--on-error", "fail"],
+                            capture_output=True, text=True)
+    assert skipped.returncode == 0 and failed.returncode == 1, skipped.stderr + failed.stderr
+    examples = json.loads((tmp_path / "s.json").read_text())["read"]["examples"]
+    for text in (skipped.stderr, failed.stderr, json.dumps(examples, ensure_ascii=False)):
+        assert "\\udc" not in text and "\\ud" not in text.encode("unicode_escape").decode(), text
+    for text in (skipped.stderr, failed.stderr, examples["binary"][0]):
+        assert "b\\xe9d.txt" in text, text
+    assert failed.stderr.splitlines()[-1].startswith(f"corpusprep: error: {corpus}/b\\xe9d.txt: byte 0: UTF-16")

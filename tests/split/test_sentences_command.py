@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -125,3 +126,79 @@ def test_split_documents_counts_add_up():
     assert (stats.documents, stats.used, dict(stats.skipped), stats.presplit, stats.sentences) == (
         4, 2, {"no_sentences": 2}, 1, 4)
     assert stats.documents == stats.used + sum(stats.skipped.values())
+
+
+def cli(*args, cwd=None) -> subprocess.CompletedProcess:
+    """`corpusprep sentences ...` as a user runs it (a child process)."""
+    return subprocess.run([sys.executable, "-m", "corpusprep", "sentences", *map(str, args), "--no-progress"],
+                          capture_output=True, text=True, cwd=cwd)
+
+
+def one_error(result: subprocess.CompletedProcess) -> str:
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and lines[-1].startswith("corpusprep: error: "), result.stderr
+    return lines[-1]
+
+
+def test_every_output_is_checked_before_any_work(corpus, tmp_path):
+    """--stats is an output like -o: never an input, never -o, never under a file; refused before -o is
+    written (it used to overwrite the input, or fail after the sentences were written)."""
+    source = corpus / "a.txt"
+    before = source.read_bytes()
+    out = tmp_path / "out" / "s.txt"
+    (tmp_path / "afile").write_text("a file\n")
+    for stats, expected in [(source, "overlap"), (out, "name the same file"),
+                            (tmp_path / "afile" / "s.json", "is a file, not a directory"),
+                            (tmp_path, "is a directory")]:
+        line = one_error(cli(source, "-o", out, "--stats", stats))
+        assert expected in line, line
+        assert not out.exists() and source.read_bytes() == before
+    assert not list(tmp_path.rglob(".*.tmp-*"))  # the probes left nothing
+
+
+def test_output_name_chooses_the_format_in_any_case_and_a_directory_name_is_refused(corpus, tmp_path):
+    for name in ("s.PARQUET", "s.pq"):
+        run(corpus / "a.txt", "-o", tmp_path / name)
+        assert pq.read_table(tmp_path / name).schema == SENTENCES_SCHEMA
+    line = one_error(cli(corpus / "a.txt", "-o", f"{tmp_path / 'newdir'}/"))
+    assert "--output" in line and "newdir/" in line and "file name" in line
+    assert not (tmp_path / "newdir").exists()
+
+
+def test_a_killed_runs_temporary_files_are_removed_by_the_next(corpus, tmp_path):
+    out = tmp_path / "s.txt"
+    dead = tmp_path / f".s.txt.tmp-{_dead_pid()}"  # a killed write's leftovers
+    alive = tmp_path / f".s.txt.tmp-{os.getpid()}"  # this test's process: a run writing the same file now
+    other = tmp_path / f".t.txt.tmp-{_dead_pid()}"  # another file's: not this command's business
+    for path in (dead, alive, other):
+        path.write_text("partial")
+    assert cli(corpus / "a.txt", "-o", out).returncode == 0
+    assert not dead.exists() and alive.exists() and other.exists()
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_a_rerun_is_up_to_date_and_a_changed_one_names_the_change(corpus, tmp_path):
+    out, stats = tmp_path / "s.txt", tmp_path / "stats.json"
+    assert cli(corpus / "a.txt", "-o", out, "--stats", stats).returncode == 0
+    built, report = out.stat().st_mtime_ns, stats.read_text()
+    stats.unlink()
+    again = cli(corpus / "a.txt", "-o", out, "--stats", stats)
+    assert again.returncode == 0 and "up to date" in again.stderr, again.stderr
+    assert out.stat().st_mtime_ns == built and stats.read_text() == report  # the run's own stats, again
+    line = one_error(cli(corpus / "a.txt", "-o", out, "--splitter", "lines"))
+    assert 'options.splitter: "default" -> "lines"' in line and "--overwrite" in line
+    with open(corpus / "a.txt", "a") as f:
+        f.write("\nAppended document. Read it.\n")
+    line = one_error(cli(corpus / "a.txt", "-o", out))
+    assert "a.txt: modified" in line, line
+    assert cli(corpus / "a.txt", "-o", out, "--overwrite").returncode == 0
+    assert "Appended document." in out.read_text()
+    out.write_text("edited by hand\n")  # no longer what the record describes: a file of the user's
+    line = one_error(cli(corpus / "a.txt", "-o", out))
+    assert line.endswith("already exists; pass --overwrite to replace it")
