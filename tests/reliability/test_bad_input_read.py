@@ -298,4 +298,5 @@ def test_a_file_name_that_is_not_utf8_is_named_one_way_everywhere(tmp_path):
         assert "\\udc" not in text and "\\ud" not in text.encode("unicode_escape").decode(), text
     for text in (skipped.stderr, failed.stderr, examples["binary"][0]):
         assert "b\\xe9d.txt" in text, text
-    assert failed.stderr.splitlines()[-1].startswith(f"corpusprep: error: {corpus}/b\\xe9d.txt: byte 0: UTF-16")
+    last = failed.stderr.splitlines()[-1]
+    assert last.startswith(f"corpusprep: error: {corpus}/b\\xe9d.txt: byte 0: UTF-16")
