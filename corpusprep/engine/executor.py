@@ -44,6 +44,14 @@ class Task:
     outputs: tuple[str, ...] = ()
 
 
+def check_engine(engine: str) -> str:
+    """`engine` in any case as one of ENGINES; else one line naming them. Stages call it before any work."""
+    name = engine.lower() if isinstance(engine, str) else engine
+    if name not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    return name
+
+
 def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
@@ -113,8 +121,7 @@ def run_tasks(
     "ray://host:10001"); None starts a local one. `on_done(task, stats, skipped)` is called in the parent
     as each task finishes (for progress bars).
     """
-    if engine not in ENGINES:
-        raise UsageError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    engine = check_engine(engine)
     ids = [task.id for task in tasks]
     if len(set(ids)) != len(ids):
         raise ValueError("task ids must be unique within a stage")
