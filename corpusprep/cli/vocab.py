@@ -165,7 +165,8 @@ def demo_corpus(
 
 @functools.cache
 def _console():
-    """stderr's rich Console, made (and rich imported) only by a command that prints with it."""
+    """stderr's rich Console, made (and rich imported) only by a command that prints with it. Soft wrap: a
+    line is never cut at rich's 80 columns when stderr is not a terminal (a log, a pipe)."""
     from rich.console import Console
 
-    return Console(stderr=True)
+    return Console(stderr=True, soft_wrap=True)

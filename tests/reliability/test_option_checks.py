@@ -80,3 +80,12 @@ def test_a_bad_engine_fails_build_pairs_before_any_work(built, tmp_path):
                         "--engine", "foo")
     refused(result, "foo")
     assert "read" not in result.stdout + result.stderr.replace("corpusprep: error:", "")
+
+
+def test_the_vocab_summary_is_whole_lines_when_piped(built, tmp_path):
+    out = tmp_path / ("a-rather-long-directory-name-" * 3) / "vocab"
+    done = corpusprep("vocab", built["corpus"], "--input-format", "bert", "-o", out, "--vocab-size", "200",
+                      "--no-progress")
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines[0].startswith(f"{out}: ") and lines[0].endswith(" s"), done.stderr  # not cut at 80 columns
