@@ -24,7 +24,9 @@ matching its kind's output patterns); a foreign file is left in place and mentio
 that is, contains or lies inside one of the command's inputs is refused before anything is touched, and
 `corpusprep/read` never reads a directory holding an artifact as corpus.
 
-Input files are fingerprinted like make: (absolute path, size, modification time). Hashing a many-GB
+Input files are fingerprinted like make: (path, size, modification time), the path absolute or, for a file
+beside the output (under its parent: a pipeline's demo corpus), relative, so that a moved run dir is the same
+run. Hashing a many-GB
 corpus on every run would cost minutes; what this misses is an edit that keeps both the size and the
 modification time (a file rewritten in place within the file system's timestamp granularity, or an mtime
 set back on purpose). Artifacts read as inputs (a vocab, pairs) are fingerprinted by their content digest,
@@ -65,16 +67,21 @@ def fingerprint(identity: Any) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def input_files(inputs: Sequence[str | Path]) -> list[list[Any]]:
-    """[absolute path, source name, size, mtime_ns] of every file the readers would read from `inputs`, in
-    reading order (the source name is what document ids are made of: the same files given as a directory
-    or as a glob make other ids, so another output)."""
+def input_files(inputs: Sequence[str | Path], output: str | Path | None = None) -> list[list[Any]]:
+    """[path, source name, size, mtime_ns] of every file the readers would read from `inputs`, in reading
+    order (the source name is what document ids are made of: the same files given as a directory or as a
+    glob make other ids, so another output). The path is absolute, or relative to the parent of `output`
+    for a file beside the output (a pipeline's corpus in its run dir): the two can then move together, and
+    a moved run dir still resumes and repairs."""
     from corpusprep.read.inputs import resolve_inputs
 
+    base = Path(output).resolve().parent if output is not None else None
     rows = []
     for path, source in resolve_inputs(inputs):
-        st = path.stat()
-        rows.append([str(path.resolve()), source, st.st_size, st.st_mtime_ns])
+        st, where = path.stat(), path.resolve()
+        if base is not None and base in where.parents:
+            where = where.relative_to(base)
+        rows.append([str(where), source, st.st_size, st.st_mtime_ns])
     return rows
 
 

@@ -313,7 +313,7 @@ def build_pairs(
     out_dir = Path(out_dir)
     identity = {
         "stats_version": STATS_VERSION,
-        "inputs": {"files": input_files(inputs)},
+        "inputs": {"files": input_files(inputs, out_dir)},
         "read_options": _as_dict(read_options),
         "options": dataclasses.asdict(options),
         "vocab_sha256": vocab.sha256,
