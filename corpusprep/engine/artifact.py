@@ -28,9 +28,10 @@ Input files are fingerprinted like make: (path, size, modification time), the pa
 beside the output (under its parent: a pipeline's demo corpus), relative, so that a moved run dir is the same
 run. Hashing a many-GB corpus on every run would cost minutes; what this misses is an edit that keeps both
 the size and the modification time (a file rewritten in place within the file system's timestamp
-granularity, or an mtime set back on purpose). Artifacts read as inputs (a vocab, pairs) are fingerprinted by their content digest,
-and their files are checked against the manifest's sha256 before they are used (`require(..., checksums=)`,
-`verify_file`): an input damaged after it was written is refused, never used silently.
+granularity, or an mtime set back on purpose). Artifacts read as inputs (a vocab, pairs) are fingerprinted
+by their content digest, and their files are checked against the manifest's sha256 before they are used
+(`require(..., checksums=)`, `verify_file`): an input damaged after it was written is refused, never used
+silently.
 """
 
 from __future__ import annotations
