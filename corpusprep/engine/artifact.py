@@ -25,7 +25,7 @@ that is, contains or lies inside one of the command's inputs is refused before a
 `corpusprep/read` never reads a directory holding an artifact as corpus.
 
 Input files are fingerprinted like make: (path, size, modification time), the path absolute or, for a file
-beside the output (under its parent: a pipeline's demo corpus), relative, so that a moved run dir is the same
+of another output beside this one (a pipeline's demo corpus), relative, so that a moved run dir is the same
 run. Hashing a many-GB corpus on every run would cost minutes; what this misses is an edit that keeps both
 the size and the modification time (a file rewritten in place within the file system's timestamp
 granularity, or an mtime set back on purpose). Artifacts read as inputs (a vocab, pairs) are fingerprinted
@@ -70,16 +70,17 @@ def fingerprint(identity: Any) -> str:
 def input_files(inputs: Sequence[str | Path], output: str | Path | None = None) -> list[list[Any]]:
     """[path, source name, size, mtime_ns] of every file the readers would read from `inputs`, in reading
     order (the source name is what document ids are made of: the same files given as a directory or as a
-    glob make other ids, so another output). The path is absolute, or relative to the parent of `output`
-    for a file beside the output (a pipeline's corpus in its run dir): the two can then move together, and
-    a moved run dir still resumes and repairs."""
+    glob make other ids, so another output). The path is absolute, except for a file of another corpusprep
+    output beside `output` (a pipeline's demo corpus, in the run dir that holds every stage's output): it is
+    relative to their common parent, so a moved run dir still resumes and repairs."""
     from corpusprep.read.inputs import resolve_inputs
 
     base = Path(output).resolve().parent if output is not None else None
     rows = []
     for path, source in resolve_inputs(inputs):
         st, where = path.stat(), path.resolve()
-        if base is not None and base in where.parents:
+        if (base is not None and base in where.parents
+                and is_artifact_dir(base / where.relative_to(base).parts[0])):
             where = where.relative_to(base)
         rows.append([str(where), source, st.st_size, st.st_mtime_ns])
     return rows
