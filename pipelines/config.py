@@ -185,6 +185,10 @@ def plan(raw: dict[str, Any], source: Path) -> Pipeline:
     config = copy.deepcopy(raw)
     meta = _table(config, "pipeline", str(source))
     name = str(meta.get("name") or source.stem)
+    if name.startswith(".") or any(c in name for c in "/\\\0"):  # ".", "..", hidden, a path
+        # the default run directory is runs/NAME: a path here would put it anywhere
+        raise UsageError(f"{source}: pipeline.name {name!r} must be a plain name (no '/', '\\', leading '.' "
+                         "or '..'); it names the run directory runs/NAME")
     seed = meta.get("seed", 12345)
     if not isinstance(seed, int):
         raise UsageError(f"{source}: pipeline.seed must be an integer, not {seed!r}")

@@ -62,6 +62,9 @@ def check_run_dir(run_dir: Path, name: str, overwrite: bool) -> None:
     if found is not None or (run_dir / artifact.MANIFEST).exists():  # never, even with --overwrite
         kind = found["kind"] if found else "an output"
         raise UsageError(f"{run_dir}: holds corpusprep {kind}, not a pipeline run; pick another --run-dir")
+    other = artifact.other_output(run_dir)
+    if other is not None and other[0] != "pipeline":  # never, even with --overwrite
+        raise UsageError(f"{run_dir}: holds {other[1]}, not a pipeline run; pick another --run-dir")
     inside = next((p for p in run_dir.resolve().parents if artifact.is_artifact_dir(p)), None)
     if inside is not None:
         raise UsageError(f"{run_dir}: inside a corpusprep output ({inside}); pick another --run-dir")

@@ -101,20 +101,24 @@ def inspect(
 @app.command()
 def stats(
     shards_dir: Annotated[Path, typer.Argument(help="Shards directory.")],
-    plot: Annotated[Path | None, typer.Option(help="Plot lengths and shard balance to this PNG.")] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="Plot lengths and shard balance to this image (png, svg, pdf...: by extension)."),
+    ] = None,
     batch_size: Annotated[int, typer.Option(help="Batch size of the padding estimate.", min=1)] = 32,
 ) -> None:
     """Manifest totals, length histogram, padding waste and shard balance."""
     from rich.console import Console
 
-    from corpusprep.shard.report import column_stats, plot_stats, stats_tables
+    from corpusprep.shard.report import check_plot_path, column_stats, plot_stats, stats_tables
 
+    fmt = check_plot_path(plot, shards_dir) if plot is not None else None  # before any work
     result = column_stats(shards_dir, batch_size=batch_size)
     console = Console()
     for table in stats_tables(result):
         console.print(table)
-    if plot is not None:
-        plot_stats(result, plot)
+    if plot is not None and fmt is not None:
+        plot_stats(result, plot, fmt)
         console.print(f"plot: {plot}")
 
 

@@ -21,8 +21,12 @@ VOCAB_HELP = (
 )
 
 
+TRAINING_OPTIONS = ("vocab_size", "min_frequency", "limit_alphabet", "reserved")  # unused by --from-vocab
+
+
 @app.command("vocab", help=VOCAB_HELP)
 def vocab(
+    ctx: typer.Context,
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Vocab directory: vocab.txt, tokenizer.json, report.")
     ],
@@ -72,6 +76,15 @@ def vocab(
 ) -> None:
     """Train a WordPiece vocab (see VOCAB_HELP)."""
     from corpusprep.tokenize.vocab import VocabOptions, build_vocab
+
+    if from_vocab is not None:  # the vocab is given, not trained: an option that shapes training is a mistake
+        # by name: typer ships its own copy of click, whose ParameterSource is not click's
+        sources = {n: getattr(ctx.get_parameter_source(n), "name", "") for n in TRAINING_OPTIONS}
+        given = [n for n, source in sources.items() if source == "COMMANDLINE"]
+        if given:
+            flags = " / ".join(f"--{name.replace('_', '-')}" for name in given)
+            raise UsageError(f"--from-vocab takes the vocab as it is: {flags} would be ignored (they shape "
+                             "training); leave them out, or train without --from-vocab")
 
     options = VocabOptions(
         vocab_size=vocab_size,
@@ -152,7 +165,8 @@ def demo_corpus(
 
 @functools.cache
 def _console():
-    """stderr's rich Console, made (and rich imported) only by a command that prints with it."""
+    """stderr's rich Console, made (and rich imported) only by a command that prints with it. Soft wrap: a
+    line is never cut at rich's 80 columns when stderr is not a terminal (a log, a pipe)."""
     from rich.console import Console
 
-    return Console(stderr=True)
+    return Console(stderr=True, soft_wrap=True)

@@ -14,7 +14,8 @@ One rule decides what a run does with its output directory (`Artifact.__enter__`
 - an unfinished build (`.work/run.json`) of the same identity: resume from the task markers;
 - a manifest or unfinished build of another identity: refuse with one line naming what changed (options,
   input files added, removed or modified); `--overwrite` rebuilds;
-- another kind's manifest: refuse, even with `--overwrite`;
+- another kind's manifest, or another kind of corpusprep output that is not an artifact (a pipeline run
+  directory, a training run or a model checkpoint: `other_output`): refuse, even with `--overwrite`;
 - files no corpusprep run wrote: refuse; `--overwrite` builds beside them and never deletes them;
 - nothing: build.
 
@@ -23,10 +24,14 @@ matching its kind's output patterns); a foreign file is left in place and mentio
 that is, contains or lies inside one of the command's inputs is refused before anything is touched, and
 `corpusprep/read` never reads a directory holding an artifact as corpus.
 
-Input files are fingerprinted like make: (absolute path, size, modification time). Hashing a many-GB
-corpus on every run would cost minutes; what this misses is an edit that keeps both the size and the
-modification time (a file rewritten in place within the file system's timestamp granularity, or an mtime
-set back on purpose). Artifacts read as inputs (a vocab, pairs) are fingerprinted by their content digest.
+Input files are fingerprinted like make: (path, size, modification time), the path absolute or, for a file
+of another output beside this one (a pipeline's demo corpus), relative, so that a moved run dir is the same
+run. Hashing a many-GB corpus on every run would cost minutes; what this misses is an edit that keeps both
+the size and the modification time (a file rewritten in place within the file system's timestamp
+granularity, or an mtime set back on purpose). Artifacts read as inputs (a vocab, pairs) are fingerprinted
+by their content digest, and their files are checked against the manifest's sha256 before they are used
+(`require(..., checksums=)`, `verify_file`): an input damaged after it was written is refused, never used
+silently.
 """
 
 from __future__ import annotations
@@ -62,16 +67,22 @@ def fingerprint(identity: Any) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def input_files(inputs: Sequence[str | Path]) -> list[list[Any]]:
-    """[absolute path, source name, size, mtime_ns] of every file the readers would read from `inputs`, in
-    reading order (the source name is what document ids are made of: the same files given as a directory
-    or as a glob make other ids, so another output)."""
+def input_files(inputs: Sequence[str | Path], output: str | Path | None = None) -> list[list[Any]]:
+    """[path, source name, size, mtime_ns] of every file the readers would read from `inputs`, in reading
+    order (the source name is what document ids are made of: the same files given as a directory or as a
+    glob make other ids, so another output). The path is absolute, except for a file of another corpusprep
+    output beside `output` (a pipeline's demo corpus, in the run dir that holds every stage's output): it is
+    relative to their common parent, so a moved run dir still resumes and repairs."""
     from corpusprep.read.inputs import resolve_inputs
 
+    base = Path(output).resolve().parent if output is not None else None
     rows = []
     for path, source in resolve_inputs(inputs):
-        st = path.stat()
-        rows.append([str(path.resolve()), source, st.st_size, st.st_mtime_ns])
+        st, where = path.stat(), path.resolve()
+        if (base is not None and base in where.parents
+                and is_artifact_dir(base / where.relative_to(base).parts[0])):
+            where = where.relative_to(base)
+        rows.append([str(where), source, st.st_size, st.st_mtime_ns])
     return rows
 
 
@@ -113,12 +124,16 @@ def content_digest(directory: str | Path) -> str:
     return fingerprint(files)
 
 
-def problems(directory: str | Path, manifest: dict | None = None, *, checksums: bool = False) -> list[str]:
-    """Owned files that are missing or changed (size; with `checksums`, content), one line each."""
+def problems(
+    directory: str | Path, manifest: dict | None = None, *, checksums: bool | Iterable[str] = False
+) -> list[str]:
+    """Owned files that are missing or changed (size; with `checksums`, content: of every file, or of the
+    files named), one line each."""
     directory = Path(directory)
     manifest = manifest or read_manifest(directory)
     if manifest is None:
         return [f"{directory / MANIFEST}: missing or unreadable (an unfinished or foreign directory)"]
+    hashed = set(manifest["files"]) if checksums is True else set(checksums or ())
     found = []
     for name, entry in sorted(manifest["files"].items()):
         path = directory / name
@@ -126,13 +141,27 @@ def problems(directory: str | Path, manifest: dict | None = None, *, checksums: 
             found.append(f"{path}: missing")
         elif path.stat().st_size != entry["size"]:
             found.append(f"{path}: {path.stat().st_size} bytes, manifest says {entry['size']}")
-        elif checksums and sha256_file(path) != entry["sha256"]:
-            found.append(f"{path}: content differs from the manifest (sha256)")
+        elif name in hashed and sha256_file(path) != entry["sha256"]:
+            found.append(f"{path}: {CHANGED}")
     return found
 
 
-def require(directory: str | Path, kind: str | Sequence[str], *, checksums: bool = False) -> dict:
-    """The manifest of a complete artifact of `kind`, for a consumer; else one line naming what is wrong."""
+CHANGED = "content differs from the manifest (sha256)"
+
+
+def _repair_hint(problem: str, directory: Path) -> str:
+    # A file changed in place keeps its size, and the producer's rerun checks only sizes (hashing a big
+    # output on every run would cost minutes): a deleted file is what makes it rebuild.
+    if problem.endswith(CHANGED):
+        return f"delete it and rerun the command that wrote {directory} to rebuild it"
+    return f"rerun the command that wrote {directory} to repair it"
+
+
+def require(
+    directory: str | Path, kind: str | Sequence[str], *, checksums: bool | Iterable[str] = False
+) -> dict:
+    """The manifest of a complete artifact of `kind`, for a consumer; else one line naming what is wrong.
+    `checksums`: also compare the content of every file (True) or of the files named with the manifest."""
     directory = Path(directory)
     kinds = (kind,) if isinstance(kind, str) else tuple(kind)
     manifest = read_manifest(directory)
@@ -144,8 +173,16 @@ def require(directory: str | Path, kind: str | Sequence[str], *, checksums: bool
     found = problems(directory, manifest, checksums=checksums)
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        raise DataError(f"{found[0]}{more}; rerun the command that wrote {directory} to repair it")
+        raise DataError(f"{found[0]}{more}; {_repair_hint(found[0], directory)}")
     return manifest
+
+
+def verify_file(path: str | Path, sha256: str, directory: str | Path) -> None:
+    """One file of the artifact `directory` against its manifest's sha256 (a consumer, before reading it:
+    the file is then in the page cache for the read that follows)."""
+    if sha256_file(path) != sha256:
+        problem = f"{path}: {CHANGED}"
+        raise DataError(f"{problem}; {_repair_hint(problem, Path(directory))}")
 
 
 def check_not_nested(out_dir: str | Path, inputs: Iterable[str | Path], command: str) -> None:
@@ -162,11 +199,14 @@ def check_not_nested(out_dir: str | Path, inputs: Iterable[str | Path], command:
 
 def _input_root(arg: str | Path) -> Path | None:
     """The file or directory an input argument reads from (a glob: its directory part); None for a path
-    that does not exist (the reader reports it)."""
+    that does not exist (the reader reports it). As in `corpusprep.read.inputs`, an existing path is taken
+    literally before it is taken as a glob."""
     text = str(arg)
+    if Path(text).exists():  # a path that exists is what the reader reads, `[`, `*` or `?` in it or not
+        return Path(text).resolve()
     cut = min((text.find(c) for c in "*?[" if c in text), default=-1)
     if cut < 0:
-        return Path(text).resolve() if Path(text).exists() else None
+        return None
     base = Path(text[:cut] or ".")
     return (base if base.is_dir() and text[cut - 1 : cut] in ("/", "") else base.parent).resolve()
 
@@ -309,6 +349,11 @@ class Artifact:
         if manifest is not None and manifest["kind"] != self.kind:
             raise UsageError(
                 f"{self.directory}: holds {manifest['kind']}, not {self.kind}; pick another output directory"
+            )
+        other = other_output(self.directory)
+        if other is not None and other[0] != self.kind:  # another kind's output, manifest or not
+            raise UsageError(
+                f"{self.directory}: holds {other[1]}, not {self.kind}; pick another output directory"
             )
         if manifest is not None and manifest["fingerprint"] == self.fingerprint:
             missing = problems(self.directory, manifest)
@@ -479,6 +524,27 @@ class Artifact:
         return manifest
 
 
+# What marks the corpusprep outputs that are not artifacts (their writers are `pipelines/runner.py` and
+# `trainer/`): another kind's, so never written into by a command, not even with --overwrite.
+PIPELINE_RUN_FILES = ("pipeline.json", "stages")  # beside run.json, written before the first stage
+TRAINER_RUN_FILES = ("checkpoints", "metrics.jsonl")  # trainer/checkpoint.py, trainer/train.py
+CHECKPOINT_FILES = ("model.pt",)  # a checkpoint directory (trainer.save, trainer.import_hf)
+
+
+def other_output(directory: str | Path) -> tuple[str, str] | None:
+    """(artifact kind, description) of a corpusprep output that is not an artifact: a pipeline run directory
+    ("pipeline"), a training run or a model checkpoint ("train", the kind of a pipeline's training stage,
+    which resumes a run launched by hand); None for anything else."""
+    directory = Path(directory)
+    if any((directory / name).exists() for name in PIPELINE_RUN_FILES):
+        return "pipeline", "a pipeline run"
+    if any((directory / name).exists() for name in TRAINER_RUN_FILES):
+        return "train", "a training run"
+    if any((directory / name).exists() for name in CHECKPOINT_FILES):
+        return "train", "a model checkpoint"
+    return None
+
+
 def owned_files(directory: str | Path) -> list[str]:
     manifest = read_manifest(directory)
     return sorted(manifest["files"]) if manifest else []
@@ -500,9 +566,11 @@ __all__ = [
     "fingerprint",
     "input_files",
     "is_artifact_dir",
+    "other_output",
     "owned_files",
     "problems",
     "read_manifest",
     "require",
     "sha256_file",
+    "verify_file",
 ]

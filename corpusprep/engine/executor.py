@@ -44,6 +44,14 @@ class Task:
     outputs: tuple[str, ...] = ()
 
 
+def check_engine(engine: str) -> str:
+    """`engine` in any case as one of ENGINES; else one line naming them. Stages call it before any work."""
+    name = engine.lower() if isinstance(engine, str) else engine
+    if name not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    return name
+
+
 def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
@@ -113,8 +121,7 @@ def run_tasks(
     "ray://host:10001"); None starts a local one. `on_done(task, stats, skipped)` is called in the parent
     as each task finishes (for progress bars).
     """
-    if engine not in ENGINES:
-        raise UsageError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    engine = check_engine(engine)
     ids = [task.id for task in tasks]
     if len(set(ids)) != len(ids):
         raise ValueError("task ids must be unique within a stage")
@@ -157,6 +164,7 @@ def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, root: Path, workers:
     import concurrent.futures as cf  # here: a run without a pool does without them (~15 ms of start-up)
 
     context, parent = _pool_context(fn)
+    _quiet_shutdown()
     workers = min(workers, len(tasks))
     broken = None  # the task whose future saw the pool break (a worker died)
     with cf.ProcessPoolExecutor(
@@ -230,9 +238,20 @@ def _pool_context(fn: Callable) -> tuple[Any, int]:
     # Only the first call's list counts: the server, once started, is reused. pandas, when this process has
     # imported it (pyarrow does, the first time `pa.array` or `to_numpy` runs: ~0.25 CPU-s): the workers
     # will too, and then import it once, in the server, instead of once each. Otherwise not at all.
-    preload = [m for m in (__name__, module) if m and m != "__main__"]
+    preload = [m for m in (__name__, module, WORKER_START) if m and m != "__main__"]
     context.set_forkserver_preload([*preload, "pandas"] if "pandas" in sys.modules else preload)
-    forkserver.ensure_running()
+    # Ctrl-C reaches the whole process group, the server too, while it imports the preload (seconds on a
+    # busy machine) and before it ignores SIGINT: a traceback each. Started with SIGINT blocked, the server
+    # and every worker it forks keep it blocked (the mask is inherited across fork and exec); this process
+    # gets a Ctrl-C of that instant when the mask is restored, and reports it (errors.guarded).
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()  # first: starting it unblocks SIGINT again (it blocks it meanwhile)
+    blocked = _block_sigint()
+    try:
+        forkserver.ensure_running()
+    finally:
+        _restore_sigmask(blocked)
     state = getattr(forkserver, "_forkserver", None)
     server = getattr(state, "_forkserver_pid", None)
     if not isinstance(server, int) or not hasattr(state, "_stop"):
@@ -247,6 +266,35 @@ def _pool_context(fn: Callable) -> tuple[Any, int]:
 
 
 _server_reaped = False
+WORKER_START = "corpusprep.engine.worker_start"  # the forkserver's own module: see its docstring
+
+
+def _quiet_shutdown() -> None:
+    """Once a pool has run, the interpreter's shutdown joins its threads and waits for the forkserver: a
+    Ctrl-C then (the command's work done, its summary printed) would print "Exception ignored in threading"
+    and a traceback, or end the process by SIGINT. From the start of the shutdown on, SIGINT is ignored."""
+    global _shutdown_quiet
+    if _shutdown_quiet:
+        return
+    # threading's own exit hooks run first in the shutdown, before threads are joined and before atexit
+    register = getattr(threading, "_register_atexit", atexit.register)
+    register(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    _shutdown_quiet = True
+
+
+_shutdown_quiet = False
+
+
+def _block_sigint() -> set | None:
+    """Block SIGINT in this thread; the previous mask (None where signal masks do not exist)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def _restore_sigmask(previous: set | None) -> None:
+    if previous is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _worker_init(parent: int) -> None:

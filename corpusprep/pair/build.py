@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from corpusprep.engine import arrow
 from corpusprep.engine.artifact import WORK, Artifact, input_files
-from corpusprep.engine.executor import OUTPUTS_KEY, Task, merge_stats, stage_workers
+from corpusprep.engine.executor import OUTPUTS_KEY, Task, check_engine, merge_stats, stage_workers
 from corpusprep.engine.files import atomic_path, read_json, write_json
 from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
 from corpusprep.errors import DataError, UsageError
@@ -108,6 +108,8 @@ class PairOptions:
                 raise UsageError(f"build-pairs: {message}")
         if spec.packs:  # rows of pieces draw no target length: any value gives the same options and output
             object.__setattr__(self, "short_seq_prob", PairOptions.short_seq_prob)
+        if isinstance(self.splitter, str):  # any case, as --objective and --language take it
+            object.__setattr__(self, "splitter", self.splitter.lower())
         make_splitter(self.splitter, self.language, self.line_breaks)  # fails now on a bad name or mode
 
 
@@ -303,14 +305,15 @@ def build_pairs(
     from corpusprep.read import resolve_inputs
 
     started = time.perf_counter()
+    engine = check_engine(engine)  # every option is checked before any work (and any progress bar)
     resolve_inputs(inputs)  # a typo fails before the output dir exists
-    vocab = VocabInfo.load(vocab_dir)
+    vocab = VocabInfo.verified(vocab_dir)
     tokenizer_json = vocab.tokenizer_json()
     _tokenizer(str(tokenizer_json))  # fail now, not in a worker (and the in-process tasks reuse it)
     out_dir = Path(out_dir)
     identity = {
         "stats_version": STATS_VERSION,
-        "inputs": {"files": input_files(inputs)},
+        "inputs": {"files": input_files(inputs, out_dir)},
         "read_options": _as_dict(read_options),
         "options": dataclasses.asdict(options),
         "vocab_sha256": vocab.sha256,

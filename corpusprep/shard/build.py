@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from corpusprep import __version__
 from corpusprep.engine import artifact
 from corpusprep.engine.artifact import WORK
-from corpusprep.engine.executor import Task, stage_workers
+from corpusprep.engine.executor import Task, check_engine, stage_workers
 from corpusprep.engine.files import atomic_path, read_json, write_json
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, DataError, InputError, UsageError
@@ -72,6 +72,7 @@ class MaskTask:
     vocab: MaskVocab
     max_seq_length: int
     objective: str = "nsp"
+    sha256: str | None = None  # the pairs manifest's: the file is checked against it before it is read
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,8 @@ def mask_file(task: Task) -> dict[str, Any]:
     done = 0
     dtype = token_dtype(t.vocab)
     spec = objective_spec(t.objective)
+    if t.sha256 is not None:  # a pairs file changed in place keeps its size: only its content tells
+        artifact.verify_file(t.source, t.sha256, Path(t.source).parent.parent)
     with _writing(t.out), atomic_path(t.out) as tmp, open(tmp, "wb") as spill:
         source = pq.ParquetFile(t.source)
         for dupe in range(t.dupes):
@@ -259,10 +262,16 @@ def plan_split(file_examples: list[int], num_shards: int, rng: np.random.Generat
 
 
 def resolve_max_seq_length(options: ShardOptions, pairs_stats: dict) -> int:
-    if options.max_seq_length is not None:
-        return options.max_seq_length
+    """--max-seq-length, else the pairs'. Shorter than the pairs' is refused now: rows are built up to that
+    length, so masking would stop at the first long row, after work and a progress bar."""
     found = pairs_stats.get("max_seq_length", pairs_stats.get("options", {}).get("max_seq_length"))
-    return int(found) if found else DEFAULT_MAX_SEQ_LENGTH
+    if options.max_seq_length is None:
+        return int(found) if found else DEFAULT_MAX_SEQ_LENGTH
+    if found and options.max_seq_length < int(found):
+        raise UsageError(f"--max-seq-length {options.max_seq_length}: the pairs were built with "
+                         f"max_seq_length {found}, so their rows are longer; give at least {found} (or leave "
+                         "it out)")
+    return options.max_seq_length
 
 
 # --- the run ----------------------------------------------------------------------------------------------
@@ -303,10 +312,13 @@ def build_shards(
     `engine`. An interrupted run resumes from its completion markers; a finished one is not redone.
     """
     pairs_dir, out_dir = Path(pairs_dir), Path(out_dir)
-    vocab = VocabInfo.load(vocab_dir)
+    engine = check_engine(engine)  # every option is checked before any work (and any progress bar)
+    vocab = VocabInfo.verified(vocab_dir)
     if not pairs_dir.is_dir():
         raise InputError(f"{pairs_dir}: no such pairs directory (run `corpusprep build-pairs` first)")
-    pairs_artifact = artifact.require(pairs_dir, "pairs")  # complete: every file there with its size
+    # complete: every file there with its size; stats.json unchanged too (each pairs file is checked by the
+    # task that reads it, in parallel)
+    pairs_artifact = artifact.require(pairs_dir, "pairs", checksums=["stats.json"])
     stats_path = pairs_dir / "stats.json"
     pairs_stats = read_json(stats_path)
     spec = pairs_objective(pairs_stats)
@@ -350,9 +362,10 @@ def build_shards(
             plan = plan_split(examples[split], num_shards[split], rng_for(options.seed, "plan", split))
             for (path, _), counts in zip(files, plan, strict=True):
                 out = work / "masked" / split / f"{path.stem}.spill"
+                sha256 = pairs_artifact["files"][f"{split}/{path.name}"]["sha256"]
                 args = MaskTask(
                     split, str(path), str(out), counts, dupes[split], options, mask_vocab, max_seq_length,
-                    spec.name,
+                    spec.name, sha256,
                 )
                 mask_tasks.append(Task(f"mask-{split}-{path.stem}", args))
         workers = stage_workers(workers, engine, sum(map(sum, examples.values())) / EXAMPLES_PER_SECOND)

@@ -26,8 +26,9 @@ class ShardOptions:
     compression: str = "lz4"  # decodes ~2x faster than zstd for random reads, files ~1.4x larger
 
     def __post_init__(self) -> None:
-        if isinstance(self.mask_strategy, str):  # any case, as --objective and --language take it
-            object.__setattr__(self, "mask_strategy", self.mask_strategy.lower())
+        for name in ("mask_strategy", "compression"):  # any case, as --objective and --language take it
+            if isinstance(value := getattr(self, name), str):
+                object.__setattr__(self, name, value.lower())
         if self.mask_strategy not in (None, *MASK_STRATEGIES):
             raise UsageError(f"--mask-strategy must be one of {', '.join(MASK_STRATEGIES)}, "
                              f"not {self.mask_strategy!r}")

@@ -179,15 +179,36 @@ def stats_tables(stats: dict) -> list[Table]:
     return tables
 
 
-def plot_stats(stats: dict, path: Path) -> None:
+def check_plot_path(path: Path, shards_dir: Path) -> str:
+    """The image format of `stats --plot PATH` (from its extension; none: png), checked before any work: a
+    known format, and never a file inside the shards (a file they do not own makes them invalid) or inside
+    another corpusprep output."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    from corpusprep.engine.artifact import check_output_file
+
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"--plot {path}: is a directory; give a file name such as stats.png")
+    check_output_file(path, [shards_dir], "stats --plot")
+    # pgf needs a LaTeX installation: not offered
+    formats = sorted(f for f in FigureCanvasBase.get_supported_filetypes() if f != "pgf")
+    fmt = path.suffix.lstrip(".").lower() or "png"
+    if fmt not in formats:
+        raise UsageError(
+            f"--plot {path}: unknown image format {path.suffix!r}; use one of {', '.join(formats)}"
+        )
+    return fmt
+
+
+def plot_stats(stats: dict, path: Path, fmt: str = "png") -> None:
     import matplotlib.pyplot as plt
 
     from corpusprep.engine.files import atomic_path
 
     fig = stats_figure(stats)
-    path = Path(path)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", dpi=100)
+    with atomic_path(Path(path)) as tmp:
+        fig.savefig(tmp, format=fmt, dpi=100)
     plt.close(fig)
 
 

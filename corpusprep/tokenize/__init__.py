@@ -45,6 +45,20 @@ class VocabInfo:
             raise UsageError(f"{vocab_txt}: vocab lacks the special tokens {' '.join(missing)}")
         return cls(tokens=tokens, sha256=hashlib.sha256(data).hexdigest(), directory=directory)
 
+    @classmethod
+    def verified(cls, vocab_dir: str | Path) -> VocabInfo:
+        """A vocab directory `corpusprep vocab` wrote, for a stage that builds on it: complete and unchanged
+        (every file against its manifest's sha256: a few MB at most), then loaded; else one line naming the
+        file."""
+        from corpusprep.engine.artifact import require
+
+        path = Path(vocab_dir)
+        if not path.is_dir():
+            what = "is a file" if path.exists() else "no such directory"
+            raise UsageError(f"{path}: {what}; --vocab takes the directory `corpusprep vocab` wrote")
+        require(path, "vocab", checksums=True)
+        return cls.load(path)
+
     @property
     def size(self) -> int:
         return len(self.tokens)

@@ -359,11 +359,13 @@ def _alphabet_pass(
         read_log.disabled = was_disabled
 
 
-def _run_key(inputs: Sequence[str | Path] | None, options: VocabOptions, read_options: ReadOptions) -> dict:
+def _run_key(
+    inputs: Sequence[str | Path] | None, options: VocabOptions, read_options: ReadOptions, vocab_dir: Path
+) -> dict:
     """What makes two runs the same (a directory built with the same key is reused): the inputs, each file's
     size and modification time (so an edited corpus is retrained), and the options."""
     return {
-        "inputs": {"files": input_files(inputs) if inputs else []},
+        "inputs": {"files": input_files(inputs, vocab_dir) if inputs else []},
         "options": asdict(options),
         "read_options": asdict(read_options) if inputs else None,
     }
@@ -387,7 +389,7 @@ def build_vocab(
     if options.from_vocab is None and not inputs:
         raise UsageError("no input paths given (or pass --from-vocab FILE)")
     vocab_dir = Path(vocab_dir)
-    key = _run_key(inputs, options, read_options)  # resolves inputs: a typo fails before any output
+    key = _run_key(inputs, options, read_options, vocab_dir)  # resolves inputs: a typo fails before output
     started = time.perf_counter()
     read_stats = ReadStats()
     documents = iter_documents(inputs, read_options, read_stats) if inputs else iter([])

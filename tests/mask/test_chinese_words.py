@@ -21,6 +21,7 @@ from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
 from corpusprep.tokenize import VocabInfo
 from corpusprep.tokenize.vocab import leading_tokens, tokenizer_from_tokens
+from tests.pair.helpers import seal_vocab
 
 SENTENCES = [
     "我们在北京大学学习人工智能。",
@@ -36,7 +37,7 @@ def zh_vocab(tmp_path_factory) -> VocabInfo:
     directory = tmp_path_factory.mktemp("zh_vocab")
     (directory / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
     tokenizer_from_tokens(tokens).save(str(directory / "tokenizer.json"))
-    return VocabInfo.load(directory)
+    return VocabInfo.load(seal_vocab(directory))
 
 
 def examples_of(vocab: VocabInfo, mask_vocab: MaskVocab, copies: int):

@@ -109,3 +109,12 @@ def test_a_typo_in_a_late_stage_fails_before_anything_runs(tmp_path):
     with pytest.raises(UsageError, match="unknown config key 'lrate'"):
         run_pipeline(pipeline, tmp_path / "run", progress=False)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_pipeline_name_is_a_plain_name_never_a_path():
+    """The default run directory is runs/NAME: a name with a `/` or `..` would put it outside runs/."""
+    for bad in ("../escape", "a/b", "..", ".", "/tmp/x", "a\\b", ".hidden"):
+        with pytest.raises(UsageError, match="plain name"):
+            plan({"pipeline": {"name": bad}}, Path("x.toml"))
+    assert plan({"pipeline": {"name": "my-run_2.1"}}, Path("x.toml")).name == "my-run_2.1"
+    assert plan({}, Path("dir/wiki-en.toml")).name == "wiki-en"

@@ -127,6 +127,41 @@ def test_shard_never_touches_its_input_or_another_kind(reference, vocab, tmp_pat
     assert parquet_bytes(pairs_dir) == before and parquet_bytes(other) == before
 
 
+def pipeline_run_dir(path: Path) -> Path:
+    """What `corpusprep run` leaves in a run dir before its first stage's output (pipelines/runner.py)."""
+    (path / "stages").mkdir(parents=True)
+    (path / "run.json").write_text(json.dumps({"pipeline": "demo", "source": "pipelines/demo.toml"}))
+    (path / "pipeline.json").write_text("{}")
+    return path
+
+
+def trainer_run_dir(path: Path) -> Path:
+    """What `python -m trainer.run` leaves in its run dir (trainer/train.py, trainer/checkpoint.py)."""
+    step = path / "checkpoints" / "step-0000010"
+    step.mkdir(parents=True)
+    for name in ("model.pt", "config.json"):
+        (step / name).write_bytes(b"weights")
+    (path / "metrics.jsonl").write_text('{"step": 10}\n')
+    return path
+
+
+def test_pipeline_and_trainer_run_dirs_are_another_kind_even_with_overwrite(reference, vocab, tmp_path):
+    text, pairs_dir, _ = reference
+    for kind, make in (("a pipeline run", pipeline_run_dir), ("a training run", trainer_run_dir)):
+        target = make(tmp_path / kind.replace(" ", "-"))
+        before = output_files(target)
+        for result in (
+            corpusprep("vocab", "--from-vocab", vocab / "vocab.txt", "-o", target, "--overwrite"),
+            pairs(text, vocab, target, "--overwrite"),
+            shards(pairs_dir, vocab, target, "--overwrite"),
+        ):
+            assert result.returncode == 2 and f"holds {kind}, not " in error_line(result)
+        assert output_files(target) == before  # nothing written beside, nothing removed
+    trainer = tmp_path / "a-training-run"
+    refused = corpusprep("run", REPO / "pipelines" / "demo.toml", "--run-dir", trainer, "--overwrite")
+    assert refused.returncode == 2 and "holds a training run, not a pipeline run" in error_line(refused)
+
+
 # --- data lost silently -------------------------------------------------------------------------------
 
 
@@ -148,6 +183,55 @@ def test_a_lost_or_truncated_pairs_file_is_refused_downstream_and_repaired(refer
     assert touched == {f"train/{victims[1].name}", f"train/{victims[2].name}"}  # task granularity
     ok(shards(out, vocab, tmp_path / "shards"))
     assert parquet_bytes(tmp_path / "shards") == parquet_bytes(ref_shards)
+
+
+def flip_byte(path: Path, offset: int | None = None) -> None:
+    """Change one byte in place: same size, so only the content (sha256) tells."""
+    data = bytearray(path.read_bytes())
+    offset = len(data) // 2 if offset is None else offset
+    data[offset] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_a_pairs_file_changed_in_place_is_refused_by_shard(reference, vocab, tmp_path):
+    _, ref_pairs, _ = reference
+    for victim in ("train/part-00001-d0.parquet", "stats.json"):
+        copy = tmp_path / f"pairs-{Path(victim).stem}"
+        subprocess.run(["cp", "-r", str(ref_pairs), str(copy)], check=True)
+        flip_byte(copy / victim, 1 if victim == "stats.json" else None)
+        refused = shards(copy, vocab, tmp_path / f"shards-{Path(victim).stem}")
+        line = error_line(refused)
+        assert refused.returncode == 1 and f"{copy / victim}: content differs" in line, line
+        assert "delete it and rerun" in line
+
+
+def test_a_damaged_vocab_is_refused_by_the_stages_that_read_it(reference, vocab, tmp_path):
+    text, ref_pairs, _ = reference
+    damages = {  # damage -> what the one line says
+        "appended": (lambda d: (d / "vocab.txt").write_text((d / "vocab.txt").read_text() + "extra\n"),
+                     "bytes, manifest says"),
+        "edited": (lambda d: flip_byte(d / "vocab.txt", len((d / "vocab.txt").read_bytes()) - 3),
+                   "vocab.txt: content differs"),
+        "tokenizer": (lambda d: flip_byte(d / "tokenizer.json"), "tokenizer.json: content differs"),
+        "no manifest": (lambda d: (d / MANIFEST).unlink(), f"no {MANIFEST}"),
+    }
+    for name, (damage, says) in damages.items():
+        copy = tmp_path / name.replace(" ", "-")
+        subprocess.run(["cp", "-r", str(vocab), str(copy)], check=True)
+        damage(copy)
+        for result in (pairs(text, copy, tmp_path / "out-pairs"), shards(ref_pairs, copy, tmp_path / "out")):
+            line = error_line(result)
+            assert result.returncode in (1, 2) and str(copy) in line, (name, line)
+            assert says in line, (name, line)
+        assert not (tmp_path / "out-pairs").exists() and not (tmp_path / "out").exists()
+
+
+def test_an_input_path_with_glob_characters_is_taken_literally(vocab, tmp_path):
+    weird = tmp_path / "corpus[1]"  # as a glob: `corpus1`, whose directory part holds the outputs
+    weird.mkdir()
+    corpus(weird / "text?.txt")
+    ok(pairs(weird / "text?.txt", vocab, tmp_path / "pairs"))
+    ok(pairs(weird, vocab, tmp_path / "pairs-from-dir"))
 
 
 def test_validate_finds_shards_that_lost_pairs(reference, vocab, tmp_path):

@@ -17,6 +17,7 @@ import pytest
 from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.files import write_json
 from corpusprep.pair.schema import pairs_schema
+from tests.pair.helpers import seal_vocab
 
 MODULES = (
     "argparse", "asyncio", "collections", "configparser", "csv", "datetime", "decimal", "email.message",
@@ -50,7 +51,7 @@ def train_vocab(directory: Path, vocab_size: int = 3000) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     tokenizer.save_model(str(directory))
     tokenizer.save(str(directory / "tokenizer.json"))
-    return directory
+    return seal_vocab(directory)
 
 
 def token_stream(vocab_dir: Path) -> np.ndarray:
