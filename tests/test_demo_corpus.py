@@ -83,6 +83,9 @@ def test_cli_builds_then_reuses(tmp_path):
     assert second.returncode == 0 and "reused" in second.stderr
     assert (tmp_path / "d.jsonl").stat().st_mtime_ns == mtime
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+    other = subprocess.run([*command[:-1], "0.1"], cwd=tmp_path, capture_output=True, text=True)
+    assert other.returncode == 2 and "--overwrite" in other.stderr and "Traceback" not in other.stderr
+    assert (tmp_path / "d.jsonl").stat().st_mtime_ns == mtime
 
 
 def test_clean_docstring():

@@ -10,7 +10,7 @@ import typer
 
 from corpusprep.cli import options as opt
 from corpusprep.cli.app import app
-from corpusprep.demo_corpus import DEFAULT_MAX_MB, write_demo_corpus
+from corpusprep.demo_corpus import DEFAULT_MAX_MB, update_demo_corpus
 from corpusprep.errors import UsageError
 
 VOCAB_HELP = (
@@ -149,18 +149,14 @@ DEMO_HELP = (
 def demo_corpus(
     output: Annotated[Path, typer.Option("--output", "-o", help="JSONL file to write ({id, text} a line).")],
     max_mb: Annotated[float, typer.Option(help="Stop at this many MB of text.", min=0.01)] = DEFAULT_MAX_MB,
-    overwrite: Annotated[bool, typer.Option(help="Rebuild an existing file instead of reusing it.")] = False,
+    overwrite: Annotated[bool, typer.Option(
+        help="Replace an existing file that is not this demo corpus (another --max-mb, say).")] = False,
 ) -> None:
     """Write the demo corpus (see DEMO_HELP)."""
     from corpusprep.engine.artifact import check_output_file
 
     check_output_file(output, [], "demo-corpus")
-    if output.exists() and not overwrite:
-        _console().print(f"{output}: exists, reused (pass --overwrite to rebuild)")
-        return
-    stats = write_demo_corpus(output, max_mb)
-    _console().print(f"{output}: {stats.documents:,} documents, {stats.bytes / 1e6:.1f} MB of text from "
-                     f"{stats.modules:,} modules ({', '.join(stats.sources)})")
+    _console().print(update_demo_corpus(output, max_mb, overwrite=overwrite), highlight=False)
 
 
 @functools.cache
