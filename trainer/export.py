@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from corpusprep.engine.artifact import check_not_nested
-from corpusprep.engine.files import _fsync_dir
+from corpusprep.engine.files import fsync_dir
 from corpusprep.errors import CorpusprepError, DataError, UsageError
 from corpusprep.objectives import objective
 from trainer.checkpoint import check_state, find_checkpoint, load_checkpoint, read_json
@@ -356,7 +356,7 @@ def write_dir(
             if name not in new:
                 (target / name).unlink()
         os.replace(tmp / COMMIT, target / COMMIT)
-        _fsync_dir(target)
+        fsync_dir(target)
         shutil.rmtree(tmp)
     except BaseException:
         if not committing:

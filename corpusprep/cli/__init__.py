@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import signal
 import sys
 from types import ModuleType
 
@@ -32,7 +33,11 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     # A CorpusprepError, an OSError (full disk, read-only, a file where a directory is needed) or Ctrl-C:
     # one line and its exit code (1 data or I/O, 2 usage, 130 interrupted); anything else is a bug and shows.
-    sys.exit(guarded(_run, prefix=PREFIX))
+    code = guarded(_run, prefix=PREFIX)
+    # The outcome is decided and said: a Ctrl-C from here on (a second press, during shutdown) would print a
+    # traceback or end the process by SIGINT instead of with this code.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
 
 
 class _OneLine(logging.Formatter):

@@ -72,7 +72,7 @@ def remove_stale_temps(directory: str | Path) -> int:
     return removed
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -91,11 +91,11 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     tmp.mkdir()
     try:
         yield tmp
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         if path.exists():  # a rerun of the same write after a crash that followed the rename
             shutil.rmtree(path)
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
