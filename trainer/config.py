@@ -230,40 +230,46 @@ def _fraction(value: Any) -> bool:
     return _number(value) and 0 <= value < 1
 
 
+AT_LEAST_ONE = (lambda v: _whole(v, 1), "an integer >= 1")
+AT_LEAST_ZERO = (lambda v: _whole(v, 0), "an integer >= 0")
+FRACTION = (_fraction, "in [0, 1)")
+POSITIVE = (lambda v: _number(v) and v > 0, "a number > 0")
+NON_NEGATIVE = (lambda v: _number(v) and v >= 0, "a number >= 0")
+
 # The range of every numeric setting, in one place: a TOML file, --set, the flags, a pipeline's [train]
 # (load_config -> validate) and a saved model (BertConfig runs check_model) are all checked here.
 # key -> (test, what the value must be)
 MODEL_RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "vocab_size": (lambda v: _whole(v, 1), "an integer >= 1"),
-    "hidden_size": (lambda v: _whole(v, 1), "an integer >= 1"),
-    "num_layers": (lambda v: _whole(v, 1), "an integer >= 1"),
-    "num_heads": (lambda v: _whole(v, 1), "an integer >= 1"),
-    "intermediate_size": (lambda v: _whole(v, 1), "an integer >= 1"),
-    "max_position": (lambda v: _whole(v, 1), "an integer >= 1"),
-    "type_vocab_size": (lambda v: _whole(v, 1), "an integer >= 1"),
-    "dropout": (_fraction, "in [0, 1)"),
-    "attention_dropout": (_fraction, "in [0, 1)"),
-    "layer_norm_eps": (lambda v: _number(v) and v > 0, "a number > 0"),
-    "init_std": (lambda v: _number(v) and v > 0, "a number > 0"),
+    "vocab_size": AT_LEAST_ONE,
+    "hidden_size": AT_LEAST_ONE,
+    "num_layers": AT_LEAST_ONE,
+    "num_heads": AT_LEAST_ONE,
+    "intermediate_size": AT_LEAST_ONE,
+    "max_position": AT_LEAST_ONE,
+    "type_vocab_size": AT_LEAST_ONE,
+    "dropout": FRACTION,
+    "attention_dropout": FRACTION,
+    "layer_norm_eps": POSITIVE,
+    "init_std": POSITIVE,
 }
 RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "optim.lr": (lambda v: _number(v) and v >= 0, "a number >= 0"),
-    "optim.beta1": (_fraction, "in [0, 1)"),
-    "optim.beta2": (_fraction, "in [0, 1)"),
-    "optim.eps": (lambda v: _number(v) and v > 0, "a number > 0"),
-    "optim.weight_decay": (lambda v: _number(v) and v >= 0, "a number >= 0"),
+    "optim.lr": NON_NEGATIVE,
+    "optim.beta1": FRACTION,
+    "optim.beta2": FRACTION,
+    "optim.eps": POSITIVE,
+    "optim.weight_decay": NON_NEGATIVE,
     "optim.grad_clip": (lambda v: _number(v) and v >= 0, "a number >= 0 (0: off)"),
-    "schedule.steps": (lambda v: _whole(v, 1), "an integer >= 1"),
-    "schedule.grad_accum": (lambda v: _whole(v, 1), "an integer >= 1"),
-    "data.batch_size": (lambda v: _whole(v, 1), "an integer >= 1"),
-    "data.num_workers": (lambda v: _whole(v, 0), "an integer >= 0"),
-    "data.chunk_rows": (lambda v: _whole(v, 1), "an integer >= 1"),
-    "data.pad_multiple": (lambda v: _whole(v, 1), "an integer >= 1"),
-    "checkpoint.every": (lambda v: _whole(v, 1), "an integer >= 1"),
-    "checkpoint.keep": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "schedule.steps": AT_LEAST_ONE,
+    "schedule.grad_accum": AT_LEAST_ONE,
+    "data.batch_size": AT_LEAST_ONE,
+    "data.num_workers": AT_LEAST_ZERO,
+    "data.chunk_rows": AT_LEAST_ONE,
+    "data.pad_multiple": AT_LEAST_ONE,
+    "checkpoint.every": AT_LEAST_ONE,
+    "checkpoint.keep": AT_LEAST_ONE,
     "eval.every": (lambda v: _whole(v, 0), "an integer >= 0 (0: only at the end)"),
     "eval.max_batches": (lambda v: _whole(v, 0), "an integer >= 0 (0: the whole split)"),
-    "logging.every": (lambda v: _whole(v, 1), "an integer >= 1"),
+    "logging.every": AT_LEAST_ONE,
 }
 
 
