@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import sys
 
+# What a parent's interruption makes a booting worker raise (closed pipe, unlinked semaphore, the Ctrl-C
+# itself); anything else is a real fault and keeps its traceback, so it is not mistaken for the OOM killer.
+INTERRUPTED_BOOT = (KeyboardInterrupt, EOFError, OSError)
 
-def _quiet(*exc_info: object) -> None:
-    """A worker that could not start says nothing; its parent says why."""
+
+def _quiet(kind: type[BaseException], error: BaseException, traceback: object) -> None:
+    """A worker that could not start because its parent is going away says nothing; its parent says why."""
+    if not issubclass(kind, INTERRUPTED_BOOT):
+        sys.__excepthook__(kind, error, traceback)
 
 
 sys.excepthook = _quiet

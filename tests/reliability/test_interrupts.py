@@ -81,3 +81,16 @@ def test_ctrl_c_is_one_line_at_every_instant_of_a_pool(which, point, inputs, tmp
     else:
         assert result.returncode == 130, result.stderr
         assert lines == ["corpusprep: interrupted; rerun to continue"], result.stderr
+
+
+def test_a_worker_boot_failure_is_quiet_only_when_the_parent_is_going_away(monkeypatch, capsys):
+    """A closed pipe or Ctrl-C while a worker boots: its parent says why. Any other fault keeps its traceback
+    (the parent's "most likely the out-of-memory killer" would otherwise be the only word on it)."""
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # importing the module sets it: undone after
+    from corpusprep.engine import worker_start
+
+    for error in (EOFError(), BrokenPipeError(), KeyboardInterrupt()):
+        worker_start._quiet(type(error), error, None)
+    assert capsys.readouterr().err == ""
+    worker_start._quiet(ValueError, ValueError("bad pickle"), None)
+    assert "ValueError: bad pickle" in capsys.readouterr().err
