@@ -464,15 +464,13 @@ def train(config: TrainConfig) -> dict:
     new = not run_dir.exists()
     with distributed(config) as (d, device):
         try:
-            trainer = Trainer(config, d, device)
+            return Trainer(config, d, device).fit()
         except Finished as done:
             log(d, f"{config.logging.run_dir}: finished at step {done.saved['step']} ({done.found.name}); "
                    "nothing to do")  # fmt: skip
             summary = {"status": "done", "steps": done.saved["step"], "run_dir": config.logging.run_dir}
             return summary | {"seconds": 0.0} | done.saved.get("last_metrics", {})
-        try:
-            return trainer.fit()
-        except BaseException:  # failed before writing anything (bad data in the first batch): no run dir
+        except BaseException:  # failed before writing anything (set-up, bad first batch): no run dir
             if new and d.main and run_dir.is_dir() and not any(run_dir.iterdir()):
                 run_dir.rmdir()
             raise

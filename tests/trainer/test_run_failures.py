@@ -93,3 +93,17 @@ def test_resume_accepts_a_copy_of_the_shards_elsewhere(tiny_shards, tmp_path, ca
     assert main(run_args(copy, run, "--resume")) == 0
     assert "resumed from" in capsys.readouterr().out
     assert [step for step, _ in checkpoint.list_checkpoints(run)][-1] == 4
+
+
+def test_a_run_that_fails_while_setting_up_leaves_no_run_dir(tiny_shards, tmp_path, capsys, monkeypatch):
+    """The run dir is made late in set-up; a failure after that (here the loader) must not leave it empty."""
+    from corpusprep.errors import DataError
+
+    def broken(*args, **kwargs):
+        raise DataError("loader: cannot start")
+
+    monkeypatch.setattr(train_module, "build_data", broken)
+    run = tmp_path / "run"
+    assert main(run_args(tiny_shards, run)) == 1
+    assert "loader: cannot start" in capsys.readouterr().err
+    assert not run.exists()
