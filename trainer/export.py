@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from corpusprep.engine.artifact import check_not_nested
+from corpusprep.engine.artifact import check_not_nested, enclosing_output
 from corpusprep.engine.files import fsync_dir
 from corpusprep.errors import CorpusprepError, DataError, UsageError
 from corpusprep.objectives import objective
@@ -294,6 +294,15 @@ def claim_output(out: Path, output: Output, inputs: Iterable[Path], overwrite: b
     files are replaced: the others are left in place and mentioned (the artifact protocol's rule)."""
     command = f"trainer.{output.command}"
     check_not_nested(out, inputs, command)
+    # Another command's output, or inside one (a training run, a pipeline run, shards...): never written
+    # into, even with --overwrite, as every stage refuses another kind. An earlier output of this command
+    # is the one exception (an import looks like a model checkpoint).
+    target = out.resolve()
+    mine = out.is_dir() and output.finished(out)
+    if found := enclosing_output(target.parents if mine else [target, *target.parents]):
+        where = "is" if found[0] == target else "lies inside"
+        raise UsageError(f"{out}: {where} {found[1]} ({found[0]}); pick another directory (never written "
+                         "into, even with --overwrite)")
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory; pick another output")
     if not out.is_dir():

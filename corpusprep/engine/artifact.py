@@ -219,9 +219,21 @@ def check_output_file(path: str | Path, inputs: Iterable[str | Path], command: s
         src = _input_root(arg)
         if src is not None and (target == src or src in target.parents):
             raise UsageError(f"{command}: the output {path} and the input {arg} overlap; write it elsewhere")
-    for parent in target.parents:
-        if is_artifact_dir(parent):
-            raise UsageError(f"{command}: {path} is inside a corpusprep output ({parent}); write elsewhere")
+    if found := enclosing_output(target.parents):
+        raise UsageError(f"{command}: {path} is inside {found[1]} ({found[0]}); write elsewhere")
+
+
+def enclosing_output(directories: Iterable[Path]) -> tuple[Path, str] | None:
+    """The first of `directories` that holds a corpusprep output (an artifact, finished or not, a pipeline
+    run, a training run, a model checkpoint) and what it is; None where none does. A command that is not a
+    stage (an export, a single output file) checks its output and the directories above it with this."""
+    for directory in directories:
+        if is_artifact_dir(directory):
+            manifest = read_manifest(directory)
+            return directory, f"corpusprep {manifest['kind']}" if manifest else "a corpusprep output"
+        if found := other_output(directory):
+            return directory, found[1]
+    return None
 
 
 def describe_changes(old: dict, new: dict, prefix: str = "") -> list[str]:
@@ -563,6 +575,7 @@ __all__ = [
     "check_not_nested",
     "content_digest",
     "describe_changes",
+    "enclosing_output",
     "fingerprint",
     "input_files",
     "is_artifact_dir",

@@ -114,9 +114,33 @@ def test_import_follows_the_same_rules(tmp_path, capsys):
         assert import_main([str(hf), str(init), "--overwrite"]) == 0
         assert (init / "keep.txt").read_text() == "mine"
         assert {"model.pt", "config.json", "vocab/vocab.txt"} <= set(tree(init))
-    # an import output is not an export's: export refuses to write over its config.json
+    # an import output is a model checkpoint, not an export: export never writes into it
     assert export_main(run, init, "--vocab", vocab, "--overwrite") == 2
-    assert "named like trainer.export output" in capsys.readouterr().err
+    assert "is a model checkpoint" in capsys.readouterr().err
+
+
+def test_another_commands_output_is_never_written_into_even_with_overwrite(tmp_path, capsys):
+    """Not an input, so not an overlap: a copy of a training run, its checkpoints, a pipeline run, an
+    artifact (shards, say) and directories inside them. Refused like another kind by every stage."""
+    run, _, vocab = make_run(tmp_path)
+    other_run, _, _ = make_run(tmp_path / "other")
+    pipeline = tmp_path / "runs" / "demo"
+    (pipeline / "stages").mkdir(parents=True)
+    (pipeline / "pipeline.json").write_text("{}")
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "artifact.json").write_text("{}")
+    hf = tmp_path / "hf"
+    assert export_main(run, hf, "--vocab", vocab) == 0
+    before = tree(tmp_path)
+    outputs = (other_run, other_run / "checkpoints", other_run / "hf", pipeline, pipeline / "stages",
+               pipeline / "hf", shards, shards / "hf")  # fmt: skip
+    for out in outputs:
+        assert export_main(run, out, "--vocab", vocab, "--overwrite") == 2, out
+        assert import_main([str(hf), str(out), "--overwrite"]) == 2, out
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 2 and all("never written into, even with --overwrite" in line for line in err), err
+    assert tree(tmp_path) == before
 
 
 def _export_killed_at(run: Path, vocab: Path, out: Path, overwrite: bool, kill_at: int | None) -> int:
