@@ -93,7 +93,9 @@ def load_pipeline(
     anything is written."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{path}: not UTF-8 text (byte {error.start}); TOML files are UTF-8") from None
     except OSError as error:
         raise UsageError(f"{path}: cannot read pipeline file ({error.strerror})") from None
     except tomllib.TOMLDecodeError as error:

@@ -147,6 +147,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: cannot read config ({e.strerror})") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: invalid TOML ({e})") from None
+    except UnicodeDecodeError as e:  # tomllib reads bytes, decodes UTF-8 itself
+        raise UsageError(f"{path}: not UTF-8 text (byte {e.start}); TOML files are UTF-8") from None
     # a pipeline file keeps the trainer's settings under [train]
     return data["train"] if set(data) == {"train"} else data
 

@@ -118,3 +118,10 @@ def test_a_pipeline_name_is_a_plain_name_never_a_path():
             plan({"pipeline": {"name": bad}}, Path("x.toml"))
     assert plan({"pipeline": {"name": "my-run_2.1"}}, Path("x.toml")).name == "my-run_2.1"
     assert plan({}, Path("dir/wiki-en.toml")).name == "wiki-en"
+
+
+def test_a_pipeline_file_that_is_not_utf8_is_one_line(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_bytes(b"name = 'x' # \xff\xfe\n")
+    with pytest.raises(UsageError, match=r"p.toml: not UTF-8 text \(byte 13\)"):
+        load_pipeline(path)

@@ -72,3 +72,10 @@ def test_a_saved_model_out_of_range_names_the_checkpoint(tmp_path, capsys):
     assert ex.main([str(ckpt), str(tmp_path / "hf"), "--vocab", str(write_vocab(tmp_path / "v", 300))]) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "model.num_heads=0" in err
+
+
+def test_a_config_file_that_is_not_utf8_is_one_line(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_bytes(b"[optim]\nlr = 1e-3 # \xff\xfe\n")
+    with pytest.raises(UsageError, match=r"c.toml: not UTF-8 text \(byte \d+\)"):
+        load_config(path)
