@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
 import errno
 import os
 import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse for the `python -m trainer.*` entry points: a bad or missing argument is one line and exit 2,
+    as in `corpusprep` (argparse prints its whole usage block first)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def plural(n: int, word: str) -> str:

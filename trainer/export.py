@@ -27,7 +27,7 @@ import torch
 
 from corpusprep.engine.artifact import check_not_nested, enclosing_output
 from corpusprep.engine.files import fsync_dir
-from corpusprep.errors import CorpusprepError, DataError, UsageError
+from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError
 from corpusprep.objectives import objective
 from trainer.checkpoint import check_state, find_checkpoint, load_checkpoint, read_json
 from trainer.model import BertConfig, BertForPreTraining
@@ -464,7 +464,7 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m trainer.export",
         description="Write a trainer checkpoint as a Hugging Face BERT directory (safetensors + tokenizer).",
     )

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from corpusprep.engine.rng import rng_for
-from corpusprep.errors import CorpusprepError, UsageError
+from corpusprep.errors import CorpusprepError, OneLineParser, UsageError
 from trainer.checkpoint import check_state, read_json
 from trainer.export import Output, bert_config_from_hf, from_hf, write_dir
 from trainer.model import BertConfig, BertForPreTraining
@@ -104,7 +104,7 @@ def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m trainer.import_hf",
         description="Convert a Hugging Face BERT directory into initial weights + vocab for the trainer.",
     )

@@ -8,6 +8,8 @@ import math
 import sys
 from pathlib import Path
 
+from corpusprep.errors import OneLineParser
+
 
 def read_metrics(path: Path) -> list[dict]:
     """The records of metrics.jsonl; a last line cut short by a kill is left out, any other bad line is a
@@ -80,7 +82,7 @@ def figure(records: list[dict], title: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m trainer.plot", description=__doc__)
+    p = OneLineParser(prog="python -m trainer.plot", description=__doc__)
     p.add_argument("run_dir", type=Path, help="a trainer run directory (holds metrics.jsonl)")
     p.add_argument("--out", type=Path, help="PNG path (default: RUN_DIR/curves.png)")
     return p

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from corpusprep.errors import UsageError, guarded
+from corpusprep.errors import OneLineParser, UsageError, guarded
 
 # direct flags -> config keys (`--set` reaches every other key)
 FLAGS = {
@@ -58,7 +58,7 @@ def config_default(key: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m trainer.run",
         description="Pre-train BERT on shards: MLM + NSP or SOP, or MLM alone (the shards' objective).",
     )
