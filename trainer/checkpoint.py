@@ -86,9 +86,13 @@ def resume_conflicts(saved: dict, current: dict) -> list[str]:
             return round(WARMUP_SHARE * config.get("schedule.steps", 0))
         return value
 
+    def shown(key: str, config: dict) -> str:
+        value, resolved = config.get(key), norm(key, config.get(key), config)
+        return f"{resolved!r} (the default)" if value is None and resolved is not None else repr(value)
+
     keys = sorted(k for k in set(before) | set(after) if k.startswith(RESUME_KEYS))
     return [
-        f"{k}: {before.get(k)!r} -> {after.get(k)!r}"
+        f"{k}: {shown(k, before)} -> {shown(k, after)}"
         for k in keys
         if norm(k, before.get(k), before) != norm(k, after.get(k), after)
     ]

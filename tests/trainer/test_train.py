@@ -287,7 +287,11 @@ def test_resume_accepts_the_same_run_said_otherwise(tiny_shards, tmp_path, monke
     train(load_config(None, small_run(Path(tiny_shards.name), run, "schedule.steps=4")))
     warmup = {"schedule": {"steps": 20, "warmup_steps": None}}  # the default: 10% of the steps
     assert checkpoint.resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 2}}) == []
-    assert checkpoint.resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 3}}) != []
+    assert checkpoint.resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 3}}) == [
+        "schedule.warmup_steps: 2 (the default) -> 3"]
+    longer = {"schedule": {"steps": 40, "warmup_steps": None}}  # more steps: another default warm-up, said so
+    assert checkpoint.resume_conflicts(warmup, longer) == [
+        "schedule.warmup_steps: 2 (the default) -> 4 (the default)"]
     monkeypatch.chdir(tmp_path)
     again = small_run(tiny_shards, run, "schedule.steps=6", 'model.preset="tiny"', "model.hidden_size=128",
                       "checkpoint.resume=true")  # fmt: skip
