@@ -313,9 +313,11 @@ ARTIFACT_KINDS = {"vocab": "vocab directory", "pairs": "pairs directory", "shard
 
 
 def _owned_problems(directory: Path, reported: list[str]) -> list[str]:
-    """Files the artifact manifest lists that are missing or changed, unless `reported` names them already."""
+    """Files the artifact manifest lists that are missing or changed, unless `reported` names them already;
+    a missing manifest is itself a problem: the stages that read a vocab or pairs refuse the directory."""
     if not (directory / artifact.MANIFEST).exists():
-        return []
+        return [f"{artifact.MANIFEST}: missing, so build-pairs and shard refuse this directory (not a "
+                "finished corpusprep output); build it again in a new directory"]
     named = {line.split(":")[0] for line in reported}
     found = [str(Path(p).relative_to(directory)) if p.startswith(str(directory)) else p
              for p in artifact.problems(directory, checksums=True)]

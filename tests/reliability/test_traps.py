@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -109,6 +110,13 @@ def test_validate_says_what_it_found(w: Path, tmp_path: Path):
     lines = result.stderr.strip().splitlines()
     assert lines[-1] == "corpusprep: error: pairs: INVALID pairs directory: 1 problem (listed above)", lines
     assert lines[0].startswith(f"pairs: train/{part.name}: unreadable Parquet"), lines
+    # without its manifest, what build-pairs and shard refuse is not valid either (vocab and pairs alike)
+    shutil.copytree(w / "vocab", tmp_path / "bare-vocab")
+    for name in ("bare-vocab", "rows"):
+        (tmp_path / name / "artifact.json").unlink()
+        result = run(corpusprep("validate", name), tmp_path)
+        assert result.returncode == 1 and f"{name}: artifact.json: missing, so build-pairs and shard refuse" \
+            in result.stderr, result
     # not an output at all: a usage error saying so
     result = run(corpusprep("validate", str(w)), tmp_path)
     assert result.returncode == 2 and "not a corpusprep output" in last_line(result)
