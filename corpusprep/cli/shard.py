@@ -83,7 +83,7 @@ def shard(
 @app.command()
 def inspect(
     shards_dir: Annotated[Path, typer.Argument(help="Shards directory.")],
-    n: Annotated[int, typer.Option("-n", help="Examples to show.")] = 5,
+    n: Annotated[int, typer.Option("-n", help="Examples to show.", min=1)] = 5,
     split: SplitOpt = "train",
     vocab: Annotated[Path | None, typer.Option(help="Vocab directory (default: the manifest's).")] = None,
 ) -> None:

@@ -45,7 +45,7 @@ def vocab(
     ] = 1000,
     reserved: Annotated[
         int,
-        typer.Option(help="Extra \\[unused0..N-1] tokens after \\[PAD], free for later use (Google: 99)."),
+        typer.Option(help="Extra [unused0..N-1] tokens after [PAD], free for later use (Google: 99)."),
     ] = 0,
     cased: Annotated[
         bool, typer.Option("--cased", help="Keep case (default: lowercase). Accents: see --strip-accents.")

@@ -18,6 +18,7 @@ CASES = [
     (["build-pairs", "a.txt", "--vocab", "v", "-o", "p", "--dupe-factor", "x"],
      "build-pairs: Invalid value for '--dupe-factor'"),
     (["inspect"], "inspect: Missing argument"),
+    (["inspect", "s", "-n", "-1"], "inspect: Invalid value for '-n'"),
     (["stats", "s", "--nope"], "stats: No such option: --nope"),
     (["validate"], "validate: Missing argument"),
     (["run", "p.toml", "--workers", "x"], "run: Invalid value for '--workers'"),
