@@ -226,13 +226,20 @@ def check_output_file(path: str | Path, inputs: Iterable[str | Path], command: s
 def enclosing_output(directories: Iterable[Path]) -> tuple[Path, str] | None:
     """The first of `directories` that holds a corpusprep output (an artifact, finished or not, a pipeline
     run, a training run, a model checkpoint) and what it is; None where none does. A command that is not a
-    stage (an export, a single output file) checks its output and the directories above it with this."""
+    stage (an export, a single output file) checks its output and the directories above it with this, so
+    the signs are stricter than `other_output`'s: a home directory with a `checkpoints/` folder of its own
+    is no training run."""
     for directory in directories:
         if is_artifact_dir(directory):
             manifest = read_manifest(directory)
             return directory, f"corpusprep {manifest['kind']}" if manifest else "a corpusprep output"
-        if found := other_output(directory):
-            return directory, found[1]
+        recorded = (directory / "pipeline.json").is_file() or (directory / "run.json").is_file()
+        if recorded and (directory / "stages").is_dir():
+            return directory, "a pipeline run"
+        if any((directory / "checkpoints").glob("step-*/model.pt")):
+            return directory, "a training run"
+        if all((directory / n).is_file() for n in ("model.pt", "config.json")):
+            return directory, "a model checkpoint"
     return None
 
 

@@ -207,3 +207,15 @@ def test_exports_overwrites_and_kills_in_any_order_leave_a_complete_export_or_no
             else:
                 finished = None
     assert {0, 2, -signal.SIGKILL} <= set(outcomes), outcomes
+
+
+def test_a_folder_that_only_looks_like_an_output_above_the_output_is_fine(tmp_path):
+    """The directories above an export are judged by strict signs: a home directory with a `checkpoints/`
+    folder, a `stages/` folder or a `model.pt` of its own holds no training run, pipeline or checkpoint."""
+    run, _, vocab = make_run(tmp_path / "a")
+    home = tmp_path / "home"
+    for name in ("checkpoints", "stages"):
+        (home / name).mkdir(parents=True)
+    (home / "model.pt").write_bytes(b"mine")
+    assert export_main(run, home / "hf", "--vocab", vocab) == 0
+    assert set(tree(home / "hf")) == FILES
