@@ -74,6 +74,7 @@ def sentences(
     documents read, used and skipped by reason.
     """
     from corpusprep.engine.artifact import describe_changes, input_files
+    from corpusprep.engine.files import remove_stale_temps_of, write_json
     from corpusprep.read import ReadStats, iter_documents
     from corpusprep.split.stage import (
         SentenceStats,
@@ -81,7 +82,6 @@ def sentences(
         output_format,
         read_output_record,
         record_path,
-        remove_stale_temps_of,
         split_documents,
         write_output_record,
         write_parquet,
@@ -110,8 +110,6 @@ def sentences(
             raise UsageError(f"{out}: holds sentences built from other inputs or options ({changes}); pass "
                              "--overwrite to replace it, or pick another file")
         if stats_file is not None and isinstance(record.get("report"), dict):
-            from corpusprep.engine.files import write_json
-
             write_json(stats_file, record["report"])
         _console().print(f"{out}: up to date (same inputs and options); pass --overwrite to rebuild")
         return
@@ -153,8 +151,6 @@ def sentences(
               "read": read_stats.to_dict(), "split": split_stats.to_dict()}
     write_output_record(out, identity, report)
     if stats_file is not None:
-        from corpusprep.engine.files import write_json
-
         write_json(stats_file, report)
     _print_summary(report, read_stats.bytes / 1e6 / max(seconds, 1e-9))
 

@@ -226,20 +226,15 @@ def check_output_file(path: str | Path, inputs: Iterable[str | Path], command: s
 def enclosing_output(directories: Iterable[Path]) -> tuple[Path, str] | None:
     """The first of `directories` that holds a corpusprep output (an artifact, finished or not, a pipeline
     run, a training run, a model checkpoint) and what it is; None where none does. A command that is not a
-    stage (an export, a single output file) checks its output and the directories above it with this, so
-    the signs are stricter than `other_output`'s: a home directory with a `checkpoints/` folder of its own
-    is no training run."""
+    stage (an export, a single output file) checks its output and the directories above it with this, by
+    `other_output`'s strict signs: a home directory with a `checkpoints/` folder of its own is no training
+    run."""
     for directory in directories:
         if is_artifact_dir(directory):
             manifest = read_manifest(directory)
             return directory, f"corpusprep {manifest['kind']}" if manifest else "a corpusprep output"
-        recorded = (directory / "pipeline.json").is_file() or (directory / "run.json").is_file()
-        if recorded and (directory / "stages").is_dir():
-            return directory, "a pipeline run"
-        if any((directory / "checkpoints").glob("step-*/model.pt")):
-            return directory, "a training run"
-        if all((directory / n).is_file() for n in ("model.pt", "config.json")):
-            return directory, "a model checkpoint"
+        if found := other_output(directory, strict=True):
+            return directory, found[1]
     return None
 
 
@@ -550,16 +545,26 @@ TRAINER_RUN_FILES = ("checkpoints", "metrics.jsonl")  # trainer/checkpoint.py, t
 CHECKPOINT_FILES = ("model.pt",)  # a checkpoint directory (trainer.save, trainer.import_hf)
 
 
-def other_output(directory: str | Path) -> tuple[str, str] | None:
+def other_output(directory: str | Path, *, strict: bool = False) -> tuple[str, str] | None:
     """(artifact kind, description) of a corpusprep output that is not an artifact: a pipeline run directory
     ("pipeline"), a training run or a model checkpoint ("train", the kind of a pipeline's training stage,
-    which resumes a run launched by hand); None for anything else."""
-    directory = Path(directory)
-    if any((directory / name).exists() for name in PIPELINE_RUN_FILES):
+    which resumes a run launched by hand); None for anything else. `strict` (for the directories above an
+    output, `enclosing_output`): only signs no user folder has by chance (a checkpoint's model.pt inside
+    checkpoints/step-*, a pipeline's record beside stages/), not a folder merely named `checkpoints`."""
+    d = Path(directory)
+    if strict:
+        pipeline = (d / "stages").is_dir() and any((d / n).is_file() for n in ("pipeline.json", "run.json"))
+        run = any((d / "checkpoints").glob("step-*/model.pt"))
+        checkpoint = all((d / n).is_file() for n in ("model.pt", "config.json"))
+    else:
+        pipeline = any((d / name).exists() for name in PIPELINE_RUN_FILES)
+        run = any((d / name).exists() for name in TRAINER_RUN_FILES)
+        checkpoint = any((d / name).exists() for name in CHECKPOINT_FILES)
+    if pipeline:
         return "pipeline", "a pipeline run"
-    if any((directory / name).exists() for name in TRAINER_RUN_FILES):
+    if run:
         return "train", "a training run"
-    if any((directory / name).exists() for name in CHECKPOINT_FILES):
+    if checkpoint:
         return "train", "a model checkpoint"
     return None
 

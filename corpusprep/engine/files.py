@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import shutil
@@ -70,6 +71,32 @@ def remove_stale_temps(directory: str | Path) -> int:
                 tmp.unlink()
         removed += 1
     return removed
+
+
+def remove_stale_temps_of(path: Path) -> int:
+    """Remove what killed writes of `path` left beside it (`.NAME.tmp-PID`, temp_name) when that
+    process is gone. Not remove_stale_temps: it clears every temporary file under a directory,
+    which only an output directory that a lock gives to one run may do; a file's directory is shared (the
+    current directory, say), and another run may be writing its own file there."""
+    removed = 0
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.tmp-*"):
+        pid = tmp.name.rpartition(".tmp-")[2]
+        if not pid.isdigit() or (int(pid) != os.getpid() and _alive(int(pid))):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except OSError:  # another user's process (PermissionError)
+        return True
+    return True
 
 
 def fsync_dir(path: Path) -> None:

@@ -7,9 +7,6 @@ rows stream out in bounded row groups however long a document is.
 
 from __future__ import annotations
 
-import contextlib
-import glob
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -71,32 +68,6 @@ def write_output_record(output: Path, identity: dict, report: dict) -> None:
     st = output.stat()
     write_json(record_path(output), {"identity": identity, "output": [st.st_size, st.st_mtime_ns],
                                      "report": report})
-
-
-def remove_stale_temps_of(path: Path) -> int:
-    """Remove what killed writes of `path` left beside it (`.NAME.tmp-PID`, engine.files.temp_name) when that
-    process is gone. Not engine.files.remove_stale_temps: it clears every temporary file under a directory,
-    which only an output directory that a lock gives to one run may do; a file's directory is shared (the
-    current directory, say), and another run may be writing its own file there."""
-    removed = 0
-    for tmp in path.parent.glob(f".{glob.escape(path.name)}.tmp-*"):
-        pid = tmp.name.rpartition(".tmp-")[2]
-        if not pid.isdigit() or (int(pid) != os.getpid() and _alive(int(pid))):
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        removed += 1
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):
-        return False
-    except OSError:  # another user's process (PermissionError)
-        return True
-    return True
 
 
 def check_language(code: str) -> str:
