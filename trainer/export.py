@@ -295,11 +295,13 @@ def claim_output(out: Path, output: Output, inputs: Iterable[Path], overwrite: b
     command = f"trainer.{output.command}"
     check_not_nested(out, inputs, command)
     # Another command's output, or inside one (a training run, a pipeline run, shards...): never written
-    # into, even with --overwrite, as every stage refuses another kind. An earlier output of this command
-    # is the one exception (an import looks like a model checkpoint).
+    # into, even with --overwrite, as every stage refuses another kind. The one exception: an earlier
+    # import, which has a model checkpoint's signs (model.pt beside config.json) because it is one.
     target = out.resolve()
-    mine = out.is_dir() and output.finished(out)
-    if found := enclosing_output(target.parents if mine else [target, *target.parents]):
+    found = enclosing_output([target, *target.parents])
+    if found == (target, "a model checkpoint") and out.is_dir() and output.finished(out):
+        found = enclosing_output(target.parents)
+    if found:
         where = "is" if found[0] == target else "lies inside"
         raise UsageError(f"{out}: {where} {found[1]} ({found[0]}); pick another directory (never written "
                          "into, even with --overwrite)")

@@ -141,6 +141,11 @@ def test_another_commands_output_is_never_written_into_even_with_overwrite(tmp_p
         err = capsys.readouterr().err.splitlines()
         assert len(err) == 2 and all("never written into, even with --overwrite" in line for line in err), err
     assert tree(tmp_path) == before
+    # an earlier export that has become a training run too (a run copied over it) is not ours to replace
+    write_checkpoint(hf / "checkpoints" / "step-0000001", random_model(preset("tiny", vocab_size=300,
+                     hidden_size=32, num_heads=4, max_position=64)))  # fmt: skip
+    assert export_main(run, hf, "--vocab", vocab, "--overwrite") == 2
+    assert "is a training run" in capsys.readouterr().err
 
 
 def _export_killed_at(run: Path, vocab: Path, out: Path, overwrite: bool, kill_at: int | None) -> int:
