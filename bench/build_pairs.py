@@ -25,13 +25,10 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
 
 def make_vocab(directory: Path) -> Path:
-    """Google's vocab.txt with the tokenizer.json `corpusprep vocab --from-vocab` would write."""
-    from tokenizers.implementations import BertWordPieceTokenizer
-
-    directory.mkdir(parents=True, exist_ok=True)
+    """Google's vocab.txt as a corpusprep vocab directory (`corpusprep vocab --from-vocab`)."""
     vocab_txt = SHARED / "bert-base-uncased-vocab.txt"
-    (directory / "vocab.txt").write_bytes(vocab_txt.read_bytes())
-    BertWordPieceTokenizer(str(vocab_txt), lowercase=True).save(str(directory / "tokenizer.json"))
+    command = [sys.executable, "-m", "corpusprep", "vocab", "--from-vocab", str(vocab_txt), "-o"]
+    subprocess.run([*command, str(directory), "--no-progress"], check=True, stdout=subprocess.DEVNULL)
     return directory
 
 

@@ -106,10 +106,14 @@ def marked_tokenizer(tokenizer):
     return marked
 
 
-@pytest.mark.parametrize("marks", [0, 5])
-def test_word_cache_gives_the_tokenizers_own_ids(tokenizer, marked_tokenizer, marks, monkeypatch):
-    tokenizer = marked_tokenizer if marks else tokenizer
+@pytest.mark.parametrize(("marks", "cased"), [(0, False), (5, False), (5, True)])
+def test_word_cache_gives_the_tokenizers_own_ids(tokenizer, marked_tokenizer, marks, cased, monkeypatch):
+    from tokenizers import normalizers
+
+    tokenizer = Tokenizer.from_str((marked_tokenizer if marks else tokenizer).to_str())
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=not cased)
     assert tokens.splits_on_spaces(tokenizer)
+    assert tokens._plain_word_tokenizer(tokenizer)[1] is not cased  # printable ASCII skips the normalizer
     monkeypatch.setattr(tokens, "WORDS_PER_CALL", 3)  # many groups, so each fallback is reached
     sentences = [
         "w1 w2  w3 ",  # double and trailing spaces: empty words
@@ -119,6 +123,8 @@ def test_word_cache_gives_the_tokenizers_own_ids(tokenizer, marked_tokenizer, ma
         "x[SEP]y|~^§¶ w1 [SEP]",  # the marks and [SEP] inside a word: word by word
         "tab\tw1\nw2\x00w3",  # whitespace other than " " and a control character, inside one word
         "w1" * 80,  # longer than the WordPiece word limit: [UNK]
+        "W1 w2, (W3) it's ~W1~ W2!",  # printable ASCII, cased and punctuated: the path without the normalizer
+        "W1\x7fw2 w1\u00a0W2",  # DEL and a no-break space: not printable ASCII, so the normalizer's path
         "",
     ]
     cache = tokens.WordCache(tokenizer, sep_id=3)
