@@ -1,3 +1,3 @@
-from corpusprep.cli import main
+from corpusprep.launch import main
 
 main()

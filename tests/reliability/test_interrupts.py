@@ -39,7 +39,14 @@ elif point == "pool":  # the workers are booting
     faults.reached = reached
 elif point == "exit":  # the work is done and reported; the interpreter shuts down
     threading._register_atexit(ctrl_c)  # registered first, so it runs after every later one
-from corpusprep.cli import main
+elif point == "import":  # Python is loading the CLI (typer), before any of its handlers exist
+    class CtrlCOnTyper:
+        def find_spec(self, name, path=None, target=None):
+            if name == "typer":
+                ctrl_c()
+            return None
+    sys.meta_path.insert(0, CtrlCOnTyper())
+from corpusprep.launch import main  # the console script's and `python -m corpusprep`'s entry
 sys.argv[0] = "corpusprep"
 main()
 """
@@ -66,7 +73,7 @@ def argv(which: str, paths: dict[str, Path], out: Path) -> list[str]:
             "--num-shards", "4"]
 
 
-@pytest.mark.parametrize("point", ["forkserver", "pool", "exit"])
+@pytest.mark.parametrize("point", ["import", "forkserver", "pool", "exit"])
 @pytest.mark.parametrize("which", ["build-pairs", "shard"])
 def test_ctrl_c_is_one_line_at_every_instant_of_a_pool(which, point, inputs, tmp_path):
     command = [sys.executable, "-c", _CTRL_C_AT, point, *argv(which, inputs, tmp_path / "out"),
