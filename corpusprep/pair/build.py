@@ -221,12 +221,30 @@ def tokenize_task(task: Task) -> dict[str, Any]:
     return {**stats, OUTPUTS_KEY: written}
 
 
+_LOADED: dict[str, Any] = {}  # the partition this process loaded last, and what it was loaded from
+
+
+def _partition(cache_dir: Path, dtype: np.dtype) -> PartitionTokens:
+    """A partition's documents from its token caches. A partition's dupe passes are consecutive tasks, so
+    the last one loaded is kept for the next pass (read-only: every pass sees the same arrays); one at a
+    time, so what a process holds stays one partition."""
+    files = sorted(cache_dir.glob("c*.npz"))
+    key = (str(cache_dir), dtype.str, [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files])
+    if _LOADED.get("key") != key:
+        _LOADED.clear()  # drop the previous partition before loading the next
+        part = concat_partitions([load_cache(f) for f in files], dtype)
+        for array in (part.tokens, part.sent_offsets, part.sent_index, part.doc_offsets):
+            array.flags.writeable = False
+        _LOADED.update(key=key, part=part)
+    return _LOADED["part"]
+
+
 def pair_task(task: Task) -> dict[str, Any]:
     """One dupe pass over one partition: build the pairs and write them as one Parquet file."""
     args: PairArgs = task.args
     opts = args.options
     dtype = np.dtype(args.token_dtype)
-    part = concat_partitions([load_cache(p) for p in sorted(args.cache_dir.glob("c*.npz"))], dtype)
+    part = _partition(args.cache_dir, dtype)
     rng = rng_for(opts.seed, "pairs", args.split, args.partition, args.dupe_pass)
     table, stats = ROWS[opts.objective](part, opts, rng, args.dupe_pass)
     with atomic_path(args.output) as tmp:

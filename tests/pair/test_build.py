@@ -185,3 +185,26 @@ def test_too_small_corpus_is_a_clear_error(vocab, tmp_path):
     path = write_bert(tmp_path / "one.txt", [["w1 w2.", "w3 w4."]])
     with pytest.raises(DataError, match="at least two"):
         run(path, vocab, tmp_path / "out", PairOptions(validation_fraction=0.0))
+
+
+def test_a_partition_is_loaded_once_for_its_passes_and_again_when_its_caches_change(tmp_path, monkeypatch):
+    from corpusprep.pair.instances import PartitionTokens
+    from corpusprep.pair.tokens import load_cache, save_cache
+
+    def part(n: int) -> PartitionTokens:
+        return PartitionTokens(np.arange(n, dtype=np.uint16), np.array([0, n]), np.zeros(1, np.uint32),
+                               np.array([0, 1]), [f"d{n}"])
+
+    save_cache(tmp_path / "p0" / "c000000.npz", part(5))
+    save_cache(tmp_path / "p1" / "c000000.npz", part(7))
+    loads = []
+    monkeypatch.setattr(build_module, "load_cache", lambda path: loads.append(path) or load_cache(path))
+    monkeypatch.setattr(build_module, "_LOADED", {})
+    first = build_module._partition(tmp_path / "p0", np.dtype(np.uint16))
+    assert build_module._partition(tmp_path / "p0", np.dtype(np.uint16)) is first and len(loads) == 1
+    with pytest.raises(ValueError):  # read-only: no pass can change what the next one sees
+        first.tokens[0] = 1
+    assert build_module._partition(tmp_path / "p1", np.dtype(np.uint16)).tokens.tolist() == list(range(7))
+    save_cache(tmp_path / "p0" / "c000000.npz", part(6))  # rewritten (a repaired run): loaded again
+    assert build_module._partition(tmp_path / "p0", np.dtype(np.uint16)).tokens.tolist() == list(range(6))
+    assert len(loads) == 3
