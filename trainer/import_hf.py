@@ -95,7 +95,8 @@ def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed
     def write(tmp: Path) -> None:
         torch.save(state, tmp / "model.pt")
         (tmp / "config.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-        vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=not lowercases(hf_dir))
+        # the vocab directory is part of the checkpoint being written, not inside another output
+        vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=not lowercases(hf_dir), part_of=tmp)
 
     write_dir(Path(out), write, overwrite, OUTPUT, [hf_dir])
     copied = hashlib.sha256((Path(out) / "vocab" / "vocab.txt").read_bytes()).hexdigest()

@@ -223,17 +223,23 @@ def check_output_file(path: str | Path, inputs: Iterable[str | Path], command: s
         raise UsageError(f"{command}: {path} is inside {found[1]} ({found[0]}); write elsewhere")
 
 
-def enclosing_output(directories: Iterable[Path]) -> tuple[Path, str] | None:
+def enclosing_output(
+    directories: Iterable[Path], *, pipeline_runs: bool = True
+) -> tuple[Path, str] | None:
     """The first of `directories` that holds a corpusprep output (an artifact, finished or not, a pipeline
-    run, a training run, a model checkpoint) and what it is; None where none does. A command that is not a
-    stage (an export, a single output file) checks its output and the directories above it with this, by
-    `other_output`'s strict signs: a home directory with a `checkpoints/` folder of its own is no training
-    run."""
+    run, a training run, a model checkpoint) and what it is; None where none does. Every output checks the
+    directories above it with this (a stage's with `pipeline_runs=False`: a pipeline's stages live inside
+    its run directory), by `other_output`'s strict signs: a home directory with a `checkpoints/` folder of
+    its own is no training run."""
     for directory in directories:
-        if is_artifact_dir(directory):
+        found = other_output(directory, strict=True)
+        if found and found[0] == "pipeline" and not pipeline_runs:
+            continue
+        # a manifest or an unfinished build; not a lock alone (a refused command leaves one in any folder)
+        if (directory / MANIFEST).is_file() or (directory / WORK / "run.json").is_file():
             manifest = read_manifest(directory)
             return directory, f"corpusprep {manifest['kind']}" if manifest else "a corpusprep output"
-        if found := other_output(directory, strict=True):
+        if found:
             return directory, found[1]
     return None
 
@@ -298,7 +304,9 @@ class Artifact:
     `kind` names what is built ("pairs", "shards", ...); `identity` is everything the bytes depend on
     (options, input fingerprints, format versions); `owns` are glob patterns (relative paths) of the files
     this kind writes, used to clear an unfinished build of other settings; `inputs` are the command's input
-    paths, for the overlap check.
+    paths, for the overlap check. An artifact is never made inside another output (`enclosing_output`), but
+    for a pipeline's stages inside its run directory and the directory named by `part_of` (the command's
+    own output the artifact is part of: an import's checkpoint holds its vocab directory).
     """
 
     def __init__(
@@ -313,6 +321,7 @@ class Artifact:
         command: str | None = None,
         quiet: bool = False,
         adopt: bool = False,
+        part_of: str | Path | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.kind = kind
@@ -330,6 +339,12 @@ class Artifact:
         if self.directory.exists() and not self.directory.is_dir():
             raise UsageError(f"{self.directory}: exists and is not a directory; pick another output")
         check_not_nested(self.directory, inputs, self.command)
+        found = enclosing_output(self.directory.resolve().parents, pipeline_runs=False)
+        if found and (part_of is None or found[0] != Path(part_of).resolve()):
+            raise UsageError(
+                f"{self.command}: {self.directory} is inside {found[1]} ({found[0]}); pick another output "
+                "directory"
+            )
         self._lock = exclusive_dir(self.directory)
 
     @property

@@ -379,10 +379,12 @@ def build_vocab(
     *,
     overwrite: bool = False,
     progress: Progress | None = None,
+    part_of: str | Path | None = None,
 ) -> dict[str, Any]:
     """Train a vocab on `inputs` (or take `options.from_vocab`), write the vocab directory, return the report.
 
     A directory already built from the same inputs and options is reused (report["reused"] is True).
+    `part_of`: the output the vocab directory belongs to (an import's checkpoint), see `Artifact`.
     """
     options = options or VocabOptions()
     read_options = read_options or ReadOptions()
@@ -398,6 +400,7 @@ def build_vocab(
     sources = [*(inputs or []), *([options.from_vocab] if options.from_vocab else [])]
     artifact = Artifact(
         vocab_dir, "vocab", key, owns=FILES, inputs=sources, overwrite=overwrite, command="vocab",
+        part_of=part_of,
     )
     with artifact:
         if artifact.complete is not None:

@@ -162,6 +162,26 @@ def test_pipeline_and_trainer_run_dirs_are_another_kind_even_with_overwrite(refe
     assert refused.returncode == 2 and "holds a training run, not a pipeline run" in error_line(refused)
 
 
+def test_an_output_inside_another_output_is_refused_except_a_pipelines_own_stages(reference, vocab, tmp_path):
+    text, pairs_dir, _ = reference
+    run = trainer_run_dir(tmp_path / "run")
+    other_pairs = tmp_path / "other-pairs"
+    ok(pairs(text, vocab, other_pairs))
+    for parent, kind in ((run, "a training run"), (run / "checkpoints", "a training run"),
+                         (other_pairs, "corpusprep pairs"), (pairs_dir, "corpusprep pairs")):  # fmt: skip
+        before = output_files(tmp_path)
+        for result in (
+            corpusprep("vocab", "--from-vocab", vocab / "vocab.txt", "-o", parent / "vocab", "--overwrite"),
+            shards(pairs_dir, vocab, parent / "train" / "shards", "--overwrite"),
+        ):
+            line = error_line(result)
+            assert result.returncode == 2 and (f"is inside {kind}" in line or "overlap" in line), line
+        assert output_files(tmp_path) == before and not (parent / "vocab").exists()  # nothing made or lost
+    # a pipeline's stages are written inside its run dir
+    inside = pipeline_run_dir(tmp_path / "pipeline") / "vocab"
+    ok(corpusprep("vocab", "--from-vocab", vocab / "vocab.txt", "-o", inside))
+
+
 # --- data lost silently -------------------------------------------------------------------------------
 
 
