@@ -322,6 +322,7 @@ class Artifact:
         quiet: bool = False,
         adopt: bool = False,
         part_of: str | Path | None = None,
+        checksums: bool = False,
     ) -> None:
         self.directory = Path(directory)
         self.kind = kind
@@ -332,6 +333,8 @@ class Artifact:
         self.command = command or kind
         self.quiet = quiet
         self.adopt = adopt  # files matching `owns` in a directory without a manifest are this kind's own work
+        # a rerun compares the files' sha256 too, not only their sizes (for small outputs: a vocab)
+        self.checksums = checksums
         self.complete: dict | None = None
         self.state = "fresh"
         self.foreign: set[str] = set()
@@ -385,12 +388,16 @@ class Artifact:
                 f"{self.directory}: holds {other[1]}, not {self.kind}; pick another output directory"
             )
         if manifest is not None and manifest["fingerprint"] == self.fingerprint:
-            missing = problems(self.directory, manifest)
+            missing = problems(self.directory, manifest, checksums=self.checksums)
             if not missing:
                 _remove(self.work)  # a kill between the manifest and this cleanup
                 self.complete, self.state = manifest, "complete"
                 return
             self._note(f"{len(missing)} file(s) missing or changed ({missing[0]}): rebuilding them")
+            for name, entry in manifest["files"].items():  # edited in place: ours, rebuilt like a lost file
+                path = self.directory / name
+                if self.checksums and path.is_file() and sha256_file(path) != entry["sha256"]:
+                    path.unlink()
             self._restore(manifest)
             self.state = "repair"
             return

@@ -400,7 +400,7 @@ def build_vocab(
     sources = [*(inputs or []), *([options.from_vocab] if options.from_vocab else [])]
     artifact = Artifact(
         vocab_dir, "vocab", key, owns=FILES, inputs=sources, overwrite=overwrite, command="vocab",
-        part_of=part_of,
+        part_of=part_of, checksums=True,  # a few MB: a vocab edited in place is rebuilt, as stages refuse it
     )
     with artifact:
         if artifact.complete is not None:

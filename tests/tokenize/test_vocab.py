@@ -215,6 +215,25 @@ def test_rerun_reuses_and_different_options_refuse(demo_jsonl, tmp_path):
         train_vocab([small], out, VocabOptions(vocab_size=900))
 
 
+def test_a_vocab_edited_in_place_is_rebuilt_by_a_rerun(bert_vocab_txt, tmp_path):
+    """Same size, other bytes: build-pairs and shard refuse it by sha256, so the rerun must not call it up
+    to date (it compares sizes only for the big outputs of other kinds)."""
+    out = tmp_path / "vocab"
+    vocab_from_file(bert_vocab_txt, out)
+    original = {name: (out / name).read_bytes() for name in ("vocab.txt", "tokenizer.json")}
+    for name in original:
+        edited = bytearray(original[name])
+        at = edited.index(b"hello")
+        edited[at : at + 5] = b"jello"
+        (out / name).write_bytes(edited)
+        with pytest.raises(DataError):
+            VocabInfo.verified(out)
+        report = vocab_from_file(bert_vocab_txt, out)
+        assert not report.get("reused") and (out / name).read_bytes() == original[name]
+        assert VocabInfo.verified(out).sha256 == hashlib.sha256(original["vocab.txt"]).hexdigest()
+    assert vocab_from_file(bert_vocab_txt, out)["reused"]  # intact: up to date
+
+
 def test_refuses_a_foreign_vocab_without_overwrite(bert_vocab_txt, demo_jsonl, tmp_path):
     out = tmp_path / "someone_elses"
     out.mkdir()
