@@ -141,6 +141,14 @@ def describe(error: BaseException) -> tuple[str, int] | None:
     return describe_os_error(found) if found is not None else None
 
 
+def forget_interrupt() -> None:
+    """CPython remembers a KeyboardInterrupt raised inside exec() of a string (dataclasses and namedtuple
+    build their methods so, while a module is imported) and, under `python -m`, then ends the process by
+    SIGINT at exit even though the interrupt was handled: a caller would see -2, not 130. The next exec()
+    of a string clears that flag."""
+    exec("")
+
+
 def guarded(main: Callable[[], int | None], prefix: str = "error: ") -> int:
     """Run an entry point: a user-facing failure becomes one line on stderr and its exit code."""
     try:
@@ -149,6 +157,7 @@ def guarded(main: Callable[[], int | None], prefix: str = "error: ") -> int:
         # Typer turns Ctrl-C into a silent exit 130: say what happened.
         if exit.code == 130 and any(isinstance(e, KeyboardInterrupt) for e in _chain(exit)):
             print(f"{prefix.removesuffix('error: ')}{INTERRUPTED}", file=sys.stderr)
+            forget_interrupt()
             return 130
         raise
     except BaseException as error:
@@ -158,4 +167,6 @@ def guarded(main: Callable[[], int | None], prefix: str = "error: ") -> int:
         line, code = found
         line = printable(line)  # a file name that is not UTF-8: as in the warnings and document ids
         print(f"{prefix.removesuffix('error: ') if code == 130 else prefix}{line}", file=sys.stderr)
+        if code == 130:
+            forget_interrupt()
         return code

@@ -6,6 +6,7 @@ Each instant is reached on purpose, not by a timer: the child process sends the 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +102,19 @@ def test_a_worker_boot_failure_is_quiet_only_when_the_parent_is_going_away(monke
     assert capsys.readouterr().err == ""
     worker_start._quiet(ValueError, ValueError("bad pickle"), None)
     assert "ValueError: bad pickle" in capsys.readouterr().err
+
+
+def test_an_interrupt_raised_inside_exec_still_exits_130_under_python_m(tmp_path):
+    """CPython's flag for an unhandled KeyboardInterrupt is set by one raised inside exec() of a string
+    (dataclasses build methods so while a module is imported) and, under `python -m`, would end the
+    process by SIGINT (-2) after the one line was said; `errors.forget_interrupt` clears it."""
+    (tmp_path / "interrupted_in_exec.py").write_text(
+        "import sys\nfrom corpusprep.errors import guarded\n"
+        "def main():\n    exec('raise KeyboardInterrupt')\n"
+        "sys.exit(guarded(main, prefix='corpusprep: error: '))\n"
+    )
+    env = {**environment(), "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"}
+    result = subprocess.run([sys.executable, "-m", "interrupted_in_exec"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 130, result.stderr
+    assert result.stderr.strip() == "corpusprep: interrupted; rerun to continue"
