@@ -65,9 +65,6 @@ def check_run_dir(run_dir: Path, name: str, overwrite: bool) -> None:
     other = artifact.other_output(run_dir)
     if other is not None and other[0] != "pipeline":  # never, even with --overwrite
         raise UsageError(f"{run_dir}: holds {other[1]}, not a pipeline run; pick another --run-dir")
-    inside = next((p for p in run_dir.resolve().parents if artifact.is_artifact_dir(p)), None)
-    if inside is not None:
-        raise UsageError(f"{run_dir}: inside a corpusprep output ({inside}); pick another --run-dir")
     if run_file.is_file():
         owner = (read_record(run_file) or {}).get("pipeline")
         if owner != name and not overwrite:
@@ -110,7 +107,9 @@ def run_pipeline(
         artifact.check_not_nested(run_dir, inputs, "run")
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"{run_dir}: exists and is not a directory; pick another --run-dir")
-    with exclusive_dir(run_dir):
+    if inside := artifact.enclosing_output(run_dir.resolve().parents):  # before the lock makes the dir
+        raise UsageError(f"{run_dir}: inside {inside[1]} ({inside[0]}); pick another --run-dir")
+    with exclusive_dir(run_dir), artifact.pipeline_stages(run_dir):
         check_run_dir(run_dir, pipeline.name, overwrite)
         removed = remove_stale_temps(run_dir)
         if removed:

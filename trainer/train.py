@@ -230,6 +230,8 @@ class Trainer:
         config, d = self.config, self.d
         if config.data.shards:
             artifact.check_not_nested(self.run_dir, [config.data.shards], "trainer")  # never write into input
+        if inside := artifact.enclosing_output(self.run_dir.resolve().parents):  # another run, a checkpoint
+            raise UsageError(f"{self.run_dir}: inside {inside[1]} ({inside[0]}); pick another run dir")
         owner = artifact.read_manifest(self.run_dir)
         if owner is not None and owner["kind"] != "train":
             raise UsageError(

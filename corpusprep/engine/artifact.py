@@ -36,12 +36,14 @@ silently.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
+import os
 import shutil
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -223,17 +225,35 @@ def check_output_file(path: str | Path, inputs: Iterable[str | Path], command: s
         raise UsageError(f"{command}: {path} is inside {found[1]} ({found[0]}); write elsewhere")
 
 
-def enclosing_output(
-    directories: Iterable[Path], *, pipeline_runs: bool = True
-) -> tuple[Path, str] | None:
+PIPELINE_RUN_ENV = "CORPUSPREP_PIPELINE_RUN"  # the run dir of the pipeline running now (`pipeline_stages`)
+
+
+@contextlib.contextmanager
+def pipeline_stages(run_dir: str | Path) -> Iterator[None]:
+    """While `corpusprep run` runs its stages: their outputs lie inside its run directory, which is then no
+    other output to them (`enclosing_output`). An environment variable, so the trainer processes that
+    torchrun starts for a train stage know it too; any other command run by hand still refuses it."""
+    before = os.environ.get(PIPELINE_RUN_ENV)
+    os.environ[PIPELINE_RUN_ENV] = str(Path(run_dir).resolve())
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(PIPELINE_RUN_ENV, None)
+        else:
+            os.environ[PIPELINE_RUN_ENV] = before
+
+
+def enclosing_output(directories: Iterable[Path]) -> tuple[Path, str] | None:
     """The first of `directories` that holds a corpusprep output (an artifact, finished or not, a pipeline
     run, a training run, a model checkpoint) and what it is; None where none does. Every output checks the
-    directories above it with this (a stage's with `pipeline_runs=False`: a pipeline's stages live inside
-    its run directory), by `other_output`'s strict signs: a home directory with a `checkpoints/` folder of
-    its own is no training run."""
+    directories above it with this (an artifact, a pipeline or training run dir, an export, a single output
+    file), by `other_output`'s strict signs: a home directory with a `checkpoints/` folder of its own is no
+    training run. The pipeline running now (`pipeline_stages`) is passed over: its stages live inside it."""
+    own = os.environ.get(PIPELINE_RUN_ENV)
     for directory in directories:
         found = other_output(directory, strict=True)
-        if found and found[0] == "pipeline" and not pipeline_runs:
+        if found and found[0] == "pipeline" and own and Path(directory).resolve() == Path(own):
             continue
         # a manifest or an unfinished build; not a lock alone (a refused command leaves one in any folder)
         if (directory / MANIFEST).is_file() or (directory / WORK / "run.json").is_file():
@@ -305,8 +325,8 @@ class Artifact:
     (options, input fingerprints, format versions); `owns` are glob patterns (relative paths) of the files
     this kind writes, used to clear an unfinished build of other settings; `inputs` are the command's input
     paths, for the overlap check. An artifact is never made inside another output (`enclosing_output`), but
-    for a pipeline's stages inside its run directory and the directory named by `part_of` (the command's
-    own output the artifact is part of: an import's checkpoint holds its vocab directory).
+    for the stages of the pipeline running now inside its run directory and the directory named by
+    `part_of` (the command's own output the artifact is part of: an import's checkpoint holds its vocab).
     """
 
     def __init__(
@@ -342,7 +362,7 @@ class Artifact:
         if self.directory.exists() and not self.directory.is_dir():
             raise UsageError(f"{self.directory}: exists and is not a directory; pick another output")
         check_not_nested(self.directory, inputs, self.command)
-        found = enclosing_output(self.directory.resolve().parents, pipeline_runs=False)
+        found = enclosing_output(self.directory.resolve().parents)
         if found and (part_of is None or found[0] != Path(part_of).resolve()):
             raise UsageError(
                 f"{self.command}: {self.directory} is inside {found[1]} ({found[0]}); pick another output "
@@ -615,6 +635,7 @@ __all__ = [
     "is_artifact_dir",
     "other_output",
     "owned_files",
+    "pipeline_stages",
     "problems",
     "read_manifest",
     "require",

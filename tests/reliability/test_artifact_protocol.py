@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -162,7 +163,7 @@ def test_pipeline_and_trainer_run_dirs_are_another_kind_even_with_overwrite(refe
     assert refused.returncode == 2 and "holds a training run, not a pipeline run" in error_line(refused)
 
 
-def test_an_output_inside_another_output_is_refused_except_a_pipelines_own_stages(reference, vocab, tmp_path):
+def test_an_output_inside_another_is_refused_but_a_running_pipelines_stages(reference, vocab, tmp_path):
     text, pairs_dir, _ = reference
     run = trainer_run_dir(tmp_path / "run")
     other_pairs = tmp_path / "other-pairs"
@@ -177,9 +178,27 @@ def test_an_output_inside_another_output_is_refused_except_a_pipelines_own_stage
             line = error_line(result)
             assert result.returncode == 2 and (f"is inside {kind}" in line or "overlap" in line), line
         assert output_files(tmp_path) == before and not (parent / "vocab").exists()  # nothing made or lost
-    # a pipeline's stages are written inside its run dir
-    inside = pipeline_run_dir(tmp_path / "pipeline") / "vocab"
-    ok(corpusprep("vocab", "--from-vocab", vocab / "vocab.txt", "-o", inside))
+    # a pipeline's stages are written inside its run dir, by the pipeline only
+    pipeline = pipeline_run_dir(tmp_path / "pipeline")
+    google = vocab / "vocab.txt"
+    refused = corpusprep("vocab", "--from-vocab", google, "-o", pipeline / "vocab", "--overwrite")
+    assert refused.returncode == 2 and "is inside a pipeline run" in error_line(refused)
+    from corpusprep.engine.artifact import pipeline_stages
+    from corpusprep.tokenize.vocab import vocab_from_file
+
+    with pipeline_stages(pipeline):
+        vocab_from_file(vocab / "vocab.txt", pipeline / "vocab")
+    # a pipeline or training run started inside another output: refused, and no directory is left
+    for run_dir in (other_pairs / "p", run / "checkpoints" / "step-0000010" / "p", pipeline / "nested"):
+        refused = corpusprep("run", REPO / "pipelines/demo.toml", "--run-dir", run_dir, "--until", "corpus")
+        assert refused.returncode == 2 and "inside" in error_line(refused) and not run_dir.exists()
+    shard_dir = tmp_path / "shards"
+    ok(shards(pairs_dir, vocab, shard_dir))
+    trainer = [sys.executable, "-m", "trainer.run", "--shards", str(shard_dir), "--run-dir",
+               str(run / "checkpoints" / "new"), "--steps", "1", "--device", "cpu"]  # fmt: skip
+    refused = subprocess.run(trainer, cwd=REPO, env=environment(), capture_output=True, text=True)
+    assert refused.returncode == 2 and "inside a training run" in refused.stderr, refused.stderr
+    assert not (run / "checkpoints" / "new").exists()
 
 
 # --- data lost silently -------------------------------------------------------------------------------
