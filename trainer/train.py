@@ -230,7 +230,8 @@ class Trainer:
         config, d = self.config, self.d
         if config.data.shards:
             artifact.check_not_nested(self.run_dir, [config.data.shards], "trainer")  # never write into input
-        if inside := artifact.enclosing_output(self.run_dir.resolve().parents):  # another run, a checkpoint
+        # another run, a checkpoint, an artifact; not a pipeline run (its train stage, started by hand)
+        if inside := artifact.enclosing_output(self.run_dir.resolve().parents, pipeline_runs=False):
             raise UsageError(f"{self.run_dir}: inside {inside[1]} ({inside[0]}); pick another run dir")
         owner = artifact.read_manifest(self.run_dir)
         if owner is not None and owner["kind"] != "train":

@@ -244,16 +244,20 @@ def pipeline_stages(run_dir: str | Path) -> Iterator[None]:
             os.environ[PIPELINE_RUN_ENV] = before
 
 
-def enclosing_output(directories: Iterable[Path]) -> tuple[Path, str] | None:
+def enclosing_output(directories: Iterable[Path], *, pipeline_runs: bool = True) -> tuple[Path, str] | None:
     """The first of `directories` that holds a corpusprep output (an artifact, finished or not, a pipeline
     run, a training run, a model checkpoint) and what it is; None where none does. Every output checks the
     directories above it with this (an artifact, a pipeline or training run dir, an export, a single output
     file), by `other_output`'s strict signs: a home directory with a `checkpoints/` folder of its own is no
-    training run. The pipeline running now (`pipeline_stages`) is passed over: its stages live inside it."""
+    training run. The pipeline running now (`pipeline_stages`) is passed over: its stages live inside it;
+    `pipeline_runs=False` passes over every pipeline run (the trainer: its run dir may be a pipeline's train
+    stage, launched by hand with torchrun from the config the pipeline wrote)."""
     own = os.environ.get(PIPELINE_RUN_ENV)
     for directory in directories:
         found = other_output(directory, strict=True)
-        if found and found[0] == "pipeline" and own and Path(directory).resolve() == Path(own):
+        if found and found[0] == "pipeline" and (
+            not pipeline_runs or (own and Path(directory).resolve() == Path(own))
+        ):
             continue
         # a manifest or an unfinished build; not a lock alone (a refused command leaves one in any folder)
         if (directory / MANIFEST).is_file() or (directory / WORK / "run.json").is_file():

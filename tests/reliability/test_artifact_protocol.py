@@ -199,6 +199,11 @@ def test_an_output_inside_another_is_refused_but_a_running_pipelines_stages(refe
     refused = subprocess.run(trainer, cwd=REPO, env=environment(), capture_output=True, text=True)
     assert refused.returncode == 2 and "inside a training run" in refused.stderr, refused.stderr
     assert not (run / "checkpoints" / "new").exists()
+    # a pipeline's train stage started by hand (torchrun ... -m trainer.run RUN_DIR/train.toml) may run there
+    trainer[trainer.index("--run-dir") + 1] = str(pipeline / "train")
+    done = subprocess.run([*trainer, "--batch-size", "2", "--eval-every", "0"], cwd=REPO, env=environment(),
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0 and (pipeline / "train" / "checkpoints").is_dir(), done.stderr
 
 
 # --- data lost silently -------------------------------------------------------------------------------
