@@ -107,8 +107,7 @@ def run_pipeline(
         artifact.check_not_nested(run_dir, inputs, "run")
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"{run_dir}: exists and is not a directory; pick another --run-dir")
-    if inside := artifact.enclosing_output(run_dir.resolve().parents):  # before the lock makes the dir
-        raise UsageError(f"{run_dir}: inside {inside[1]} ({inside[0]}); pick another --run-dir")
+    artifact.check_not_inside(run_dir, None, "pick another --run-dir")  # before the lock makes the dir
     with exclusive_dir(run_dir), artifact.pipeline_stages(run_dir):
         check_run_dir(run_dir, pipeline.name, overwrite)
         removed = remove_stale_temps(run_dir)

@@ -231,8 +231,7 @@ class Trainer:
         if config.data.shards:
             artifact.check_not_nested(self.run_dir, [config.data.shards], "trainer")  # never write into input
         # another run, a checkpoint, an artifact; not a pipeline run (its train stage, started by hand)
-        if inside := artifact.enclosing_output(self.run_dir.resolve().parents, pipeline_runs=False):
-            raise UsageError(f"{self.run_dir}: inside {inside[1]} ({inside[0]}); pick another run dir")
+        artifact.check_not_inside(self.run_dir, None, "pick another run dir", pipeline_runs=False)
         owner = artifact.read_manifest(self.run_dir)
         if owner is not None and owner["kind"] != "train":
             raise UsageError(

@@ -135,16 +135,20 @@ def problems(
     manifest = manifest or read_manifest(directory)
     if manifest is None:
         return [f"{directory / MANIFEST}: missing or unreadable (an unfinished or foreign directory)"]
+    return [f"{path}: {why}" for path, why in _damaged(directory, manifest, checksums)]
+
+
+def _damaged(directory: Path, manifest: dict, checksums: bool | Iterable[str]) -> list[tuple[Path, str]]:
     hashed = set(manifest["files"]) if checksums is True else set(checksums or ())
     found = []
     for name, entry in sorted(manifest["files"].items()):
         path = directory / name
         if not path.is_file():
-            found.append(f"{path}: missing")
+            found.append((path, "missing"))
         elif path.stat().st_size != entry["size"]:
-            found.append(f"{path}: {path.stat().st_size} bytes, manifest says {entry['size']}")
+            found.append((path, f"{path.stat().st_size} bytes, manifest says {entry['size']}"))
         elif name in hashed and sha256_file(path) != entry["sha256"]:
-            found.append(f"{path}: {CHANGED}")
+            found.append((path, CHANGED))
     return found
 
 
@@ -221,8 +225,19 @@ def check_output_file(path: str | Path, inputs: Iterable[str | Path], command: s
         src = _input_root(arg)
         if src is not None and (target == src or src in target.parents):
             raise UsageError(f"{command}: the output {path} and the input {arg} overlap; write it elsewhere")
-    if found := enclosing_output(target.parents):
-        raise UsageError(f"{command}: {path} is inside {found[1]} ({found[0]}); write elsewhere")
+    check_not_inside(path, command, "write elsewhere")
+
+
+def check_not_inside(
+    path: str | Path, command: str | None, advice: str, *, pipeline_runs: bool = True,
+    part_of: str | Path | None = None,
+) -> None:
+    """Refuse an output that lies inside another output (`enclosing_output`), one line ending in `advice`;
+    `part_of`: the command's own output it may lie in (an import's checkpoint holds its vocab)."""
+    found = enclosing_output(Path(path).resolve().parents, pipeline_runs=pipeline_runs)
+    if found and (part_of is None or found[0] != Path(part_of).resolve()):
+        prefix = f"{command}: " if command else ""
+        raise UsageError(f"{prefix}{path} is inside {found[1]} ({found[0]}); {advice}")
 
 
 PIPELINE_RUN_ENV = "CORPUSPREP_PIPELINE_RUN"  # the run dir of the pipeline running now (`pipeline_stages`)
@@ -259,8 +274,7 @@ def enclosing_output(directories: Iterable[Path], *, pipeline_runs: bool = True)
             not pipeline_runs or (own and Path(directory).resolve() == Path(own))
         ):
             continue
-        # a manifest or an unfinished build; not a lock alone (a refused command leaves one in any folder)
-        if (directory / MANIFEST).is_file() or (directory / WORK / "run.json").is_file():
+        if is_artifact_dir(directory, lock=False):  # a refused command leaves a lock in any folder
             manifest = read_manifest(directory)
             return directory, f"corpusprep {manifest['kind']}" if manifest else "a corpusprep output"
         if found:
@@ -366,12 +380,7 @@ class Artifact:
         if self.directory.exists() and not self.directory.is_dir():
             raise UsageError(f"{self.directory}: exists and is not a directory; pick another output")
         check_not_nested(self.directory, inputs, self.command)
-        found = enclosing_output(self.directory.resolve().parents)
-        if found and (part_of is None or found[0] != Path(part_of).resolve()):
-            raise UsageError(
-                f"{self.command}: {self.directory} is inside {found[1]} ({found[0]}); pick another output "
-                "directory"
-            )
+        check_not_inside(self.directory, self.command, "pick another output directory", part_of=part_of)
         self._lock = exclusive_dir(self.directory)
 
     @property
@@ -412,15 +421,15 @@ class Artifact:
                 f"{self.directory}: holds {other[1]}, not {self.kind}; pick another output directory"
             )
         if manifest is not None and manifest["fingerprint"] == self.fingerprint:
-            missing = problems(self.directory, manifest, checksums=self.checksums)
-            if not missing:
+            damaged = _damaged(self.directory, manifest, self.checksums)
+            if not damaged:
                 _remove(self.work)  # a kill between the manifest and this cleanup
                 self.complete, self.state = manifest, "complete"
                 return
-            self._note(f"{len(missing)} file(s) missing or changed ({missing[0]}): rebuilding them")
-            for name, entry in manifest["files"].items():  # edited in place: ours, rebuilt like a lost file
-                path = self.directory / name
-                if self.checksums and path.is_file() and sha256_file(path) != entry["sha256"]:
+            path, why = damaged[0]
+            self._note(f"{len(damaged)} file(s) missing or changed ({path}: {why}): rebuilding them")
+            for path, why in damaged:  # edited in place: ours, rebuilt like a lost file
+                if why == CHANGED:
                     path.unlink()
             self._restore(manifest)
             self.state = "repair"
@@ -620,16 +629,19 @@ def owned_files(directory: str | Path) -> list[str]:
     return sorted(manifest["files"]) if manifest else []
 
 
-def is_artifact_dir(path: str | Path) -> bool:
-    """A directory holding a corpusprep output, finished or not: never read as corpus."""
+def is_artifact_dir(path: str | Path, *, lock: bool = True) -> bool:
+    """A directory holding a corpusprep output, finished or not: never read as corpus. `lock=False`: a lock
+    alone is no sign (a refused command leaves one wherever it was pointed)."""
     path = Path(path)
-    return (path / MANIFEST).is_file() or (path / WORK / "run.json").is_file() or (path / LOCK_NAME).exists()
+    built = (path / MANIFEST).is_file() or (path / WORK / "run.json").is_file()
+    return built or (lock and (path / LOCK_NAME).exists())
 
 
 __all__ = [
     "MANIFEST",
     "WORK",
     "Artifact",
+    "check_not_inside",
     "check_not_nested",
     "content_digest",
     "describe_changes",

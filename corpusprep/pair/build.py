@@ -229,7 +229,7 @@ def _partition(cache_dir: Path, dtype: np.dtype) -> PartitionTokens:
     the last one loaded is kept for the next pass (read-only: every pass sees the same arrays); one at a
     time, so what a process holds stays one partition."""
     files = sorted(cache_dir.glob("c*.npz"))
-    key = (str(cache_dir), dtype.str, [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files])
+    key = (str(cache_dir), dtype.str, [(f.name, (st := f.stat()).st_size, st.st_mtime_ns) for f in files])
     if _LOADED.get("key") != key:
         _LOADED.clear()  # drop the previous partition before loading the next
         part = concat_partitions([load_cache(f) for f in files], dtype)
