@@ -3,10 +3,13 @@ field types, so that `dupe_factor = "five"` is one line naming the key, not a Ty
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import types
 import typing
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from corpusprep.errors import UsageError
@@ -60,3 +63,25 @@ def check_settings(cls: type, section: Mapping[str, Any], where: str) -> dict[st
             expected = " or ".join(names) + optional
             raise UsageError(f"{where}.{key}: expected {expected}, got {value!r}") from None
     return checked
+
+
+def choice(what: str, value: object, choices: tuple[str, ...], error: type[UsageError] = UsageError) -> str:
+    """`value` as one of `choices`, in any case (`PARQUET` is parquet), or one line naming them: the one rule
+    for a named choice, whether it comes from a flag or a pipeline file (the options dataclasses call it)."""
+    name = value.lower() if isinstance(value, str) else value
+    if name not in choices:
+        raise error(f"unknown {what} {value!r} (choose from {', '.join(choices)})")
+    return name
+
+
+def machine_memory() -> int | None:
+    """Bytes of memory this process may use: the machine's physical memory, or a smaller cgroup (container)
+    limit; None where neither can be read. For refusing sizes up front that could never fit."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        with contextlib.suppress(OSError, ValueError):
+            total = min(total, int(Path(limit_file).read_text().split()[0]))  # "max": no limit (ValueError)
+    return total

@@ -10,11 +10,14 @@ import typer
 
 from corpusprep.cli.app import app
 from corpusprep.cli.options import (
+    MAX_DOCUMENT_MB,
+    DocumentPerFile,
     Engine,
     Format,
     Inputs,
     Language,
     LineBreaks,
+    MaxDocumentMB,
     OnError,
     OneSentencePerLine,
     Overwrite,
@@ -80,11 +83,14 @@ def build_pairs_command(
     one_sentence_per_line: OneSentencePerLine = False,
     text_field: TextField = "text",
     on_error: OnError = "auto",
+    max_document_mb: MaxDocumentMB = MAX_DOCUMENT_MB,
+    document_per_file: DocumentPerFile = False,
 ) -> None:
     """Build NSP or SOP sentence pairs, or rows of whole sentences (none):
     PAIRS_DIR/{train,validation}/part-*.parquet + stats.json."""
     from corpusprep.cli.options import read_options
     from corpusprep.pair.build import PairOptions, build_pairs
+    from corpusprep.read.document import read_notes
 
     options = PairOptions(
         max_seq_length=max_seq_length,
@@ -104,7 +110,8 @@ def build_pairs_command(
         vocab,
         output,
         options,
-        read_options(input_format, one_sentence_per_line, text_field, on_error),
+        read_options(input_format, one_sentence_per_line, text_field, on_error,
+                             max_document_mb, document_per_file),
         workers=workers or None,
         engine=engine,
         ray_address=ray_address,
@@ -118,8 +125,7 @@ def build_pairs_command(
     read = stats["read"]
     reasons = {**read["skipped"], **stats["documents_skipped"]}
     skipped = ", ".join(f"{n:,} {reason}" for reason, n in sorted(reasons.items()) if n) or "none"
-    files = ", ".join(f"{n:,} {reason}" for reason, n in sorted(read["skipped_files"].items()))
-    files = f"; files skipped: {files}" if files else ""
+    files = read_notes(read)  # files and directories skipped, documents cut
     n, get = stats["pairs"], stats.get
     rows = {  # what the rows are, by objective
         "nsp": f"{n:,} NSP pairs ({get('not_next', 0):,} NotNext)",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import time
 from typing import Annotated
 
@@ -60,6 +59,8 @@ def sentences(
     one_sentence_per_line: opt.OneSentencePerLine = False,
     text_field: opt.TextField = "text",
     on_error: opt.OnError = "auto",
+    max_document_mb: opt.MaxDocumentMB = opt.MAX_DOCUMENT_MB,
+    document_per_file: opt.DocumentPerFile = False,
     overwrite: Annotated[
         bool,
         typer.Option(help="Replace an existing OUTPUT file (one built from other inputs or options, or not "
@@ -91,13 +92,16 @@ def sentences(
     paths = opt.output_files({"--output": output, "--stats": stats_path}, inputs, "sentences")
     out, stats_file = paths["--output"], paths.get("--stats")
     fmt = output_format(out, output_format_)
-    read_options = opt.read_options(input_format, one_sentence_per_line, text_field, on_error)
+    read_options = opt.read_options(input_format, one_sentence_per_line, text_field, on_error,
+                             max_document_mb, document_per_file)
     split = make_splitter(splitter, language, line_breaks.lower())
     # What the bytes depend on, as an artifact's identity: the inputs (path, size, mtime) and the options.
     identity = {"kind": "sentences", "inputs": {"files": input_files(inputs)},
                 "options": {"format": fmt, "splitter": splitter, "language": language,
                             "line_breaks": line_breaks.lower(), "input_format": read_options.format,
-                            "text_field": read_options.text_field, "on_error": read_options.on_error}}
+                            "text_field": read_options.text_field, "on_error": read_options.on_error,
+                            "max_document_mb": read_options.max_document_mb,
+                            "document_per_file": read_options.document_per_file}}
     for path in (out, record_path(out), stats_file):
         if path is not None:
             remove_stale_temps_of(path)
@@ -156,6 +160,8 @@ def sentences(
 
 
 def _print_summary(report: dict, rate: float) -> None:
+    from corpusprep.read.document import read_notes
+
     console = _console()
     read, split = report["read"], report["split"]
     skipped = {**read["skipped"], **split["skipped"]}
@@ -165,8 +171,8 @@ def _print_summary(report: dict, rate: float) -> None:
         f"{read['documents_seen']:,} documents (skipped: {why}); {read['files']:,} files, "
         f"{read['bytes'] / 1e6:.1f} MB in {report['seconds']:.1f} s ({rate:.1f} MB/s)"
     )
-    if read["skipped_files"]:
-        console.print(f"  files skipped: {json.dumps(read['skipped_files'])}")
+    if notes := read_notes(read):  # files and directories skipped, documents cut
+        console.print(f"  {notes.removeprefix('; ')}")
 
 
 @functools.cache

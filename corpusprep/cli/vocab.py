@@ -71,6 +71,8 @@ def vocab(
     one_sentence_per_line: opt.OneSentencePerLine = False,
     text_field: opt.TextField = "text",
     on_error: opt.OnError = "auto",
+    max_document_mb: opt.MaxDocumentMB = opt.MAX_DOCUMENT_MB,
+    document_per_file: opt.DocumentPerFile = False,
     overwrite: opt.Overwrite = False,
     progress: opt.Progress = True,
 ) -> None:
@@ -95,7 +97,8 @@ def vocab(
         strip_accents=strip_accents,
         from_vocab=str(from_vocab.absolute()) if from_vocab else None,
     )
-    read = opt.read_options(input_format, one_sentence_per_line, text_field, on_error)
+    read = opt.read_options(input_format, one_sentence_per_line, text_field, on_error,
+                             max_document_mb, document_per_file)
     if not inputs and from_vocab is None:
         raise UsageError("give input paths to train on, or --from-vocab FILE")
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -121,6 +124,8 @@ def vocab(
 
 
 def _print_summary(output: Path, report: dict) -> None:
+    from corpusprep.read.document import read_notes
+
     console = _console()
     if report["reused"]:
         console.print(f"{output}: up to date (same inputs and options); pass --overwrite to rebuild")
@@ -131,7 +136,7 @@ def _print_summary(output: Path, report: dict) -> None:
         skipped = sum(docs["skipped"].values())
         line += (f" from {docs['used']:,} documents ({skipped:,} skipped), "
                  f"{report['characters'] / 1e6:.1f}M characters in {seconds['total']:.1f} s")
-    console.print(line)
+    console.print(line + read_notes(report.get("read_stats") or {}))
     if report["sample"]:
         sample = report["sample"]
         console.print(f"  on a sample of {sample['documents']} documents: \\[UNK] {sample['unk_rate']:.3%} "
