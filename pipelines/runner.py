@@ -95,8 +95,9 @@ def run_pipeline(
     run_dir = Path(run_dir)
     selected = select(pipeline.stages, until)
     started = time.perf_counter()
-    # Everything is checked before anything is written: settings, input paths, the run dir's place.
-    for stage in selected:
+    # Everything is checked before anything is written: settings (of every stage, also those after
+    # --until: a typo in the last phase fails now), input paths, the run dir's place.
+    for stage in pipeline.stages:
         stages.check(stage)
     check_paths(pipeline)
     dirs = {s.name: run_dir / s.output for s in pipeline.stages}

@@ -284,6 +284,32 @@ def check_model(values: dict[str, Any]) -> None:
     hidden, heads = values.get("hidden_size"), values.get("num_heads")
     if hidden is not None and heads is not None and hidden % heads:
         raise ValueError(f"model.hidden_size={hidden} must be divisible by model.num_heads={heads}")
+    check_fits(values)
+
+
+def parameter_count(values: dict[str, Any]) -> int | None:
+    """About how many parameters a BERT of these sizes has (embeddings, layers, pooler and MLM head; within
+    a few per cent); None while a size is not set."""
+    sizes = [values.get(k) for k in ("vocab_size", "hidden_size", "num_layers")]
+    if not all(isinstance(v, int) for v in sizes):
+        return None
+    vocab, hidden, layers = sizes
+    inner = values.get("intermediate_size") or 4 * hidden
+    positions = (values.get("max_position") or 512) + (values.get("type_vocab_size") or 2)
+    return (vocab + positions) * hidden + layers * (4 * hidden * hidden + 2 * hidden * inner) + 2 * hidden**2
+
+
+def check_fits(values: dict[str, Any]) -> None:
+    """ValueError for a model whose float32 weights alone exceed this machine's memory (hidden_size 10^9
+    from a hand-edited config): one line now, not an allocation failure inside torch."""
+    from corpusprep.settings import machine_memory
+
+    count, memory = parameter_count(values), machine_memory()
+    if count is not None and memory is not None and 4 * count > memory:
+        hidden, layers = values["hidden_size"], values["num_layers"]
+        raise ValueError(f"model.hidden_size={hidden:,} with {layers:,} layers has ~{count:.2g} parameters, "
+                         f"{4 * count / 2**30:,.0f} GiB of float32 weights: more than this machine's "
+                         f"{memory / 2**30:,.0f} GiB of memory")
 
 
 def validate(c: TrainConfig) -> None:

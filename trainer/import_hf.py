@@ -2,8 +2,9 @@
 
     python -m trainer.import_hf bert-base-uncased/ init/bert-base [--overwrite]
 
-Reads config.json, model.safetensors (or pytorch_model.bin) and vocab.txt (+ tokenizer_config.json for
-casing) from a `save_pretrained` directory, and writes OUT in the layout of one trainer checkpoint:
+Reads config.json, model.safetensors (never a pickled pytorch_model.bin) and vocab.txt (+
+tokenizer_config.json for casing) from a `save_pretrained` directory, and writes OUT in the layout of one
+trainer checkpoint:
 
     OUT/model.pt      our state dict (trainer/model.py names)
     OUT/config.json   {"model": BertConfig fields, "vocab": {sha256, size}, "source": {...}}
@@ -25,8 +26,8 @@ from pathlib import Path
 import torch
 
 from corpusprep.engine.rng import rng_for
-from corpusprep.errors import CorpusprepError, OneLineParser, UsageError
-from trainer.checkpoint import check_state, read_json
+from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError, printable
+from trainer.checkpoint import check_state
 from trainer.export import Output, bert_config_from_hf, from_hf, write_dir
 from trainer.model import BertConfig, BertForPreTraining
 
@@ -37,22 +38,51 @@ OUTPUT = Output(
 )  # fmt: skip
 
 
+def read_hf_json(path: Path) -> dict:
+    """A JSON object from a Hugging Face directory (config.json, tokenizer_config.json), read as untrusted:
+    not JSON, nested thousands deep, not an object: one line naming the file, exit 1."""
+    # records: move to the shared loader
+    try:
+        data = json.loads(path.read_bytes())
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, not UTF-8, [[[[... too deep
+        why = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply" if isinstance(
+            e, RecursionError) else "not UTF-8 text"
+        raise DataError(f"{path}: not valid JSON ({why})") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: not a JSON object (a {type(data).__name__})")
+    return data
+
+
 def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
-    if (hf_dir / "model.safetensors").is_file():
+    """The weights of model.safetensors. A pickled pytorch_model.bin is refused, never opened: unpickling
+    runs whatever code the file holds, and corpusprep never unpickles a file it did not write."""
+    path = hf_dir / "model.safetensors"
+    if path.is_file():
+        from safetensors import SafetensorError
         from safetensors.torch import load_file
 
-        return load_file(str(hf_dir / "model.safetensors"))
-    if (hf_dir / "pytorch_model.bin").is_file():
-        return torch.load(hf_dir / "pytorch_model.bin", map_location="cpu", weights_only=True)
+        try:
+            return load_file(str(path))
+        except (SafetensorError, ValueError, RuntimeError) as e:  # truncated, a damaged header, a bad dtype
+            raise DataError(f"{path}: not a readable safetensors file ({e}); truncated or damaged?") from None
+    if any((hf_dir / name).is_file() for name in ("pytorch_model.bin", "model.ckpt.index", "tf_model.h5")):
+        raise UsageError(
+            f"{hf_dir}: holds pickled (or TensorFlow) weights, which are never read: loading a pickle runs "
+            "the code it holds; convert them to model.safetensors first (transformers: "
+            "from_pretrained(DIR).save_pretrained(DIR, safe_serialization=True), in a trusted environment)"
+        )
     if any(hf_dir.glob("*.index.json")):
         raise UsageError(f"{hf_dir}: sharded weights are not supported; save_pretrained with max_shard_size")
-    raise UsageError(f"{hf_dir}: no model.safetensors or pytorch_model.bin")
+    raise UsageError(f"{hf_dir}: no model.safetensors")
 
 
 def lowercases(hf_dir: Path) -> bool:
     """The tokenizer's casing: tokenizer_config.json's do_lower_case (BERT's default: True)."""
     path = hf_dir / "tokenizer_config.json"
-    return bool(read_json(path).get("do_lower_case", True)) if path.is_file() else True
+    lower = read_hf_json(path).get("do_lower_case", True) if path.is_file() else True
+    if not isinstance(lower, bool):
+        raise DataError(f"{path}: do_lower_case is {lower!r}, not true or false")
+    return lower
 
 
 def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Tensor], list[str]]:
@@ -60,9 +90,13 @@ def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Te
     config_path = hf_dir / "config.json"
     if not config_path.is_file():
         raise UsageError(f"{hf_dir}: no config.json (not a save_pretrained directory)")
-    config = bert_config_from_hf(read_json(config_path), config_path)
     try:
-        state, fresh = from_hf(read_hf_weights(hf_dir), config)
+        config = bert_config_from_hf(read_hf_json(config_path), config_path)
+    except UsageError as e:  # a value in the file (out of range, too big for this machine): bad data, exit 1
+        raise DataError(str(e)) from None
+    weights = read_hf_weights(hf_dir)
+    try:
+        state, fresh = from_hf(weights, config)
     except UsageError as e:
         raise UsageError(f"{hf_dir}: {e}") from None
     if fresh:  # e.g. a BertForMaskedLM checkpoint has no NSP head: start those from BERT's init
@@ -82,6 +116,7 @@ def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed
     hf_dir = Path(hf_dir)
     if not (hf_dir / "vocab.txt").is_file():
         raise UsageError(f"{hf_dir}: no vocab.txt (only WordPiece BERT tokenizers can be imported)")
+    cased = not lowercases(hf_dir)  # the small files first: a bad one fails before the weights are read
     config, state, fresh = convert(hf_dir, seed)
     vocab = VocabInfo.load(hf_dir)  # also checks the five special tokens are present
     if vocab.size != config.vocab_size:
@@ -96,7 +131,7 @@ def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed
         torch.save(state, tmp / "model.pt")
         (tmp / "config.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         # the vocab directory is part of the checkpoint being written, not inside another output
-        vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=not lowercases(hf_dir), part_of=tmp)
+        vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=cased, part_of=tmp)
 
     write_dir(Path(out), write, overwrite, OUTPUT, [hf_dir])
     copied = hashlib.sha256((Path(out) / "vocab" / "vocab.txt").read_bytes()).hexdigest()
@@ -121,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         record = import_hf(args.hf_dir, args.out, args.overwrite, args.seed)
     except CorpusprepError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {printable(str(e))}", file=sys.stderr)  # one line, whatever the names hold
         return e.exit_code
     c, fresh = record["model"], record["source"]["initialized_fresh"]
     print(f"wrote {args.out}: {c['num_layers']} layers, hidden {c['hidden_size']}, vocab {c['vocab_size']}")

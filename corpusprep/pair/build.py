@@ -108,8 +108,9 @@ class PairOptions:
                 raise UsageError(f"build-pairs: {message}")
         if spec.packs:  # rows of pieces draw no target length: any value gives the same options and output
             object.__setattr__(self, "short_seq_prob", PairOptions.short_seq_prob)
-        if isinstance(self.splitter, str):  # any case, as --objective and --language take it
-            object.__setattr__(self, "splitter", self.splitter.lower())
+        for name in ("splitter", "line_breaks"):  # any case, as --objective and --language take it
+            if isinstance(getattr(self, name), str):
+                object.__setattr__(self, name, getattr(self, name).lower())
         make_splitter(self.splitter, self.language, self.line_breaks)  # fails now on a bad name or mode
 
 
