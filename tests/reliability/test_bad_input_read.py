@@ -70,8 +70,10 @@ def test_50_mb_file_without_newline(tmp_path):
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert len(docs) == 1 and len(docs[0].text) == size == stats.bytes
-    assert peak < 2.5 * size  # the line's bytes and its text, not the file many times over
+    # cut into parts of at most the document bound (16 MB), every character kept
+    assert len(docs) == 4 and sum(len(d.text) for d in docs) == size == stats.bytes
+    assert all(len(d.text) <= 16_000_000 for d in docs) and stats.documents_cut == 1
+    assert peak < 2.5 * size  # the parts kept here and a part's bytes, not the file many times over
 
 
 def test_zero_byte_file_is_skipped_under_every_policy(tmp_path):

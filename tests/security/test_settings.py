@@ -68,6 +68,9 @@ def test_choices_take_any_case_in_a_pipeline_as_on_the_command_line():
                      "pairs": {"line_breaks": "AUTO"}}, Path("p.toml"))
     vocab = pipeline.stage("vocab").settings["read"]
     assert (vocab["format"], vocab["on_error"]) == ("parquet", "skip")
+    read = plan({"input": {"paths": ["c.txt"], "document_per_file": True, "max_document_mb": 2}},
+                Path("p.toml")).stage("pairs").settings["read"]
+    assert (read["document_per_file"], read["max_document_mb"]) == (True, 2.0)
     from pipelines import stages
 
     stages.check(pipeline.stage("pairs"))  # AUTO, as --line-breaks AUTO
