@@ -56,15 +56,28 @@ class _Bounded:
     """The lines of one document as they are read, handed on in parts of at most `limit` bytes of text (its
     lines joined by "\\n"): `add` returns the part so far when the next line would pass the bound, `end` the
     rest. A part is (line number of its first line, its lines, part number: 0 when the document was never
-    cut, else 1, 2, ...)."""
+    cut, else 1, 2, ...).
+
+    `add` sees every line of a corpus, so it counts characters, not bytes, while the document is surely
+    within the bound (a character is at most 4 bytes), and counts bytes exactly only beyond that."""
 
     def __init__(self, limit: int):
         self.room = limit + 1  # the lines' bytes and a "\\n" after each: the text's bytes + 1
+        self.quick = limit // 4  # characters (and "\\n"s) below which the text is surely within the bound
         self.lines: list[str] = []
-        self.size = self.start = self.parts = 0
+        self.chars = self.size = self.start = self.parts = 0
 
     def add(self, lineno: int, line: str) -> tuple[int, list[str], int] | None:
-        n = (len(line) if line.isascii() else len(line.encode())) + 1  # utf8_size, inline: once a line
+        if self.chars + len(line) < self.quick:
+            self.chars += len(line) + 1
+            if not self.lines:
+                self.start = lineno
+            self.lines.append(line)
+            return None
+        if self.chars < self.quick:  # the first line beyond: from here on this document counts bytes
+            self.chars = self.quick
+            self.size = sum(map(utf8_size, self.lines)) + len(self.lines)
+        n = utf8_size(line) + 1
         done = None
         if self.lines and self.size + n > self.room:
             self.parts += 1
@@ -75,20 +88,17 @@ class _Bounded:
         self.size += n
         return done
 
-    def recount(self) -> None:
-        """`size` from the lines, after a caller appended to them directly (`_blocks_of_lines`)."""
-        self.size = sum(map(utf8_size, self.lines)) + len(self.lines)
-
     def paragraph_break(self) -> None:
         """One empty line between paragraphs (`document_per_file`), none at the start."""
         if self.lines and self.lines[-1]:
             self.lines.append("")
+            self.chars += 1
             self.size += 1
 
     def end(self) -> tuple[int, list[str], int] | None:
         """The rest of the document (None when nothing is left); the next `add` starts a new one."""
         done = (self.start, self._take(), self.parts + 1 if self.parts else 0) if self.lines else None
-        self.parts = 0
+        self.parts = self.chars = 0
         return done
 
     def _take(self) -> list[str]:
@@ -101,37 +111,21 @@ class _Bounded:
 
 def _blocks_of_lines(lines: Iterator[str], options: ReadOptions) -> Iterator[tuple[int, list[str], int]]:
     """Runs of non-blank lines, or with `document_per_file` all of the file's lines (one empty line between
-    paragraphs), as (first line number, lines, part) within the document size bound.
-
-    This loop sees every line of a text corpus, so it counts characters, not bytes, while a document is
-    surely within the bound (4 bytes a character at most), and hands the document to `_Bounded`'s exact
-    count only beyond that; lines are numbered as `streams.numbered` does, inline."""
+    paragraphs), as (first line number, lines, part) within the document size bound. Lines are numbered as
+    `streams.numbered` does, inline: this loop sees every line of a text corpus."""
     document = _Bounded(options.max_document_bytes)
-    quick = options.max_document_bytes // 4  # characters (and "\\n"s): surely within the bound below this
-    per_file = options.document_per_file
-    lineno = chars = 0
-    continued = False
+    add, per_file = document.add, options.document_per_file
+    lineno, continued = 0, False
     for line in lines:
         if not continued:
             lineno += 1
         continued = type(line) is Piece
         if line and not line.isspace():
-            if chars + len(line) < quick:
-                chars += len(line) + 1
-                if not document.lines:
-                    document.start = lineno
-                document.lines.append(line)
-                continue
-            if chars < quick:  # the first line beyond: count this document exactly from here on
-                chars = quick
-                document.recount()
-            if (done := document.add(lineno, line)) is not None:
+            if (done := add(lineno, line)) is not None:
                 yield done
         elif per_file:
             document.paragraph_break()
-            chars += 1
         elif (done := document.end()) is not None:
-            chars = 0
             yield done
     if (done := document.end()) is not None:
         yield done
@@ -293,7 +287,11 @@ def parse_wiki(lines: Iterator[str], path: Path, options: ReadOptions, stats: Re
         first, paragraphs, part = done
         return Record(start if part <= 1 else first, "\n".join(paragraphs), part=part)
 
-    for lineno, line in numbered(lines):
+    add, lineno, continued = document.add, 0, False
+    for line in lines:  # numbered as `streams.numbered` does, inline: this loop sees every line of a dump
+        if not continued:
+            lineno += 1
+        continued = type(line) is Piece
         # Tags may be indented (re-indented dumps): as `detect_format` does, look past leading whitespace.
         tag = line.lstrip() if line[:1].isspace() else line
         if tag.startswith(("<doc ", "<doc>")):
@@ -318,7 +316,7 @@ def parse_wiki(lines: Iterator[str], path: Path, options: ReadOptions, stats: Re
                 expect_title = False
                 if line.strip() == title:
                     continue
-            if (done := document.add(lineno, line)) is not None:
+            if (done := add(lineno, line)) is not None:
                 yield record(done)
     if title is not None:
         stats.warn("unterminated_doc", f"{path}:{start}: <doc> without </doc> at end of file")
