@@ -14,6 +14,9 @@ from typing import Any
 
 from corpusprep.errors import UsageError
 
+# The most passes over the data a stage takes (build-pairs --dupe-factor, shard --dupe-masks): each pass is a
+# task and a file per partition, so 10^9 would exhaust memory listing them; BERT and RoBERTa use 10.
+MAX_PASSES = 1000
 _NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
 

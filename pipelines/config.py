@@ -201,18 +201,13 @@ def plain_name(name: str, where: str, names: str) -> str:
     return name
 
 
-def check_train(section: dict[str, Any], where: str) -> None:
-    """A [train] table as the runner and the trainer will read it, checked now (before any stage writes):
-    the runner's own keys here, the rest by the trainer's own checker (`trainer.config.load_config`)."""
-    from trainer.config import load_config  # no torch: a config is read without it
-
+def check_runner_keys(section: dict[str, Any], where: str) -> None:
+    """The [train] keys the runner reads itself (`processes`, `init_from_previous`), checked when the file is
+    planned; the trainer's keys are checked by its own checker (`stages.TrainStage.check`, which the runner
+    calls for every stage before the first runs)."""
     for key, (ok, must) in RUNNER_TRAIN_KEYS.items():
         if key in section and not ok(section[key]):
             raise UsageError(f"{where}.{key}: expected {must}, got {section[key]!r}")
-    try:
-        load_config({k: v for k, v in section.items() if k not in RUNNER_TRAIN_KEYS})
-    except UsageError as error:  # "config: optim.lr=-1 must be ..." -> "FILE: train: optim.lr=-1 must be ..."
-        raise UsageError(f"{where}: {str(error).removeprefix('config: ')}") from None
 
 
 def plan(raw: dict[str, Any], source: Path) -> Pipeline:
@@ -279,7 +274,7 @@ def plan(raw: dict[str, Any], source: Path) -> Pipeline:
             raise UsageError(f"{where}: a phase holds only the tables {', '.join(PHASE_SECTIONS)}")
         shared = {s: _table(config, s, str(source)) for s in PHASE_SECTIONS}
         merged = {s: deep_merge(shared[s], _table(tables, s, where)) for s in PHASE_SECTIONS}
-        check_train(merged["train"], f"{where}.train" if phase else f"{source}: train")
+        check_runner_keys(merged["train"], f"{where}.train" if phase else f"{source}: train")
         suffix = f"-{phase}" if phase else ""
         prefix = f"{phase}/" if phase else ""
         pairs, shard, train = (f"{kind}{suffix}" for kind in ("pairs", "shard", "train"))

@@ -27,7 +27,7 @@ import torch
 
 from corpusprep.engine.artifact import check_not_nested, enclosing_output
 from corpusprep.engine.files import fsync_dir
-from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError
+from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError, printable
 from corpusprep.objectives import objective
 from trainer.checkpoint import check_state, find_checkpoint, load_checkpoint, read_json
 from trainer.model import BertConfig, BertForPreTraining
@@ -491,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
             if report["missing_keys"] or report["unexpected_keys"] or worst > 1e-4:
                 raise DataError(f"{out}: transformers does not reproduce the checkpoint (see above)")
     except CorpusprepError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {printable(str(e))}", file=sys.stderr)  # one line, whatever the names hold
         return e.exit_code
     return 0
 

@@ -28,6 +28,7 @@ import torch
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError, printable
 from trainer.checkpoint import check_state
+from trainer.config import check_fits
 from trainer.export import Output, bert_config_from_hf, from_hf, write_dir
 from trainer.model import BertConfig, BertForPreTraining
 
@@ -51,6 +52,32 @@ def read_hf_json(path: Path) -> dict:
     if not isinstance(data, dict):
         raise DataError(f"{path}: not a JSON object (a {type(data).__name__})")
     return data
+
+
+# config.json's sizes: required, and optional with BERT's defaults
+HF_SIZES = {"vocab_size": None, "hidden_size": None, "num_hidden_layers": None, "num_attention_heads": None,
+            "intermediate_size": None, "max_position_embeddings": 512, "type_vocab_size": 2}
+
+
+def check_hf_sizes(hf: dict, path: Path) -> None:
+    """The sizes of a Hugging Face config.json: present, whole numbers >= 1, and a model this machine can
+    hold (trainer.config.check_fits); else one line naming the file and the key, exit 1."""
+    # records: move to the shared loader
+    sizes = {}
+    for key, default in HF_SIZES.items():
+        value = hf.get(key, default)
+        if value is None:
+            raise DataError(f"{path}: lacks {key}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise DataError(f"{path}: {key} is {value!r}, not a whole number >= 1")
+        sizes[key] = value
+    try:
+        check_fits({"vocab_size": sizes["vocab_size"], "hidden_size": sizes["hidden_size"],
+                    "num_layers": sizes["num_hidden_layers"], "intermediate_size": sizes["intermediate_size"],
+                    "max_position": sizes["max_position_embeddings"],
+                    "type_vocab_size": sizes["type_vocab_size"]})
+    except ValueError as e:
+        raise DataError(f"{path}: {e}") from None
 
 
 def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
@@ -90,10 +117,9 @@ def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Te
     config_path = hf_dir / "config.json"
     if not config_path.is_file():
         raise UsageError(f"{hf_dir}: no config.json (not a save_pretrained directory)")
-    try:
-        config = bert_config_from_hf(read_hf_json(config_path), config_path)
-    except UsageError as e:  # a value in the file (out of range, too big for this machine): bad data, exit 1
-        raise DataError(str(e)) from None
+    hf = read_hf_json(config_path)
+    check_hf_sizes(hf, config_path)
+    config = bert_config_from_hf(hf, config_path)  # what our model cannot compute (relu, roberta): exit 2
     weights = read_hf_weights(hf_dir)
     try:
         state, fresh = from_hf(weights, config)

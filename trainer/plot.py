@@ -8,7 +8,7 @@ import math
 import sys
 from pathlib import Path
 
-from corpusprep.errors import OneLineParser
+from corpusprep.errors import OneLineParser, printable
 
 
 def read_metrics(path: Path) -> list[dict]:
@@ -91,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not (args.run_dir / "metrics.jsonl").is_file():
-        print(f"error: {args.run_dir / 'metrics.jsonl'}: no metrics (not a run dir?)", file=sys.stderr)
+        missing = printable(f"{args.run_dir / 'metrics.jsonl'}")
+        print(f"error: {missing}: no metrics (not a run dir?)", file=sys.stderr)
         return 2
     print(plot(args.run_dir, args.out))
     return 0

@@ -28,6 +28,7 @@ from corpusprep.cli.options import (
     VocabDir,
     Workers,
 )
+from corpusprep.errors import printable
 
 
 @app.command("build-pairs")
@@ -119,7 +120,8 @@ def build_pairs_command(
         progress=progress,
     )
     if stats.get("nothing_to_do"):
-        typer.echo(f"{output}: already built with these inputs, vocab and options; nothing to do", err=True)
+        typer.echo(f"{printable(str(output))}: already built with these inputs, vocab and options; "
+                   "nothing to do", err=True)
         return
     # Documents in = used + skipped: the reader's skips (bad JSON lines, empty documents) count too.
     read = stats["read"]
@@ -133,7 +135,7 @@ def build_pairs_command(
         "none": f"{n:,} rows ({get('pieces', 0):,} pieces, {get('fill', 0):.1%} full)",
     }[get("objective", "nsp")]
     typer.echo(
-        f"{output}: {rows} from "
+        f"{printable(str(output))}: {rows} from "
         f"{stats['documents_used']:,} of {read['documents_seen']:,} documents (skipped: {skipped}{files}) "
         f"in {stats['seconds']:.1f}s",
         err=True,

@@ -115,7 +115,8 @@ def sentences(
                              "--overwrite to replace it, or pick another file")
         if stats_file is not None and isinstance(record.get("report"), dict):
             write_json(stats_file, record["report"])
-        _console().print(f"{out}: up to date (same inputs and options); pass --overwrite to rebuild")
+        _console().print(f"{printable(str(out))}: up to date (same inputs and options); pass --overwrite to "
+                         "rebuild")
         return
     record_path(out).unlink(missing_ok=True)  # the file it described is about to be replaced
     read_stats, split_stats = ReadStats(), SentenceStats()

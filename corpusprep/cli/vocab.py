@@ -11,7 +11,7 @@ import typer
 from corpusprep.cli import options as opt
 from corpusprep.cli.app import app
 from corpusprep.demo_corpus import DEFAULT_MAX_MB, update_demo_corpus
-from corpusprep.errors import UsageError
+from corpusprep.errors import UsageError, printable
 
 VOCAB_HELP = (
     "Train a BERT WordPiece vocab on the input documents (streamed) and write it to --output.\n\n"
@@ -128,10 +128,11 @@ def _print_summary(output: Path, report: dict) -> None:
 
     console = _console()
     if report["reused"]:
-        console.print(f"{output}: up to date (same inputs and options); pass --overwrite to rebuild")
+        console.print(f"{printable(str(output))}: up to date (same inputs and options); pass --overwrite to "
+                      "rebuild")
         return
     docs, seconds = report["documents"], report["seconds"]
-    line = f"{output}: {report['vocab_size']:,} tokens"
+    line = f"{printable(str(output))}: {report['vocab_size']:,} tokens"
     if report["inputs"]["files"]:
         skipped = sum(docs["skipped"].values())
         line += (f" from {docs['used']:,} documents ({skipped:,} skipped), "

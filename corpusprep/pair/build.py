@@ -48,6 +48,7 @@ from corpusprep.pair.tokens import (
     select_documents,
 )
 from corpusprep.read.document import no_usable_documents, skip_summary, unk_warning
+from corpusprep.settings import MAX_PASSES
 from corpusprep.split.stage import make_splitter
 from corpusprep.tokenize import VocabInfo
 
@@ -98,7 +99,7 @@ class PairOptions:
         checks = [
             (5 <= self.max_seq_length <= 65_535, "max_seq_length must be in [5, 65535]"),
             (0 <= self.short_seq_prob <= 1, "short_seq_prob must be in [0, 1]"),
-            (self.dupe_factor >= 1, "dupe_factor must be at least 1"),
+            (1 <= self.dupe_factor <= MAX_PASSES, f"dupe_factor must be in [1, {MAX_PASSES}] (BERT: 10)"),
             (self.docs_per_partition >= least, f"docs_per_partition must be at least {least} ({spec.name})"),
             (0 <= self.validation_fraction < 1, "validation_fraction must be in [0, 1)"),
             (self.docs_per_chunk >= 1, "docs_per_chunk must be at least 1"),

@@ -105,9 +105,9 @@ def test_shipped_pipelines_plan_and_every_setting_is_known(name):
 def test_a_typo_in_a_late_stage_fails_before_anything_runs(tmp_path):
     from pipelines.runner import run_pipeline
 
-    with pytest.raises(UsageError, match="unknown config key 'lrate'"):  # now when the file is planned
-        run_pipeline(load_pipeline(PIPELINES / "demo.toml", ["train.optim.lrate=1"]), tmp_path / "run",
-                     progress=False)
+    pipeline = load_pipeline(PIPELINES / "demo.toml", ["train.optim.lrate=1"])
+    with pytest.raises(UsageError, match="unknown config key 'lrate'"):
+        run_pipeline(pipeline, tmp_path / "run", progress=False)
     assert not (tmp_path / "run").exists()
 
 

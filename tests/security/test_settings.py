@@ -27,14 +27,19 @@ def with_phase_train(train: dict) -> dict:
     ({"processes": "two"}, r"phases.seq512.train.processes: expected an integer >= 1, got 'two'"),
     ({"processes": 0}, r"train.processes: expected an integer >= 1, got 0"),
     ({"init_from_previous": "no"}, r"train.init_from_previous: expected true or false, got 'no'"),
-    ({"optim": {"lr": "fast"}}, r"phases.seq512.train: optim.lr: expected float, got 'fast'"),
-    ({"schedule": {"steps": 0}}, r"phases.seq512.train: schedule.steps=0 must be an integer >= 1"),
-    ({"model": {"hidden_size": 1_000_000}}, r"GiB of float32 weights: more than this machine's"),
-    ({"nosuch": 1}, r"phases.seq512.train: unknown config key 'nosuch'"),
+    ({"optim": {"lr": "fast"}}, r"^train-seq512: optim.lr: expected float, got 'fast'"),
+    ({"schedule": {"steps": 0}}, r"^train-seq512: schedule.steps=0 must be an integer >= 1"),
+    ({"model": {"hidden_size": 1_000_000}}, r"^train-seq512: model.hidden_size=1,000,000 .* more than this"),
+    ({"nosuch": 1}, r"^train-seq512: unknown config key 'nosuch'"),
 ])
-def test_a_bad_train_setting_of_any_phase_fails_when_the_file_is_planned(train, says):
+def test_a_bad_train_setting_of_any_phase_fails_before_any_stage(train, says):
+    """The runner's own keys when the file is planned, the trainer's (its checker) in the checks the runner
+    makes of every stage before the first runs."""
+    from pipelines import stages
+
     with pytest.raises(UsageError, match=says):
-        plan(with_phase_train(train), Path("p.toml"))
+        for stage in plan(with_phase_train(train), Path("p.toml")).stages:
+            stages.check(stage)
 
 
 def test_a_bad_setting_fails_before_the_run_dir_exists_even_after_until(tmp_path):
@@ -99,6 +104,21 @@ def test_a_vocab_size_the_tokenizers_trainer_cannot_hold_is_refused_before_anyth
         assert error_line(result).startswith(f"{flag} {int(value):,}: at most 16,777,216"), result.stderr
         assert not (tmp_path / "v").exists()
     assert VocabOptions(vocab_size=MAX_VOCAB_SIZE).vocab_size == MAX_VOCAB_SIZE
+
+
+def test_passes_over_the_data_are_bounded():
+    """`--dupe-factor 1000000000` listed a billion tasks (memory, then a hang); `--dupe-masks` alike."""
+    from corpusprep.pair.build import PairOptions
+    from corpusprep.shard.options import ShardOptions
+
+    with pytest.raises(UsageError, match=r"dupe_factor must be in \[1, 1000\]"):
+        PairOptions(dupe_factor=10**9)
+    with pytest.raises(UsageError, match=r"--dupe-masks must be in \[1, 1000\]"):
+        ShardOptions(dupe_masks=10**9)
+    with pytest.raises(UsageError, match=r"dupe_factor must be in"):  # a pipeline: the same check
+        from pipelines import stages
+
+        stages.check(plan({"pairs": {"dupe_factor": 10**9}}, Path("p.toml")).stage("pairs"))
 
 
 def test_a_model_no_machine_holds_is_one_line_before_torch_allocates():
