@@ -16,7 +16,7 @@ PER_FILE_FORMATS = ("auto", "text", "bert")  # --document-per-file: plain text (
 # The document size bound (MB = 10^6 bytes). A longer document is cut into parts, so memory stays bounded
 # whatever the shape of the input (one 1 GB line, 1 GB of lines without a blank one). 16 MB is 5x War and
 # Peace and 10x the longest Wikipedia article: real documents are never cut; a part still costs a stage
-# only a few hundred MB (split, tokenized, paired: ~20x its size).
+# only a few hundred MB (build-pairs holds ~17 bytes per byte of a long document: BENCHMARKS.md).
 MAX_DOCUMENT_MB = 16.0
 MIN_DOCUMENT_MB = 0.001  # 1 kB: the bound must leave room for a line of text
 MAX_EXAMPLES = 5  # examples kept per reason; counts stay exact
