@@ -119,6 +119,8 @@ def run_pipeline(
         records = []
         for number, stage in enumerate(selected, 1):
             needs = {name: fingerprints[name] for name in stage.needs.values()}
+            kind = stages.KINDS[stage.kind]
+            needs |= {path: input_fingerprint([path]) for path in kind.input_files(stage)}
             fp = fingerprints[stage.name] = fingerprint(
                 stage.kind, stage.settings, needs, corpusprep.__version__
             )
@@ -141,7 +143,6 @@ def run_pipeline(
             console.rule(f"{label} ({'resuming' if started_as == fp else 'running'})", align="left")
             ctx = StageContext(run_dir, out, inputs, dirs, engine, ray_address, workers, fresh, progress)
             t0 = time.perf_counter()
-            kind = stages.KINDS[stage.kind]
             result = kind.run(stage, ctx)
             seconds = time.perf_counter() - t0
             problems = kind.validate(stage, ctx)
