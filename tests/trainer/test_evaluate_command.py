@@ -14,6 +14,7 @@ from tests.interop.helpers import one_thread
 from tests.trainer.evaluate_helpers import fast_settings, write_run, write_toy_task, write_toy_vocab
 from trainer.evaluate import compare, finetune
 from trainer.evaluate.__main__ import main
+from trainer.export import export
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,6 +66,19 @@ def test_the_page_says_scores_gain_verdict_baseline_and_cost(toy, fake_runs, cap
     assert "step-0000020, step 20" in out
 
 
+def test_a_hugging_face_directory_is_used_as_it_is(toy, fake_runs, tmp_path, capsys):
+    hf = export(toy["run"], tmp_path / "hf", toy["vocab"])
+    argv = args(toy)
+    argv[0] = str(hf)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"model: {hf} (a Hugging Face directory)" in out
+    assert "pre-training cost: a Hugging Face directory records none; evaluate the run dir to see it" in out
+    (hf / "config.json").write_text('{"model_type": "roberta"}')
+    assert main(argv) == 2
+    assert "model_type 'roberta'; trainer.evaluate fine-tunes BERT" in capsys.readouterr().err
+
+
 def test_skipped_input_and_replaced_bytes_are_on_the_page(toy, fake_runs, tmp_path, capsys):
     broken = toy["train"].read_bytes().replace(b"\t_\t_\n", b"\t_\n", 1).replace(b"the", b"th\xff", 1)
     (tmp_path / "train.conllu").write_bytes(broken)
@@ -72,7 +86,8 @@ def test_skipped_input_and_replaced_bytes_are_on_the_page(toy, fake_runs, tmp_pa
     argv[argv.index("--train") + 1] = str(tmp_path / "train.conllu")
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert f"skipped in train (--on-error skip): 1 malformed_line; e.g. {tmp_path / 'train.conllu'}:3: 9 " in out
+    where = tmp_path / "train.conllu"
+    assert f"skipped in train (--on-error skip): 1 malformed_line; e.g. {where}:3: 9 " in out
     assert "train: 1 invalid UTF-8 sequence(s) replaced by U+FFFD" in out
 
 
@@ -106,6 +121,7 @@ def test_an_output_directory_is_done_once_and_resumes_after_a_stop(toy, fake_run
     assert len(fake_runs) == 4
 
 
+@pytest.mark.slow  # ~18 CPU-s: 4 real fine-tuning runs, a pool whose workers import transformers
 def test_the_scores_do_not_depend_on_how_many_runs_go_at_once(toy, tmp_path):
     """Real fine-tuning, in this process and in two pool workers: the same numbers (one thread a run)."""
     settings = fast_settings(toy["train"], toy["dev"], toy["vocab"], seeds=1, epochs=1.0)
@@ -145,6 +161,7 @@ def test_bad_input_is_one_line_and_an_exit_code(toy, tmp_path, monkeypatch, caps
     assert err.count("\n") == 1 and err.startswith("error: ") and message in err, err
 
 
+@pytest.mark.slow  # ~12 CPU-s: two processes importing torch and transformers, two real runs
 def test_the_command_as_a_user_runs_it(toy, tmp_path):
     """The real entry point, really fine-tuning: one seed, one epoch (a few seconds)."""
     quick = args(toy, "--seeds", "1", "--epochs", "1", "--max-length", "32", "--device", "cpu")

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from tests.interop.helpers import one_thread
 from tests.trainer.evaluate_helpers import fast_settings, write_run, write_toy_task, write_toy_vocab
@@ -77,6 +78,10 @@ def test_pretrained_and_random_models_differ_only_by_their_initial_weights(toy, 
     pre = finetune.build_model(hf, data, "pretrained", seed=7)
     rand = finetune.build_model(hf, data, "random", seed=7)
     words = saved["embeddings.word_embeddings.weight"]
+    exported = load_file(str(hf / "model.safetensors"))
+    encoder = pre.bert.state_dict()
+    assert all(torch.equal(v, exported[f"bert.{k}"]) for k, v in encoder.items() if f"bert.{k}" in exported)
+    assert {f"bert.{k}" for k in encoder} - set(exported) <= {"bert.embeddings.position_ids"}  # every weight
     assert torch.equal(pre.bert.embeddings.word_embeddings.weight, words)
     assert not torch.allclose(rand.bert.embeddings.word_embeddings.weight, words, atol=1e-3)
     same = {k: v for k, v in pre.config.to_dict().items() if k != "_name_or_path"}

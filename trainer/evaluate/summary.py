@@ -91,8 +91,8 @@ def table(result: dict[str, Any], split: str = "dev") -> list[str]:
         row = scores[key]
         cells = [_cell(v, signed) for v in row["scores"]] + [_cell(row["mean"], signed), _cell(row["std"])]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    blank = " | " * len(seeds)
-    lines.append(f"| {result['baseline_name']} |{blank}{scores['baseline']:.4f} | |")
+    cells = [""] * len(seeds) + [f"{scores['baseline']:.4f}", ""]  # the baseline has no seed
+    lines.append(f"| {result['baseline_name']} | " + " | ".join(cells) + " |")
     return lines
 
 
