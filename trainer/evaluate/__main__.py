@@ -26,14 +26,14 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--train", required=True, metavar="FILE", help="labelled data to fine-tune on")
     data.add_argument("--dev", required=True, metavar="FILE", help="labelled data to score")
     data.add_argument("--test", metavar="FILE", help="a second scored file (a held-back split)")
-    data.add_argument("--task", choices=TASKS, default=D.task, help="default: from the format")
-    data.add_argument("--format", choices=FORMATS, default=D.format, help="default: from the file names")
+    data.add_argument("--task", choices=TASKS, default=D.task, help="default: auto, from the format")
+    data.add_argument("--format", choices=FORMATS, default=D.format, help="default: auto, from the names")
     data.add_argument("--label-column", metavar="NAME|N", help="CoNLL-U: upos (default), xpos, feats, deprel "
                       "or a field number; tables: default recognised from the header")  # fmt: skip
     data.add_argument("--text-column", metavar="NAME|N", help="the text (default: sentence, sentence1, "
                       "question, #1 String, text...)")  # fmt: skip
     data.add_argument("--pair-column", metavar="NAME|N", help="the second text of a pair task")
-    data.add_argument("--no-header", dest="header", action="store_false",
+    data.add_argument("--no-header", dest="header", action="store_false", default=argparse.SUPPRESS,
                       help="TSV/CSV without a header row: name columns by number, from 1")  # fmt: skip
     data.add_argument("--on-error", choices=ON_ERROR, default=D.on_error,
                       help="a malformed line, a wrong field count or a label not in --train: fail (one line "
