@@ -13,8 +13,9 @@ from corpusprep.errors import UsageError
 from pipelines import stages
 from pipelines.config import load_pipeline
 from pipelines.runner import run_pipeline
-from pipelines.stages import EvaluateStage, StageResult
+from pipelines.stages import EvaluateStage
 from tests.pipelines.helpers import DEMO, small_overrides, write_small_corpus
+from tests.pipelines.test_runner import calls  # noqa: F401  (a fixture: the runner tests' stand-in stages)
 from tests.trainer.evaluate_helpers import write_toy_task
 
 PIPELINE = """
@@ -79,43 +80,36 @@ def test_a_bad_evaluate_setting_fails_before_anything_runs(toml, tmp_path, overr
 
 
 @pytest.fixture
-def calls(monkeypatch) -> Counter:
-    """Every stage's work a stand-in writing a file; the evaluate stage keeps its real check and inputs."""
-    counter: Counter = Counter()
-
-    def fake(stage, ctx) -> StageResult:
-        counter[stage.name] += 1
-        ctx.out.mkdir(parents=True, exist_ok=True)
-        (ctx.out / f"{stage.name}.txt").write_text(json.dumps(stage.settings))
-        return StageResult({"items": 1}, files=(f"{stage.name}.txt",))
-
-    for name, kind in stages.KINDS.items():
-        monkeypatch.setattr(kind, "run", fake)
-        monkeypatch.setattr(kind, "validate", lambda stage, ctx: [])
-        if name != "evaluate":
-            monkeypatch.setattr(kind, "check", lambda stage: None)
+def stand_ins(request, monkeypatch) -> Counter:
+    """The runner tests' stand-in stages (tests/pipelines/test_runner.py), but the evaluate stage keeps its
+    real settings check and task files: what the runner fingerprints."""
+    counter = request.getfixturevalue("calls")
+    real = EvaluateStage()
+    monkeypatch.setattr(stages.KINDS["evaluate"], "check", real.check)
+    monkeypatch.setattr(stages.KINDS["evaluate"], "input_files", real.input_files)
     return counter
 
 
-def test_a_rerun_does_nothing_and_an_edited_task_file_reruns_only_the_evaluation(toml, tmp_path, calls):
+def test_a_rerun_does_nothing_and_an_edited_task_file_reruns_only_the_evaluation(toml, tmp_path, stand_ins):
+    ran = stand_ins
     run_dir = tmp_path / "run"
     first = run_pipeline(load_pipeline(toml), run_dir, progress=False)
-    assert calls["evaluate"] == 1 and first["stages"][-1]["status"] == "ran"
+    assert ran["evaluate"] == 1 and first["stages"][-1]["status"] == "ran"
     assert str(toml.parent / "task/dev.conllu") in first["stages"][-1]["inputs"]  # the report names it
-    calls.clear()
+    ran.clear()
     second = run_pipeline(load_pipeline(toml), run_dir, progress=False)
-    assert not calls and {s["status"] for s in second["stages"]} == {"skipped"}
+    assert not ran and {s["status"] for s in second["stages"]} == {"skipped"}
     dev = toml.parent / "task/dev.conllu"
     dev.write_text(dev.read_text() + "\n")  # another size: other data
     third = run_pipeline(load_pipeline(toml), run_dir, progress=False)
-    assert dict(calls) == {"evaluate": 1}
+    assert dict(ran) == {"evaluate": 1}
     assert [s["name"] for s in third["stages"] if s["status"] == "ran"] == ["evaluate"]
-    calls.clear()
+    ran.clear()
     run_pipeline(load_pipeline(toml, ["evaluate.lr=1e-4"]), run_dir, progress=False)
-    assert dict(calls) == {"evaluate": 1}
-    calls.clear()
+    assert dict(ran) == {"evaluate": 1}
+    ran.clear()
     until = run_pipeline(load_pipeline(toml), run_dir, until="train", progress=False)
-    assert "evaluate" not in [s["name"] for s in until["stages"]] and not calls
+    assert "evaluate" not in [s["name"] for s in until["stages"]] and not ran
 
 
 @pytest.mark.slow
