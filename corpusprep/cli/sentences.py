@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from typing import Annotated
@@ -11,6 +10,7 @@ import typer
 
 from corpusprep.cli import options as opt
 from corpusprep.cli.app import app
+from corpusprep.console import console, show_progress
 from corpusprep.errors import UsageError, printable
 
 PROGRESS_EVERY = 256  # documents between progress-bar refreshes: a refresh costs more than splitting one
@@ -111,7 +111,7 @@ def sentences(
                              "--overwrite to replace it, or pick another file")
         if stats_file is not None and isinstance(record.get("report"), dict):
             write_json(stats_file, record["report"])
-        _console().print(f"{out}: up to date (same inputs and options); pass --overwrite to rebuild")
+        console().print(f"{out}: up to date (same inputs and options); pass --overwrite to rebuild")
         return
     record_path(out).unlink(missing_ok=True)  # the file it described is about to be replaced
     read_stats, split_stats = ReadStats(), SentenceStats()
@@ -128,7 +128,7 @@ def sentences(
         TimeElapsedColumn(),
     )
     start = time.perf_counter()
-    with Progress(*columns, console=_console(), transient=True, disable=not progress) as bar:
+    with Progress(*columns, console=console(), transient=True, disable=not show_progress(progress)) as bar:
         task = bar.add_task("splitting", documents=0, sentences=0, mb=0.0, rate=0.0)
 
         def tracked():
@@ -156,22 +156,14 @@ def sentences(
 
 
 def _print_summary(report: dict, rate: float) -> None:
-    console = _console()
+    out = console()
     read, split = report["read"], report["split"]
     skipped = {**read["skipped"], **split["skipped"]}
     why = ", ".join(f"{n:,} {reason}" for reason, n in sorted(skipped.items())) or "none"
-    console.print(
+    out.print(
         f"{report['output']}: {split['sentences']:,} sentences from {split['used']:,} of "
         f"{read['documents_seen']:,} documents (skipped: {why}); {read['files']:,} files, "
         f"{read['bytes'] / 1e6:.1f} MB in {report['seconds']:.1f} s ({rate:.1f} MB/s)"
     )
     if read["skipped_files"]:
-        console.print(f"  files skipped: {json.dumps(read['skipped_files'])}")
-
-
-@functools.cache
-def _console():
-    """stderr's rich Console, made (and rich imported) only by a command that prints with it."""
-    from rich.console import Console
-
-    return Console(stderr=True)
+        out.print(f"  files skipped: {json.dumps(read['skipped_files'])}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +9,7 @@ import typer
 
 from corpusprep.cli import options as opt
 from corpusprep.cli.app import app
+from corpusprep.console import console, show_progress
 from corpusprep.demo_corpus import DEFAULT_MAX_MB, update_demo_corpus
 from corpusprep.errors import UsageError
 
@@ -108,7 +108,7 @@ def vocab(
         TextColumn("{task.fields[rate]:>6.1f} MB/s"),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=_console(), transient=True, disable=not progress) as bar:
+    with Progress(*columns, console=console(), transient=True, disable=not show_progress(progress)) as bar:
         task = bar.add_task("reading", documents=0, mb=0.0, rate=0.0)
 
         def progress(phase: str, documents: int, nbytes: int) -> None:
@@ -121,9 +121,9 @@ def vocab(
 
 
 def _print_summary(output: Path, report: dict) -> None:
-    console = _console()
+    out = console()
     if report["reused"]:
-        console.print(f"{output}: up to date (same inputs and options); pass --overwrite to rebuild")
+        out.print(f"{output}: up to date (same inputs and options); pass --overwrite to rebuild")
         return
     docs, seconds = report["documents"], report["seconds"]
     line = f"{output}: {report['vocab_size']:,} tokens"
@@ -131,11 +131,11 @@ def _print_summary(output: Path, report: dict) -> None:
         skipped = sum(docs["skipped"].values())
         line += (f" from {docs['used']:,} documents ({skipped:,} skipped), "
                  f"{report['characters'] / 1e6:.1f}M characters in {seconds['total']:.1f} s")
-    console.print(line)
+    out.print(line)
     if report["sample"]:
         sample = report["sample"]
-        console.print(f"  on a sample of {sample['documents']} documents: \\[UNK] {sample['unk_rate']:.3%} "
-                      f"of tokens, {sample['pieces_per_word']:.3f} word pieces per word", highlight=False)
+        out.print(f"  on a sample of {sample['documents']} documents: [UNK] {sample['unk_rate']:.3%} of "
+                  f"tokens, {sample['pieces_per_word']:.3f} word pieces per word", highlight=False)
 
 
 DEMO_HELP = (
@@ -156,13 +156,4 @@ def demo_corpus(
     from corpusprep.engine.artifact import check_output_file
 
     check_output_file(output, [], "demo-corpus")
-    _console().print(update_demo_corpus(output, max_mb, overwrite=overwrite), highlight=False)
-
-
-@functools.cache
-def _console():
-    """stderr's rich Console, made (and rich imported) only by a command that prints with it. Soft wrap: a
-    line is never cut at rich's 80 columns when stderr is not a terminal (a log, a pipe)."""
-    from rich.console import Console
-
-    return Console(stderr=True, soft_wrap=True)
+    console().print(update_demo_corpus(output, max_mb, overwrite=overwrite), highlight=False)
