@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from corpusprep.console import refuse_stdout
 from corpusprep.engine.artifact import PIPELINE_RUN_FILES, check_not_nested, enclosing_output
 from corpusprep.engine.files import fsync_dir
 from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError
@@ -526,6 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        refuse_stdout(args.out_dir, "OUT_DIR", "a directory (config.json, model.safetensors, ...)")
         out = export(args.checkpoint, args.out_dir, args.vocab, args.overwrite)
         print(f"wrote {out} ({positions_note(out)})")
         if args.verify:

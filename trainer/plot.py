@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from corpusprep.console import refuse_stdout
 from corpusprep.errors import DataError, OneLineParser
 
 
@@ -130,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    refuse_stdout(args.out, "--out", "a PNG image")
     if not (args.run_dir / "metrics.jsonl").is_file():
         print(f"error: {args.run_dir / 'metrics.jsonl'}: no metrics (not a run dir?)", file=sys.stderr)
         return 2

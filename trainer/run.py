@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from corpusprep.console import refuse_stdout
 from corpusprep.errors import OneLineParser, UsageError, guarded
 
 # direct flags -> config keys (`--set` reaches every other key)
@@ -100,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if not config.data.shards:
             raise UsageError("no shards: pass --shards DIR or set data.shards")
+        refuse_stdout(config.logging.run_dir, "--run-dir (logging.run_dir)", "a directory")
         train(config)
         return 0
 

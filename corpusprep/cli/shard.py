@@ -10,7 +10,7 @@ import typer
 
 from corpusprep.cli.app import app
 from corpusprep.cli.options import Engine, Overwrite, Progress, RayAddress, Seed, VocabDir, Workers
-from corpusprep.console import console
+from corpusprep.console import console, refuse_stdout
 from corpusprep.errors import DataError, UsageError, plural
 
 SplitOpt = Annotated[str, typer.Option(help="Split to read: train or validation.")]
@@ -58,6 +58,8 @@ def shard(
     """Mask pairs or rows of pieces (BERT's 15%, 80/10/10) into globally shuffled, balanced, checksummed
     Parquet shards, for the objective the pairs were built for (nsp, sop or none)."""
     from corpusprep.shard.build import MANIFEST, build_shards
+
+    refuse_stdout(output, "-o", "a directory of Parquet shards")
     from corpusprep.shard.options import ShardOptions
 
     if (pairs_dir / MANIFEST).is_file():
@@ -109,6 +111,7 @@ def stats(
     """Manifest totals, length histogram, padding waste and shard balance."""
     from corpusprep.shard.report import check_plot_path, column_stats, plot_stats, stats_tables
 
+    refuse_stdout(plot, "--plot", "an image file")
     fmt = check_plot_path(plot, shards_dir) if plot is not None else None  # before any work
     result = column_stats(shards_dir, batch_size=batch_size)
     out = console(stderr=False)

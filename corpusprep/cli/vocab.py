@@ -9,8 +9,8 @@ import typer
 
 from corpusprep.cli import options as opt
 from corpusprep.cli.app import app
-from corpusprep.console import console, show_progress
-from corpusprep.demo_corpus import DEFAULT_MAX_MB, update_demo_corpus
+from corpusprep.console import STDOUT, console, refuse_stdout, show_progress, write_stdout
+from corpusprep.demo_corpus import DEFAULT_MAX_MB, DemoStats, update_demo_corpus, write_demo_jsonl
 from corpusprep.errors import UsageError
 
 VOCAB_HELP = (
@@ -76,6 +76,8 @@ def vocab(
 ) -> None:
     """Train a WordPiece vocab (see VOCAB_HELP)."""
     from corpusprep.tokenize.vocab import VocabOptions, build_vocab
+
+    refuse_stdout(output, "-o", "a directory (vocab.txt, tokenizer.json, ...)")
 
     if from_vocab is not None:  # the vocab is given, not trained: an option that shapes training is a mistake
         # by name: typer ships its own copy of click, whose ParameterSource is not click's
@@ -147,7 +149,8 @@ DEMO_HELP = (
 
 @app.command("demo-corpus", help=DEMO_HELP)
 def demo_corpus(
-    output: Annotated[Path, typer.Option("--output", "-o", help="JSONL file to write ({id, text} a line).")],
+    output: Annotated[Path, typer.Option(
+        "--output", "-o", help="JSONL file to write ({id, text} a line); - for standard output.")],
     max_mb: Annotated[float, typer.Option(help="Stop at this many MB of text.", min=0.01)] = DEFAULT_MAX_MB,
     overwrite: Annotated[bool, typer.Option(
         help="Replace an existing file that is not this demo corpus (another --max-mb, say).")] = False,
@@ -155,5 +158,10 @@ def demo_corpus(
     """Write the demo corpus (see DEMO_HELP)."""
     from corpusprep.engine.artifact import check_output_file
 
+    if str(output) == STDOUT:  # for a pipe: built as it streams, no file to compare or keep
+        stats = DemoStats()
+        if write_stdout(lambda stream: write_demo_jsonl(stream, max_mb, stats)):
+            console().print(f"standard output: {stats.summary()}", highlight=False)
+        return
     check_output_file(output, [], "demo-corpus")
     console().print(update_demo_corpus(output, max_mb, overwrite=overwrite), highlight=False)
