@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import fnmatch
+import importlib.util
 import json
 import os
 import shutil
@@ -528,6 +529,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         refuse_stdout(args.out_dir, "OUT_DIR", "a directory (config.json, model.safetensors, ...)")
+        if args.verify and importlib.util.find_spec("transformers") is None:  # before anything is written
+            raise UsageError("--verify loads the export with transformers, which is not installed here: pip "
+                             "install transformers (the export itself does not need it)")
         out = export(args.checkpoint, args.out_dir, args.vocab, args.overwrite)
         print(f"wrote {out} ({positions_note(out)})")
         if args.verify:

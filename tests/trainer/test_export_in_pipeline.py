@@ -5,13 +5,14 @@ refused, as every command refuses to write inside another command's output."""
 from __future__ import annotations
 
 import shutil
+import sys
 
 from tests.trainer.test_export_length import run
 from trainer.export import main as export_main
 from trainer.import_hf import main as import_main
 
 
-def test_a_pipeline_runs_own_training_exports_beside_its_stages(tiny_shards, tmp_path, capsys):
+def test_a_pipeline_runs_own_training_exports_beside_its_stages(tiny_shards, tmp_path, capsys, monkeypatch):
     pipeline = tmp_path / "runs" / "demo"  # what `corpusprep run` leaves: its record beside stages/
     (pipeline / "stages").mkdir(parents=True)
     (pipeline / "pipeline.json").write_text("{}")
@@ -29,3 +30,7 @@ def test_a_pipeline_runs_own_training_exports_beside_its_stages(tiny_shards, tmp
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 4 and all("overlap" in line or "never written into" in line for line in lines), lines
     assert not (pipeline / "other").exists() and not (pipeline / "train" / "hf").exists()
+    # the README's --verify where transformers is not installed (a venv `./scripts/demo` made): one line first
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    assert export_main([str(pipeline / "train"), str(pipeline / "hf-checked"), "--verify"]) == 2
+    assert "pip install transformers" in capsys.readouterr().err and not (pipeline / "hf-checked").exists()
