@@ -159,7 +159,7 @@ def _decide(para: str, match: re.Match, lang: Language) -> int:
         # informal text starts a sentence in lowercase ("really? they said", "lol. i think").
         return end if _lowercase_opens(para, match, punct, nxt, lang) else -1
     if punct == ".":
-        if any(c in CLOSING_QUOTES for c in match.group("close")):
+        if end > match.end("punct") and any(c in CLOSING_QUOTES for c in match.group("close")):
             return end  # a quotation ends with the period: "nicht mag.« Der", "u. s. w.“ Thun", "aus B.« Da"
         return end if _period_ends_sentence(para, match.start(), nxt, lang) else -1
     if punct == "!" and lang.exclamation_names and not match.group("close"):
