@@ -109,7 +109,7 @@ def test_the_readmes_commands_run_as_written(tmp_path):
     assert (clone / "runs/demo/report.md").is_file() and (clone / "runs/demo/train/curves.png").is_file()
     for out in ("runs/demo/hf", "runs/demo/hf-checked"):
         assert (clone / out / "config.json").is_file() and (clone / out / "model.safetensors").is_file()
-    assert (clone / "runs/demo/init/model.pt").is_file()
+    assert (clone / "runs/demo/init/config.json").is_file()  # the import, for --init-from
 
     for code in python:  # the training example, 2 steps
         call = 'TrainingArguments("out", '
