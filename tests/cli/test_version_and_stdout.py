@@ -56,7 +56,8 @@ def test_a_reader_that_stops_early_is_no_error(tmp_path):
     big = tmp_path / "big.txt"
     big.write_text("One sentence here. Another one there.\n\n" * 50_000)  # more than a pipe buffers
     command = [sys.executable, "-m", "corpusprep", "sentences", str(big), "-o", "-"]
-    with subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with subprocess.Popen(command, cwd=tmp_path, text=True, **pipes) as p:
         assert p.stdout.readline() == "One sentence here.\n"
         p.stdout.close()
         assert p.wait(timeout=120) == 0
