@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corpusprep.console import refuse_stdout
-from corpusprep.errors import DataError, OneLineParser
+from corpusprep.errors import DataError, OneLineParser, UsageError
 
 
 def read_metrics(path: Path) -> list[dict]:
@@ -122,6 +122,20 @@ def _series(ax, records: list[dict], key: str, label: str, **style) -> None:
         ax.plot(*zip(*points, strict=True), label=label, **style)
 
 
+def training_run(path: Path) -> Path:
+    """The run dir to plot: `path` itself, or a pipeline run's one training stage (`runs/demo` ->
+    `runs/demo/train`, as trainer.export takes it); a UsageError naming the stages when there are several."""
+    if (path / "metrics.jsonl").is_file():
+        return path
+    stages = sorted(p.parent for depth in ("*/", "*/*/") for p in path.glob(f"{depth}metrics.jsonl"))
+    if len(stages) == 1:
+        return stages[0]
+    if stages:
+        names = ", ".join(map(str, stages))
+        raise UsageError(f"{path}: holds {len(stages)} training runs ({names}); plot one of them")
+    raise UsageError(f"{path / 'metrics.jsonl'}: no metrics (not a run dir?)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m trainer.plot", description=__doc__)
     p.add_argument("run_dir", type=Path, help="a trainer run directory (holds metrics.jsonl)")
@@ -132,12 +146,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     refuse_stdout(args.out, "--out", "a PNG image")
-    if not (args.run_dir / "metrics.jsonl").is_file():
-        print(f"error: {args.run_dir / 'metrics.jsonl'}: no metrics (not a run dir?)", file=sys.stderr)
+    try:
+        run_dir = training_run(args.run_dir)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
-    out, found = plot(args.run_dir, args.out)
+    out, found = plot(run_dir, args.out)
     if found.skipped:
-        print(f"{args.run_dir / 'metrics.jsonl'}: skipped {found.skipped} record(s) that are neither "
+        print(f"{run_dir / 'metrics.jsonl'}: skipped {found.skipped} record(s) that are neither "
               f"training nor validation metrics (first: record {found.first_skipped})", file=sys.stderr)
     print(out)
     return 0

@@ -94,3 +94,15 @@ def test_a_file_with_no_usable_record_is_one_line(tmp_path):
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert run.stderr.strip() == (f"error: {tmp_path / 'metrics.jsonl'}: no training or validation record (a "
                                   "step with mlm_loss or val_mlm_loss)")  # fmt: skip
+
+
+def test_a_pipeline_run_plots_its_training_stage(tmp_path, capsys):
+    """`python -m trainer.plot runs/demo`, as `trainer.export runs/demo` takes the pipeline's run."""
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in curve(6)))
+    assert main([str(tmp_path)]) == 0 and (tmp_path / "train" / "curves.png").is_file()
+    (tmp_path / "seq512" / "train").mkdir(parents=True)
+    (tmp_path / "seq512" / "train" / "metrics.jsonl").write_text(json.dumps(curve(3)[0]) + "\n")
+    capsys.readouterr()
+    assert main([str(tmp_path)]) == 2
+    assert "holds 2 training runs" in capsys.readouterr().err
