@@ -31,6 +31,9 @@ from pathlib import Path
 from corpusprep.errors import UsageError
 from corpusprep.split import get_splitter
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sentences import head  # noqa: E402  the first megabytes of a list of texts
+
 # The closing marks of each language's quotations (» closes in French, « in German).
 CLOSING = {"fr": "»›”", "de": "«‹“‘", "da": "«‹”", "cs": "“‘", "pl": "”’»", "sv": "”»", "fi": "”»",
            "ru": "»“"}
@@ -65,16 +68,6 @@ def _read(file: Path) -> Iterator[str]:
         para = " ".join(chunk.split())
         if para:
             yield para
-
-
-def head(paras: list[str], megabytes: float) -> list[str]:
-    out, size = [], 0
-    for para in paras:
-        if size >= megabytes * 1e6:
-            break
-        out.append(para)
-        size += len(para.encode())
-    return out
 
 
 def count(split: Callable[[str], list[str]], paras: list[str], closing: str) -> dict:

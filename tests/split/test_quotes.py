@@ -5,12 +5,12 @@ prints them) rather than single strings, and the invariants on quote-heavy rando
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from corpusprep.engine.rng import rng_for
 from corpusprep.split import get_splitter
+from tests.split.test_rules import _cpu_seconds as cpu_seconds
+from tests.split.test_rules import keeps_every_character
 
 NBSP, NNBSP = "\u00a0", "\u202f"
 
@@ -216,31 +216,17 @@ QUOTE_PIECES = [
 def test_quote_soup_loses_nothing(case, language):
     """Seeded random text of quotes, marks and every space French uses: sentences are stripped, non-empty,
     single-line, and keep every non-whitespace character in order."""
-    rng = rng_for(0, "split", "quote-soup", case)
     split = get_splitter("default", language)
-    for _ in range(400):
-        text = "".join(rng.choice(QUOTE_PIECES, size=int(rng.integers(0, 80))))
-        sentences = split(text)
-        assert all(s and s == s.strip() and "\n" not in s for s in sentences)
-        assert "".join("".join(sentences).split()) == "".join(text.split())
-
-
-def _cpu_seconds(split, text: str) -> float:
-    best = float("inf")
-    for _ in range(3):  # the best of three: a busy machine only ever adds time
-        start = time.process_time()
-        split(text)
-        best = min(best, time.process_time() - start)
-    return best
+    keeps_every_character(split, QUOTE_PIECES, rng_for(0, "split", "quote-soup", case))
 
 
 def test_a_long_line_of_dialogue_takes_linear_time():
     """A line of French dialogue 4x longer takes about 4x the time, and about the time of the same text in
-    short lines (every rule looks at a bounded window around a candidate)."""
-    split = get_splitter("default", "fr")
+    short lines (every rule looks at a bounded window around a candidate; the quote rules are the same in
+    every language)."""
     unit = _typeset(" ".join(text for text, _ in BEL_AMI), NBSP) + " "
     small = unit * (120_000 // len(unit))
     large = small * 4
-    long_line = _cpu_seconds(split, large)
-    assert long_line < 8 * _cpu_seconds(split, small)
-    assert long_line < 3 * _cpu_seconds(split, large.replace("» ", "»\n"))
+    long_line = cpu_seconds(large)
+    assert long_line < 8 * cpu_seconds(small)
+    assert long_line < 3 * cpu_seconds(large.replace("» ", "»\n"))
