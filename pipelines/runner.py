@@ -19,6 +19,7 @@ from typing import Any
 from rich.console import Console
 
 import corpusprep
+from corpusprep.console import console as stderr_console
 from corpusprep.engine import artifact
 from corpusprep.engine.files import read_record, remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
@@ -91,7 +92,7 @@ def run_pipeline(
     console: Console | None = None,
 ) -> dict[str, Any]:
     """Run (or skip) every stage up to `until`; write and return the run report."""
-    console = console or Console(stderr=True, soft_wrap=True)  # whole lines in logs, whatever the width
+    console = console or stderr_console()
     run_dir = Path(run_dir)
     selected = select(pipeline.stages, until)
     started = time.perf_counter()
