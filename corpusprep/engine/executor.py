@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from corpusprep.engine import faults
-from corpusprep.engine.files import read_record, write_json
+from corpusprep.engine import faults, records
+from corpusprep.engine.files import write_json
 from corpusprep.errors import DataError, UsageError
 
 Stats = dict[str, Any]
@@ -75,6 +75,16 @@ def marker_path(marker_dir: Path, task: Task) -> Path:
     return Path(marker_dir) / f"{task.id}.done.json"
 
 
+def load_marker(path: Path) -> dict | None:
+    """A task's completion marker (records kind "task_marker"), None when there is none; a damaged one is
+    one line naming the file and the field."""
+    try:
+        return records.load_record(path, "task_marker", missing_ok=True)
+    except DataError as error:
+        raise DataError(f"{error} (a marker corpusprep did not write: delete it, and its task runs again)"
+                        ) from None  # fmt: skip
+
+
 def _run_and_mark(fn: Callable[[Task], Stats], task: Task, marker_dir: Path, root: Path) -> Stats:
     from corpusprep.engine.artifact import sha256_file
 
@@ -89,12 +99,13 @@ def _run_and_mark(fn: Callable[[Task], Stats], task: Task, marker_dir: Path, roo
     return record
 
 
-def _intact(root: Path, record: Any) -> bool:
-    if not (isinstance(record, dict) and isinstance(record.get("outputs"), dict) and "stats" in record):
+def _intact(root: Path, record: dict | None) -> bool:
+    """Every output of a task's record (a checked marker, or a checked manifest's task) there, its size."""
+    if record is None:
         return False
     for name, entry in record["outputs"].items():
-        path = root / name
-        if not path.is_file() or path.stat().st_size != entry.get("size"):
+        path = records.inside(root, name)
+        if not path.is_file() or path.stat().st_size != entry["size"]:
             return False
     return True
 
@@ -132,7 +143,7 @@ def run_tasks(
     todo = []
     for task in tasks:
         marker = marker_path(marker_dir, task)
-        record = read_record(marker)
+        record = load_marker(marker)
         if record is None and known and task.id in known:
             record = known[task.id]
             if _intact(root, record):

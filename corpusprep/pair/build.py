@@ -33,7 +33,8 @@ import pyarrow.parquet as pq
 from corpusprep.engine import arrow
 from corpusprep.engine.artifact import WORK, Artifact, input_files
 from corpusprep.engine.executor import OUTPUTS_KEY, Task, check_engine, merge_stats, stage_workers
-from corpusprep.engine.files import atomic_path, read_json, write_json
+from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
 from corpusprep.errors import DataError, UsageError
 from corpusprep.objectives import objective as objective_spec
@@ -342,7 +343,7 @@ def build_pairs(
     )
     with artifact, _Progress(progress) as bar:
         if artifact.complete is not None:
-            return {**read_json(out_dir / "stats.json"), "nothing_to_do": True}
+            return {**load_record(out_dir / "stats.json", "pairs_stats"), "nothing_to_do": True}
         work = out_dir / WORK
         run = functools.partial(artifact.run, workers=workers, engine=engine, ray_address=ray_address)
 

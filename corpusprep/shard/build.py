@@ -36,7 +36,8 @@ from corpusprep import __version__
 from corpusprep.engine import artifact
 from corpusprep.engine.artifact import WORK
 from corpusprep.engine.executor import Task, check_engine, stage_workers
-from corpusprep.engine.files import atomic_path, read_json, write_json
+from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, DataError, InputError, UsageError
 from corpusprep.mask import ACTIONS, MaskVocab, examples_from_pairs, examples_from_pieces, mask_examples
@@ -320,7 +321,7 @@ def build_shards(
     # task that reads it, in parallel)
     pairs_artifact = artifact.require(pairs_dir, "pairs", checksums=["stats.json"])
     stats_path = pairs_dir / "stats.json"
-    pairs_stats = read_json(stats_path)
+    pairs_stats = load_record(stats_path, "pairs_stats")
     spec = pairs_objective(pairs_stats)
     inputs = find_inputs(pairs_dir, pairs_artifact["files"], spec)
     pairs_vocab = pairs_stats.get("vocab", {}).get("sha256")
@@ -351,7 +352,7 @@ def build_shards(
         if art.complete is not None:
             if progress:
                 print(f"{out_dir}: already holds these shards (same pairs, vocab and options): nothing to do")
-            return read_json(out_dir / MANIFEST)
+            return load_record(out_dir / MANIFEST, "shards_manifest")
         work = out_dir / WORK
         fingerprint = art.fingerprint
         dupes = {split: options.dupe_masks if split == "train" else 1 for split in inputs}
