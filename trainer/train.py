@@ -22,7 +22,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
-from corpusprep.engine import artifact
+from corpusprep.engine import artifact, records
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir, shared_dir
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
@@ -106,7 +106,8 @@ class Metrics:
         self.path = run_dir / "metrics.jsonl"
         self.enabled = enabled
         if enabled and self.path.exists():
-            keep = [line for line in self.path.read_text().splitlines() if _step(line) <= resume_step]
+            lines = records.read_bytes(self.path).decode("utf-8", "replace").splitlines()
+            keep = [line for line in lines if _step(line) <= resume_step]
             self.path.write_text("".join(line + "\n" for line in keep))
 
     def write(self, record: dict) -> None:
@@ -118,9 +119,10 @@ class Metrics:
 def _step(line: str) -> float:
     """The step of a metrics record; infinite (dropped on resume) for a line a kill cut short."""
     try:
-        return json.loads(line)["step"]
-    except (ValueError, KeyError, TypeError):
+        step = records.parse_json(line, "metrics.jsonl")["step"]
+    except (DataError, KeyError, TypeError):
         return math.inf
+    return step if isinstance(step, (int, float)) and not isinstance(step, bool) else math.inf
 
 
 # ---------------------------------------------------------------- builders
@@ -505,6 +507,10 @@ def check_run_dir(config: TrainConfig) -> None:
     found = artifact.held_output(run_dir)
     if found is not None and (found[0] != "train" or found[1] == "a model checkpoint"):
         raise UsageError(f"{run_dir}: holds {found[1]}, not a training run; pick another run dir")
+    for path, plain in ((run_dir / "checkpoints", Path.is_dir), (run_dir / "metrics.jsonl", Path.is_file)):
+        if path.is_symlink() or (path.exists() and not plain(path)):  # what it writes: never through a link
+            raise UsageError(f"{path}: a link, or not the kind of file the trainer writes there; move it "
+                             "away or pick another run dir")  # fmt: skip
 
 
 # ---------------------------------------------------------------- resume

@@ -295,7 +295,7 @@ def describe_changes(old: dict, new: dict, prefix: str = "") -> list[str]:
         a, b = old.get(key), new.get(key)
         if a == b:
             continue
-        if key == "files" and isinstance(a, list) and isinstance(b, list):
+        if key == "files" and _file_rows(a) and _file_rows(b):
             changes += _file_changes(a, b)
         elif isinstance(a, dict) and isinstance(b, dict):
             changes += describe_changes(a, b, f"{name}.")
@@ -307,6 +307,11 @@ def describe_changes(old: dict, new: dict, prefix: str = "") -> list[str]:
 def _short(value: Any) -> str:
     text = json.dumps(value, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _file_rows(value: Any) -> bool:
+    """An identity's `files`: [path, ...] rows (a damaged record's may be anything)."""
+    return isinstance(value, list) and all(isinstance(r, list) and r and isinstance(r[0], str) for r in value)
 
 
 def _file_changes(old: list, new: list) -> list[str]:
@@ -554,6 +559,8 @@ class Artifact:
         owned = set(manifest["files"]) if manifest else set()
         for record in self._read_markers(damaged_ok=True).values():  # a damaged one owns nothing
             owned |= set(record["outputs"])
+        for name in owned:  # a link on the way to a file it owns: refused before anything is deleted
+            inside(self.directory, name, write=True)
         for path in sorted(self.directory.rglob("*"), reverse=True):  # rglob descends into no linked folder
             name = path.relative_to(self.directory).as_posix()
             ours = name in owned or (unfinished and _matches(name, self.owns) and name not in foreign)
@@ -586,7 +593,7 @@ class Artifact:
         for name in names:  # a linked folder or file in the way would send a write elsewhere
             inside(self.directory, name, write=True)
         return run_tasks(fn, tasks, marker_dir=self.work / "markers", root=self.directory,
-                         known=self._records, **executor)
+                         known=self._records, **executor)  # stats_kind among them: what `fn` returns
 
     def outputs(self) -> dict[str, dict]:
         """Size and sha256 of every task output recorded so far (hashed once, when its marker was written)."""

@@ -136,8 +136,8 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     try:
         yield tmp
         fsync_dir(tmp)
-        if path.exists():  # a rerun of the same write after a crash that followed the rename
-            shutil.rmtree(path)
+        if path.exists() or path.is_symlink():  # a rerun of the same write after a crash that followed the
+            _remove_path(path)  # rename (a link there: the link goes, never what it points at)
         os.replace(tmp, path)
         fsync_dir(path.parent)
     except BaseException:

@@ -55,7 +55,8 @@ def _open(directory: Path) -> int | None:
 
 def _readers(fd: int) -> list[int]:
     """The pids holding a shared lock on the file of `fd` (Linux's /proc/locks; [] elsewhere)."""
-    inode = os.fstat(fd).st_ino
+    st = os.fstat(fd)
+    file = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"  # as /proc/locks names it
     try:
         lines = Path("/proc/locks").read_text().splitlines()
     except OSError:
@@ -65,7 +66,7 @@ def _readers(fd: int) -> list[int]:
         fields = line.split()
         if "FLOCK" in fields and "READ" in fields and len(fields) >= 6:
             pid, where = fields[-4], fields[-3]
-            if where.rsplit(":", 1)[-1] == str(inode) and pid.isdigit():
+            if where == file and pid.isdigit():
                 found.append(int(pid))
     return sorted(set(found))
 
@@ -74,54 +75,52 @@ def _readers(fd: int) -> list[int]:
 def exclusive_dir(directory: str | Path) -> Iterator[Path]:
     """Hold the writer's lock on `directory` (created if needed) for the duration of a run; refused in one
     line while another run writes or reads it."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = _open(directory)
-    if fd is None:  # a read-only directory: the write that follows fails with its own line
-        yield directory
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            try:  # only readers hold it when a shared lock is still granted
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
-                raise UsageError(
-                    f"{directory}: another corpusprep run is writing here (pid {holder}); wait for it or "
-                    "pick another output directory"
-                ) from None
-            pids = ", ".join(map(str, _readers(fd))) or "unknown"
-            raise UsageError(
-                f"{directory}: a corpusprep process is reading this output (pid {pids}); replacing it now "
-                "would change what that process reads: wait for it to finish, or pick another directory"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        yield directory
-    finally:
-        os.close(fd)
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    with _locked(Path(directory), exclusive=True):
+        yield Path(directory)
 
 
 @contextlib.contextmanager
 def shared_dir(directory: str | Path) -> Iterator[Path]:
     """Hold a reader's lock on the output `directory` while a run reads it: refused in one line while a
     writer writes it, and a writer is refused while this is held."""
-    directory = Path(directory)
+    with _locked(Path(directory), exclusive=False):
+        yield Path(directory)
+
+
+@contextlib.contextmanager
+def _locked(directory: Path, exclusive: bool) -> Iterator[None]:
     fd = _open(directory) if directory.is_dir() else None
-    if fd is None:
-        yield directory
+    if fd is None:  # a read-only directory: nobody writes there (a write of ours fails with its own line)
+        yield
         return
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except BlockingIOError:
+            readers_only = exclusive and _granted(fd, fcntl.LOCK_SH)
+            if readers_only:
+                pids = ", ".join(str(p) for p in _readers(fd) if p != os.getpid()) or "unknown"
+                raise UsageError(
+                    f"{directory}: a corpusprep process is reading this output (pid {pids}); replacing it "
+                    "now would change what that process reads: wait for it to finish, or pick another "
+                    "directory"
+                ) from None
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
-            raise UsageError(
-                f"{directory}: another corpusprep run is writing it now (pid {holder}); wait for it to "
-                "finish before reading it"
-            ) from None
-        yield directory
+            advice = "wait for it or pick another output directory" if exclusive else "wait for it to finish"
+            raise UsageError(f"{directory}: another corpusprep run is writing here (pid {holder}); {advice}"
+                             ) from None  # fmt: skip
+        if exclusive:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
     finally:
         os.close(fd)
+
+
+def _granted(fd: int, mode: int) -> bool:
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False

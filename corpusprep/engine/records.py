@@ -226,11 +226,11 @@ class MapOf(Schema):
 
 class Obj(Schema):
     """An object with `required` and `optional` fields; other keys are tolerated (a newer version's) and
-    never used, unless `extra=False`."""
+    never used, unless `extra=False`; with `rest`, their values are checked by it (stats: counts by name)."""
 
     def __init__(self, required: dict[str, Schema], optional: dict[str, Schema] | None = None,
-                 extra: bool = True):  # fmt: skip
-        self.required, self.optional, self.extra = required, optional or {}, extra
+                 extra: bool = True, rest: Schema | None = None):  # fmt: skip
+        self.required, self.optional, self.extra, self.rest = required, optional or {}, extra, rest
         self.what = "an object"
 
     def check(self, value: Any, at: str) -> None:
@@ -243,10 +243,11 @@ class Obj(Schema):
         for key, schema in self.optional.items():
             if key in value:
                 schema.check(value[key], _key(at, key))
-        if not self.extra:
-            unknown = sorted(set(value) - set(self.required) - set(self.optional))
-            if unknown:
-                raise RecordError(_key(at, unknown[0]), "not a known field")
+        unknown = sorted(set(value) - set(self.required) - set(self.optional))
+        if unknown and not self.extra:
+            raise RecordError(_key(at, unknown[0]), "not a known field")
+        for key in unknown if self.rest is not None else ():
+            self.rest.check(value[key], _key(at, key))
 
 
 class Rule(Schema):
@@ -423,6 +424,21 @@ STATS_LIST = ListOf(STATS_VALUE)
 STATS = MapOf(STATS_VALUE)
 TASK = Obj({"stats": STATS, "outputs": FILES})
 
+# What the tasks of each stage return, where a marker's record is reused (engine.executor, `stats_kind`):
+# the values that steer work typed, the counts numbers (merge_stats adds them), nothing else.
+NUMBER = Either(Int(-MAX_INT - 1), Num())
+BY_REASON = MapOf(COUNT)
+# a split's counts: numbers, but for skips by reason and the files' NotNext - IsNext balances
+SPLIT_COUNTS = Obj({}, {"skipped": BY_REASON, "documents_skipped": BY_REASON,
+                        "file_imbalance": ListOf(Int(-MAX_INT - 1))}, rest=NUMBER)  # fmt: skip
+READ_STATS = Obj({"skipped": BY_REASON, "skipped_files": BY_REASON}, {"examples": MapOf(ListOf(Str()))},
+                 rest=STATS_VALUE)  # corpusprep.read.ReadStats.to_dict()  # fmt: skip
+READ_TASK = Obj({"chunks": Int(0, 2**31), "documents": MapOf(COUNT), "read": READ_STATS}, {"chars": COUNT})
+TOKENS_TASK = Obj({"partition_documents": MapOf(COUNT)}, rest=SPLIT_COUNTS)
+PAIRS_TASK = MapOf(SPLIT_COUNTS)
+MASK_TASK = Obj({"examples": COUNT, "groups": ListOf(ListOf(ListOf(Int(-MAX_INT - 1))))}, rest=NUMBER)
+SHARD_TASK = Obj({"path": Name(), "rows": COUNT}, rest=NUMBER)
+
 KIND = Str(pattern=r"[a-z][a-z0-9_-]*", what="an output kind")
 ARTIFACT = Obj(
     {"kind": KIND, "format_version": Int(1), "fingerprint": SHA256, "identity": MapOf(Anything()),
@@ -566,6 +582,12 @@ SCHEMAS: dict[str, Schema] = {
     "stage_done": STAGE_DONE,  # RUN_DIR/stages/NAME.done.json
     "demo_stats": DEMO_STATS,  # RUN_DIR/corpus/demo_stats.json
     "safetensors_header": SAFETENSORS_HEADER,  # the JSON header of a .safetensors file
+    # the stats in a task's marker, by the stage that reuses them (engine.executor.run_tasks, `stats_kind`)
+    "read_task": READ_TASK,  # build-pairs: reading the documents into chunks
+    "tokens_task": TOKENS_TASK,  # build-pairs: a chunk split and tokenized
+    "pairs_task": PAIRS_TASK,  # build-pairs: a partition's dupe pass
+    "mask_task": MASK_TASK,  # shard: a pairs file masked and dealt to spill files
+    "shard_task": SHARD_TASK,  # shard: a shard written
 }
 
 __all__ = ["SCHEMAS", "RecordError", "check_record", "inside", "load_record", "parse_json", "read_bytes",

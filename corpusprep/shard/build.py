@@ -372,7 +372,8 @@ def build_shards(
         workers = stage_workers(workers, engine, sum(map(sum, examples.values())) / EXAMPLES_PER_SECOND)
         run = {"workers": workers, "engine": engine, "ray_address": ray_address}
         with _progress(progress) as bar:
-            masked = art.run(mask_file, mask_tasks, on_done=bar("mask + scatter", len(mask_tasks)), **run)
+            masked = art.run(mask_file, mask_tasks, on_done=bar("mask + scatter", len(mask_tasks)),
+                             stats_kind="mask_task", **run)  # fmt: skip
             for split in inputs:
                 done = zip(mask_tasks, masked, strict=True)
                 mine = [(t.args.out, st) for t, st in done if t.args.split == split]
@@ -383,7 +384,7 @@ def build_shards(
                     name = f"{split}/{shard_name(index)}"
                     shard_tasks.append(Task(f"shard-{split}-{index:05d}", args, outputs=(name,)))
             on_done = bar("shuffle + write", len(shard_tasks))
-            shards = art.run(write_shard, shard_tasks, on_done=on_done, **run)
+            shards = art.run(write_shard, shard_tasks, on_done=on_done, stats_kind="shard_task", **run)
 
         splits, written, keys = {}, art.outputs(), count_keys(spec.name)
         for split in inputs:

@@ -347,9 +347,11 @@ def _validate_checkpoint(step: Path, training: bool = True) -> list[str]:
     if found := [n for n in records.PICKLED_CHECKPOINT if (step / n).exists()]:
         return [f"{name}{found[0]}: a checkpoint in the earlier pickled format, which corpusprep no longer "
                 "loads (unpickling a file can run code)"]  # fmt: skip
+    wanted = CHECKPOINT_FILES[:-1] if training else CHECKPOINT_FILES[:1]
+    if missing := [f for f in (*wanted, records.CHECKPOINT_CONFIG) if not (step / f).is_file()]:
+        return [f"{name}{f}: missing" for f in missing]
     try:
         config = load_record(step / records.CHECKPOINT_CONFIG, "checkpoint_config")
-        wanted = CHECKPOINT_FILES[:-1] if training else CHECKPOINT_FILES[:1]
         for file in wanted:
             entry = config.get("files", {}).get(file)
             if entry is None:

@@ -343,7 +343,7 @@ def test_validate_recognises_trainer_outputs(world: Path):
     assert result.returncode == 0 and "valid trainer checkpoint" in result.stdout, result
     (world / "broken-run" / "checkpoints" / step.name).mkdir(parents=True)
     result = run(corpusprep("validate", "broken-run"), cwd=world)
-    assert result.returncode == 1 and "INVALID trainer run directory: 2 problems" in result.stderr, result
+    assert result.returncode == 1 and "INVALID trainer run directory: 4 problems" in result.stderr, result
 
 
 # --- interrupts and killed workers -------------------------------------------------------------------------
