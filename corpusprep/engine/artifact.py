@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import faults, records
+from corpusprep.engine.executor import load_marker, run_tasks
 from corpusprep.engine.files import remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir, shared_dir
 from corpusprep.engine.records import inside
@@ -528,8 +529,6 @@ class Artifact:
 
     def _read_markers(self, *, damaged_ok: bool = False) -> dict[str, dict]:
         """The finished tasks' records; a damaged one is one line naming it (skipped with `damaged_ok`)."""
-        from corpusprep.engine.executor import load_marker
-
         self._remove_stale_temps()
         found = {}
         for path in sorted((self.work / "markers").glob("*.done.json")):
@@ -586,8 +585,6 @@ class Artifact:
 
     def run(self, fn: Callable, tasks: Sequence, **executor: Any) -> list[dict]:
         """Run the tasks not yet done (executor.run_tasks) with markers in the work directory."""
-        from corpusprep.engine.executor import run_tasks
-
         names = [name for task in tasks for name in task.outputs]
         self.claim(names)
         for name in names:  # a linked folder or file in the way would send a write elsewhere

@@ -33,7 +33,6 @@ from typing import Any
 
 from corpusprep.errors import DataError
 from corpusprep.objectives import MASK_STRATEGIES, OBJECTIVES
-from corpusprep.tokenize import SPECIAL_TOKENS
 
 MAX_BYTES = 512 * 2**20  # a record larger than this is no record corpusprep wrote (big manifests: a few MB)
 MAX_DEPTH = 64  # deeper nesting is refused before any code walks it (ours writes at most ~8 levels)
@@ -452,6 +451,13 @@ MASK_STRATEGY = Str(MASK_STRATEGIES)
 SEQ_LENGTH = Int(1, 2**16)  # token positions are uint16 in the shards
 
 
+def _special_ids() -> Schema:
+    # imported here: corpusprep.tokenize imports numpy, which commands such as `--help` do without
+    from corpusprep.tokenize import SPECIAL_TOKENS
+
+    return Obj({t: Int(0, 2**32) for t in SPECIAL_TOKENS})
+
+
 def _special_ids_fit(vocab: dict) -> tuple[str, str] | None:
     for token, i in vocab["special_ids"].items():
         if i >= vocab["size"]:
@@ -481,7 +487,7 @@ SHARDS_MANIFEST = Obj(
         "options": Obj({"masked_lm_prob": Num(0, 1), "max_predictions_per_seq": Int(0, 2**16)},
                        {"mask_strategy": MASK_STRATEGY, "whole_word_mask": Bool(), "dupe_masks": Int(1)}),
         "vocab": Rule(Obj({"path": Str(), "sha256": SHA256, "size": Int(1, 2**32),
-                           "special_ids": Obj({t: Int(0, 2**32) for t in SPECIAL_TOKENS})}),
+                           "special_ids": Lazy(_special_ids)}),
                       _special_ids_fit),
         "splits": MapOf(Obj({"shards": ListOf(SHARD)}, {"examples": COUNT})),
         "totals": MapOf(Int(-MAX_INT - 1)),

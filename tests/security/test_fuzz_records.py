@@ -194,7 +194,7 @@ def damage(file: Path, rng: random.Random, victim: Path, outside_dir: Path) -> s
         file.write_bytes(data[: rng.randrange(len(data) + 1)])
         return "cut short"
     if raw < 0.16 and file.parent.name not in ("markers", "stages"):
-        target = outside_dir / f"linked-{file.parent.name}"
+        target = outside_dir / f"linked-{len(list(outside_dir.iterdir()))}-{file.parent.name}"
         copy(file.parent, target)
         for child in list(file.parent.iterdir()):
             if child.is_dir() and not child.is_symlink():
