@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from corpusprep.console import refuse_stdout
+from corpusprep.engine.records import parse_json
 from corpusprep.errors import DataError, OneLineParser, UsageError
 
 
@@ -22,8 +22,8 @@ def read_metrics(path: Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+            records.append(parse_json(line, path))
+        except DataError:
             if number < len(lines) or not records:
                 raise DataError(f"{path}:{number}: not a JSON record") from None
     return records

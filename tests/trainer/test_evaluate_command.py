@@ -3,6 +3,7 @@ a stopped one resumes), and one line for every bad input."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -74,7 +75,8 @@ def test_a_hugging_face_directory_is_used_as_it_is(toy, fake_runs, tmp_path, cap
     out = capsys.readouterr().out
     assert f"model: {hf} (a Hugging Face directory)" in out
     assert "pre-training cost: a Hugging Face directory records none; evaluate the run dir to see it" in out
-    (hf / "config.json").write_text('{"model_type": "roberta"}')
+    config = json.loads((hf / "config.json").read_text())
+    (hf / "config.json").write_text(json.dumps(config | {"model_type": "roberta"}))
     assert main(argv) == 2
     assert "model_type 'roberta'; trainer.evaluate fine-tunes BERT" in capsys.readouterr().err
 
@@ -135,7 +137,7 @@ def test_the_scores_do_not_depend_on_how_many_runs_go_at_once(toy, tmp_path):
     ("case", "code", "message"),
     [
         ("no model", 2, "nope: no such file or directory"),
-        ("not a checkpoint", 2, "no model.pt (not a trainer checkpoint directory)"),
+        ("not a checkpoint", 2, "(not a trainer checkpoint directory)"),
         ("bad data", 1, "train.conllu:3: 9 tab-separated fields, CoNLL-U has 10"),
         ("bad setting", 2, "seeds=0: must be > 0"),
         ("no transformers", 2, "needs transformers and accelerate (transformers is missing): "
