@@ -37,7 +37,7 @@ class ModelConfig:
 
         overrides = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "preset"}
         set_fields = {k: v for k, v in overrides.items() if v is not None}
-        return preset(self.preset or "tiny", vocab_size=vocab_size, objective=objective, **set_fields)
+        return preset(self.preset or DEFAULT_PRESET, vocab_size=vocab_size, objective=objective, **set_fields)
 
     def conflicts(self, saved: BertConfig) -> list[str]:
         """The architecture this config sets explicitly (preset or fields) where `saved` differs."""
@@ -62,10 +62,19 @@ class DataConfig:
     verify: bool = False  # sha256 every shard against the manifest before training
 
 
+# The peak learning rate when optim.lr is not set, by model preset: BERT's 1e-4 (Devlin et al. 2019) from
+# small up; the small presets tolerate, and need, larger steps: mini (H256) takes ELECTRA-Small's 5e-4 (Clark
+# et al. 2020, same width), tiny (H128) 1e-3. A run from other weights (checkpoint.init_from) without a
+# preset: BERT's.
+PRESET_LR = {"tiny": 1e-3, "mini": 5e-4, "small": 1e-4, "medium": 1e-4, "base": 1e-4, "large": 1e-4}
+BERT_LR = 1e-4
+DEFAULT_PRESET = "tiny"
+
+
 @dataclass
 class OptimConfig:
     name: str = "adamw"  # adamw | lamb
-    lr: float = 1e-4
+    lr: float | None = None  # None: the preset's (PRESET_LR), resolved by load_config
     beta1: float = 0.9
     beta2: float = 0.999
     eps: float = 1e-6
@@ -216,8 +225,18 @@ def load_config(source: Path | str | dict | None = None, overrides: list[str] | 
         for section in reversed(sections):
             nested = {section: nested}
         _apply(config, nested, "--set")
+    if config.optim.lr is None:  # resolved here, so the run, its checkpoints and --print-config show it
+        config.optim.lr = default_lr(config)
     validate(config)
     return config
+
+
+def default_lr(config: TrainConfig) -> float:
+    """The learning rate of the config's preset (PRESET_LR); BERT's for a run from other weights without one
+    (their architecture is the saved one)."""
+    if config.model.preset is None and config.checkpoint.init_from:
+        return BERT_LR
+    return PRESET_LR.get(config.model.preset or DEFAULT_PRESET, BERT_LR)  # unknown preset: validate says so
 
 
 def _number(value: Any) -> bool:
@@ -299,9 +318,14 @@ def parameter_count(values: dict[str, Any]) -> int | None:
     return (vocab + positions) * hidden + layers * (4 * hidden * hidden + 2 * hidden * inner) + 2 * hidden**2
 
 
+MAX_PARAMETERS = 10**12  # beyond any model this trainer builds (BERT-large: 3.4e8), whatever the memory
+
+
 def check_fits(values: dict[str, Any]) -> None:
-    """ValueError for a model whose float32 weights alone exceed this machine's memory (hidden_size 10^9
-    from a hand-edited config): one line now, not an allocation failure inside torch."""
+    """ValueError for a model whose float32 weights alone exceed this machine's memory, or MAX_PARAMETERS
+    (hidden_size 10^9 from a hand-edited config, a checkpoint's or a Hugging Face config.json): one line now,
+    not hours of building shapes or an allocation failure inside torch. The one size check of a model: every
+    BertConfig goes through it (check_model)."""
     from corpusprep.settings import machine_memory
 
     count, memory = parameter_count(values), machine_memory()
@@ -310,6 +334,9 @@ def check_fits(values: dict[str, Any]) -> None:
         raise ValueError(f"model.hidden_size={hidden:,} with {layers:,} layers has ~{count:.2g} parameters, "
                          f"{4 * count / 2**30:,.0f} GiB of float32 weights: more than this machine's "
                          f"{memory / 2**30:,.0f} GiB of memory")
+    if count is not None and count > MAX_PARAMETERS:  # where the memory cannot be read
+        raise ValueError(f"model: ~{count:.2g} parameters, more than {MAX_PARAMETERS:.0e}, beyond any model "
+                         "this trainer builds")  # fmt: skip
 
 
 def validate(c: TrainConfig) -> None:

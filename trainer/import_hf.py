@@ -6,8 +6,8 @@ Reads config.json, model.safetensors (never a pickled pytorch_model.bin) and voc
 tokenizer_config.json for casing) from a `save_pretrained` directory, and writes OUT in the layout of one
 trainer checkpoint:
 
-    OUT/model.pt      our state dict (trainer/model.py names)
-    OUT/config.json   {"model": BertConfig fields, "vocab": {sha256, size}, "source": {...}}
+    OUT/weights.safetensors  our state dict (trainer/model.py names; safetensors: no pickle)
+    OUT/config.json   {"model": BertConfig fields, "vocab": {sha256, size}, "source": {...}, "files": ...}
     OUT/vocab/        the model's vocab as a corpusprep vocab directory (vocab.txt byte for byte,
                       tokenizer.json): build pairs and shards with `--vocab OUT/vocab`
 
@@ -18,66 +18,25 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
+from corpusprep.console import refuse_stdout
+from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
-from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError, printable
-from trainer.checkpoint import check_state
-from trainer.config import check_fits
+from corpusprep.errors import CorpusprepError, OneLineParser, UsageError, printable
+from trainer.checkpoint import WEIGHTS, check_state, load_tensors, save_model
 from trainer.export import Output, bert_config_from_hf, from_hf, write_dir
 from trainer.model import BertConfig, BertForPreTraining
 
 # what an import writes (the whole vocab/ directory is its own); config.json, written last, says "source"
 OUTPUT = Output(
-    "import_hf", ("model.pt", "config.json", "vocab/*"),
+    "import_hf", (WEIGHTS, "config.json", "vocab/*"),
     lambda saved: isinstance(saved.get("source"), dict) and "huggingface" in saved["source"],
 )  # fmt: skip
-
-
-def read_hf_json(path: Path) -> dict:
-    """A JSON object from a Hugging Face directory (config.json, tokenizer_config.json), read as untrusted:
-    not JSON, nested thousands deep, not an object: one line naming the file, exit 1."""
-    # records: move to the shared loader
-    try:
-        data = json.loads(path.read_bytes())
-    except (ValueError, RecursionError) as e:  # JSONDecodeError, not UTF-8, [[[[... too deep
-        why = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply" if isinstance(
-            e, RecursionError) else "not UTF-8 text"
-        raise DataError(f"{path}: not valid JSON ({why})") from None
-    if not isinstance(data, dict):
-        raise DataError(f"{path}: not a JSON object (a {type(data).__name__})")
-    return data
-
-
-# config.json's sizes: required, and optional with BERT's defaults
-HF_SIZES = {"vocab_size": None, "hidden_size": None, "num_hidden_layers": None, "num_attention_heads": None,
-            "intermediate_size": None, "max_position_embeddings": 512, "type_vocab_size": 2}
-
-
-def check_hf_sizes(hf: dict, path: Path) -> None:
-    """The sizes of a Hugging Face config.json: present, whole numbers >= 1, and a model this machine can
-    hold (trainer.config.check_fits); else one line naming the file and the key, exit 1."""
-    # records: move to the shared loader
-    sizes = {}
-    for key, default in HF_SIZES.items():
-        value = hf.get(key, default)
-        if value is None:
-            raise DataError(f"{path}: lacks {key}")
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise DataError(f"{path}: {key} is {value!r}, not a whole number >= 1")
-        sizes[key] = value
-    try:
-        check_fits({"vocab_size": sizes["vocab_size"], "hidden_size": sizes["hidden_size"],
-                    "num_layers": sizes["num_hidden_layers"], "intermediate_size": sizes["intermediate_size"],
-                    "max_position": sizes["max_position_embeddings"],
-                    "type_vocab_size": sizes["type_vocab_size"]})
-    except ValueError as e:
-        raise DataError(f"{path}: {e}") from None
 
 
 def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
@@ -85,13 +44,7 @@ def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
     runs whatever code the file holds, and corpusprep never unpickles a file it did not write."""
     path = hf_dir / "model.safetensors"
     if path.is_file():
-        from safetensors import SafetensorError
-        from safetensors.torch import load_file
-
-        try:
-            return load_file(str(path))
-        except (SafetensorError, ValueError, RuntimeError) as e:  # truncated, a damaged header, a bad dtype
-            raise DataError(f"{path}: not a readable safetensors file ({e}); truncated or damaged?") from None
+        return load_tensors(path)  # its header checked first: a truncated or damaged file is one line
     if any((hf_dir / name).is_file() for name in ("pytorch_model.bin", "model.ckpt.index", "tf_model.h5")):
         raise UsageError(
             f"{hf_dir}: holds pickled (or TensorFlow) weights, which are never read: loading a pickle runs "
@@ -106,10 +59,7 @@ def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
 def lowercases(hf_dir: Path) -> bool:
     """The tokenizer's casing: tokenizer_config.json's do_lower_case (BERT's default: True)."""
     path = hf_dir / "tokenizer_config.json"
-    lower = read_hf_json(path).get("do_lower_case", True) if path.is_file() else True
-    if not isinstance(lower, bool):
-        raise DataError(f"{path}: do_lower_case is {lower!r}, not true or false")
-    return lower
+    return load_record(path, "tokenizer_config").get("do_lower_case", True) if path.is_file() else True
 
 
 def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Tensor], list[str]]:
@@ -117,9 +67,9 @@ def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Te
     config_path = hf_dir / "config.json"
     if not config_path.is_file():
         raise UsageError(f"{hf_dir}: no config.json (not a save_pretrained directory)")
-    hf = read_hf_json(config_path)
-    check_hf_sizes(hf, config_path)
-    config = bert_config_from_hf(hf, config_path)  # what our model cannot compute (relu, roberta): exit 2
+    # the records loader checks shape and types; BertConfig the sizes (trainer.config.check_model: ranges,
+    # and a model this machine can hold); both exit 1. What our model cannot compute (relu, roberta): exit 2
+    config = bert_config_from_hf(load_record(config_path, "hf_config"), config_path)
     weights = read_hf_weights(hf_dir)
     try:
         state, fresh = from_hf(weights, config)
@@ -135,7 +85,7 @@ def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Te
 
 
 def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed: int = 0) -> dict:
-    """Write OUT (model.pt, config.json, vocab/); return the record saved as config.json."""
+    """Write OUT (weights.safetensors, config.json, vocab/); return the record saved as config.json."""
     from corpusprep.tokenize import VocabInfo
     from corpusprep.tokenize.vocab import vocab_from_file
 
@@ -154,8 +104,7 @@ def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed
     }
 
     def write(tmp: Path) -> None:
-        torch.save(state, tmp / "model.pt")
-        (tmp / "config.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        save_model(tmp, state, record)  # weights.safetensors + config.json: no pickle
         # the vocab directory is part of the checkpoint being written, not inside another output
         vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=cased, part_of=tmp)
 
@@ -171,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Convert a Hugging Face BERT directory into initial weights + vocab for the trainer.",
     )
     p.add_argument("hf_dir", type=Path, help="a save_pretrained directory (config.json, weights, vocab.txt)")
-    p.add_argument("out", type=Path, help="output directory: model.pt, config.json, vocab/")
+    p.add_argument("out", type=Path, help="output directory: weights.safetensors, config.json, vocab/")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     p.add_argument("--seed", type=int, default=0, help="seed for heads the checkpoint lacks (default: 0)")
     return p
@@ -180,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        refuse_stdout(args.out, "OUT", "a directory (weights.safetensors, config.json, vocab/)")
         record = import_hf(args.hf_dir, args.out, args.overwrite, args.seed)
     except CorpusprepError as e:
         print(f"error: {printable(str(e))}", file=sys.stderr)  # one line, whatever the names hold

@@ -28,6 +28,7 @@ from corpusprep.cli.options import (
     VocabDir,
     Workers,
 )
+from corpusprep.console import refuse_stdout
 from corpusprep.errors import printable
 
 
@@ -92,6 +93,8 @@ def build_pairs_command(
     from corpusprep.cli.options import read_options
     from corpusprep.pair.build import PairOptions, build_pairs
     from corpusprep.read.document import read_notes
+
+    refuse_stdout(output, "-o", "a directory of Parquet files")
 
     options = PairOptions(
         max_seq_length=max_seq_length,

@@ -8,12 +8,13 @@ skip: the reader does."""
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from corpusprep.engine.records import parse_json
+from corpusprep.errors import DataError
 from corpusprep.read.document import ReadOptions, ReadStats
 from corpusprep.read.streams import COMPRESSION_SUFFIXES, Piece, Unreadable, cut_bytes, numbered, utf8_size
 
@@ -202,13 +203,10 @@ def parse_jsonl(lines: Iterator[str], path: Path, options: ReadOptions, stats: R
             continue
         if not line or line.isspace():
             continue
-        try:
-            obj = json.loads(line)
-        except ValueError as error:
-            yield Record(lineno, None, problem=("invalid_json", f"not JSON ({error})"))
-            continue
-        except RecursionError:  # [[[[... thousands deep: a hostile or broken line, not a crash
-            yield Record(lineno, None, problem=("invalid_json", "JSON nested too deeply"))
+        try:  # the records' parser: [[[[... thousands deep or 10^5 digits is a bad line, not a crash
+            obj = parse_json(line, "")
+        except DataError as error:
+            yield Record(lineno, None, problem=("invalid_json", str(error).removeprefix(": ")))
             continue
         if not isinstance(obj, dict):
             yield Record(lineno, None, problem=("invalid_json", f"not a JSON object ({type(obj).__name__})"))

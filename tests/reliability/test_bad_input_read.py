@@ -119,7 +119,7 @@ def test_bad_jsonl_lines_are_skipped_and_counted_with_line_numbers(tmp_path):
     assert stats.documents_seen == 8
     assert stats.skipped == {"invalid_json": 2, "missing_text_field": 1, "null_text": 1, "non_string_text": 1,
                              "empty_document": 1}
-    assert stats.examples["invalid_json"][0].startswith(f"{path}:2: not JSON (")
+    assert stats.examples["invalid_json"][0].startswith(f"{path}:2: not valid JSON (")
     assert stats.examples["invalid_json"][1] == f"{path}:6: not a JSON object (list)"
     assert stats.examples["missing_text_field"] == [f"{path}:3: no field 'text'"]
     assert stats.examples["null_text"] == [f"{path}:4: field 'text' is null"]
@@ -134,7 +134,7 @@ def test_bad_jsonl_line_fails_under_fail(tmp_path):
     stats = ReadStats()
     docs = iter_documents([path], ReadOptions(on_error="fail"), stats)
     assert next(docs).text == "Good one."
-    with pytest.raises(DataError, match=r"bad\.jsonl:2: not JSON") as error:
+    with pytest.raises(DataError, match=r"bad\.jsonl:2: not valid JSON") as error:
         next(docs)
     assert error.value.exit_code == 1
 

@@ -135,8 +135,8 @@ def test_json_nested_thousands_deep_is_a_counted_bad_document(tmp_path):
     docs, stats = read_all(path)
     assert [d.text for d in docs] == ["A real document."]
     assert stats.skipped == {"invalid_json": 2}
-    assert stats.examples["invalid_json"][0] == f"{path}:1: JSON nested too deeply"
-    with pytest.raises(DataError, match="deep.jsonl:1: JSON nested too deeply"):
+    assert stats.examples["invalid_json"][0] == f"{path}:1: nested too deeply (more than 64 levels)"
+    with pytest.raises(DataError, match="deep.jsonl:1: nested too deeply"):
         read_all(path, on_error="fail")
 
 

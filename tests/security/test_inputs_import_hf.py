@@ -52,18 +52,18 @@ def break_config(value) -> callable:
     return apply
 
 
-CASES = {
-    "truncated safetensors": (break_truncated, 1, "model.safetensors: not a readable safetensors file"),
-    "config a list": (break_config([1, 2]), 1, "config.json: not a JSON object (a list)"),
-    "config nested deep": (break_config("[" * 100_000), 1, "config.json: not valid JSON (nested too deeply)"),
+CASES = {  # shape and types: the records loader (kind hf_config); sizes: BertConfig's one check
+    "truncated safetensors": (break_truncated, 1, "model.safetensors: "),
+    "config a list": (break_config([1, 2]), 1, "config.json: a list, not an object"),
+    "config nested deep": (break_config("[" * 100_000), 1, "config.json: nested too deeply"),
     "hidden size 1e9": (break_config(HF_CONFIG | {"hidden_size": 10**9}), 1,
                         "config.json: model.hidden_size=1,000,000,000 with 2 layers has ~"),
     "hidden size a string": (break_config(HF_CONFIG | {"hidden_size": "32"}), 1,
-                             "config.json: hidden_size is '32', not a whole number >= 1"),
+                             'config.json: hidden_size: a string ("32"), not an integer'),
     "layers missing": (break_config({k: v for k, v in HF_CONFIG.items() if k != "num_hidden_layers"}), 1,
-                       "config.json: lacks num_hidden_layers"),
+                       "config.json: num_hidden_layers: missing"),
     "casing not a bool": (lambda hf: (hf / "tokenizer_config.json").write_text('{"do_lower_case": "false"}'),
-                          1, "tokenizer_config.json: do_lower_case is 'false', not true or false"),
+                          1, 'tokenizer_config.json: do_lower_case: a string ("false"), not true or false'),
 }
 
 

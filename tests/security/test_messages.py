@@ -31,12 +31,12 @@ def test_a_file_name_holding_a_newline_keeps_every_message_on_one_line(tmp_path)
     result = corpusprep("sentences", bad, "-o", tmp_path / "out.txt", "--on-error", "fail", "--no-progress")
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("corpusprep: error: "), result.stderr
-    assert "two\\nlines\\r.jsonl:2: not JSON" in result.stderr
+    assert "two\\nlines\\r.jsonl:2: not valid JSON" in result.stderr
     result = corpusprep("sentences", bad, "-o", tmp_path / "out.txt", "--no-progress")  # a warning, then done
     warnings = [line for line in result.stderr.splitlines() if "warning" in line]
     assert result.returncode == 0 and warnings == [
-        f"corpusprep: warning: {tmp_path}/two\\nlines\\r.jsonl:2: not JSON (Expecting value: line 1 column 1 "
-        "(char 0))"], result.stderr
+        f"corpusprep: warning: {tmp_path}/two\\nlines\\r.jsonl:2: not valid JSON (Expecting value: line 1 "
+        "column 1)"], result.stderr
 
 
 def test_a_dead_worker_is_blamed_on_its_signal():
