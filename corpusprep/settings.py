@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from corpusprep.errors import UsageError
+from corpusprep.engine.records import MAX_DEPTH, read_bytes, too_deep
+from corpusprep.errors import DataError, UsageError
 
 # The most passes over the data a stage takes (build-pairs --dupe-factor, shard --dupe-masks): each pass is a
 # task and a file per partition, so 10^9 would exhaust memory listing them; BERT and RoBERTa use 10.
@@ -88,3 +89,39 @@ def machine_memory() -> int | None:
         with contextlib.suppress(OSError, ValueError):
             total = min(total, int(Path(limit_file).read_text().split()[0]))  # "max": no limit (ValueError)
     return total
+
+
+def parse_toml(text: str, where: str) -> dict[str, Any]:
+    """A TOML document read as untrusted text (a pipeline file from a paper's repository, a trainer config,
+    a `--set` value): invalid, an integer of thousands of digits, or nested deeper than the records' rule
+    (records.MAX_DEPTH) is one UsageError line naming `where`, never a RecursionError."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError:
+            raise UsageError(f"{where}: reading TOML needs Python >= 3.11 or `pip install tomli`") from None
+    try:
+        data = tomllib.loads(text)
+    except RecursionError:
+        raise UsageError(f"{where}: nested too deeply (more than {MAX_DEPTH} levels)") from None
+    except ValueError as e:  # TOMLDecodeError, or an integer beyond Python's digit limit
+        raise UsageError(f"{where}: invalid TOML ({e})") from None
+    if too_deep(data):
+        raise UsageError(f"{where}: nested too deeply (more than {MAX_DEPTH} levels)")
+    return data
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """The TOML file `path` (`what`: "pipeline file", "config"), read as the records are (a regular file,
+    never a FIFO, of bounded size) and parsed by `parse_toml`; any failure one UsageError line."""
+    try:
+        text = read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not UTF-8 text (byte {e.start}); TOML files are UTF-8") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read {what} ({e.strerror})") from None
+    except DataError as e:  # a FIFO, a device, a file of gigabytes
+        raise UsageError(str(e)) from None
+    return parse_toml(text, str(path))

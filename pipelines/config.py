@@ -20,11 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from corpusprep.errors import UsageError
 from corpusprep.read.document import MAX_DOCUMENT_MB, ReadOptions
-from corpusprep.settings import check_settings
+from corpusprep.settings import check_settings, parse_toml, read_toml
 
 DEMO_INPUT = "@demo"  # input.paths = ["@demo"]: the embedded demo corpus, built at run time
 SECTIONS = ("pipeline", "input", "vocab", "pairs", "shard", "train", "phases", "evaluate")
@@ -78,8 +76,8 @@ class Pipeline:
 def parse_value(text: str) -> Any:
     """A `--set` value: a TOML value (1e-4, true, "x", [1, 2]) or else the text itself."""
     try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+        return parse_toml(f"v = {text}", "--set")["v"]
+    except UsageError:  # not a TOML value (or one nested too deeply): the text itself
         return text
 
 
@@ -108,14 +106,7 @@ def load_pipeline(
     given with `--set` to the current one; every path it reads is checked here (`check_inputs`), before
     anything is written."""
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as error:
-        raise UsageError(f"{path}: not UTF-8 text (byte {error.start}); TOML files are UTF-8") from None
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read pipeline file ({error.strerror})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise UsageError(f"{path}: invalid TOML ({error})") from None
+    raw = read_toml(path, "pipeline file")
     resolve_paths(raw, path.parent)
     for item in overrides or []:
         apply_override(raw, item)

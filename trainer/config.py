@@ -9,7 +9,9 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
-from corpusprep.errors import UsageError
+from corpusprep.engine.records import parse_json
+from corpusprep.errors import DataError, UsageError
+from corpusprep.settings import machine_memory, read_toml
 
 if TYPE_CHECKING:  # trainer.model imports torch: not needed to read a config or print --help
     from trainer.model import BertConfig
@@ -142,31 +144,16 @@ class TrainConfig:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib
-        except ModuleNotFoundError:
-            raise UsageError(f"{path}: reading TOML needs Python >= 3.11 or `pip install tomli`") from None
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read config ({e.strerror})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path}: invalid TOML ({e})") from None
-    except UnicodeDecodeError as e:  # tomllib reads bytes, decodes UTF-8 itself
-        raise UsageError(f"{path}: not UTF-8 text (byte {e.start}); TOML files are UTF-8") from None
+    data = read_toml(path, "config")
     # a pipeline file keeps the trainer's settings under [train]
     return data["train"] if set(data) == {"train"} else data
 
 
 def _parse_value(text: str) -> Any:
     """`--set` values are TOML/JSON literals (1e-4, true, "x", [1, 2]); anything else is a plain string."""
-    try:
-        return json.loads(text.lower() if text.lower() in ("true", "false") else text)
-    except json.JSONDecodeError:
+    try:  # the records' parser: 10^5 brackets or digits are no literal, not a crash
+        return parse_json(text.lower() if text.lower() in ("true", "false") else text, "--set")
+    except DataError:
         return text
 
 
@@ -326,8 +313,6 @@ def check_fits(values: dict[str, Any]) -> None:
     (hidden_size 10^9 from a hand-edited config, a checkpoint's or a Hugging Face config.json): one line now,
     not hours of building shapes or an allocation failure inside torch. The one size check of a model: every
     BertConfig goes through it (check_model)."""
-    from corpusprep.settings import machine_memory
-
     count, memory = parameter_count(values), machine_memory()
     if count is not None and memory is not None and 4 * count > memory:
         hidden, layers = values["hidden_size"], values["num_layers"]

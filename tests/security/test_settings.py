@@ -130,3 +130,34 @@ def test_a_model_no_machine_holds_is_one_line_before_torch_allocates():
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "model.hidden_size=1,000,000 with 2 layers has ~" in lines[0], result.stderr
     assert "GiB of float32 weights: more than this machine's" in lines[0]
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # past Python's recursion limit: RecursionError in any parser
+
+
+@pytest.mark.parametrize("text", [f"x = {DEEP}", "x = " + "[" * 70 + "]" * 70, "x = " + "1" * 5000])
+def test_a_hostile_toml_file_is_one_line(text, tmp_path):
+    """A pipeline file or a trainer config nested past the records' depth rule, or holding an integer of
+    thousands of digits: one line naming the file (both readers are corpusprep.settings.read_toml)."""
+    from trainer.config import load_config
+
+    path = tmp_path / "p.toml"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=rf"^{path}: (nested too deeply|invalid TOML)"):
+        load_pipeline(path)
+    with pytest.raises(UsageError, match=rf"^{path}: (nested too deeply|invalid TOML)"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("value", [DEEP, "1" * 5000])
+def test_a_hostile_set_value_is_text_and_refused_by_its_type(value):
+    """`--set` values too deep or too long to be literals are the text itself, then refused by the type of
+    the setting: one line, not a RecursionError (pipelines: a TOML value; the trainer: a JSON one)."""
+    from pipelines import stages
+    from trainer.config import load_config
+
+    with pytest.raises(UsageError, match=r"dupe_factor: expected an integer"):
+        pipeline = load_pipeline(PIPELINES / "demo.toml", [f"pairs.dupe_factor={value}"], check_inputs=False)
+        stages.check(pipeline.stage("pairs"))
+    with pytest.raises(UsageError, match=r"--set seed: expected int"):
+        load_config(None, [f"seed={value}"])
