@@ -286,7 +286,7 @@ def _validate_vocab(directory: Path) -> tuple[list[str], str]:
 
 
 ARTIFACT_KINDS = {"vocab": "vocab directory", "pairs": "pairs directory", "shards": "shards directory",
-                  "train": "trainer run directory"}
+                  "train": "trainer run directory", "evaluate": "evaluation directory"}
 
 
 def _owned_problems(directory: Path, reported: list[str]) -> list[str]:
@@ -419,6 +419,24 @@ def _validate_export(directory: Path) -> tuple[list[str], str]:
     return problems, f"BERT, {config.get('max_position_embeddings')} positions"
 
 
+def _validate_evaluation(directory: Path) -> tuple[list[str], str]:
+    """A `python -m trainer.evaluate -o` directory: evaluation.json and each run's record by their loaders,
+    and every file its manifest lists unchanged."""
+    checked = [(directory / "evaluation.json", "evaluation")]
+    checked += [(p, "evaluate_run") for p in sorted((directory / "runs").glob("*.json"))]
+    problems, result = [], None
+    for path, kind in checked:
+        try:
+            record = load_record(path, kind)
+            result = record if kind == "evaluation" else result
+        except (OSError, DataError) as error:
+            problems.append(_relative(str(error), directory))
+    problems += _owned_problems(directory, problems)
+    dev = result["splits"]["dev"] if result else None
+    return problems, (f"{len(result['seeds'])} seeds, dev gain {dev['gain']['mean']:+.4f} ({dev['outcome']})"
+                      if dev else "")  # fmt: skip
+
+
 def _validate_run(directory: Path) -> tuple[list[str], str]:
     """A pipeline run directory: its records by their loaders, and every stage output found in it, each
     checked as what it is."""
@@ -449,6 +467,7 @@ VALIDATORS = {
                                      d.name),
     "pipeline run directory": _validate_run,
     "Hugging Face export": _validate_export,
+    "evaluation directory": _validate_evaluation,
 }
 
 

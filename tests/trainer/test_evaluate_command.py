@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from corpusprep.engine.artifact import sha256_file
 from corpusprep.errors import UsageError
+from corpusprep.shard.validate import validate_output
 from tests.interop.helpers import one_thread
 from tests.trainer.evaluate_helpers import fast_settings, write_run, write_toy_task, write_toy_vocab
 from trainer.evaluate import compare, finetune
@@ -121,6 +123,38 @@ def test_an_output_directory_is_done_once_and_resumes_after_a_stop(toy, fake_run
         toy["dev"].write_text(toy_dev)
     compare.evaluate(toy["run"], changed, out, overwrite=True, workers=1)
     assert len(fake_runs) == 4
+
+
+def test_damaged_evaluation_records_are_one_line_naming_the_field(toy, fake_runs, tmp_path, capsys):
+    """A run's marker and a finished evaluation.json are read back through their schemas (records kinds
+    "evaluate_run" and "evaluation"), never indexed as they are."""
+    out = tmp_path / "eval"
+    argv = [*args(toy, "--seeds", "2"), "-o", str(out)]
+    fake_runs.stop_at = 3
+    assert main(argv) == 130  # a Ctrl-C during the third run
+    marker = out / ".work" / "markers" / "pretrained-seed12345.done.json"
+    record = json.loads(marker.read_text())
+    record["stats"]["scores"]["dev"]["accuracy"] = "high"
+    marker.write_text(json.dumps(record))
+    fake_runs.stop_at = None
+    capsys.readouterr()
+    assert main(argv) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and str(marker) in errors[0] and 'scores["dev"].accuracy: a string' in errors[0]
+    marker.unlink()
+    assert main(argv) == 0
+    assert validate_output(out) == ("evaluation directory", [], "2 seeds, dev gain +0.1000 (helps)")
+    result = out / "evaluation.json"
+    damaged = json.loads(result.read_text()) | {"splits": {}}
+    result.write_text(json.dumps(damaged))
+    manifest = json.loads((out / "artifact.json").read_text())  # its checksum rewritten to match
+    manifest["files"]["evaluation.json"] = {"size": result.stat().st_size, "sha256": sha256_file(result)}
+    (out / "artifact.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(argv) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: {result}: splits: no dev split"]
+    assert validate_output(out)[1] == ["evaluation.json: splits: no dev split"]
 
 
 @pytest.mark.slow  # ~18 CPU-s: 4 real fine-tuning runs, a pool whose workers import transformers
