@@ -304,7 +304,8 @@ def parse_json(text: str | bytes, where: str | Path) -> Any:
         raise DataError(f"{where}: not valid JSON (not UTF-8 text)") from None
     except ValueError as e:  # an integer beyond Python's digit limit
         raise DataError(f"{where}: not valid JSON ({e})") from None
-    if too_deep(value):
+    opening = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
+    if sum(map(text.count, opening)) >= MAX_DEPTH and too_deep(value):  # the count: a JSONL corpus's lines
         raise DataError(f"{where}: nested too deeply (more than {MAX_DEPTH} levels)")
     return value
 
