@@ -19,6 +19,7 @@ PER_FILE_FORMATS = ("auto", "text", "bert")  # --document-per-file: plain text (
 # only a few hundred MB (build-pairs holds ~17 bytes per byte of a long document: BENCHMARKS.md).
 MAX_DOCUMENT_MB = 16.0
 MIN_DOCUMENT_MB = 0.001  # 1 kB: the bound must leave room for a line of text
+CAP_DOCUMENT_MB = 1e6  # 1 TB: beyond any machine's memory, so no bound at all (inf, 1e300 refused)
 MAX_EXAMPLES = 5  # examples kept per reason; counts stay exact
 
 log = logging.getLogger("corpusprep.read")
@@ -55,8 +56,10 @@ class ReadOptions:
         if not isinstance(self.text_field, str) or not self.text_field.strip():
             raise UsageError("text field must not be empty")
         mb = self.max_document_mb
-        if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not MIN_DOCUMENT_MB <= mb < 1e9:
-            raise UsageError(f"max_document_mb={mb!r}: must be a number of MB, at least {MIN_DOCUMENT_MB:g}")
+        number = isinstance(mb, (int, float)) and not isinstance(mb, bool)
+        if not number or not MIN_DOCUMENT_MB <= mb <= CAP_DOCUMENT_MB:
+            raise UsageError(f"max_document_mb={mb!r}: must be a number of MB from {MIN_DOCUMENT_MB:g} to "
+                             f"{CAP_DOCUMENT_MB:g}")
         if self.document_per_file and self.format not in PER_FILE_FORMATS:
             formats = ", ".join(PER_FILE_FORMATS)
             raise UsageError(f"document_per_file: for plain text only (input format {formats}), not "

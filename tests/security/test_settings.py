@@ -84,7 +84,8 @@ def test_choices_take_any_case_in_a_pipeline_as_on_the_command_line():
 
 
 @pytest.mark.parametrize("inputs, says", [
-    ({"max_document_mb": 0}, r"p.toml: input: max_document_mb=0.0: must be a number of MB, at least 0.001"),
+    ({"max_document_mb": 0}, r"p.toml: input: max_document_mb=0.0: must be a number of MB from 0.001 to 1e"),
+    ({"max_document_mb": float("inf")}, r"input: max_document_mb=inf: must be a number of MB from 0.001 to"),
     ({"max_document_mb": "16"}, r"p.toml: input.max_document_mb: expected a number, got '16'"),
     ({"document_per_file": True, "format": "jsonl"}, r"input: document_per_file: for plain text only"),
     ({"document_per_file": "yes"}, r"input.document_per_file: expected true or false"),
