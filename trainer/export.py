@@ -196,7 +196,7 @@ def bert_config_from_hf(hf: dict, where: Path) -> BertConfig:
     }
     for key, (value, want) in checks.items():
         if value != want:
-            raise UsageError(f"{where}: {key} {value!r}; corpusprep reads BERT ({key} {want!r}) only")
+            raise UsageError(f"{where}: {key} is {value!r}; corpusprep reads only {want!r} BERT")
     try:
         return BertConfig(
             vocab_size=hf["vocab_size"],
