@@ -146,7 +146,7 @@ def main() -> None:
                 for mode in args.modes:
                     ours, hf = bench(name, length, mix == "packed", mode == "compiled", args)
                     print(f"{name:<7}{length:>7}{mix:>8}{mode:>10}{max(args.tokens // length, 1):>6}"
-                          f"{ours:>12.1f}{hf:>10.1f}{ours / hf:>8.2f}x", flush=True)  # fmt: skip
+                          f"{ours:>12.2f}{hf:>10.2f}{ours / hf:>8.2f}x", flush=True)  # fmt: skip
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
