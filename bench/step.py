@@ -99,6 +99,7 @@ def bench(name: str, length: int, packed: bool, compiled: bool, args) -> tuple[f
     hf_collator = PreTrainingCollator(PAD, 8, nsp=not packed, packed=packed)
     hf_batches = [hf_collator(t.to_pylist()) for t in tables]
     config = preset(name, vocab_size=VOCAB, objective=spec.name)
+    torch._dynamo.reset()  # each case compiles afresh (no cache limit reached, no graph of another case)
     torch.manual_seed(0)
     ours, theirs = BertForPreTraining(config).train(), hf_model(config, packed).train()
     if compiled:
@@ -137,7 +138,8 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     print(f"command: .venv/bin/python bench/step.py {' '.join(sys.argv[1:])}")
-    print(f"torch {torch.__version__}, {args.threads} threads, load average {os.getloadavg()[0]:.1f} at start")
+    load = os.getloadavg()[0]
+    print(f"torch {torch.__version__}, {args.threads} thread(s), load average {load:.1f} at start")
     print(f"{'preset':<7}{'length':>7}{'mix':>8}{'mode':>10}{'rows':>6}{'ours seq/s':>12}{'HF seq/s':>10}"
           f"{'ours/HF':>9}")  # fmt: skip
     for name in args.presets:

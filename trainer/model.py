@@ -14,8 +14,8 @@ its own bias), so weights convert both ways. What differs is *how* it computes, 
 - Attention over variable-length sequences, chosen in one function, `attention`: on a CUDA device in half
   precision, flash attention over the concatenated sequences (no padding, no mask); elsewhere (the CPU, the
   reference) SDPA on the batch's rows padded to [R, heads, L, head_dim], with a mask that keeps each token
-  inside its own sequence. FlexAttention lost on the CPU (no backward there in torch 2.13; its compiled
-  forward 2x slower than SDPA, BENCHMARKS.md) and has no attention dropout anywhere.
+  inside its own sequence. Measured (bench/attention.py, BENCHMARKS.md), FlexAttention lost on the CPU: no
+  backward there in torch 2.13, a compiled forward 2x slower than SDPA's, and no attention dropout anywhere.
 - Packed rows (objective `none`): a row may hold several pieces `[CLS] text [SEP]` of different documents;
   each piece is a sequence of its own (attention and position ids stay inside it), so a piece computes
   exactly what it would as a row of its own.
@@ -333,7 +333,9 @@ def compile_model(model: BertForPreTraining, backend: str | Callable = "inductor
     """Compile forward (and with it backward) as one graph, in place: state-dict names stay as they are.
     fullgraph: a graph break is an error, not a silent slowdown. dynamic: every size symbolic from the
     start, so that batches of other token, prediction and sequence counts reuse the graph (with torch's
-    automatic dynamic shapes each size that changes would cost one more compilation, four in a run)."""
+    automatic dynamic shapes each size that changes would cost one more compilation, four in a run).
+    A run compiles twice: training, and evaluation (no grad); a batch of one row once more, as torch
+    specialises sizes 0 and 1 (tests/trainer/test_unpadded.py counts them)."""
     model.compile(backend=backend, fullgraph=True, dynamic=True)
     return model
 

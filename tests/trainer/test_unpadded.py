@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -25,13 +26,17 @@ from trainer.train import MODEL_INPUTS, forward_loss
 
 @pytest.fixture(scope="module")
 def shards_of(tiny_shards, demo_text, tmp_path_factory):
-    """Shards of each objective: nsp (the session's), sop, and none packed (rows of several pieces)."""
+    """Shards of each objective: nsp (the session's), sop, and none packed (rows of several pieces); the two
+    others from a third of the demo text (~1,000 rows a shard, built in a few seconds)."""
     made = {"nsp": tiny_shards}
+    lines = demo_text.read_text().splitlines(keepends=True)
+    text = tmp_path_factory.mktemp("third") / "demo.jsonl"
+    text.write_text("".join(lines[: len(lines) // 3]))
 
     def get(name: str):
         if name not in made:
             out = tmp_path_factory.mktemp(f"{name}_shards")
-            made[name] = build_shards(out, demo_text, objective=name, num_shards=2)
+            made[name] = build_shards(out, text, objective=name, num_shards=2)
         return made[name]
 
     return get
@@ -94,6 +99,23 @@ def test_padded_rows_unpad_to_the_loaders_layout(shards_of, name):
     assert torch.equal(flat["cu_seqlens"][:-1], b["cu_seqlens"][: len(pieces) + 1])
 
 
+def test_each_piece_of_a_packed_loader_batch_gets_its_own_logits(shards_of):
+    """Packed rows (objective none) as the loader hands them: every piece's MLM logits are those the piece
+    gets alone, as a row of its own (attention and position ids stay inside it)."""
+    shards = open_shards(shards_of("none"))
+    b = collate(first_table(shards.directory, 6), shards.vocab.pad_id, 8, shards.objective)
+    torch.manual_seed(0)
+    model = BertForPreTraining(preset("tiny", vocab_size=shards.vocab.size, objective="none")).eval()
+    cu, n = b["cu_seqlens"].tolist(), b["num_tokens"]
+    pieces = [(start, end) for start, end in itertools.pairwise(cu) if end <= n]
+    assert len(pieces) > 6  # rows of several pieces
+    with torch.no_grad():
+        logits, _ = model(**{k: b[k] for k in MODEL_INPUTS if k != "mlm_positions"})  # [T, V]: every token
+        for start, end in pieces:
+            alone, _ = model.padded(b["input_ids"][None, start:end], b["token_type_ids"][None, start:end])
+            torch.testing.assert_close(logits[start:end], alone[0], atol=1e-5, rtol=1e-5)
+
+
 class HostReads(TorchDispatchMode):
     """Records the operators that make the host wait for the device: a value read (`.item()`, `bool()`,
     `int()`), or a shape that depends on data (`nonzero`, masked selection, `unique`, ...)."""
@@ -143,34 +165,62 @@ def small_model(vocab_size: int, objective: str) -> BertForPreTraining:
     return BertForPreTraining(config).train()
 
 
-@pytest.mark.slow  # ~50 s each on 2 busy cores (~20 s idle): one compilation, 300 passes of a 1-layer model
-@pytest.mark.parametrize("name", ["nsp", "none"])  # sop's graph is nsp's: the same heads, another label
-def test_a_run_over_real_shards_compiles_one_graph(shards_of, name, fresh_compiler):
-    """fullgraph=True, so any graph break raises: forward and backward compile as one graph, which gives
-    eager's loss and gradients, and which 300 training batches of real shards, of varying token, prediction
-    and sequence counts, all reuse; evaluation (eval mode, no grad: a graph of its own) reuses one too, down
-    to its short last batch."""
+def compiled_graphs(counter: CompileCounterWithBackend) -> int:
+    return len([g for g in counter.graphs if len(g.graph.nodes)])  # (an empty frame is no graph)
+
+
+@pytest.mark.parametrize("name", ["nsp", "sop", "none"])
+def test_forward_and_backward_compile_as_one_graph(shards_of, name, fresh_compiler):
+    """fullgraph=True, so any graph break raises: the forward and backward of each objective's step compile
+    as one graph (traced by AOTAutograd, as inductor would take it) that gives eager's loss and gradients."""
     shards = open_shards(shards_of(name))
-    batches = ShardStream(shards, "train", 16, seed=3)
+    batch = next(iter(ShardStream(shards, "train", 16, seed=3)))
     eager, model = small_model(shards.vocab.size, name), small_model(shards.vocab.size, name)
     graphs = CompileCounterWithBackend("aot_eager")
     compile_model(model, backend=graphs)
-
-    def compiled() -> int:
-        return len([g for g in graphs.graphs if len(g.graph.nodes)])
-
-    first = next(iter(batches))
-    for m in (eager, model):
-        forward_loss(m, first, contextlib.nullcontext)[2].backward()
+    losses = [forward_loss(m, batch, contextlib.nullcontext)[2] for m in (eager, model)]
+    for loss in losses:
+        loss.backward()
+    assert compiled_graphs(graphs) == 1
+    torch.testing.assert_close(losses[1], losses[0], rtol=1e-6, atol=1e-6)
     for (key, a), b in zip(eager.named_parameters(), model.parameters(), strict=True):
         torch.testing.assert_close(b.grad, a.grad, rtol=1e-5, atol=1e-6, msg=key)
+
+
+def varying_batches(shards_dir, spec, pad_id: int, count: int, seed: int = 0) -> Iterator[dict]:
+    """`count` loader batches of one shard's rows in which every size varies: 2-24 rows, none longer than
+    the length of a row drawn at random (so the row length L varies too), hence the token, sequence and
+    prediction counts."""
+    table = pq.read_table(sorted((shards_dir / "train").glob("*.parquet"))[0])
+    lengths = np.diff(list_parts(table["input_ids"])[0])
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        fitting = np.flatnonzero(lengths <= rng.choice(lengths))
+        chosen = rng.choice(fitting, min(int(rng.integers(2, 25)), len(fitting)), replace=False)
+        yield collate(table.take(chosen), pad_id, 8, spec)
+
+
+@pytest.mark.slow  # ~15-20 s of CPU each: 300 training steps through the compiled graph, one compilation
+@pytest.mark.parametrize("name", ["nsp", "none"])  # sop's graph is nsp's: the same heads, another label
+def test_batches_of_varying_lengths_reuse_one_graph(shards_of, name, fresh_compiler):
+    """Every size of the batch is symbolic (compile_model's dynamic=True): 300 training batches of real
+    shard rows, of varying rows, row length, tokens, sequences and predictions, reuse the graph the first
+    compiled, a recompilation being a failure; evaluation (eval mode, no grad: a graph of its own) compiles
+    once more. So a run compiles twice. (A batch of a single row would compile once more: torch specialises
+    sizes 0 and 1.)"""
+    shards = open_shards(shards_of(name))
+    model = small_model(shards.vocab.size, name)
+    graphs = CompileCounterWithBackend("aot_eager")
+    compile_model(model, backend=graphs)
     shapes = set()
-    for batch in itertools.islice(batches, 300):
-        shapes.add(tuple(tuple(batch[k].shape) for k in MODEL_INPUTS))
-        forward_loss(model, batch, contextlib.nullcontext)
-    assert len(shapes) > 20 and compiled() == 1, (len(shapes), compiled())
+    with torch._dynamo.config.patch(recompile_limit=1, fail_on_recompile_limit_hit=True):
+        for batch in varying_batches(shards.directory, shards.objective, shards.vocab.pad_id, 300):
+            shapes.add(tuple(tuple(batch[k].shape) for k in MODEL_INPUTS))
+            forward_loss(model, batch, contextlib.nullcontext)[2].backward()
+    assert len(shapes) > 250 and len({s[4][1] for s in shapes}) > 1, len(shapes)  # rows' length L varies
+    assert compiled_graphs(graphs) == 1
     model.eval()
     with torch.no_grad():
         for batch in ShardStream(shards, "validation", 40, shuffle=False, loop=False):
             forward_loss(model, batch, contextlib.nullcontext)
-    assert compiled() == 2
+    assert compiled_graphs(graphs) == 2
