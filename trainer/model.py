@@ -15,7 +15,7 @@ its own bias), so weights convert both ways. What differs is *how* it computes, 
   precision, flash attention over the concatenated sequences (no padding, no mask); elsewhere (the CPU, the
   reference) SDPA on the batch's rows padded to [R, heads, L, head_dim], with a mask that keeps each token
   inside its own sequence. Measured (bench/attention.py, BENCHMARKS.md), FlexAttention lost on the CPU: no
-  backward there in torch 2.13, a compiled forward 2x slower than SDPA's, and no attention dropout anywhere.
+  backward there in torch 2.13, a compiled forward 1.3-2x slower than SDPA's, no attention dropout anywhere.
 - Packed rows (objective `none`): a row may hold several pieces `[CLS] text [SEP]` of different documents;
   each piece is a sequence of its own (attention and position ids stay inside it), so a piece computes
   exactly what it would as a row of its own.
