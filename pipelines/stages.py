@@ -20,6 +20,7 @@ from typing import Any
 
 from corpusprep.engine import artifact
 from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.records import load_record, parse_json, read_bytes
 from corpusprep.errors import DataError, UsageError
 from pipelines.config import Stage
 
@@ -86,6 +87,11 @@ class StageKind(abc.ABC):
         """Problems with the finished output, one line each ([] when it is complete and valid)."""
         return artifact.problems(ctx.out)
 
+    def input_files(self, stage: Stage) -> list[str]:
+        """Files outside the run the stage reads besides the corpus: the runner fingerprints them (path,
+        size, mtime), so an edited file reruns the stage."""
+        return []
+
 
 class CorpusStage(StageKind):
     kind = "corpus"
@@ -99,7 +105,7 @@ class CorpusStage(StageKind):
                 stats = write_demo_corpus(ctx.out / "demo.jsonl", stage.settings["max_mb"] or DEFAULT_MAX_MB)
                 write_json(ctx.out / "demo_stats.json", stats.to_dict())
                 out.commit(files=["demo.jsonl", "demo_stats.json"])
-        stats = json.loads((ctx.out / "demo_stats.json").read_text())
+        stats = load_record(ctx.out / "demo_stats.json", "demo_stats")
         counts = {k: stats[k] for k in ("modules", "docstrings", "documents", "dropped")}
         return StageResult({**counts, "MB": round(stats["bytes"] / 1e6, 3)}, unit="documents")
 
@@ -189,7 +195,7 @@ class PairsStage(StageKind):
         if problems:
             return problems
         rows = sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(ctx.out.glob("*/part-*.parquet")))
-        expected = json.loads((ctx.out / "stats.json").read_text()).get("pairs")
+        expected = load_record(ctx.out / "stats.json", "pairs_stats").get("pairs")
         if rows != expected:
             return [f"{ctx.out}: {rows} pairs in the Parquet files, stats.json says {expected}"]
         return [] if rows else [f"{ctx.out}: no pairs"]
@@ -307,7 +313,7 @@ class TrainStage(StageKind):
                          for name in CHECKPOINT_FILES]
                 files += [name for name in ("metrics.jsonl",) if (ctx.out / name).is_file()]
                 out.commit(files=files, record={"summary": summary})
-        summary = artifact.read_manifest(ctx.out)["summary"]
+        summary = (artifact.load_manifest(ctx.out) or {}).get("summary", {})
         counts = {k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         return StageResult(counts, unit="steps")
 
@@ -343,8 +349,10 @@ class TrainStage(StageKind):
 
 
 def _last_metrics(run_dir: Path) -> dict[str, Any]:
-    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
-    return json.loads(lines[-1]) if lines else {}
+    path = run_dir / "metrics.jsonl"
+    lines = read_bytes(path).decode("utf-8", "replace").splitlines()
+    last = parse_json(lines[-1], f"{path}: line {len(lines)}") if lines else {}
+    return last if isinstance(last, dict) else {}
 
 
 class PlotStage(StageKind):
@@ -366,8 +374,43 @@ class PlotStage(StageKind):
         return [] if any(ctx.out.glob("*.png")) else [f"{ctx.out}: no PNG curves"]
 
 
+class EvaluateStage(StageKind):
+    """`python -m trainer.evaluate` on the last train stage's model, into an artifact of its own (each
+    fine-tuning run a task: a stopped evaluation resumes after its last finished run)."""
+
+    kind = "evaluate"
+
+    @staticmethod
+    def settings(stage: Stage):
+        from trainer.evaluate.settings import EvalSettings
+
+        return _options(EvalSettings, stage.settings["evaluate"], "evaluate").check("evaluate.")
+
+    def check(self, stage: Stage) -> None:
+        self.settings(stage)
+
+    def input_files(self, stage: Stage) -> list[str]:
+        settings = self.settings(stage)
+        return [p for p in (settings.train, settings.dev, settings.test) if p]
+
+    def run(self, stage: Stage, ctx: StageContext) -> StageResult:
+        from trainer.evaluate.compare import evaluate
+
+        model = ctx.need(stage, "train")
+        result = evaluate(model, self.settings(stage), ctx.out, overwrite=ctx.overwrite,
+                          model_identity=artifact.content_digest(model), workers=ctx.workers)  # fmt: skip
+        dev = result["splits"]["dev"]
+        # the dev means for the counts table; the whole result for report.md's evaluation section
+        counts = {"seeds": len(result["seeds"]), "pretrained": dev["pretrained"]["mean"],
+                  "random": dev["random"]["mean"], "gain": dev["gain"]["mean"],
+                  "gain_std": dev["gain"]["std"], "baseline": dev["baseline"], "outcome": dev["outcome"],
+                  "evaluation": result}  # fmt: skip
+        return StageResult(counts)
+
+
 KINDS: dict[str, StageKind] = {
-    k.kind: k for k in (CorpusStage(), VocabStage(), PairsStage(), ShardStage(), TrainStage(), PlotStage())
+    k.kind: k for k in (CorpusStage(), VocabStage(), PairsStage(), ShardStage(), TrainStage(), PlotStage(),
+                        EvaluateStage())
 }
 
 

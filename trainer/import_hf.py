@@ -5,8 +5,8 @@
 Reads config.json, model.safetensors (or pytorch_model.bin) and vocab.txt (+ tokenizer_config.json for
 casing) from a `save_pretrained` directory, and writes OUT in the layout of one trainer checkpoint:
 
-    OUT/model.pt      our state dict (trainer/model.py names)
-    OUT/config.json   {"model": BertConfig fields, "vocab": {sha256, size}, "source": {...}}
+    OUT/weights.safetensors  our state dict (trainer/model.py names; safetensors: no pickle)
+    OUT/config.json   {"model": BertConfig fields, "vocab": {sha256, size}, "source": {...}, "files": ...}
     OUT/vocab/        the model's vocab as a corpusprep vocab directory (vocab.txt byte for byte,
                       tokenizer.json): build pairs and shards with `--vocab OUT/vocab`
 
@@ -17,22 +17,23 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
+from corpusprep.console import refuse_stdout
+from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, OneLineParser, UsageError
-from trainer.checkpoint import check_state, read_json
+from trainer.checkpoint import WEIGHTS, check_state, save_model
 from trainer.export import Output, bert_config_from_hf, from_hf, write_dir
 from trainer.model import BertConfig, BertForPreTraining
 
 # what an import writes (the whole vocab/ directory is its own); config.json, written last, says "source"
 OUTPUT = Output(
-    "import_hf", ("model.pt", "config.json", "vocab/*"),
+    "import_hf", (WEIGHTS, "config.json", "vocab/*"),
     lambda saved: isinstance(saved.get("source"), dict) and "huggingface" in saved["source"],
 )  # fmt: skip
 
@@ -52,7 +53,7 @@ def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
 def lowercases(hf_dir: Path) -> bool:
     """The tokenizer's casing: tokenizer_config.json's do_lower_case (BERT's default: True)."""
     path = hf_dir / "tokenizer_config.json"
-    return bool(read_json(path).get("do_lower_case", True)) if path.is_file() else True
+    return bool(load_record(path, "tokenizer_config").get("do_lower_case", True)) if path.is_file() else True
 
 
 def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Tensor], list[str]]:
@@ -60,7 +61,7 @@ def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Te
     config_path = hf_dir / "config.json"
     if not config_path.is_file():
         raise UsageError(f"{hf_dir}: no config.json (not a save_pretrained directory)")
-    config = bert_config_from_hf(read_json(config_path), config_path)
+    config = bert_config_from_hf(load_record(config_path, "hf_config"), config_path)
     try:
         state, fresh = from_hf(read_hf_weights(hf_dir), config)
     except UsageError as e:
@@ -75,7 +76,7 @@ def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Te
 
 
 def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed: int = 0) -> dict:
-    """Write OUT (model.pt, config.json, vocab/); return the record saved as config.json."""
+    """Write OUT (weights.safetensors, config.json, vocab/); return the record saved as config.json."""
     from corpusprep.tokenize import VocabInfo
     from corpusprep.tokenize.vocab import vocab_from_file
 
@@ -93,8 +94,7 @@ def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed
     }
 
     def write(tmp: Path) -> None:
-        torch.save(state, tmp / "model.pt")
-        (tmp / "config.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        save_model(tmp, state, record)  # weights.safetensors + config.json: no pickle
         # the vocab directory is part of the checkpoint being written, not inside another output
         vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=not lowercases(hf_dir), part_of=tmp)
 
@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Convert a Hugging Face BERT directory into initial weights + vocab for the trainer.",
     )
     p.add_argument("hf_dir", type=Path, help="a save_pretrained directory (config.json, weights, vocab.txt)")
-    p.add_argument("out", type=Path, help="output directory: model.pt, config.json, vocab/")
+    p.add_argument("out", type=Path, help="output directory: weights.safetensors, config.json, vocab/")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     p.add_argument("--seed", type=int, default=0, help="seed for heads the checkpoint lacks (default: 0)")
     return p
@@ -119,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        refuse_stdout(args.out, "OUT", "a directory (weights.safetensors, config.json, vocab/)")
         record = import_hf(args.hf_dir, args.out, args.overwrite, args.seed)
     except CorpusprepError as e:
         print(f"error: {e}", file=sys.stderr)

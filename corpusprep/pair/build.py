@@ -30,10 +30,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from corpusprep.console import console
 from corpusprep.engine import arrow
 from corpusprep.engine.artifact import WORK, Artifact, input_files
 from corpusprep.engine.executor import OUTPUTS_KEY, Task, check_engine, merge_stats, stage_workers
-from corpusprep.engine.files import atomic_path, read_json, write_json
+from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
 from corpusprep.errors import DataError, UsageError
 from corpusprep.objectives import objective as objective_spec
@@ -342,12 +344,13 @@ def build_pairs(
     )
     with artifact, _Progress(progress) as bar:
         if artifact.complete is not None:
-            return {**read_json(out_dir / "stats.json"), "nothing_to_do": True}
+            return {**load_record(out_dir / "stats.json", "pairs_stats"), "nothing_to_do": True}
         work = out_dir / WORK
         run = functools.partial(artifact.run, workers=workers, engine=engine, ray_address=ray_address)
 
         read_task = Task("read", ReadArgs(tuple(map(str, inputs)), read_options, options, work))
-        (read,) = run(functools.partial(read_stage, bar=bar), [read_task], workers=1, engine="local")
+        (read,) = run(functools.partial(read_stage, bar=bar), [read_task], workers=1, engine="local",
+                      stats_kind="read_task")  # fmt: skip
         if not any(read["documents"].values()):
             shutil.rmtree(work)  # nothing to resume: a rerun with other read options starts clean
             raise no_usable_documents(inputs, read["read"])
@@ -375,7 +378,8 @@ def build_pairs(
         )
         seconds = read.get("chars", math.inf) / TOKENIZE_CHARS_PER_SECOND  # a resumed read may lack chars
         token_workers = stage_workers(workers, engine, seconds)
-        token_stats = merge_stats(run(tokenize_task, token_tasks, on_done=on_done, workers=token_workers))
+        token_stats = merge_stats(run(tokenize_task, token_tasks, on_done=on_done, workers=token_workers,
+                                      stats_kind="tokens_task"))  # fmt: skip
 
         docs_in = token_stats.get("partition_documents", {})  # absent when no document has a sentence
         tokens = {k: sum(token_stats.get(s, {}).get(k, 0) for s in SPLITS) for k in ("tokens", "unk_tokens")}
@@ -425,7 +429,8 @@ def build_pairs(
         on_done = bar.stage("pairs", len(pair_tasks), lambda s: sum(v["pairs"] for v in s.values()), "pairs")
         work = options.dupe_factor * sum(token_stats.get(split, {}).get("tokens", 0) for split in SPLITS)
         pair_workers = stage_workers(workers, engine, work / PAIR_TOKENS_PER_SECOND)
-        pair_stats = merge_stats(run(pair_task, pair_tasks, on_done=on_done, workers=pair_workers))
+        pair_stats = merge_stats(run(pair_task, pair_tasks, on_done=on_done, workers=pair_workers,
+                                     stats_kind="pairs_task"))  # fmt: skip
 
         stats = _assemble_stats(read, token_stats, pair_stats, partitions, identity, vocab, options)
         if warning := imbalance_warning(stats, str(out_dir)):
@@ -586,7 +591,6 @@ class _Progress:
         self.bars: dict[str, Any] = {}
         if not enabled:  # --no-progress: rich is not even imported (~0.03 CPU-s)
             return
-        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.progress = Progress(
@@ -595,7 +599,7 @@ class _Progress:
             MofNCompleteColumn(),
             TextColumn("{task.fields[items]}"),
             TimeElapsedColumn(),
-            console=Console(stderr=True),
+            console=console(),
             transient=False,
         )
 

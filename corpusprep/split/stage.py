@@ -11,12 +11,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from corpusprep.engine.files import atomic_path, read_record, write_json
+from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.records import load_record
 from corpusprep.errors import UsageError
 from corpusprep.read import Document
 from corpusprep.read.formats import SUFFIX_FORMATS
@@ -54,14 +55,12 @@ def record_path(output: Path) -> Path:
 def read_output_record(output: Path) -> dict | None:
     """The record of how `output` was built, when it describes this very file (size and modification time,
     as inputs are fingerprinted); None for a file corpusprep did not write, or that changed since."""
-    record = read_record(record_path(output))
+    record = load_record(record_path(output), "sentences_record", missing_ok=True)
     try:
         st = output.stat()
     except OSError:
         return None
-    if record is None or record.get("output") != [st.st_size, st.st_mtime_ns]:
-        return None
-    return record if isinstance(record.get("identity"), dict) else None
+    return record if record is not None and record["output"] == [st.st_size, st.st_mtime_ns] else None
 
 
 def write_output_record(output: Path, identity: dict, report: dict) -> None:
@@ -148,17 +147,22 @@ def split_documents(
 
 
 def write_text(path: str | Path, documents: Iterable[tuple[str, list[str]]]) -> None:
-    """Google's BERT input format: one sentence per line, a blank line between documents."""
+    """Google's BERT input format in a file (atomically): see write_sentences."""
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as out:
-        first = True
-        for _, sentences in documents:
-            if not first:
-                out.write("\n")
-            first = False
-            # A pre-split sentence cannot hold "\n" (it came from a line), a split one never does; the
-            # replace keeps the line format intact whatever a custom splitter returns.
-            out.write("\n".join(s.replace("\n", " ") for s in sentences))
+        write_sentences(out, documents)
+
+
+def write_sentences(out: TextIO, documents: Iterable[tuple[str, list[str]]]) -> None:
+    """Google's BERT input format: one sentence per line, a blank line between documents."""
+    first = True
+    for _, sentences in documents:
+        if not first:
             out.write("\n")
+        first = False
+        # A pre-split sentence cannot hold "\n" (it came from a line), a split one never does; the
+        # replace keeps the line format intact whatever a custom splitter returns.
+        out.write("\n".join(s.replace("\n", " ") for s in sentences))
+        out.write("\n")
 
 
 def write_parquet(path: str | Path, documents: Iterable[tuple[str, list[str]]]) -> None:

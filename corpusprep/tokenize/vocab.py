@@ -29,7 +29,8 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre
 from tokenizers import trainers as hf_trainers
 
 from corpusprep.engine.artifact import Artifact, input_files
-from corpusprep.engine.files import atomic_path, read_json, write_json
+from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import stable_hash
 from corpusprep.errors import UsageError
 from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents
@@ -404,7 +405,7 @@ def build_vocab(
     )
     with artifact:
         if artifact.complete is not None:
-            return {**read_json(vocab_dir / "vocab_report.json"), "reused": True}
+            return {**load_record(vocab_dir / "vocab_report.json", "vocab_report"), "reused": True}
         artifact.claim(FILES)
         counts = {"characters": 0}
         sample = _Sample()
