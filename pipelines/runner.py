@@ -110,9 +110,12 @@ def run_pipeline(
     run_dir = Path(run_dir)
     selected = select(pipeline.stages, until)
     started = time.perf_counter()
-    # Everything is checked before anything is written: settings, input paths, the run dir's place.
-    for stage in selected:
-        stages.check(stage)
+    # Everything is checked before anything is written: settings (of every stage, also those after --until:
+    # a typo in the last phase fails now; only a train stage's trainer checks, which import torch, wait for
+    # a run that trains), input paths, the run dir's place.
+    for stage in pipeline.stages:
+        if stage.kind != "train" or stage in selected:
+            stages.check(stage)
     check_paths(pipeline)
     dirs = {s.name: run_dir / s.output for s in pipeline.stages}
     demo = pipeline.demo_input

@@ -22,7 +22,7 @@ from corpusprep.engine import artifact
 from corpusprep.engine.files import atomic_path, write_json
 from corpusprep.engine.records import load_record, parse_json, read_bytes
 from corpusprep.errors import DataError, UsageError
-from pipelines.config import Stage
+from pipelines.config import RUNNER_TRAIN_KEYS, Stage
 
 
 @dataclass(frozen=True)
@@ -235,7 +235,7 @@ class ShardStage(StageKind):
         return [str(p) for p in validate_shards(ctx.out)]
 
 
-RUNNER_KEYS = ("processes",)  # [train] keys for the runner, not the trainer
+RUNNER_KEYS = tuple(RUNNER_TRAIN_KEYS)  # [train] keys for the runner, not the trainer (checked when planned)
 
 
 def train_config(stage: Stage, dirs: dict[str, Path], resume: bool = True) -> dict[str, Any]:
@@ -293,7 +293,10 @@ class TrainStage(StageKind):
     def check(self, stage: Stage) -> None:
         from trainer.config import load_config
 
-        load_config({k: v for k, v in stage.settings["train"].items() if k not in RUNNER_KEYS})
+        try:
+            load_config({k: v for k, v in stage.settings["train"].items() if k not in RUNNER_KEYS})
+        except UsageError as error:  # name the phase: "train-seq512: optim.lr: expected float, got 'fast'"
+            raise UsageError(f"{stage.name}: {str(error).removeprefix('config: ')}") from None
 
     def run(self, stage: Stage, ctx: StageContext) -> StageResult:
         identity = {"settings": stage.settings, "shards": artifact.content_digest(ctx.need(stage, "shards"))}

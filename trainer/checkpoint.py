@@ -445,22 +445,7 @@ def bert_config(saved: dict, where: Path) -> BertConfig:
         config = BertConfig(**saved)
     except (TypeError, ValueError) as e:  # a value out of range (trainer.config.check_model), a wrong type
         raise DataError(f"{where}: {e}") from None
-    return check_size(config, where)
-
-
-MAX_PARAMETERS = 10**12  # BERT-large has 3.4e8
-
-
-def check_size(config: BertConfig, where: Path | str) -> BertConfig:
-    """`config`, unless it describes more than MAX_PARAMETERS weights (a config read from disk: even the
-    shapes of such a model, `check_state`, would take hours to build, and its weights no memory holds)."""
-    h, i = config.hidden_size, config.intermediate_size
-    size = (config.vocab_size + config.max_position + config.type_vocab_size) * h + config.num_layers * (
-        4 * h * h + 2 * h * i)  # fmt: skip
-    if size > MAX_PARAMETERS:
-        raise DataError(f"{where}: model: more than {MAX_PARAMETERS:.0e} parameters, beyond any checkpoint "
-                        "this trainer writes")  # fmt: skip
-    return config
+    return config  # its sizes checked as it was built: in range, and a model this machine holds (check_fits)
 
 
 def find_checkpoint(path: Path) -> Path:

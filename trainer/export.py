@@ -31,7 +31,7 @@ from corpusprep.console import refuse_stdout
 from corpusprep.engine import records
 from corpusprep.engine.artifact import PIPELINE_RUN_FILES, check_not_nested, enclosing_output
 from corpusprep.engine.files import fsync_dir
-from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError
+from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError, printable
 from corpusprep.objectives import objective
 from trainer.checkpoint import WEIGHTS, check_state, find_checkpoint, load_checkpoint
 from trainer.model import BertConfig, BertForPreTraining
@@ -215,8 +215,8 @@ def bert_config_from_hf(hf: dict, where: Path) -> BertConfig:
         )
     except KeyError as e:
         raise UsageError(f"{where}: lacks {e.args[0]}") from None
-    except (TypeError, ValueError) as e:  # a value out of range (trainer.config.check_model), a wrong type
-        raise UsageError(f"{where}: {e}") from None
+    except (TypeError, ValueError) as e:  # a size out of range or no machine holds (config.check_model): data
+        raise DataError(f"{where}: {e}") from None
 
 
 # ---------------------------------------------------------------- checkpoint and vocab
@@ -547,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
             if report["missing_keys"] or report["unexpected_keys"] or worst > 1e-4:
                 raise DataError(f"{out}: transformers does not reproduce the checkpoint (see above)")
     except CorpusprepError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {printable(str(e))}", file=sys.stderr)  # one line, whatever the names hold
         return e.exit_code
     return 0
 

@@ -2,8 +2,9 @@
 
     python -m trainer.import_hf bert-base-uncased/ init/bert-base [--overwrite]
 
-Reads config.json, model.safetensors (or pytorch_model.bin) and vocab.txt (+ tokenizer_config.json for
-casing) from a `save_pretrained` directory, and writes OUT in the layout of one trainer checkpoint:
+Reads config.json, model.safetensors (never a pickled pytorch_model.bin) and vocab.txt (+
+tokenizer_config.json for casing) from a `save_pretrained` directory, and writes OUT in the layout of one
+trainer checkpoint:
 
     OUT/weights.safetensors  our state dict (trainer/model.py names; safetensors: no pickle)
     OUT/config.json   {"model": BertConfig fields, "vocab": {sha256, size}, "source": {...}, "files": ...}
@@ -26,8 +27,8 @@ import torch
 from corpusprep.console import refuse_stdout
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
-from corpusprep.errors import CorpusprepError, OneLineParser, UsageError
-from trainer.checkpoint import WEIGHTS, check_state, save_model
+from corpusprep.errors import CorpusprepError, OneLineParser, UsageError, printable
+from trainer.checkpoint import WEIGHTS, check_state, load_tensors, save_model
 from trainer.export import Output, bert_config_from_hf, from_hf, write_dir
 from trainer.model import BertConfig, BertForPreTraining
 
@@ -39,21 +40,26 @@ OUTPUT = Output(
 
 
 def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
-    if (hf_dir / "model.safetensors").is_file():
-        from safetensors.torch import load_file
-
-        return load_file(str(hf_dir / "model.safetensors"))
-    if (hf_dir / "pytorch_model.bin").is_file():
-        return torch.load(hf_dir / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    """The weights of model.safetensors. A pickled pytorch_model.bin is refused, never opened: unpickling
+    runs whatever code the file holds, and corpusprep never unpickles a file it did not write."""
+    path = hf_dir / "model.safetensors"
+    if path.is_file():
+        return load_tensors(path)  # its header checked first: a truncated or damaged file is one line
+    if any((hf_dir / name).is_file() for name in ("pytorch_model.bin", "model.ckpt.index", "tf_model.h5")):
+        raise UsageError(
+            f"{hf_dir}: holds pickled (or TensorFlow) weights, which are never read: loading a pickle runs "
+            "the code it holds; convert them to model.safetensors first (transformers: "
+            "from_pretrained(DIR).save_pretrained(DIR, safe_serialization=True), in a trusted environment)"
+        )
     if any(hf_dir.glob("*.index.json")):
         raise UsageError(f"{hf_dir}: sharded weights are not supported; save_pretrained with max_shard_size")
-    raise UsageError(f"{hf_dir}: no model.safetensors or pytorch_model.bin")
+    raise UsageError(f"{hf_dir}: no model.safetensors")
 
 
 def lowercases(hf_dir: Path) -> bool:
     """The tokenizer's casing: tokenizer_config.json's do_lower_case (BERT's default: True)."""
     path = hf_dir / "tokenizer_config.json"
-    return bool(load_record(path, "tokenizer_config").get("do_lower_case", True)) if path.is_file() else True
+    return load_record(path, "tokenizer_config").get("do_lower_case", True) if path.is_file() else True
 
 
 def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Tensor], list[str]]:
@@ -61,9 +67,12 @@ def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Te
     config_path = hf_dir / "config.json"
     if not config_path.is_file():
         raise UsageError(f"{hf_dir}: no config.json (not a save_pretrained directory)")
+    # the records loader checks shape and types; BertConfig the sizes (trainer.config.check_model: ranges,
+    # and a model this machine can hold); both exit 1. What our model cannot compute (relu, roberta): exit 2
     config = bert_config_from_hf(load_record(config_path, "hf_config"), config_path)
+    weights = read_hf_weights(hf_dir)
     try:
-        state, fresh = from_hf(read_hf_weights(hf_dir), config)
+        state, fresh = from_hf(weights, config)
     except UsageError as e:
         raise UsageError(f"{hf_dir}: {e}") from None
     if fresh:  # e.g. a BertForMaskedLM checkpoint has no NSP head: start those from BERT's init
@@ -83,6 +92,7 @@ def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed
     hf_dir = Path(hf_dir)
     if not (hf_dir / "vocab.txt").is_file():
         raise UsageError(f"{hf_dir}: no vocab.txt (only WordPiece BERT tokenizers can be imported)")
+    cased = not lowercases(hf_dir)  # the small files first: a bad one fails before the weights are read
     config, state, fresh = convert(hf_dir, seed)
     vocab = VocabInfo.load(hf_dir)  # also checks the five special tokens are present
     if vocab.size != config.vocab_size:
@@ -96,7 +106,7 @@ def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed
     def write(tmp: Path) -> None:
         save_model(tmp, state, record)  # weights.safetensors + config.json: no pickle
         # the vocab directory is part of the checkpoint being written, not inside another output
-        vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=not lowercases(hf_dir), part_of=tmp)
+        vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=cased, part_of=tmp)
 
     write_dir(Path(out), write, overwrite, OUTPUT, [hf_dir])
     copied = hashlib.sha256((Path(out) / "vocab" / "vocab.txt").read_bytes()).hexdigest()
@@ -122,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         refuse_stdout(args.out, "OUT", "a directory (weights.safetensors, config.json, vocab/)")
         record = import_hf(args.hf_dir, args.out, args.overwrite, args.seed)
     except CorpusprepError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {printable(str(e))}", file=sys.stderr)  # one line, whatever the names hold
         return e.exit_code
     c, fresh = record["model"], record["source"]["initialized_fresh"]
     print(f"wrote {args.out}: {c['num_layers']} layers, hidden {c['hidden_size']}, vocab {c['vocab_size']}")

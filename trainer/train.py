@@ -148,7 +148,10 @@ def build_model(
             config.checkpoint.init_from, config.model, vocab_size, vocab_sha, where, shards.objective.name
         )
     else:
-        bert = config.model.bert_config(shards.vocab.size, shards.objective.name)
+        try:
+            bert = config.model.bert_config(shards.vocab.size, shards.objective.name)
+        except ValueError as e:  # with the shards' vocab, more than the machine holds (config.check_fits)
+            raise UsageError(f"config: {e}") from None
     longest = int(shards.manifest.get("max_seq_length") or 0)
     if longest > bert.max_position:  # the position table has no row for the tokens beyond it
         raise UsageError(
@@ -199,6 +202,7 @@ class Trainer:
         self.optimizer = build_optimizer(self.raw_model, config.optim, fused=device.type == "cuda")
         self.scheduler = build_scheduler(self.optimizer, config.schedule)
         self.step, self.position, self.last = 0, Position(), {}
+        self.last_batch: dict | None = None  # the newest micro-batch: save_checkpoint tries the weights on it
         if self.resume_from is not None:  # every state, then the data stream continues where it stopped
             self.load_state_dict(self.resume_from)
             log(d, f"resumed from {self.resume_from} at step {self.step}")
@@ -267,7 +271,7 @@ class Trainer:
         accum, d = self.config.schedule.grad_accum, self.d
         totals = torch.zeros(3, device=self.device)
         for micro in range(accum):
-            batch = to_device(next(self.batches), self.device)
+            batch = self.last_batch = to_device(next(self.batches), self.device)
             self.position.advance(len(batch["rows"]), self.workers)
             sync = micro == accum - 1 or d.world == 1
             with contextlib.nullcontext() if sync else self.model.no_sync():
@@ -284,11 +288,7 @@ class Trainer:
         lr = self.scheduler.get_last_lr()[0]
         loss, mlm, sentence = totals.tolist()
         if not math.isfinite(loss):  # before the step: the weights, and so every checkpoint, stay finite
-            raise DataError(
-                f"step {self.step + 1}: the loss is {loss} (training diverged at lr {lr:.2e}; no checkpoint "
-                f"holds a step after it); train again with a lower --lr (optim.lr={self.config.optim.lr:g}), "
-                "a longer warm-up or --pre-ln"
-            )
+            raise self.diverged_error(f"step {self.step + 1}: the loss is {loss}", lr, "a step after it")
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -391,7 +391,30 @@ class Trainer:
         except (RuntimeError, TypeError) as error:
             raise DataError(f"{where}: rng[{self.d.rank}]: not a generator's state ({error})") from None
 
+    def diverged_error(self, what: str, lr: float, held: str) -> DataError:
+        return DataError(f"{what} (training diverged at lr {lr:.2e}; no checkpoint holds {held}); train "
+                         f"again with a lower --lr (optim.lr={self.config.optim.lr:g}), a longer warm-up or "
+                         "--pre-ln")
+
+    def diverged(self) -> bool:
+        """Whether the weights about to be saved are not finite or give a loss that is not, on the newest
+        batch: a finite loss can still take one step to weights that give nan (lr 1e6). Every rank agrees."""
+        model = self.raw_model
+        bad = ~torch.stack([p.isfinite().all() for p in model.parameters()]).all()
+        if not bad and self.last_batch is not None:
+            model.eval()  # no dropout: no random draw, so the run's draws stay as they were
+            with torch.no_grad():
+                bad = ~forward_loss(model, self.last_batch, self.autocast)[2].isfinite()
+            model.train()
+        flag = bad.float().reshape(1)
+        if self.d.world > 1:
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item())
+
     def save_checkpoint(self) -> None:
+        if self.diverged():  # no checkpoint may hold diverged weights (README: Training)
+            raise self.diverged_error(f"step {self.step}: the weights are not finite or give a loss that is "
+                                      "not", self.scheduler.get_last_lr()[0], "them")
         states = self.state_dict()  # every rank takes part in the gather; rank 0 writes
         if self.d.main:
             record = checkpoint.config_record(self.config, self.bert, self.shards.manifest["vocab"])

@@ -190,8 +190,8 @@ def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, root: Path, workers:
     ) as pool:
         futures = {pool.submit(_run_in_worker, fn, task, marker_dir, root): task for task in tasks}
         processes = list(getattr(pool, "_processes", {}).values())  # to tell which one died, if one does
-        faults.reached("pool_started")  # workers are starting up: the narrowest window for orphans
         try:
+            faults.reached("pool_started")  # workers are starting up: the narrowest window for orphans
             for future in cf.as_completed(futures):
                 try:
                     record = future.result()
@@ -200,11 +200,15 @@ def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, root: Path, workers:
                     break
                 yield futures[future], record
         except (KeyboardInterrupt, GeneratorExit):
-            # Ctrl-C here or in the caller: stop the workers now, not after their tasks (outputs are atomic).
-            # No cancel(): Python 3.11's pool manager fails on the cancelled futures of a broken pool, and the
-            # interpreter then hangs at exit.
+            # Ctrl-C or SIGTERM here or in the caller: stop the workers now, not after their tasks (outputs
+            # are atomic). No cancel(): Python 3.11's pool manager fails on the cancelled futures of a broken
+            # pool, and the interpreter then hangs at exit.
             for process in list(getattr(pool, "_processes", {}).values()):
                 process.terminate()
+                # a stopped worker (SIGSTOP, a debugger) acts on SIGTERM only once continued: else the
+                # pool's shutdown would wait for it forever
+                with contextlib.suppress(OSError):
+                    os.kill(process.pid, signal.SIGCONT)
             raise
         except BaseException:
             for future in futures:
@@ -222,18 +226,30 @@ def _run_in_worker(fn: Callable[[Task], Stats], task: Task, marker_dir: Path, ro
 
 
 def _worker_died(processes: list, marker_dir: Path, fallback: str) -> DataError:
-    """One line for a broken pool: the task of the dead worker and how it died (OOM kills are SIGKILL)."""
+    """One line for a broken pool: the task of the dead worker and how it died, by name. Only SIGKILL is the
+    out-of-memory killer's signal; SIGTERM is another process's request (a shutdown, a job scheduler)."""
     # the pool terminates (SIGTERM) the other workers once one has died: look at those last
     for process in sorted(processes, key=lambda p: p.exitcode == -signal.SIGTERM):
         code = process.exitcode
         if code:
             running = Path(marker_dir) / f".running-{process.pid}"
             task = running.read_text() if running.is_file() else f"{fallback} (or another one in flight)"
-            how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
-            return DataError(f"task {task}: its worker process was {how}, most likely by the out-of-memory "
-                             "killer; rerun to continue (with fewer --workers if memory is short)")
-    return DataError(f"task {fallback}: a worker process died, most likely killed by the out-of-memory "
-                     "killer; rerun to continue (with fewer --workers if memory is short)")
+            return DataError(f"task {task}: its worker process {death(code)}")
+    return DataError(f"task {fallback}: a worker process died (how is unknown); rerun to continue")
+
+
+def death(code: int) -> str:
+    """How a process with exit code `code` (negative: killed by that signal) ended, the likely why, and what
+    to do: "was killed by SIGTERM (sent by another process: ...); rerun to continue"."""
+    if code >= 0:
+        return f"exited with status {code}; rerun to continue"
+    name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+    if -code == signal.SIGKILL:
+        return (f"was killed by {name}, most likely by the out-of-memory killer; rerun to continue (with "
+                "fewer --workers if memory is short)")
+    why = "sent by another process: a shutdown, a job scheduler, kill" if -code == signal.SIGTERM else (
+        "a crash in native code, or sent by another process")
+    return f"was killed by {name} ({why}); rerun to continue"
 
 
 def _pool_context(fn: Callable) -> tuple[Any, int]:

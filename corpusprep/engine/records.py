@@ -304,12 +304,14 @@ def parse_json(text: str | bytes, where: str | Path) -> Any:
         raise DataError(f"{where}: not valid JSON (not UTF-8 text)") from None
     except ValueError as e:  # an integer beyond Python's digit limit
         raise DataError(f"{where}: not valid JSON ({e})") from None
-    if _too_deep(value):
+    opening = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
+    if sum(map(text.count, opening)) >= MAX_DEPTH and too_deep(value):  # the count: a JSONL corpus's lines
         raise DataError(f"{where}: nested too deeply (more than {MAX_DEPTH} levels)")
     return value
 
 
-def _too_deep(value: Any) -> bool:
+def too_deep(value: Any) -> bool:
+    """Whether `value` (parsed JSON or TOML) nests deeper than MAX_DEPTH levels; walked level by level."""
     level = [value]
     for _ in range(MAX_DEPTH):
         level = [c for v in level if isinstance(v, (dict, list)) for c in (v.values() if isinstance(v, dict)
@@ -630,4 +632,4 @@ SCHEMAS: dict[str, Schema] = {
 }
 
 __all__ = ["SCHEMAS", "RecordError", "check_record", "inside", "load_record", "parse_json", "read_bytes",
-           "safetensors_header"]
+           "safetensors_header", "too_deep"]

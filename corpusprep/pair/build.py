@@ -50,6 +50,7 @@ from corpusprep.pair.tokens import (
     select_documents,
 )
 from corpusprep.read.document import no_usable_documents, skip_summary, unk_warning
+from corpusprep.settings import MAX_PASSES
 from corpusprep.split.stage import make_splitter
 from corpusprep.tokenize import VocabInfo
 
@@ -100,7 +101,7 @@ class PairOptions:
         checks = [
             (5 <= self.max_seq_length <= 65_535, "max_seq_length must be in [5, 65535]"),
             (0 <= self.short_seq_prob <= 1, "short_seq_prob must be in [0, 1]"),
-            (self.dupe_factor >= 1, "dupe_factor must be at least 1"),
+            (1 <= self.dupe_factor <= MAX_PASSES, f"dupe_factor must be in [1, {MAX_PASSES}] (BERT: 10)"),
             (self.docs_per_partition >= least, f"docs_per_partition must be at least {least} ({spec.name})"),
             (0 <= self.validation_fraction < 1, "validation_fraction must be in [0, 1)"),
             (self.docs_per_chunk >= 1, "docs_per_chunk must be at least 1"),
@@ -110,8 +111,9 @@ class PairOptions:
                 raise UsageError(f"build-pairs: {message}")
         if spec.packs:  # rows of pieces draw no target length: any value gives the same options and output
             object.__setattr__(self, "short_seq_prob", PairOptions.short_seq_prob)
-        if isinstance(self.splitter, str):  # any case, as --objective and --language take it
-            object.__setattr__(self, "splitter", self.splitter.lower())
+        for name in ("splitter", "line_breaks"):  # any case, as --objective and --language take it
+            if isinstance(getattr(self, name), str):
+                object.__setattr__(self, name, getattr(self, name).lower())
         make_splitter(self.splitter, self.language, self.line_breaks)  # fails now on a bad name or mode
 
 
