@@ -37,7 +37,14 @@ from corpusprep.engine.files import atomic_path, read_json, write_json
 from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
 from corpusprep.errors import DataError, UsageError
 from corpusprep.objectives import objective as objective_spec
-from corpusprep.pair.instances import Pairs, PartitionTokens, make_pairs, make_sop_pairs, pairs_table
+from corpusprep.pair.instances import (
+    SHORT_SEQ_BY,
+    Pairs,
+    PartitionTokens,
+    make_pairs,
+    make_sop_pairs,
+    pairs_table,
+)
 from corpusprep.pair.pack import make_rows, rows_table
 from corpusprep.pair.schema import SPLITS
 from corpusprep.pair.tokens import (
@@ -74,6 +81,9 @@ class PairOptions:
 
     max_seq_length: int = 128
     short_seq_prob: float = 0.1
+    # when the short target is drawn: "segment" (each new chunk: the share of short rows is short_seq_prob
+    # whatever the document lengths) or "document" (once per document and pass, as Google's script does)
+    short_seq_by: str = "segment"
     dupe_factor: int = 5
     docs_per_partition: int = 2048
     validation_fraction: float = 0.01
@@ -98,6 +108,10 @@ class PairOptions:
         checks = [
             (5 <= self.max_seq_length <= 65_535, "max_seq_length must be in [5, 65535]"),
             (0 <= self.short_seq_prob <= 1, "short_seq_prob must be in [0, 1]"),
+            (
+                self.short_seq_by in SHORT_SEQ_BY,
+                f"short_seq_by must be {' or '.join(SHORT_SEQ_BY)}, not {self.short_seq_by!r}",
+            ),
             (self.dupe_factor >= 1, "dupe_factor must be at least 1"),
             (self.docs_per_partition >= least, f"docs_per_partition must be at least {least} ({spec.name})"),
             (0 <= self.validation_fraction < 1, "validation_fraction must be in [0, 1)"),
@@ -108,6 +122,7 @@ class PairOptions:
                 raise UsageError(f"build-pairs: {message}")
         if spec.packs:  # rows of pieces draw no target length: any value gives the same options and output
             object.__setattr__(self, "short_seq_prob", PairOptions.short_seq_prob)
+            object.__setattr__(self, "short_seq_by", PairOptions.short_seq_by)
         if isinstance(self.splitter, str):  # any case, as --objective and --language take it
             object.__setattr__(self, "splitter", self.splitter.lower())
         make_splitter(self.splitter, self.language, self.line_breaks)  # fails now on a bad name or mode
@@ -262,18 +277,19 @@ def _pair_stats(pairs: Pairs, label: str, other: str) -> dict[str, Any]:
         other: len(pairs) - positive,
         "pairs_truncated": int((pairs.truncated_tokens > 0).sum()),
         "pair_tokens_truncated": int(pairs.truncated_tokens.sum()),
+        "short_target_pairs": int(pairs.short_target.sum()),
         "file_imbalance": [positive - (len(pairs) - positive)],
     }
 
 
 def _nsp_rows(part: PartitionTokens, opts: PairOptions, rng, dupe_pass: int) -> tuple[pa.Table, dict]:
-    pairs = make_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng)
+    pairs = make_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng, opts.short_seq_by)
     stats = _pair_stats(pairs, "not_next", "is_next")
     return pairs_table(part, pairs), {**stats, "documents_used": part.num_documents, "documents_skipped": {}}
 
 
 def _sop_rows(part: PartitionTokens, opts: PairOptions, rng, dupe_pass: int) -> tuple[pa.Table, dict]:
-    pairs, unpaired = make_sop_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng)
+    pairs, unpaired = make_sop_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng, opts.short_seq_by)
     used = int(np.count_nonzero(np.diff(part.doc_offsets) >= 2))
     return pairs_table(part, pairs, "sop"), {
         **_pair_stats(pairs, "swapped", "not_swapped"),
@@ -510,8 +526,9 @@ def read_stage(task: Task, bar: _Progress) -> dict[str, Any]:
 # The counts of the rows each objective reports (per split and in total), beside `pairs` (the rows of the
 # files, which `validate` and `shard` check): NSP's labels, SOP's, or none's rows, pieces and their tokens.
 ROW_COUNTS = {
-    "nsp": ("is_next", "not_next", "pairs_truncated", "pair_tokens_truncated"),
-    "sop": ("swapped", "not_swapped", "pairs_truncated", "pair_tokens_truncated", "sentences_unpaired"),
+    "nsp": ("is_next", "not_next", "pairs_truncated", "pair_tokens_truncated", "short_target_pairs"),
+    "sop": ("swapped", "not_swapped", "pairs_truncated", "pair_tokens_truncated", "short_target_pairs",
+            "sentences_unpaired"),
     "none": ("rows", "pieces", "piece_tokens"),
 }
 TOTALS = {"nsp": ("is_next", "not_next"), "sop": ("swapped", "not_swapped"), "none": ("rows", "pieces")}
