@@ -63,6 +63,7 @@ RESUME_KEYS = (
     "data.dynamic_masking",
     "data.num_workers",
     "schedule.warmup_steps",
+    "schedule.warmup_fraction",
     "schedule.grad_accum",
     "checkpoint.init_from",
 )
@@ -83,7 +84,7 @@ def resume_conflicts(saved: dict, current: dict) -> list[str]:
         if key == "checkpoint.init_from" and value:
             return str(Path(value).resolve())  # saved resolved (`config_record`); older runs as typed
         if key == "schedule.warmup_steps" and value is None:  # the default, resolved from that run's steps
-            return round(WARMUP_SHARE * config.get("schedule.steps", 0))
+            return round(WARMUP_SHARE * (config.get("schedule.steps") or 0))  # None: a budgeted run
         return value
 
     def shown(key: str, config: dict) -> str:
