@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from corpusprep.engine.files import atomic_path
 from corpusprep.errors import UsageError
@@ -116,6 +116,10 @@ class DemoStats:
         return {"modules": self.modules, "skipped_modules": dict(sorted(self.skipped_modules.items())),
                 "docstrings": self.docstrings, "documents": self.documents,
                 "dropped": dict(sorted(self.dropped.items())), "bytes": self.bytes, "sources": self.sources}
+
+    def summary(self) -> str:
+        return (f"{self.documents:,} documents, {self.bytes / 1e6:.1f} MB of text from {self.modules:,} "
+                f"modules ({', '.join(self.sources)})")
 
 
 def _python_files(root: Path) -> Iterator[tuple[Path, str]]:
@@ -263,8 +267,14 @@ def write_demo_corpus(path: str | Path, max_mb: float = DEFAULT_MAX_MB) -> DemoS
 
 def _write(path: Path, max_mb: float, stats: DemoStats) -> None:
     with open(path, "w", encoding="utf-8") as out:
-        for doc_id, text in iter_demo_documents(max_mb, stats):
-            out.write(json.dumps({"id": doc_id, "text": text}, ensure_ascii=False) + "\n")
+        write_demo_jsonl(out, max_mb, stats)
+
+
+def write_demo_jsonl(out: TextIO, max_mb: float, stats: DemoStats) -> None:
+    """The demo corpus as JSONL `{"id": ..., "text": ...}`, a document a line, into `out`."""
+    check_max_mb(max_mb)
+    for doc_id, text in iter_demo_documents(max_mb, stats):
+        out.write(json.dumps({"id": doc_id, "text": text}, ensure_ascii=False) + "\n")
 
 
 class _Same(Exception):
@@ -290,5 +300,4 @@ def update_demo_corpus(path: str | Path, max_mb: float = DEFAULT_MAX_MB, *, over
                                  "Python install; pass --overwrite to replace it")
     except _Same:
         return f"{path}: up to date (the same --max-mb on the same Python install), reused"
-    return (f"{path}: {stats.documents:,} documents, {stats.bytes / 1e6:.1f} MB of text from "
-            f"{stats.modules:,} modules ({', '.join(stats.sources)})")
+    return f"{path}: {stats.summary()}"

@@ -10,10 +10,17 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from corpusprep import __version__
+
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse for the `python -m trainer.*` entry points: a bad or missing argument is one line and exit 2,
-    as in `corpusprep` (argparse prints its whole usage block first)."""
+    as in `corpusprep` (argparse prints its whole usage block first); `--version` as in `corpusprep`."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument("--version", action="version", version=f"%(prog)s (corpusprep {__version__})",
+                          help="show the version and exit")  # fmt: skip
 
     def error(self, message: str) -> None:  # type: ignore[override]
         print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)

@@ -4,6 +4,8 @@
     [vocab] [pairs] [shard] [train]  the stage settings, shared by every phase
     [phases.NAME.pairs|shard|train]  optional: one pairs -> shard -> train set per phase, in file order,
                                      each phase's tables overriding the shared ones
+    [evaluate]                       optional: fine-tune the last phase's model and the same model
+                                     randomly initialised on a labelled task (trainer.evaluate)
 
 `--set section.key=value` edits the file's tables before anything else (`--set phases.seq512.train.x=1`).
 """
@@ -22,9 +24,10 @@ import tomllib
 from corpusprep.errors import UsageError
 
 DEMO_INPUT = "@demo"  # input.paths = ["@demo"]: the embedded demo corpus, built at run time
-SECTIONS = ("pipeline", "input", "vocab", "pairs", "shard", "train", "phases")
+SECTIONS = ("pipeline", "input", "vocab", "pairs", "shard", "train", "phases", "evaluate")
 PHASE_SECTIONS = ("pairs", "shard", "train")
-KINDS = ("corpus", "vocab", "pairs", "shard", "train", "plot")  # run order within a phase
+KINDS = ("corpus", "vocab", "pairs", "shard", "train", "plot", "evaluate")  # run order within a phase
+EVALUATE_PATHS = ("train", "dev", "test", "vocab")  # [evaluate] keys that name files
 # demo_mb: size of the demo corpus (None: corpusprep.demo_corpus.DEFAULT_MAX_MB)
 INPUT_DEFAULTS = {"paths": [DEMO_INPUT], "format": "auto", "text_field": "text", "on_error": "auto",
                   "demo_mb": None}
@@ -135,6 +138,10 @@ def resolve_paths(raw: dict[str, Any], base: Path) -> None:
     vocab = raw.get("vocab")
     if isinstance(vocab, dict) and "from_vocab" in vocab:
         vocab["from_vocab"] = _absolute(vocab["from_vocab"], base)
+    evaluate = raw.get("evaluate")
+    for key in EVALUATE_PATHS if isinstance(evaluate, dict) else ():
+        if key in evaluate:
+            evaluate[key] = _absolute(evaluate[key], base)
     for train in _train_tables(raw):
         checkpoint = train.get("checkpoint")
         if isinstance(checkpoint, dict) and "init_from" in checkpoint:
@@ -161,6 +168,10 @@ def check_paths(pipeline: Pipeline) -> None:
         init = checkpoint.get("init_from") if isinstance(checkpoint, dict) else None
         if isinstance(init, str) and not Path(init).exists():
             raise UsageError(f"{where}: train.checkpoint.init_from: {init}: no such file or directory")
+    evaluate = pipeline.config.get("evaluate") or {}
+    for key in EVALUATE_PATHS:
+        if isinstance(evaluate.get(key), str) and not Path(evaluate[key]).exists():
+            raise UsageError(f"{where}: evaluate.{key}: {evaluate[key]}: no such file or directory")
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -249,6 +260,9 @@ def plan(raw: dict[str, Any], source: Path) -> Pipeline:
             Stage(f"plot{suffix}", "plot", {}, {"train": train}, f"{prefix}train", phase),
         ]
         previous_train = train
+    if evaluate := _table(config, "evaluate", str(source)):  # the last phase's model, the pipeline's seed
+        stages.append(Stage("evaluate", "evaluate", {"evaluate": seeded(evaluate)}, {"train": previous_train},
+                            "evaluate"))
     return Pipeline(name, source, config, tuple(stages))
 
 

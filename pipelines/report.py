@@ -7,6 +7,7 @@ from typing import Any
 
 from corpusprep.engine.files import atomic_path, write_json
 from pipelines.config import Pipeline
+from trainer.evaluate import summary as evaluation
 
 
 def rate(record: dict[str, Any]) -> float | None:
@@ -104,4 +105,8 @@ def markdown(summary: dict[str, Any]) -> str:
     if summary["curves"]:
         lines += ["", "## Training curves", ""]
         lines += [f"![{c}]({c})" for c in summary["curves"]]
+    for s in summary["stages"]:
+        if isinstance(s["counts"].get("evaluation"), dict):
+            lines += ["", f"## Evaluation: is the model better than nothing? ({s['name']})", ""]
+            lines += evaluation.markdown(s["counts"]["evaluation"]).splitlines()
     return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ from typing import Any
 from rich.console import Console
 
 import corpusprep
+from corpusprep.console import console as stderr_console
 from corpusprep.engine import artifact
 from corpusprep.engine.files import read_record, remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
@@ -91,7 +92,7 @@ def run_pipeline(
     console: Console | None = None,
 ) -> dict[str, Any]:
     """Run (or skip) every stage up to `until`; write and return the run report."""
-    console = console or Console(stderr=True, soft_wrap=True)  # whole lines in logs, whatever the width
+    console = console or stderr_console()
     run_dir = Path(run_dir)
     selected = select(pipeline.stages, until)
     started = time.perf_counter()
@@ -119,6 +120,8 @@ def run_pipeline(
         records = []
         for number, stage in enumerate(selected, 1):
             needs = {name: fingerprints[name] for name in stage.needs.values()}
+            kind = stages.KINDS[stage.kind]
+            needs |= {path: input_fingerprint([path]) for path in kind.input_files(stage)}
             fp = fingerprints[stage.name] = fingerprint(
                 stage.kind, stage.settings, needs, corpusprep.__version__
             )
@@ -141,7 +144,6 @@ def run_pipeline(
             console.rule(f"{label} ({'resuming' if started_as == fp else 'running'})", align="left")
             ctx = StageContext(run_dir, out, inputs, dirs, engine, ray_address, workers, fresh, progress)
             t0 = time.perf_counter()
-            kind = stages.KINDS[stage.kind]
             result = kind.run(stage, ctx)
             seconds = time.perf_counter() - t0
             problems = kind.validate(stage, ctx)

@@ -86,6 +86,11 @@ class StageKind(abc.ABC):
         """Problems with the finished output, one line each ([] when it is complete and valid)."""
         return artifact.problems(ctx.out)
 
+    def input_files(self, stage: Stage) -> list[str]:
+        """Files outside the run the stage reads besides the corpus: the runner fingerprints them (path,
+        size, mtime), so an edited file reruns the stage."""
+        return []
+
 
 class CorpusStage(StageKind):
     kind = "corpus"
@@ -367,8 +372,43 @@ class PlotStage(StageKind):
         return [] if any(ctx.out.glob("*.png")) else [f"{ctx.out}: no PNG curves"]
 
 
+class EvaluateStage(StageKind):
+    """`python -m trainer.evaluate` on the last train stage's model, into an artifact of its own (each
+    fine-tuning run a task: a stopped evaluation resumes after its last finished run)."""
+
+    kind = "evaluate"
+
+    @staticmethod
+    def settings(stage: Stage):
+        from trainer.evaluate.settings import EvalSettings
+
+        return _options(EvalSettings, stage.settings["evaluate"], "evaluate").check("evaluate.")
+
+    def check(self, stage: Stage) -> None:
+        self.settings(stage)
+
+    def input_files(self, stage: Stage) -> list[str]:
+        settings = self.settings(stage)
+        return [p for p in (settings.train, settings.dev, settings.test) if p]
+
+    def run(self, stage: Stage, ctx: StageContext) -> StageResult:
+        from trainer.evaluate.compare import evaluate
+
+        model = ctx.need(stage, "train")
+        result = evaluate(model, self.settings(stage), ctx.out, overwrite=ctx.overwrite,
+                          model_identity=artifact.content_digest(model), workers=ctx.workers)  # fmt: skip
+        dev = result["splits"]["dev"]
+        # the dev means for the counts table; the whole result for report.md's evaluation section
+        counts = {"seeds": len(result["seeds"]), "pretrained": dev["pretrained"]["mean"],
+                  "random": dev["random"]["mean"], "gain": dev["gain"]["mean"],
+                  "gain_std": dev["gain"]["std"], "baseline": dev["baseline"], "outcome": dev["outcome"],
+                  "evaluation": result}  # fmt: skip
+        return StageResult(counts)
+
+
 KINDS: dict[str, StageKind] = {
-    k.kind: k for k in (CorpusStage(), VocabStage(), PairsStage(), ShardStage(), TrainStage(), PlotStage())
+    k.kind: k for k in (CorpusStage(), VocabStage(), PairsStage(), ShardStage(), TrainStage(), PlotStage(),
+                        EvaluateStage())
 }
 
 

@@ -38,7 +38,7 @@ class ModelConfig:
 
         overrides = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "preset"}
         set_fields = {k: v for k, v in overrides.items() if v is not None}
-        return preset(self.preset or "tiny", vocab_size=vocab_size, objective=objective, **set_fields)
+        return preset(self.preset or DEFAULT_PRESET, vocab_size=vocab_size, objective=objective, **set_fields)
 
     def conflicts(self, saved: BertConfig) -> list[str]:
         """The architecture this config sets explicitly (preset or fields) where `saved` differs."""
@@ -63,10 +63,19 @@ class DataConfig:
     verify: bool = False  # sha256 every shard against the manifest before training
 
 
+# The peak learning rate when optim.lr is not set, by model preset: BERT's 1e-4 (Devlin et al. 2019) from
+# small up; the small presets tolerate, and need, larger steps: mini (H256) takes ELECTRA-Small's 5e-4 (Clark
+# et al. 2020, same width), tiny (H128) 1e-3. A run from other weights (checkpoint.init_from) without a
+# preset: BERT's.
+PRESET_LR = {"tiny": 1e-3, "mini": 5e-4, "small": 1e-4, "medium": 1e-4, "base": 1e-4, "large": 1e-4}
+BERT_LR = 1e-4
+DEFAULT_PRESET = "tiny"
+
+
 @dataclass
 class OptimConfig:
     name: str = "adamw"  # adamw | lamb
-    lr: float = 1e-4
+    lr: float | None = None  # None: the preset's (PRESET_LR), resolved by load_config
     beta1: float = 0.9
     beta2: float = 0.999
     eps: float = 1e-6
@@ -269,8 +278,18 @@ def load_config(source: Path | str | dict | None = None, overrides: list[str] | 
         for section in reversed(sections):
             nested = {section: nested}
         _apply(config, nested, "--set")
+    if config.optim.lr is None:  # resolved here, so the run, its checkpoints and --print-config show it
+        config.optim.lr = default_lr(config)
     validate(config)
     return config
+
+
+def default_lr(config: TrainConfig) -> float:
+    """The learning rate of the config's preset (PRESET_LR); BERT's for a run from other weights without one
+    (their architecture is the saved one)."""
+    if config.model.preset is None and config.checkpoint.init_from:
+        return BERT_LR
+    return PRESET_LR.get(config.model.preset or DEFAULT_PRESET, BERT_LR)  # unknown preset: validate says so
 
 
 def _number(value: Any) -> bool:

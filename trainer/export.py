@@ -14,7 +14,9 @@ safetensors and corpusprep's `tokenizers`; `--verify` (optional) imports transfo
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import fnmatch
+import importlib.util
 import json
 import os
 import shutil
@@ -25,7 +27,8 @@ from pathlib import Path
 
 import torch
 
-from corpusprep.engine.artifact import check_not_nested, enclosing_output
+from corpusprep.console import refuse_stdout
+from corpusprep.engine.artifact import PIPELINE_RUN_FILES, check_not_nested, enclosing_output
 from corpusprep.engine.files import fsync_dir
 from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError
 from corpusprep.objectives import objective
@@ -167,6 +170,21 @@ def hf_config(config: BertConfig, pad_token_id: int) -> dict:
     }
 
 
+def trained_length(saved: dict, config: BertConfig) -> int | None:
+    """The longest sequence the checkpoint's run trained on (its shards' max_seq_length, as its config.json
+    records them), when the run started from random weights; None when unknown (an import, an older run, a
+    value out of range) or when it started from other weights (checkpoint.init_from), whose positions were
+    trained elsewhere, maybe further."""
+    def field(record: object, key: str) -> object:  # the record is read from disk: any shape
+        return record.get(key) if isinstance(record, dict) else None
+
+    init_from = field(field(saved.get("train"), "checkpoint"), "init_from")
+    length = field(saved.get("shards"), "max_seq_length")
+    if init_from or not isinstance(length, int) or isinstance(length, bool):
+        return None
+    return length if 1 <= length <= config.max_position else None
+
+
 def bert_config_from_hf(hf: dict, where: Path) -> BertConfig:
     """Our BertConfig for a Hugging Face BERT config.json; anything our model cannot compute is an error."""
     checks = {
@@ -295,12 +313,15 @@ def claim_output(out: Path, output: Output, inputs: Iterable[Path], overwrite: b
     command = f"trainer.{output.command}"
     check_not_nested(out, inputs, command)
     # Another command's output, or inside one (a training run, a pipeline run, shards...): never written
-    # into, even with --overwrite, as every stage refuses another kind. The one exception: an earlier
-    # import, which has a model checkpoint's signs (model.pt beside config.json) because it is one.
+    # into, even with --overwrite, as every stage refuses another kind. The exceptions: an earlier import,
+    # which has a model checkpoint's signs (model.pt beside config.json) because it is one; and a pipeline
+    # run's own model, exported beside its stages (`runs/demo/hf` from `runs/demo/train`, as the README does).
     target = out.resolve()
     found = enclosing_output([target, *target.parents])
     if found == (target, "a model checkpoint") and out.is_dir() and output.finished(out):
         found = enclosing_output(target.parents)
+    if found and found[1] == "a pipeline run" and _beside_stages(target, found[0], inputs):
+        found = enclosing_output(found[0].parents)
     if found:
         where = "is" if found[0] == target else "lies inside"
         raise UsageError(f"{out}: {where} {found[1]} ({found[0]}); pick another directory (never written "
@@ -330,6 +351,13 @@ def claim_output(out: Path, output: Output, inputs: Iterable[Path], overwrite: b
         )
     if visible:
         print(f"{out}: left in place, not written by {command}: {', '.join(visible[:5])}", file=sys.stderr)
+
+
+def _beside_stages(target: Path, pipeline: Path, inputs: Iterable[Path]) -> bool:
+    """`target` is a new directory of the pipeline run `pipeline` (not one of the runner's own files) and
+    the command reads that run's output: its model, exported beside the stages that made it."""
+    return (target.parent == pipeline and target.name not in PIPELINE_RUN_FILES
+            and any(pipeline in Path(path).resolve().parents for path in inputs))  # fmt: skip
 
 
 def write_dir(
@@ -401,11 +429,20 @@ def export(
     check_state(state, config, path / "model.pt")
     weights = to_hf(state, config)  # raises for pre-LN before anything is written
     vocab_dir = find_vocab(path, saved, Path(vocab) if vocab else None, config.vocab_size)
+    # Positions beyond the longest trained sequence hold their random initialisation: the export ends at the
+    # trained length (max_position_embeddings, the position table, the tokenizer's model_max_length), so a
+    # longer input is an error or truncated, never silently read with untrained positions.
+    trained = trained_length(saved, config)
+    if trained is not None and trained < config.max_position:
+        table = "bert.embeddings.position_embeddings.weight"
+        weights[table] = weights[table][:trained].clone()
+        config = dataclasses.replace(config, max_position=trained)
     files = tokenizer_files(vocab_dir, config.max_position)
     pad_id = files["vocab.txt"].splitlines().index("[PAD]")
+    record = hf_config(config, pad_id) | {"corpusprep_trained_length": trained}
 
     def write(tmp: Path) -> None:
-        (tmp / "config.json").write_text(json.dumps(hf_config(config, pad_id), indent=2) + "\n")
+        (tmp / "config.json").write_text(json.dumps(record, indent=2) + "\n")
         save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         # safetensors creates its file with mode 0600; give it the umask's mode, as every other file has
         shutil.copymode(tmp / "config.json", tmp / "model.safetensors")
@@ -447,7 +484,7 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
     model = model.eval()
     c = model.config
     g = torch.Generator().manual_seed(seed)
-    length = min(c.max_position, 32)
+    length = min(c.max_position, hf.config.max_position_embeddings, 32)  # an export ends at its trained one
     ids = torch.randint(0, c.vocab_size, (batch, length), generator=g)
     types = (torch.arange(length) >= length // 2).long().expand(batch, -1)
     lengths = torch.randint(length // 2, length + 1, (batch,), generator=g)
@@ -463,6 +500,16 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
                                   .abs().max()),
         "nsp_max_abs_diff": float((ours_nsp - theirs.seq_relationship_logits).abs().max()) if head else None,
     }
+
+
+def positions_note(out: Path) -> str:
+    """What the export's max_position_embeddings means, from the config.json just written."""
+    hf = json.loads((Path(out) / COMMIT).read_text())
+    positions, trained = hf["max_position_embeddings"], hf.get("corpusprep_trained_length")
+    if trained is None:
+        return (f"max_position_embeddings {positions}, the model's; the length it was trained on is not "
+                "known here (initialised from other weights, or an import)")
+    return f"max_position_embeddings {positions}: the longest sequence it was trained on"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -481,8 +528,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        refuse_stdout(args.out_dir, "OUT_DIR", "a directory (config.json, model.safetensors, ...)")
+        if args.verify and importlib.util.find_spec("transformers") is None:  # before anything is written
+            raise UsageError("--verify loads the export with transformers, which is not installed here: pip "
+                             "install transformers (the export itself does not need it)")
         out = export(args.checkpoint, args.out_dir, args.vocab, args.overwrite)
-        print(f"wrote {out}")
+        print(f"wrote {out} ({positions_note(out)})")
         if args.verify:
             config, state, _ = load_checkpoint(args.checkpoint)
             report = verify(out, our_model(config, state))

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from corpusprep.console import refuse_stdout
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, OneLineParser, UsageError
 from trainer.checkpoint import check_state, read_json
@@ -119,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        refuse_stdout(args.out, "OUT", "a directory (model.pt, config.json, vocab/)")
         record = import_hf(args.hf_dir, args.out, args.overwrite, args.seed)
     except CorpusprepError as e:
         print(f"error: {e}", file=sys.stderr)

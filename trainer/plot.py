@@ -6,16 +6,16 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from corpusprep.errors import OneLineParser
+from corpusprep.console import refuse_stdout
+from corpusprep.errors import DataError, OneLineParser, UsageError
 
 
 def read_metrics(path: Path) -> list[dict]:
     """The records of metrics.jsonl; a last line cut short by a kill is left out, any other bad line is a
     DataError naming it."""
-    from corpusprep.errors import DataError
-
     lines = path.read_text().splitlines()
     records = []
     for number, line in enumerate(lines, 1):
@@ -29,56 +29,111 @@ def read_metrics(path: Path) -> list[dict]:
     return records
 
 
-def plot(run_dir: Path, out: Path | None = None) -> Path:
-    """Write the curves of RUN_DIR/metrics.jsonl as a PNG (default RUN_DIR/curves.png)."""
-    import matplotlib.pyplot as plt
-
-    records = read_metrics(run_dir / "metrics.jsonl")
-    fig = figure(records, f"training run {run_dir.resolve().name}")
-    out = out or run_dir / "curves.png"
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
-
-
 SENTENCE_TASKS = {"nsp": "next-sentence", "sop": "sentence-order"}  # metric prefix -> title
 
 
-def figure(records: list[dict], title: str):
-    """Masked-LM loss, the sentence task's loss when the objective has one (its own axis: ~0.69 beside an
-    MLM loss of ~5-10, it would look flat) and validation accuracy, each with train and validation curves."""
+@dataclass
+class Curves:
+    """The records a figure draws: training (masked-LM loss, means over each record's window of steps) and
+    validation (masked-LM loss and accuracy), and how many records it could not use, with the first one's
+    line."""
+
+    train: list[dict] = field(default_factory=list)
+    validation: list[dict] = field(default_factory=list)
+    skipped: int = 0
+    first_skipped: int | None = None
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def curves(records: list) -> Curves:
+    """Training records hold a step and `mlm_loss`, validation records a step, `val_mlm_loss` and
+    `val_mlm_acc`, all numbers; any other record (another program's, a hand edit) is skipped and counted."""
+    c = Curves()
+    for line, record in enumerate(records, 1):
+        ok = isinstance(record, dict) and _number(record.get("step"))
+        if ok and _number(record.get("mlm_loss")):
+            c.train.append(record)
+        elif ok and _number(record.get("val_mlm_loss")) and _number(record.get("val_mlm_acc")):
+            c.validation.append(record)
+        else:
+            c.skipped += 1
+            c.first_skipped = c.first_skipped or line
+    return c
+
+
+def plot(run_dir: Path, out: Path | None = None) -> tuple[Path, Curves]:
+    """Write the curves of RUN_DIR/metrics.jsonl as a PNG (default RUN_DIR/curves.png)."""
+    import matplotlib.pyplot as plt
+
+    path = run_dir / "metrics.jsonl"
+    found = curves(read_metrics(path))
+    if not found.train and not found.validation:
+        raise DataError(f"{path}: no training or validation record (a step with mlm_loss or val_mlm_loss)")
+    fig = figure(found, f"training run {run_dir.resolve().name}")
+    out = out or run_dir / "curves.png"
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out, found
+
+
+def figure(found: Curves | list, title: str):
+    """Masked LM in the first column, the sentence task (when the objective has one) in the second: losses
+    above (train: each record's mean over its window of steps; validation), validation accuracy below, each
+    on its own axis. Beside an MLM loss of ~5-10 the NSP loss (~0.69) would look flat, and so would an MLM
+    accuracy rising from 0.05 to 0.15 on the 0-1 axis that NSP's needs; chance is marked for the sentence
+    task."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display needed
     import matplotlib.pyplot as plt
 
-    train = [r for r in records if "loss" in r]
-    val = [r for r in records if "val_mlm_loss" in r]
-    task = next((t for t in SENTENCE_TASKS if any(f"{t}_loss" in r for r in records)), None)
-    losses = [("mlm_loss", "masked LM")] + ([(f"{task}_loss", SENTENCE_TASKS[task])] if task else [])
-    fig, axes = plt.subplots(1, len(losses) + 1, figsize=(5 * (len(losses) + 1), 4.2))
-    for ax, (key, what) in zip(axes, losses, strict=False):
-        if train:
-            ax.plot([r["step"] for r in train], [r[key] for r in train], label="train", alpha=0.8)
-        if val:
-            ax.plot([r["step"] for r in val], [r["val_" + key] for r in val], label="validation",
-                    marker="o", markersize=3)  # fmt: skip
-        ax.set(xlabel="step", ylabel="cross-entropy (nats)", title=f"{what} loss")
-    accuracy = axes[-1]
-    accuracies = [("val_mlm_acc", "masked LM")]
-    if task:
-        axes[1].axhline(math.log(2), color="grey", linestyle="--", linewidth=1, label="chance (ln 2)")
-        accuracies.append((f"val_{task}_acc", SENTENCE_TASKS[task].replace("-", " ")))
-        accuracy.axhline(0.5, color="grey", linestyle="--", linewidth=1, label=f"{task.upper()} chance")
-    for key, label in accuracies:
-        accuracy.plot([r["step"] for r in val], [r[key] for r in val], label=label, marker="o", markersize=3)
-    accuracy.set(xlabel="step", ylabel="accuracy", title="validation accuracy", ylim=(0, 1))
-    for ax in axes:
+    found = found if isinstance(found, Curves) else curves(found)
+    train, val = found.train, found.validation
+    task = next((t for t in SENTENCE_TASKS if any(f"{t}_loss" in r for r in train + val)), None)
+    columns = [("mlm", "masked LM")] + ([(task, SENTENCE_TASKS[task])] if task else [])
+    fig, axes = plt.subplots(2, len(columns), figsize=(5.5 * len(columns), 8), squeeze=False)
+    for (prefix, what), (loss, accuracy) in zip(columns, axes.T, strict=True):
+        _series(loss, train, f"{prefix}_loss", "train (mean over each logging window)", color="C0", alpha=0.8)
+        _series(loss, val, f"val_{prefix}_loss", "validation", **VALIDATION)
+        loss.set(xlabel="step", ylabel="cross-entropy (nats)", title=f"{what} loss")
+        _series(accuracy, val, f"val_{prefix}_acc", "validation", **VALIDATION)
+        accuracy.set(xlabel="step", ylabel="accuracy", title=f"{what} accuracy (validation)")
+        if prefix == task:
+            loss.axhline(math.log(2), color="grey", linestyle="--", linewidth=1, label="chance (ln 2)")
+            accuracy.axhline(0.5, color="grey", linestyle="--", linewidth=1, label="chance (0.5)")
+    for ax in axes.flat:
         ax.grid(alpha=0.3)
-        ax.legend(loc="best", framealpha=0.9, fontsize="small")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="best", framealpha=0.9, fontsize="small")
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+VALIDATION = {"color": "C1", "marker": "o", "markersize": 3}  # one colour for validation in every panel
+
+
+def _series(ax, records: list[dict], key: str, label: str, **style) -> None:
+    points = [(r["step"], r[key]) for r in records if _number(r.get(key))]
+    if points:
+        ax.plot(*zip(*points, strict=True), label=label, **style)
+
+
+def training_run(path: Path) -> Path:
+    """The run dir to plot: `path` itself, or a pipeline run's one training stage (`runs/demo` ->
+    `runs/demo/train`, as trainer.export takes it); a UsageError naming the stages when there are several."""
+    if (path / "metrics.jsonl").is_file():
+        return path
+    stages = sorted(p.parent for depth in ("*/", "*/*/") for p in path.glob(f"{depth}metrics.jsonl"))
+    if len(stages) == 1:
+        return stages[0]
+    if stages:
+        names = ", ".join(map(str, stages))
+        raise UsageError(f"{path}: holds {len(stages)} training runs ({names}); plot one of them")
+    raise UsageError(f"{path / 'metrics.jsonl'}: no metrics (not a run dir?)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,14 +145,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if not (args.run_dir / "metrics.jsonl").is_file():
-        print(f"error: {args.run_dir / 'metrics.jsonl'}: no metrics (not a run dir?)", file=sys.stderr)
+    refuse_stdout(args.out, "--out", "a PNG image")
+    try:
+        run_dir = training_run(args.run_dir)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
-    print(plot(args.run_dir, args.out))
+    out, found = plot(run_dir, args.out)
+    if found.skipped:
+        print(f"{run_dir / 'metrics.jsonl'}: skipped {found.skipped} record(s) that are neither "
+              f"training nor validation metrics (first: record {found.first_skipped})", file=sys.stderr)
+    print(out)
     return 0
 
 
 if __name__ == "__main__":
     from corpusprep.errors import guarded
 
-    sys.exit(guarded(main))  # an OSError or Ctrl-C: one line, not a traceback
+    sys.exit(guarded(main))  # an OSError, a DataError or Ctrl-C: one line, not a traceback

@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from corpusprep.console import refuse_stdout
 from corpusprep.errors import OneLineParser, UsageError, guarded
 
 # direct flags -> config keys (`--set` reaches every other key)
@@ -49,14 +50,16 @@ DIR_FLAGS = ("shards", "run_dir", "init_from")
 
 def config_default(key: str) -> str:
     """The default of a config key as --help shows it ("" when there is none, e.g. data.shards)."""
-    from trainer.config import DEFAULT_STEPS, WARMUP_SHARE, TrainConfig
+    from trainer.config import DEFAULT_PRESET, DEFAULT_STEPS, PRESET_LR, WARMUP_SHARE, TrainConfig
 
     # settings whose dataclass default is None: chosen later, or derived from other settings
+    by_preset = ", ".join(f"{name} {lr:.0e}" for name, lr in PRESET_LR.items())
     derived = {
-        "model.preset": "tiny",
+        "model.preset": DEFAULT_PRESET,
         "schedule.steps": f"{DEFAULT_STEPS}; no limit with --budget",
         "schedule.budget": "none, the schedule goes by steps",
         "schedule.warmup_steps": f"{WARMUP_SHARE:.0%} of --steps",
+        "optim.lr": f"the preset's: {by_preset}",
     }
     value = TrainConfig()
     for part in key.split("."):
@@ -105,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if not config.data.shards:
             raise UsageError("no shards: pass --shards DIR or set data.shards")
+        refuse_stdout(config.logging.run_dir, "--run-dir (logging.run_dir)", "a directory")
         train(config)
         return 0
 

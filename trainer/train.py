@@ -100,6 +100,11 @@ def forward_loss(model: nn.Module, batch: dict[str, torch.Tensor], autocast) -> 
     return mlm_logits, sentence_logits, *losses
 
 
+def new_window() -> dict:
+    """What a progress record sums over its steps: sequences, tokens and losses, since `time`."""
+    return {"seqs": 0, "tokens": 0, "time": time.time(), "steps": 0, "losses": {}}
+
+
 class Metrics:
     """metrics.jsonl in the run dir (rank 0); on resume, records after the resumed step are dropped."""
 
@@ -235,7 +240,7 @@ class Trainer:
         self.eval_maskings = config.eval.maskings
         self.eval_mask_vocab = self._eval_masking() if self.has_validation else None
         self.metrics = Metrics(self.run_dir, d.main, self.step)
-        self.window = {"seqs": 0, "tokens": 0, "time": time.time()}
+        self.window = new_window()
 
     def _eval_masking(self) -> MaskVocab | None:
         """What evaluation masks the validation rows with: the vocab's tables (eval.maskings >= 1), or
@@ -320,13 +325,10 @@ class Trainer:
         self.elapsed = self._agreed(self.elapsed + self.clock() - started)
         self.scheduler.step()  # the next step's lr: by step, or by the progress just measured
         self.optimizer.zero_grad(set_to_none=True)
-        return {
-            "loss": loss,
-            "mlm_loss": mlm,
-            **self._sentence({"loss": sentence}),
-            "lr": lr,
-            "grad_norm": grad_norm,
-        }
+        losses = {"loss": loss, "mlm_loss": mlm, **self._sentence({"loss": sentence})}
+        self.window["steps"] += 1  # the progress record gives the losses' mean over its window of steps
+        self.window["losses"] = {k: self.window["losses"].get(k, 0.0) + v for k, v in losses.items()}
+        return {**losses, "lr": lr, "grad_norm": grad_norm}
 
     def progress(self) -> float:
         """How far the run is, 0 to 1 (a budgeted schedule's clock; see ScheduleConfig.progress)."""
@@ -438,8 +440,10 @@ class Trainer:
             dist.barrier()
 
     def log_progress(self, values: dict[str, float]) -> None:
-        """One progress line and one metrics record: losses, lr, throughput (and MFU on a known GPU)."""
+        """One progress line and one metrics record: the losses' mean over the steps since the last record
+        (one step's loss zig-zags), the last step's lr and gradient norm, throughput (and MFU on a GPU)."""
         w, world = self.window, self.d.world
+        values = values | {k: v / w["steps"] for k, v in w["losses"].items()} | {"window_steps": w["steps"]}
         elapsed = max(time.time() - w["time"], 1e-9)
         record = {"step": self.step, **values, "seq_per_s": w["seqs"] * world / elapsed,
                   "tokens_per_s": w["tokens"] * world / elapsed, "train_seconds": self.elapsed}  # fmt: skip
@@ -458,7 +462,7 @@ class Trainer:
                 line += f" | MFU {record['mfu']:.1%}"
         self.metrics.write(record)
         log(self.d, line)
-        self.window = {"seqs": 0, "tokens": 0, "time": time.time()}
+        self.window = new_window()
 
     def log_validation(self, scores: dict[str, float]) -> None:
         self.last |= scores

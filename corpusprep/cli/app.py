@@ -1,6 +1,10 @@
 """The Typer application; each command lives in its own module beside this one and registers itself here."""
 
+from typing import Annotated
+
 import typer
+
+from corpusprep import __version__
 
 app = typer.Typer(
     name="corpusprep",
@@ -12,3 +16,17 @@ app = typer.Typer(
     # long option names ("--max-seq-leng…") and keeps docstrings' line breaks; click wraps to the width
     rich_markup_mode=None,
 )
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        print(f"corpusprep {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Show the version and exit.")] = False,
+) -> None:
+    """Options before the command (the app's help is Typer's `help` above)."""

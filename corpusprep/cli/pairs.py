@@ -25,6 +25,7 @@ from corpusprep.cli.options import (
     VocabDir,
     Workers,
 )
+from corpusprep.console import refuse_stdout
 
 
 @app.command("build-pairs")
@@ -93,6 +94,8 @@ def build_pairs_command(
     PAIRS_DIR/{train,validation}/part-*.parquet + stats.json."""
     from corpusprep.cli.options import read_options
     from corpusprep.pair.build import PairOptions, build_pairs
+
+    refuse_stdout(output, "-o", "a directory of Parquet files")
 
     options = PairOptions(
         max_seq_length=max_seq_length,

@@ -9,6 +9,7 @@ import typer
 
 from corpusprep.cli.app import app
 from corpusprep.cli.options import Overwrite, Workers
+from corpusprep.console import refuse_stdout
 from corpusprep.engine.executor import ENGINES
 from corpusprep.errors import UsageError
 
@@ -60,6 +61,7 @@ def run(
         raise UsageError(f"--engine {engine!r}: choose {' or '.join(ENGINES)}")
     if ray_address and engine != "ray":
         raise UsageError("--ray-address needs --engine ray")
+    refuse_stdout(run_dir, "--run-dir", "a directory")
     spec = load_pipeline(pipeline, set_ or [])
     run_pipeline(
         spec,

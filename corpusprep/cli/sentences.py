@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from corpusprep.cli import options as opt
 from corpusprep.cli.app import app
+from corpusprep.console import STDOUT, console, refuse_stdout, show_progress, write_stdout
 from corpusprep.errors import UsageError, printable
 
 PROGRESS_EVERY = 256  # documents between progress-bar refreshes: a refresh costs more than splitting one
@@ -25,7 +26,7 @@ def sentences(
             "--output",
             "-o",
             help="File to write: sentences one per line with a blank line between documents, or Parquet with "
-            "--format parquet (the default when the name ends in .parquet).",
+            "--format parquet (the default when the name ends in .parquet); - for standard output (text).",
         ),
     ],
     splitter: Annotated[
@@ -85,12 +86,19 @@ def sentences(
         split_documents,
         write_output_record,
         write_parquet,
+        write_sentences,
         write_text,
     )
 
-    paths = opt.output_files({"--output": output, "--stats": stats_path}, inputs, "sentences")
-    out, stats_file = paths["--output"], paths.get("--stats")
-    fmt = output_format(out, output_format_)
+    to_stdout = output == STDOUT  # text for a pipe: no file, so no record and no "up to date"
+    refuse_stdout(stats_path, "--stats", "a JSON file of counts")
+    paths = opt.output_files({"--output": None if to_stdout else output, "--stats": stats_path}, inputs,
+                             "sentences")  # fmt: skip
+    out, stats_file = paths.get("--output"), paths.get("--stats")
+    fmt = output_format(out or Path(output), output_format_)
+    if to_stdout and fmt != "text":
+        raise UsageError("-o -: standard output takes the text format (a sentence a line); write Parquet "
+                         "to a file")  # fmt: skip
     read_options = opt.read_options(input_format, one_sentence_per_line, text_field, on_error)
     split = make_splitter(splitter, language, line_breaks.lower())
     # What the bytes depend on, as an artifact's identity: the inputs (path, size, mtime) and the options.
@@ -98,10 +106,10 @@ def sentences(
                 "options": {"format": fmt, "splitter": splitter, "language": language,
                             "line_breaks": line_breaks.lower(), "input_format": read_options.format,
                             "text_field": read_options.text_field, "on_error": read_options.on_error}}
-    for path in (out, record_path(out), stats_file):
+    for path in (out, out and record_path(out), stats_file):
         if path is not None:
             remove_stale_temps_of(path)
-    if out.exists() and not overwrite:
+    if out is not None and out.exists() and not overwrite:
         record = read_output_record(out)
         if record is None:
             raise UsageError(f"{out}: already exists; pass --overwrite to replace it")
@@ -111,9 +119,10 @@ def sentences(
                              "--overwrite to replace it, or pick another file")
         if stats_file is not None and isinstance(record.get("report"), dict):
             write_json(stats_file, record["report"])
-        _console().print(f"{out}: up to date (same inputs and options); pass --overwrite to rebuild")
+        console().print(f"{out}: up to date (same inputs and options); pass --overwrite to rebuild")
         return
-    record_path(out).unlink(missing_ok=True)  # the file it described is about to be replaced
+    if out is not None:
+        record_path(out).unlink(missing_ok=True)  # the file it described is about to be replaced
     read_stats, split_stats = ReadStats(), SentenceStats()
     documents = iter_documents(inputs, read_options, read_stats)  # resolves inputs now: bad paths fail early
 
@@ -128,7 +137,7 @@ def sentences(
         TimeElapsedColumn(),
     )
     start = time.perf_counter()
-    with Progress(*columns, console=_console(), transient=True, disable=not progress) as bar:
+    with Progress(*columns, console=console(), transient=True, disable=not show_progress(progress)) as bar:
         task = bar.add_task("splitting", documents=0, sentences=0, mb=0.0, rate=0.0)
 
         def tracked():
@@ -143,35 +152,33 @@ def sentences(
 
                 raise no_usable_documents(inputs, read_stats.to_dict(), dict(split_stats.skipped))
 
-        (write_parquet if fmt == "parquet" else write_text)(out, tracked())
+        if out is None:
+            if not write_stdout(lambda stream: write_sentences(stream, tracked())):
+                return  # the reader stopped reading (`| head`): nothing more to say
+        else:
+            (write_parquet if fmt == "parquet" else write_text)(out, tracked())
     seconds = time.perf_counter() - start
 
-    report = {"output": printable(str(out)), "format": fmt, "splitter": splitter, "language": language,
-              "line_breaks": line_breaks.lower(), "seconds": round(seconds, 3),
+    report = {"output": printable(str(out)) if out else "standard output", "format": fmt,
+              "splitter": splitter, "language": language, "line_breaks": line_breaks.lower(),
+              "seconds": round(seconds, 3),
               "read": read_stats.to_dict(), "split": split_stats.to_dict()}
-    write_output_record(out, identity, report)
+    if out is not None:
+        write_output_record(out, identity, report)
     if stats_file is not None:
         write_json(stats_file, report)
     _print_summary(report, read_stats.bytes / 1e6 / max(seconds, 1e-9))
 
 
 def _print_summary(report: dict, rate: float) -> None:
-    console = _console()
+    out = console()
     read, split = report["read"], report["split"]
     skipped = {**read["skipped"], **split["skipped"]}
     why = ", ".join(f"{n:,} {reason}" for reason, n in sorted(skipped.items())) or "none"
-    console.print(
+    out.print(
         f"{report['output']}: {split['sentences']:,} sentences from {split['used']:,} of "
         f"{read['documents_seen']:,} documents (skipped: {why}); {read['files']:,} files, "
         f"{read['bytes'] / 1e6:.1f} MB in {report['seconds']:.1f} s ({rate:.1f} MB/s)"
     )
     if read["skipped_files"]:
-        console.print(f"  files skipped: {json.dumps(read['skipped_files'])}")
-
-
-@functools.cache
-def _console():
-    """stderr's rich Console, made (and rich imported) only by a command that prints with it."""
-    from rich.console import Console
-
-    return Console(stderr=True)
+        out.print(f"  files skipped: {json.dumps(read['skipped_files'])}")

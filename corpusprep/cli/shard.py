@@ -10,6 +10,7 @@ import typer
 
 from corpusprep.cli.app import app
 from corpusprep.cli.options import Engine, Overwrite, Progress, RayAddress, Seed, VocabDir, Workers
+from corpusprep.console import console, refuse_stdout
 from corpusprep.errors import DataError, UsageError, plural
 
 SplitOpt = Annotated[str, typer.Option(help="Split to read: train or validation.")]
@@ -57,6 +58,8 @@ def shard(
     """Mask pairs or rows of pieces (BERT's 15%, 80/10/10) into globally shuffled, balanced, checksummed
     Parquet shards, for the objective the pairs were built for (nsp, sop or none)."""
     from corpusprep.shard.build import MANIFEST, build_shards
+
+    refuse_stdout(output, "-o", "a directory of Parquet shards")
     from corpusprep.shard.options import ShardOptions
 
     if (pairs_dir / MANIFEST).is_file():
@@ -88,14 +91,12 @@ def inspect(
     vocab: Annotated[Path | None, typer.Option(help="Vocab directory (default: the manifest's).")] = None,
 ) -> None:
     """Show examples decoded: segments A/B (or pieces) in colour, each prediction as shown/original."""
-    from rich.console import Console
-
     from corpusprep.shard.report import render_examples
 
-    console = Console()
+    out = console(stderr=False)
     for text in render_examples(shards_dir, n=n, split=split, vocab_dir=vocab):
-        console.print(text)
-        console.print()
+        out.print(text)
+        out.print()
 
 
 @app.command()
@@ -108,18 +109,17 @@ def stats(
     batch_size: Annotated[int, typer.Option(help="Batch size of the padding estimate.", min=1)] = 32,
 ) -> None:
     """Manifest totals, length histogram, padding waste and shard balance."""
-    from rich.console import Console
-
     from corpusprep.shard.report import check_plot_path, column_stats, plot_stats, stats_tables
 
+    refuse_stdout(plot, "--plot", "an image file")
     fmt = check_plot_path(plot, shards_dir) if plot is not None else None  # before any work
     result = column_stats(shards_dir, batch_size=batch_size)
-    console = Console()
+    out = console(stderr=False)
     for table in stats_tables(result):
-        console.print(table)
+        out.print(table)
     if plot is not None and fmt is not None:
         plot_stats(result, plot, fmt)
-        console.print(f"plot: {plot}")
+        out.print(f"plot: {plot}")
 
 
 @app.command()

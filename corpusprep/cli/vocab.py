@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +9,8 @@ import typer
 
 from corpusprep.cli import options as opt
 from corpusprep.cli.app import app
-from corpusprep.demo_corpus import DEFAULT_MAX_MB, update_demo_corpus
+from corpusprep.console import STDOUT, console, refuse_stdout, show_progress, write_stdout
+from corpusprep.demo_corpus import DEFAULT_MAX_MB, DemoStats, update_demo_corpus, write_demo_jsonl
 from corpusprep.errors import UsageError
 
 VOCAB_HELP = (
@@ -77,6 +77,8 @@ def vocab(
     """Train a WordPiece vocab (see VOCAB_HELP)."""
     from corpusprep.tokenize.vocab import VocabOptions, build_vocab
 
+    refuse_stdout(output, "-o", "a directory (vocab.txt, tokenizer.json, ...)")
+
     if from_vocab is not None:  # the vocab is given, not trained: an option that shapes training is a mistake
         # by name: typer ships its own copy of click, whose ParameterSource is not click's
         sources = {n: getattr(ctx.get_parameter_source(n), "name", "") for n in TRAINING_OPTIONS}
@@ -108,7 +110,7 @@ def vocab(
         TextColumn("{task.fields[rate]:>6.1f} MB/s"),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=_console(), transient=True, disable=not progress) as bar:
+    with Progress(*columns, console=console(), transient=True, disable=not show_progress(progress)) as bar:
         task = bar.add_task("reading", documents=0, mb=0.0, rate=0.0)
 
         def progress(phase: str, documents: int, nbytes: int) -> None:
@@ -121,9 +123,9 @@ def vocab(
 
 
 def _print_summary(output: Path, report: dict) -> None:
-    console = _console()
+    out = console()
     if report["reused"]:
-        console.print(f"{output}: up to date (same inputs and options); pass --overwrite to rebuild")
+        out.print(f"{output}: up to date (same inputs and options); pass --overwrite to rebuild")
         return
     docs, seconds = report["documents"], report["seconds"]
     line = f"{output}: {report['vocab_size']:,} tokens"
@@ -131,11 +133,11 @@ def _print_summary(output: Path, report: dict) -> None:
         skipped = sum(docs["skipped"].values())
         line += (f" from {docs['used']:,} documents ({skipped:,} skipped), "
                  f"{report['characters'] / 1e6:.1f}M characters in {seconds['total']:.1f} s")
-    console.print(line)
+    out.print(line)
     if report["sample"]:
         sample = report["sample"]
-        console.print(f"  on a sample of {sample['documents']} documents: \\[UNK] {sample['unk_rate']:.3%} "
-                      f"of tokens, {sample['pieces_per_word']:.3f} word pieces per word", highlight=False)
+        out.print(f"  on a sample of {sample['documents']} documents: [UNK] {sample['unk_rate']:.3%} of "
+                  f"tokens, {sample['pieces_per_word']:.3f} word pieces per word", highlight=False)
 
 
 DEMO_HELP = (
@@ -147,7 +149,8 @@ DEMO_HELP = (
 
 @app.command("demo-corpus", help=DEMO_HELP)
 def demo_corpus(
-    output: Annotated[Path, typer.Option("--output", "-o", help="JSONL file to write ({id, text} a line).")],
+    output: Annotated[Path, typer.Option(
+        "--output", "-o", help="JSONL file to write ({id, text} a line); - for standard output.")],
     max_mb: Annotated[float, typer.Option(help="Stop at this many MB of text.", min=0.01)] = DEFAULT_MAX_MB,
     overwrite: Annotated[bool, typer.Option(
         help="Replace an existing file that is not this demo corpus (another --max-mb, say).")] = False,
@@ -155,14 +158,10 @@ def demo_corpus(
     """Write the demo corpus (see DEMO_HELP)."""
     from corpusprep.engine.artifact import check_output_file
 
+    if str(output) == STDOUT:  # for a pipe: built as it streams, no file to compare or keep
+        stats = DemoStats()
+        if write_stdout(lambda stream: write_demo_jsonl(stream, max_mb, stats)):
+            console().print(f"standard output: {stats.summary()}", highlight=False)
+        return
     check_output_file(output, [], "demo-corpus")
-    _console().print(update_demo_corpus(output, max_mb, overwrite=overwrite), highlight=False)
-
-
-@functools.cache
-def _console():
-    """stderr's rich Console, made (and rich imported) only by a command that prints with it. Soft wrap: a
-    line is never cut at rich's 80 columns when stderr is not a terminal (a log, a pipe)."""
-    from rich.console import Console
-
-    return Console(stderr=True, soft_wrap=True)
+    console().print(update_demo_corpus(output, max_mb, overwrite=overwrite), highlight=False)

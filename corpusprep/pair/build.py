@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from corpusprep.console import console
 from corpusprep.engine import arrow
 from corpusprep.engine.artifact import WORK, Artifact, input_files
 from corpusprep.engine.executor import OUTPUTS_KEY, Task, check_engine, merge_stats, stage_workers
@@ -603,7 +604,6 @@ class _Progress:
         self.bars: dict[str, Any] = {}
         if not enabled:  # --no-progress: rich is not even imported (~0.03 CPU-s)
             return
-        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.progress = Progress(
@@ -612,7 +612,7 @@ class _Progress:
             MofNCompleteColumn(),
             TextColumn("{task.fields[items]}"),
             TimeElapsedColumn(),
-            console=Console(stderr=True),
+            console=console(),
             transient=False,
         )
 

@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from corpusprep import __version__
+from corpusprep.console import console
 from corpusprep.engine import artifact
 from corpusprep.engine.artifact import WORK
 from corpusprep.engine.executor import Task, check_engine, stage_workers
@@ -285,7 +286,7 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int], Callable]]:
         return
     from rich.progress import Progress
 
-    with Progress(transient=False) as progress:
+    with Progress(transient=False, console=console()) as progress:
 
         def bar(label: str, total: int):
             task_id = progress.add_task(label, total=total)

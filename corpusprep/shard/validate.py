@@ -6,6 +6,7 @@ complete and valid. The pipeline runner uses it to decide whether a stage's outp
 
 from __future__ import annotations
 
+import json
 import zipfile
 from pathlib import Path
 
@@ -388,6 +389,29 @@ def _validate_trainer(directory: Path) -> tuple[list[str], str]:
     return problems, f"{plural(len(steps), 'checkpoint')}, newest {steps[-1].name}"
 
 
+def _validate_export(directory: Path) -> tuple[list[str], str]:
+    """A `python -m trainer.export` directory (in a pipeline run, the export of its training): the files
+    from_pretrained reads, config.json readable, model.safetensors whole (its header's tensors end where the
+    file ends; read without torch)."""
+    names = ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json")
+    problems = [f"{n}: missing or empty" for n in names if not (directory / n).is_file()
+                or not (directory / n).stat().st_size]  # fmt: skip
+    if problems:
+        return problems, ""
+    try:
+        config = read_json(directory / "config.json")
+        weights = directory / "model.safetensors"
+        with open(weights, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(size)) if size < weights.stat().st_size else None
+        ends = [t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"]
+        if 8 + size + max(ends, default=0) != weights.stat().st_size:
+            problems.append("model.safetensors: damaged or truncated (its tensors do not end where it ends)")
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError) as error:
+        return [f"config.json or model.safetensors unreadable ({error})"], ""
+    return problems, f"BERT, {config.get('max_position_embeddings')} positions"
+
+
 def _validate_run(directory: Path) -> tuple[list[str], str]:
     """A pipeline run directory: every stage output found in it, each checked as what it is."""
     problems, found = [], []
@@ -407,6 +431,7 @@ VALIDATORS = {
     "trainer run directory": _validate_trainer,
     "trainer checkpoint": lambda d: (_validate_checkpoint(d), d.name),
     "pipeline run directory": _validate_run,
+    "Hugging Face export": _validate_export,
 }
 
 
@@ -429,6 +454,8 @@ def output_kind(directory: Path) -> str | None:
         return "pipeline run directory"
     if (directory / MANIFEST).is_file():
         return "shards directory"
+    if (directory / "model.safetensors").is_file() and (directory / "config.json").is_file():
+        return "Hugging Face export"
     if (directory / "vocab.txt").is_file():
         return "vocab directory"
     if (directory / "stats.json").is_file() and any((directory / s).is_dir() for s in SPLITS):

@@ -39,6 +39,8 @@ class Language:
     starters: frozenset[str] = frozenset()
     lowercase_starters: frozenset[str] = frozenset()
     after_exclamation: frozenset[str] = frozenset()  # lowercase words that open a sentence after "!"
+    exclamation_names: frozenset[str] = frozenset()  # names written with "!" ("Yahoo!"), lowercase
+    references: frozenset[str] = frozenset()  # nouns before a number ("Section 3", "Table ??")
     suffixes: tuple[str, ...] = ()
     ordinals: bool = False
     terminals: str = ".!?…‽‼⁇⁈⁉"  # Latin-style marks: a boundary needs whitespace after them
@@ -56,6 +58,16 @@ class Language:
         object.__setattr__(self, "candidates", candidate_regex(self.terminals))
 
 
+# Quotation marks in every convention, as they may close a quotation right after a sentence's last mark, and
+# as they may open one before a sentence's first word (» and › open in German and Danish, close in French);
+# the spaces French typography puts inside guillemets (a space, a no-break space, a narrow no-break space);
+# only typographic marks are taken as opening before a space ("« Où"): a straight quote there closes as often
+CLOSING_QUOTES = "\"'”’»›“‘«‹"
+OPENING_QUOTES = "\"'“‘«‹„‚»›"
+SPACED_OPENERS = "«‹»›„“"
+SPACES = " \u00a0\u202f\u2009"
+
+
 def candidate_regex(terminals: str) -> re.Pattern:
     """Candidates after Latin-style marks: `terminals` are the language's sentence-final characters."""
     t = re.escape(terminals)
@@ -64,11 +76,18 @@ def candidate_regex(terminals: str) -> re.Pattern:
         # regex engine skip ahead quickly (an alternation here made the whole scan five times slower)
         rf"(?P<punct>[{t}](?:(?:[ ]\.){{2,}}|[{t}]*))"
         # closing quotes and brackets, footnote marks "[12]" and page marks ".:211" stay with the sentence,
-        # and so does a tokenised closing quote " ''" (its opening twin is ``)
-        r"(?P<close>(?:[\"'”’»)\]}]|\[\d{1,3}\]|:\d{1,4}(?:[–-]\d{1,4})?(?=\s)|[ ]''(?=\s))*)"
+        # and so does a tokenised closing quote " ''" (its opening twin is ``). Quotes close in every
+        # convention: ” ’ » › (English, French, Swedish), “ ‘ « ‹ (German „…“ ‚…‘ »…«, Danish, Czech); a
+        # closing mark that stands alone after a space closes too ("Jeannette ! » Puis": French spaces its
+        # guillemets, with a space, a no-break space or a narrow one), but only » › ”, which never open
+        # before a space (« and “ do: "« Où", "“ Hello")
+        rf"(?P<close>(?:[{CLOSING_QUOTES})\]}}]|[{SPACES}]+[»›”](?=\s|$|\[)|\[\d{{1,3}}\]"
+        r"|:\d{1,4}(?:[–-]\d{1,4})?(?=\s)|[ ]''(?=\s))*)"
         r"\s+"
-        # the next word, kept for the decision, after opening quotes (",," is a typed low quote in Dutch)
-        r"(?=(?:[\"'“‘«„‚(\[{¿¡]|,,)*(?P<next>[^\s\"'“‘«„‚(\[{¿¡]\w*\.?))"
+        # the next word, kept for the decision, after opening quotes ("»Komm", "« Où"; ",," is a typed low
+        # quote in Dutch)
+        rf"(?=(?:[{SPACED_OPENERS}][{SPACES}]|[{OPENING_QUOTES}(\[{{¿¡]|,,)*"
+        rf"(?P<next>[^\s{OPENING_QUOTES}(\[{{¿¡]\w*\.?))"
     )
 
 
@@ -97,6 +116,8 @@ ENGLISH = Language(
     starters=lexicon.SENTENCE_STARTERS,
     lowercase_starters=lexicon.LOWERCASE_STARTERS,
     after_exclamation=lexicon.AFTER_EXCLAMATION,
+    exclamation_names=lexicon.EXCLAMATION_NAMES,
+    references=lexicon.REFERENCES,
     lowercase_after_word=True,
     lowercase_after_question=True,
 )

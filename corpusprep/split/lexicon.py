@@ -59,3 +59,16 @@ LOWERCASE_STARTERS = _words(
 
 # After "!" a verb continues a brand name ("Yahoo! is back", "Jeopardy! can be"): only the other openers do.
 AFTER_EXCLAMATION = LOWERCASE_STARTERS - _words("are can cant could did do does is will would")
+
+# Names written with "!", which goes on with the sentence before a capital that is not an opener ("Yahoo!
+# Research", "Jeopardy! Champion"); a sentence opener after them still starts a new one ("at Yahoo! The").
+EXCLAMATION_NAMES = _words("yahoo jeopardy joomla wham")
+
+# Nouns that name a numbered part of a text: a "??" after them stands for a number LaTeX could not resolve
+# ("Section ?? shows", "Table ??."); abbreviated ones ("Fig.", "Sec.") are in BEFORE_NUMBER.
+REFERENCES = _words(
+    """
+    algorithm appendix chapter chapters corollary definition equation equations figure figures footnote
+    lemma line lines listing page pages part proposition section sections step table tables theorem
+    """
+)

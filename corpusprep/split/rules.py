@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 
-from corpusprep.split.languages import ENGLISH, Language
+from corpusprep.split.languages import CLOSING_QUOTES, ENGLISH, Language
 
-OPENERS = "\"'“‘«([{¿¡„‚"
+OPENERS = "\"'“‘«‹([{¿¡„‚"
 BULLETS = "•⁃‣◦▪●"
 _CLOCK = frozenset(("a.m", "p.m"))
 # A list or question label alone before the period ("1. The item", "Q. What is it?"), never a sentence.
@@ -38,6 +38,8 @@ _PART = re.compile(r"[-/–]")
 _DOTTED = re.compile(r"(?:[^\W\d_]{1,2}\.)+[^\W\d_]{1,2}")
 _ROMAN = re.compile(r"[IVXLC]+")
 _DASH_WORD = re.compile(r"[-–—]+\s*[^\W\d_]")
+_ELLIPSES = ("…", "...")
+_GUILLEMETS = "«»‹›„"  # opening quotation marks that are never apostrophes
 _WINDOW = 64  # the longest word looked at before a candidate: longer ones are never abbreviations
 
 # Marks of scripts other than Latin that end a sentence whether or not a space follows: CJK full- and
@@ -133,27 +135,55 @@ def _decide(para: str, match: re.Match, lang: Language) -> int:
     """Where to cut for this candidate (an index into `para`), or -1 when it is not a sentence boundary."""
     nxt = match.group("next")
     first = nxt[0]
-    if first in CONTINUERS:
+    punct = match.group("punct")
+    if first in CONTINUERS or (first in lang.terminals and (first == punct[-1] or punct.endswith(_ELLIPSES))):
         if first in ":;" and (emoticon := _EMOTICON.match(para, match.end())):
             return emoticon.end()  # "I love her. :) I have": the smiley belongs to the sentence it follows
-        return -1  # nothing opens a sentence with ",", ")" or ".": "affiliates. , 2000", "complex. . . .”"
-    punct = match.group("punct")
+        # Nothing opens a sentence with ",", ")" or ".": "affiliates. , 2000", "complex. . . .”"; a mark
+        # spaced out and repeated is one mark ("amazing ! ! !", "partage… ? »"; but "Contract. ?" ends)
+        return -1
     end = match.end("close")
-    if first in "-–—" and (said := _DASH_WORD.match(para, match.end())) and said.group()[-1].islower():
-        return -1  # "espinhos... -- dizia ele", "Où ? — demanda-t-il": a dash before the speaker goes on
+    if punct.strip("?") == "" and _placeholder(para, match, lang):
+        return -1  # "(?)", "[?]", "Fig. ??", "Section ??": an unknown or unresolved reference, not a question
+    if first in "-–—":
+        if (said := _DASH_WORD.match(para, match.end())) and said.group()[-1].islower():
+            return -1  # "espinhos... -- dizia ele", "Où ? — demanda-t-il": a dash before the speaker goes on
+        if len(para) - match.end() <= 8 and not any(c.isalnum() for c in para[match.end() :]):
+            return -1  # "aufzuräumen! –«" at a paragraph's end: an interruption, part of its sentence
     if first.islower():
         if len(nxt) <= 3 and para.startswith(")", match.end("next")):
             return end  # a list label: "Hello world. (b) Hello world.", "the store. w) hello"
+        if para[match.end()] in _GUILLEMETS and not match.group("close") and "." in punct[-1:]:
+            return end  # a quotation opens the next sentence, whatever its case: "sah mich an. »'s ist wahr"
         # A lowercase word continues the sentence ("Yahoo! in", '"Great." she said', "Co. at noon") unless
         # informal text starts a sentence in lowercase ("really? they said", "lol. i think").
         return end if _lowercase_opens(para, match, punct, nxt, lang) else -1
     if punct == ".":
+        if end > match.end("punct") and any(c in CLOSING_QUOTES for c in match.group("close")):
+            return end  # a quotation ends with the period: "nicht mag.« Der", "u. s. w.“ Thun", "aus B.« Da"
         return end if _period_ends_sentence(para, match.start(), nxt, lang) else -1
+    if punct == "!" and lang.exclamation_names and not match.group("close"):
+        word = _word_before(para[_word_start(para, match.start()) : match.start()]).lower()
+        if word in lang.exclamation_names:  # "Yahoo! Research": a name written with "!" goes on...
+            return end if nxt.lower() in lang.starters else -1  # ...unless a sentence opener follows
     if "." not in punct and "…" not in punct:
         return end  # "!", "?", "?!", "!!"
     if "!" in punct or "?" in punct:
         return end  # "?.", "!..."
     return _ellipsis_cut(para, match, punct, nxt, end)
+
+
+def _placeholder(para: str, match: re.Match, lang: Language) -> bool:
+    """A run of "?" standing for a number or a name: in brackets ("born in 1850 (?) in", "shown in [?]"), or
+    after a word that precedes numbers ("Fig. ??", "Section ?? shows", "Eq. (??)": LaTeX's unresolved
+    references), never a question."""
+    start, close = match.start(), match.group("close")
+    if start and para[start - 1] in "([" and close[:1] in ")]":
+        return True
+    if para[start - 1 : start] != " ":
+        return False
+    word = _word_before(para[_word_start(para, start - 1) : start - 1]).rstrip(".~").lower()
+    return word in lang.before_number or word in lang.references
 
 
 def _word_start(para: str, at: int) -> int:
@@ -186,8 +216,9 @@ def _period_ends_sentence(para: str, at: int, nxt: str, lang: Language) -> bool:
         return True  # the common case, answered early: a plain word that is in no list (speed)
     key = _lookup_key(word)
     dotted = "." in word and _DOTTED.fullmatch(word)
-    if nxt[0].isdigit():
-        # "p. 55", "No. 5", "N°. 1026", "U.S. 1869" continue; "in 1990. 2000 people", "item. 2. The" end.
+    if nxt[0].isdigit() or nxt[0] == "?":
+        # "p. 55", "No. 5", "N°. 1026", "U.S. 1869" continue; "in 1990. 2000 people", "item. 2. The" end;
+        # "??" is a number LaTeX could not resolve ("Fig. ??")
         short = len(word) <= 2 and word.lower() != word.upper()  # letters with case: not digits, not Hangul
         return not (_listed(word, key, lang.before_number, lang) or short or dotted)
     if key in lang.prepositive or word in lang.prepositive:

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -148,17 +148,22 @@ def split_documents(
 
 
 def write_text(path: str | Path, documents: Iterable[tuple[str, list[str]]]) -> None:
-    """Google's BERT input format: one sentence per line, a blank line between documents."""
+    """Google's BERT input format in a file (atomically): see write_sentences."""
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as out:
-        first = True
-        for _, sentences in documents:
-            if not first:
-                out.write("\n")
-            first = False
-            # A pre-split sentence cannot hold "\n" (it came from a line), a split one never does; the
-            # replace keeps the line format intact whatever a custom splitter returns.
-            out.write("\n".join(s.replace("\n", " ") for s in sentences))
+        write_sentences(out, documents)
+
+
+def write_sentences(out: TextIO, documents: Iterable[tuple[str, list[str]]]) -> None:
+    """Google's BERT input format: one sentence per line, a blank line between documents."""
+    first = True
+    for _, sentences in documents:
+        if not first:
             out.write("\n")
+        first = False
+        # A pre-split sentence cannot hold "\n" (it came from a line), a split one never does; the
+        # replace keeps the line format intact whatever a custom splitter returns.
+        out.write("\n".join(s.replace("\n", " ") for s in sentences))
+        out.write("\n")
 
 
 def write_parquet(path: str | Path, documents: Iterable[tuple[str, list[str]]]) -> None:

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from corpusprep.cli import app
 
 WIDTH = 80
-TRAINER_MODULES = ("trainer.run", "trainer.export", "trainer.import_hf", "trainer.plot")
+TRAINER_MODULES = ("trainer.run", "trainer.export", "trainer.import_hf", "trainer.plot",
+                   "trainer.evaluate.__main__")
 
 
 def commands(command, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], object]]:

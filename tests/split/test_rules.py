@@ -119,10 +119,14 @@ PIECES = [
 def test_random_text_loses_nothing(case, language):
     """On seeded random token soup: sentences are stripped, non-empty, single-line, and together keep every
     non-whitespace character in order."""
-    rng = rng_for(0, "split", "random-text", case)
-    split = get_splitter("default", language)
+    keeps_every_character(get_splitter("default", language), PIECES, rng_for(0, "split", "random-text", case))
+
+
+def keeps_every_character(split, pieces: list[str], rng) -> None:
+    """400 texts of up to 80 random pieces: stripped, non-empty, single-line sentences that keep every
+    non-whitespace character in order."""
     for _ in range(400):
-        text = "".join(rng.choice(PIECES, size=int(rng.integers(0, 80))))
+        text = "".join(rng.choice(pieces, size=int(rng.integers(0, 80))))
         sentences = split(text)
         assert all(s and s == s.strip() and "\n" not in s for s in sentences)
         assert "".join("".join(sentences).split()) == "".join(text.split())

@@ -29,8 +29,9 @@ def test_nsp_loss_has_its_own_axis_and_every_panel_is_labelled():
     import matplotlib.pyplot as plt
 
     fig = figure(records(), "training run demo")
-    mlm, nsp, accuracy = fig.axes
-    titles = ["masked LM loss", "next-sentence loss", "validation accuracy"]
+    mlm, nsp, mlm_accuracy, nsp_accuracy = fig.axes
+    titles = ["masked LM loss", "next-sentence loss", "masked LM accuracy (validation)",
+              "next-sentence accuracy (validation)"]  # fmt: skip
     assert [ax.get_title() for ax in fig.axes] == titles
     low, high = nsp.get_ylim()
     assert high - low < 0.2 and low < math.log(2) < high  # NSP's variation fills its panel, not flattened
@@ -39,7 +40,9 @@ def test_nsp_loss_has_its_own_axis_and_every_panel_is_labelled():
         assert ax.get_xlabel() == "step" and ax.get_ylabel()
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
         assert labels and all(labels)
-    assert accuracy.get_ylim() == (0, 1)
+    low, high = mlm_accuracy.get_ylim()
+    assert high < 0.2  # MLM accuracy (0.013 to 0.13 here) fills its own axis, not a 0-1 one shared with NSP
+    assert nsp_accuracy.get_ylim()[0] < 0.5 < nsp_accuracy.get_ylim()[1]  # chance in view
     plt.close(fig)
 
 

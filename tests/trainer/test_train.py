@@ -206,7 +206,7 @@ def test_warmup_follows_steps_unless_given(tiny_shards, tmp_path):
     done = run_cli("--shards", str(tiny_shards), "--run-dir", str(run_dir), "--steps", "10", *flags)
     assert done.returncode == 0, done.stderr
     lrs = [lr for _, _, lr in train_losses(run_dir)]
-    assert len(lrs) == 10 and lrs[0] == pytest.approx(1e-4) and lrs[-1] < lrs[1]  # 1 warm-up step, then decay
+    assert len(lrs) == 10 and lrs[0] == pytest.approx(1e-3) and lrs[-1] < lrs[1]  # tiny's 1e-3, then decay
 
 
 def test_a_run_that_fails_at_start_leaves_no_run_directory(tiny_shards, tmp_path):

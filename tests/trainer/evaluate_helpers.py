@@ -1,0 +1,90 @@
+"""Small labelled data and tiny models for the evaluation tests: a seeded toy language whose tags need
+context (`run`, `walk` are nouns after a determiner and verbs after a pronoun), a vocab that covers it, and
+trainer checkpoints written as the trainer writes them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from tests.interop.helpers import SPECIALS, write_checkpoint
+from trainer.evaluate.settings import EvalSettings
+from trainer.model import BertForPreTraining, preset
+
+LEXICON = {
+    "DET": ["the", "a", "every"],
+    "ADJ": ["small", "red", "quiet", "old"],
+    "NOUN": ["dog", "cat", "house", "river", "run", "walk"],
+    "VERB": ["sees", "likes", "run", "walk", "finds"],
+    "PRON": ["we", "they", "you"],
+    "PUNCT": [".", "!"],
+}
+PATTERNS = [
+    ["DET", "ADJ", "NOUN", "VERB", "DET", "NOUN", "PUNCT"],
+    ["PRON", "VERB", "DET", "NOUN", "PUNCT"],
+    ["DET", "NOUN", "VERB", "DET", "ADJ", "NOUN", "PUNCT"],
+]
+
+
+def toy_sentences(n: int, seed: int) -> list[list[tuple[str, str]]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        pattern = PATTERNS[rng.integers(len(PATTERNS))]
+        out.append([(LEXICON[tag][rng.integers(len(LEXICON[tag]))], tag) for tag in pattern])
+    return out
+
+
+def conllu(sentences: list[list[tuple[str, str]]]) -> str:
+    """CoNLL-U text of tagged sentences, with the comments UD files have."""
+    blocks = []
+    for i, sentence in enumerate(sentences):
+        lines = [f"# sent_id = s{i}", f"# text = {' '.join(w for w, _ in sentence)}"]
+        lines += [f"{j}\t{w}\t{w}\t{t}\t_\t_\t0\tdep\t_\t_" for j, (w, t) in enumerate(sentence, 1)]
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
+
+
+def write_toy_task(directory: Path, train: int = 48, dev: int = 16) -> tuple[Path, Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = directory / "train.conllu", directory / "dev.conllu"
+    paths[0].write_text(conllu(toy_sentences(train, 1)))
+    paths[1].write_text(conllu(toy_sentences(dev, 2)))
+    return paths
+
+
+def write_toy_vocab(directory: Path) -> Path:
+    """The toy language's words, a few pieces, and BERT's specials: vocab.txt as `corpusprep vocab` writes."""
+    words = sorted({w for ws in LEXICON.values() for w in ws} | {"he", "##s", "##ing", "word", "x"})
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "vocab.txt").write_text("\n".join(SPECIALS + words) + "\n")
+    return directory
+
+
+def toy_config(vocab_dir: Path):
+    size = len((vocab_dir / "vocab.txt").read_text().splitlines())
+    return preset("tiny", vocab_size=size, hidden_size=32, num_heads=2, intermediate_size=64, max_position=64)
+
+
+def write_run(run_dir: Path, vocab_dir: Path, seed: int = 0, step: int = 20) -> Path:
+    """A trainer run dir with one checkpoint (model.pt and config.json as the trainer writes them, the
+    other states stand-ins) and metrics.jsonl; returns the checkpoint directory."""
+    torch.manual_seed(seed)
+    model = BertForPreTraining(toy_config(vocab_dir))
+    train = {"data": {"batch_size": 8, "shards": ""}, "schedule": {"grad_accum": 2}}
+    checkpoint = write_checkpoint(run_dir / "checkpoints" / f"step-{step:07d}", model, train)
+    for name in ("optimizer", "scheduler", "trainer"):  # what makes it a complete checkpoint of a run
+        torch.save({"step": step}, checkpoint / f"{name}.pt")
+    records = [{"step": s, "loss": 5.0, "seq_per_s": 16.0, "tokens_per_s": 640.0} for s in (10, 20)]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return checkpoint
+
+
+def fast_settings(train: Path, dev: Path, vocab: Path, **overrides) -> EvalSettings:
+    """Settings that fine-tune the toy task in about a second per run."""
+    values = {"train": str(train), "dev": str(dev), "vocab": str(vocab), "seeds": 2, "epochs": 2.0,
+              "batch_size": 8, "lr": 1e-3, "max_length": 32, "device": "cpu"} | overrides  # fmt: skip
+    return EvalSettings(**values)

@@ -1,0 +1,85 @@
+"""`python -m trainer.evaluate MODEL --train FILE --dev FILE [--test FILE] [options]`: is my BERT better
+than nothing? See trainer/evaluate/__init__.py."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from corpusprep.errors import OneLineParser, UsageError, guarded
+from trainer.evaluate.data import FORMATS, ON_ERROR, TASKS
+from trainer.evaluate.settings import DEVICES, EvalSettings
+
+D = EvalSettings()  # the defaults, shown in --help
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineParser(
+        prog="python -m trainer.evaluate",
+        description="Fine-tune a pre-trained BERT and the same model randomly initialised on a labelled "
+        "task, with the same settings and seeds, and say whether pre-training helped.",
+    )
+    p.add_argument("model", type=Path, help="a trainer run dir (its newest checkpoint), a step-N checkpoint, "
+                   "a pipeline run dir or a Hugging Face directory (trainer.export output)")  # fmt: skip
+    data = p.add_argument_group("data: CoNLL-U (tagging) or TSV/CSV/JSONL (classification), .gz/.xz too")
+    data.add_argument("--train", required=True, metavar="FILE", help="labelled data to fine-tune on")
+    data.add_argument("--dev", required=True, metavar="FILE", help="labelled data to score")
+    data.add_argument("--test", metavar="FILE", help="a second scored file (a held-back split)")
+    data.add_argument("--task", choices=TASKS, default=D.task, help="default: auto, from the format")
+    data.add_argument("--format", choices=FORMATS, default=D.format, help="default: auto, from the names")
+    data.add_argument("--label-column", metavar="NAME|N", help="CoNLL-U: upos (default), xpos, feats, deprel "
+                      "or a field number; tables: default recognised from the header")  # fmt: skip
+    data.add_argument("--text-column", metavar="NAME|N", help="the text (default: sentence, sentence1, "
+                      "question, #1 String, text...)")  # fmt: skip
+    data.add_argument("--pair-column", metavar="NAME|N", help="the second text of a pair task")
+    data.add_argument("--no-header", dest="header", action="store_false", default=argparse.SUPPRESS,
+                      help="TSV/CSV without a header row: name columns by number, from 1")  # fmt: skip
+    data.add_argument("--on-error", choices=ON_ERROR, default=D.on_error,
+                      help="a malformed line, a wrong field count or a label not in --train: fail (one line "
+                      "naming file:line, exit 1) or skip it, counted (default: %(default)s)")  # fmt: skip
+    tune = p.add_argument_group("fine-tuning, the same for both models")
+
+    def option(name: str, kind: type, metavar: str, text: str = "") -> None:
+        default = getattr(D, name.removeprefix("--").replace("-", "_"))
+        tune.add_argument(name, type=kind, default=default, metavar=metavar,
+                          help=f"{text} (default: %(default)s)" if text else "default: %(default)s")
+
+    option("--seeds", int, "N", "runs per model, seeds --seed, --seed + 1, ...")
+    option("--seed", int, "N", "the first seed")
+    option("--epochs", float, "X")
+    option("--batch-size", int, "N")
+    option("--lr", float, "X", "peak learning rate")
+    option("--warmup", float, "X", "linear warm-up, share of the steps")
+    option("--weight-decay", float, "X")
+    option("--max-length", int, "N", "word pieces per example; longer sentences are tagged in windows")
+    tune.add_argument("--device", choices=DEVICES, default=D.device, help="default: %(default)s")
+    p.add_argument("--workers", type=int, metavar="N", help="fine-tuning runs at once (default: one per "
+                   "CPU on a CPU, one on a GPU); does not change the scores")  # fmt: skip
+    p.add_argument("--vocab", metavar="DIR", help="the checkpoint's vocab dir when its shards have moved")
+    p.add_argument("-o", "--output", type=Path, metavar="DIR", help="also write evaluation.json, "
+                   "evaluation.md and each run's record there (a rerun does nothing; a killed one resumes)")
+    p.add_argument("--overwrite", action="store_true", help="replace an --output of other settings")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    names = {f: getattr(args, f) for f in vars(args) if f in EvalSettings.__dataclass_fields__}
+
+    def run() -> int:
+        from trainer.evaluate.compare import evaluate  # torch and the model code: after the usage checks
+        from trainer.evaluate.summary import markdown
+
+        if args.workers is not None and args.workers < 1:
+            raise UsageError(f"--workers {args.workers}: must be >= 1")
+        result = evaluate(args.model, EvalSettings(**names), args.output, overwrite=args.overwrite,
+                          workers=args.workers)  # fmt: skip
+        print(markdown(result), end="")
+        return 0
+
+    return guarded(run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""The model to evaluate, as a directory `transformers` loads, and what its pre-training cost.
+
+The one place that knows what a model source is: a trainer run directory (its newest checkpoint), a
+`step-N` checkpoint, a pipeline run directory holding one training stage, a `trainer.import_hf` output
+(all through `trainer.export`, which owns reading checkpoints) or a Hugging Face BERT directory (a
+`trainer.export` output, or any `save_pretrained` BERT) used as it is. The cost comes from the run's
+saved config and `metrics.jsonl` (`trainer.checkpoint.read_json`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from corpusprep.errors import DataError, UsageError
+from trainer.checkpoint import STEP_DIR, find_checkpoint, read_json
+from trainer.export import export
+
+HF_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+CHECKPOINT_SIGNS = ("model.pt", "checkpoints")  # trainer/checkpoint.py: what find_checkpoint looks for
+
+
+@dataclass(frozen=True)
+class Pretrained:
+    hf_dir: Path  # config.json, weights and tokenizer files for from_pretrained
+    description: str  # for the report: what was loaded, at which step
+    cost: dict[str, Any]  # steps, examples, tokens, seconds of the pre-training (known: False when unknown)
+
+
+def is_hf_dir(path: Path) -> bool:
+    """A Hugging Face model directory (config.json beside its weights) that is no trainer checkpoint."""
+    return (
+        (path / "config.json").is_file()
+        and any((path / name).is_file() for name in HF_WEIGHTS)
+        and not any((path / sign).exists() for sign in CHECKPOINT_SIGNS)
+    )
+
+
+def check_hf_dir(path: Path) -> None:
+    config = read_json(path / "config.json")
+    if config.get("model_type", "bert") != "bert":
+        raise UsageError(f"{path / 'config.json'}: model_type {config.get('model_type')!r}; trainer.evaluate "
+                         "fine-tunes BERT")  # fmt: skip
+    if not (path / "vocab.txt").is_file() and not (path / "tokenizer.json").is_file():
+        raise UsageError(f"{path}: no vocab.txt or tokenizer.json beside the model")
+
+
+def locate(source: str | Path) -> Path:
+    """The directory that holds the model: a Hugging Face directory as given, else the trainer checkpoint
+    `find_checkpoint` picks (the newest of a run). One line for anything else, exit 2."""
+    path = Path(source)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or directory (a run dir, a step-N checkpoint or an export)")
+    if not path.is_dir():
+        raise UsageError(f"{path}: not a directory (a run dir, a step-N checkpoint or an export)")
+    if is_hf_dir(path):
+        check_hf_dir(path)
+        return path
+    return find_checkpoint(path)
+
+
+def model_files(source: str | Path) -> list[list[Any]]:
+    """[path, size, mtime_ns] of the files that decide the model (an evaluation's fingerprint)."""
+    return [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns]
+            for p in sorted(locate(source).iterdir()) if p.is_file()]  # fmt: skip
+
+
+@contextlib.contextmanager
+def pretrained(source: str | Path, vocab: str | Path | None = None) -> Iterator[Pretrained]:
+    """The model as a Hugging Face directory: as it is, or exported for the evaluation into a temporary
+    directory (removed afterwards)."""
+    found = locate(source)
+    if is_hf_dir(found):
+        yield Pretrained(found, f"{found} (a Hugging Face directory)", export_cost(found))
+        return
+    with tempfile.TemporaryDirectory(prefix="corpusprep-evaluate-") as scratch:
+        hf_dir = export(found, Path(scratch) / "hf", vocab)
+        cost = pretraining_cost(found)
+        step = f", step {cost['steps']:,}" if cost.get("steps") is not None else ""
+        yield Pretrained(hf_dir, f"{found}{step}", cost)
+
+
+def export_cost(path: Path) -> dict[str, Any]:
+    return {"known": False, "note": "a Hugging Face directory records none; evaluate the run dir to see it"}
+
+
+def pretraining_cost(checkpoint: Path) -> dict[str, Any]:
+    """Steps, sequences, tokens and seconds of training up to `checkpoint`, from its config and the run's
+    metrics.jsonl: each progress record gives its window's sequences and tokens per second, so a window
+    of k steps took k x batch x accumulation / (sequences/s) seconds and saw tokens/s x that many tokens.
+    Counted for one process: under torchrun multiply sequences and tokens by the number of processes (the
+    run does not record it). An imported model (`trainer.import_hf`) has no training of ours to count."""
+    match = STEP_DIR.match(checkpoint.name)
+    if match is None or checkpoint.parent.name != "checkpoints":
+        return {"known": False, "note": "an imported model: its pre-training was not ours to measure"}
+    step = int(match.group(1))
+    train = read_json(checkpoint / "config.json").get("train", {})
+    try:
+        per_step = int(train["data"]["batch_size"]) * int(train["schedule"]["grad_accum"])
+    except (KeyError, TypeError, ValueError):
+        return {"known": True, "steps": step, "note": "no batch size in its config.json"}
+    cost = {"known": True, "steps": step, "examples": step * per_step, "tokens": None, "seconds": None}
+    records = metrics(checkpoint.parent.parent / "metrics.jsonl")
+    windows = [r for r in records
+               if "seq_per_s" in r and isinstance(r.get("step"), int) and r["step"] <= step]  # fmt: skip
+    if not windows:
+        return cost | {"note": "no metrics.jsonl: tokens and time unknown"}
+    seconds = tokens = 0.0
+    previous = 0
+    for record in windows:
+        rate, token_rate = float(record["seq_per_s"]), float(record.get("tokens_per_s", 0))
+        took = (record["step"] - previous) * per_step / rate if rate > 0 else 0.0
+        seconds, tokens, previous = seconds + took, tokens + token_rate * took, record["step"]
+    note = "one process; from metrics.jsonl" + ("" if previous == step else f" up to step {previous}")
+    return cost | {"tokens": round(tokens), "seconds": round(seconds, 1), "note": note}
+
+
+def metrics(path: Path) -> list[dict]:
+    """The records of a metrics.jsonl (a line a kill cut short is passed over, as the trainer does)."""
+    if not path.is_file():
+        return []
+    records = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataError(f"{path}: cannot read ({error})") from None
+    for line in lines:
+        with contextlib.suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict):
+                records.append(record)
+    return records
