@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from corpusprep.errors import UsageError
-from tests.trainer.test_train import small_run
+from tests.trainer.test_train import assert_clean_exit, small_run, torchrun
 from trainer import checkpoint
 from trainer.config import load_config, parse_duration
 from trainer.optim import budget_factor
@@ -150,3 +150,15 @@ def test_the_budget_flag(tiny_shards, capsys):
     assert schedule["budget"] == "2h" and schedule["steps"] is None
     assert run_main(["--shards", str(tiny_shards), "--budget", "2 hours", "--print-config"]) == 2
     assert "schedule.budget: '2 hours' is not a duration" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # two torchrun ranks start in ~20 s on a quiet machine
+def test_torchrun_ranks_follow_one_clock(tiny_shards, tmp_path):
+    """Two ranks measure different times; they take the slowest one's, so they stop at the same step with
+    the same learning rates (different lrs would leave different weights) and the same recorded time."""
+    run_dir = tmp_path / "ddp"
+    assert_clean_exit(torchrun(*budget_run(tiny_shards, run_dir, 'schedule.budget="4s"', "eval.every=0")))
+    summaries = [json.loads((run_dir / f"summary-rank{r}.json").read_text()) for r in range(2)]
+    assert summaries[0]["weights_sha256"] == summaries[1]["weights_sha256"]
+    assert summaries[0]["steps"] == summaries[1]["steps"] >= 2
+    assert summaries[0]["train_seconds"] == summaries[1]["train_seconds"] >= 4
