@@ -6,6 +6,7 @@ import argparse
 import errno
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,10 +33,20 @@ def plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
+# Control characters (C0, DEL, C1) and the Unicode line and paragraph separators, as escapes: a file name
+# may hold any of them, and a message must stay one line (a newline in a name would split it in two).
+_CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {
+    0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r", 0x2028: "\\u2028", 0x2029: "\\u2029"
+}
+
+
 def printable(text: str) -> str:
-    """`text` with what cannot be written as UTF-8 escaped: the bytes of a file name that is not valid UTF-8
-    (which Python keeps as surrogates) as \\xNN, as in document ids (`caf\\xe9.txt`). Every message goes
-    through here on its way out (errors, warnings, stats examples), so a file is always named one way."""
+    """`text` as one line of UTF-8: the bytes of a file name that is not valid UTF-8 (which Python keeps as
+    surrogates) as \\xNN, as in document ids (`caf\\xe9.txt`), and control characters as \\n, \\r, \\t,
+    \\xNN. Every message goes through here on its way out (errors, warnings, stats examples), so a file is
+    always named one way and a message is always one line."""
+    if not text.isprintable():  # cheap when clean: str.isprintable is one C loop
+        text = text.translate(_CONTROL_ESCAPES)
     try:
         text.encode("utf-8")
         return text
@@ -70,6 +81,33 @@ class DataError(CorpusprepError):
 # The last line of defence of every entry point: errors that escaped the specific checks, as one line.
 WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
 INTERRUPTED = "interrupted; rerun to continue"
+TERMINATED = "terminated (SIGTERM); rerun to continue"
+TERMINATED_EXIT = 128 + signal.SIGTERM  # 143: what a shell reports for a process SIGTERM ended
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a job scheduler's time limit, `kill`, a shutdown), raised where Ctrl-C would be so that it
+    takes the same way out: workers stopped, temporary files removed, outputs left resumable; one line
+    (TERMINATED) and exit 143 instead of a silent death."""
+
+
+_terminated = False  # SIGTERM arrived: typer turns any KeyboardInterrupt into "exit 130", losing its type
+
+
+def _terminate(signum: int, frame: object) -> None:
+    global _terminated
+    _terminated = True
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one while we clean up
+    raise Terminated
+
+
+def _interrupt(chain: list[BaseException]) -> tuple[str, int] | None:
+    """The line and exit code of an interrupt in `chain`: SIGTERM (143) or Ctrl-C (130); None when none."""
+    if not any(isinstance(e, KeyboardInterrupt) for e in chain):
+        return None
+    if _terminated or any(isinstance(e, Terminated) for e in chain):
+        return TERMINATED, TERMINATED_EXIT
+    return INTERRUPTED, 130
 
 
 def _chain(error: BaseException) -> list[BaseException]:
@@ -137,8 +175,8 @@ def os_error_in(error: BaseException) -> OSError | None:
 def describe(error: BaseException) -> tuple[str, int] | None:
     """One line and an exit code for a failure the user can act on; None for a bug (let it show)."""
     chain = _chain(error)
-    if any(isinstance(e, KeyboardInterrupt) for e in chain):
-        return INTERRUPTED, 130
+    if (interrupt := _interrupt(chain)) is not None:
+        return interrupt
     if isinstance(error, CorpusprepError):
         return str(error), error.exit_code
     for e in chain:
@@ -157,15 +195,18 @@ def forget_interrupt() -> None:
 
 
 def guarded(main: Callable[[], int | None], prefix: str = "error: ") -> int:
-    """Run an entry point: a user-facing failure becomes one line on stderr and its exit code."""
+    """Run an entry point: a user-facing failure becomes one line on stderr and its exit code. SIGTERM is
+    handled as Ctrl-C is (`Terminated`): one line, exit 143, and the run resumes where it stopped."""
+    handled = _handle_sigterm(_terminate)
     try:
         return main() or 0
     except SystemExit as exit:
         # Typer turns Ctrl-C into a silent exit 130: say what happened.
-        if exit.code == 130 and any(isinstance(e, KeyboardInterrupt) for e in _chain(exit)):
-            print(f"{prefix.removesuffix('error: ')}{INTERRUPTED}", file=sys.stderr)
+        interrupt = _interrupt(_chain(exit)) if exit.code == 130 else None
+        if interrupt is not None:
+            print(f"{prefix.removesuffix('error: ')}{interrupt[0]}", file=sys.stderr)
             forget_interrupt()
-            return 130
+            return interrupt[1]
         raise
     except BaseException as error:
         found = describe(error)
@@ -173,7 +214,20 @@ def guarded(main: Callable[[], int | None], prefix: str = "error: ") -> int:
             raise
         line, code = found
         line = printable(line)  # a file name that is not UTF-8: as in the warnings and document ids
-        print(f"{prefix.removesuffix('error: ') if code == 130 else prefix}{line}", file=sys.stderr)
-        if code == 130:
+        interrupted = code in (130, TERMINATED_EXIT)
+        print(f"{prefix.removesuffix('error: ') if interrupted else prefix}{line}", file=sys.stderr)
+        if interrupted:
             forget_interrupt()
         return code
+    finally:
+        if handled:  # the outcome is decided: a later SIGTERM (at shutdown) ends the process as before
+            _handle_sigterm(signal.SIG_DFL)
+
+
+def _handle_sigterm(handler: Callable | int) -> bool:
+    """Install `handler` for SIGTERM; False where that cannot be done (not the main thread: a test's)."""
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:
+        return False
+    return True

@@ -15,13 +15,14 @@ from __future__ import annotations
 import copy
 import json
 import os
-from dataclasses import dataclass, field
+import re
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from corpusprep.errors import UsageError
+from corpusprep.read.document import MAX_DOCUMENT_MB, ReadOptions
+from corpusprep.settings import check_settings, parse_toml, read_toml
 
 DEMO_INPUT = "@demo"  # input.paths = ["@demo"]: the embedded demo corpus, built at run time
 SECTIONS = ("pipeline", "input", "vocab", "pairs", "shard", "train", "phases", "evaluate")
@@ -30,7 +31,17 @@ KINDS = ("corpus", "vocab", "pairs", "shard", "train", "plot", "evaluate")  # ru
 EVALUATE_PATHS = ("train", "dev", "test", "vocab")  # [evaluate] keys that name files
 # demo_mb: size of the demo corpus (None: corpusprep.demo_corpus.DEFAULT_MAX_MB)
 INPUT_DEFAULTS = {"paths": [DEMO_INPUT], "format": "auto", "text_field": "text", "on_error": "auto",
-                  "demo_mb": None}
+                  "max_document_mb": MAX_DOCUMENT_MB, "document_per_file": False, "demo_mb": None}
+READ_KEYS = ("format", "text_field", "on_error", "max_document_mb", "document_per_file")  # -> ReadOptions
+# [train] keys the runner reads itself (the trainer never sees them): name -> (check, what it must be)
+RUNNER_TRAIN_KEYS = {
+    "processes": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "an integer >= 1"),
+    "init_from_previous": (lambda v: isinstance(v, bool), "true or false"),
+}
+# What a run dir holds beside the stages' directories: a phase may not be named so (its stages would
+# write into them)
+RUN_DIR_NAMES = ("stages", "vocab", "corpus", "run.json", "pipeline.json", "report.md")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -65,8 +76,8 @@ class Pipeline:
 def parse_value(text: str) -> Any:
     """A `--set` value: a TOML value (1e-4, true, "x", [1, 2]) or else the text itself."""
     try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+        return parse_toml(f"v = {text}", "--set")["v"]
+    except UsageError:  # not a TOML value (or one nested too deeply): the text itself
         return text
 
 
@@ -95,14 +106,7 @@ def load_pipeline(
     given with `--set` to the current one; every path it reads is checked here (`check_inputs`), before
     anything is written."""
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as error:
-        raise UsageError(f"{path}: not UTF-8 text (byte {error.start}); TOML files are UTF-8") from None
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read pipeline file ({error.strerror})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise UsageError(f"{path}: invalid TOML ({error})") from None
+    raw = read_toml(path, "pipeline file")
     resolve_paths(raw, path.parent)
     for item in overrides or []:
         apply_override(raw, item)
@@ -190,18 +194,35 @@ def _table(config: dict, key: str, where: str) -> dict[str, Any]:
     return value
 
 
+def plain_name(name: str, where: str, names: str) -> str:
+    """`name` when it can name a directory and nothing else (not a path, not hidden, no control character):
+    the pipeline's name (runs/NAME) and every phase's (RUN_DIR/NAME/...) pass here."""
+    if not name or name.startswith(".") or any(c in name for c in "/\\") or _CONTROL.search(name):
+        raise UsageError(f"{where} {name!r} must be a plain name (no '/', '\\', control character, leading "
+                         f"'.' or '..'); it names {names}")
+    return name
+
+
+def check_runner_keys(section: dict[str, Any], where: str) -> None:
+    """The [train] keys the runner reads itself (`processes`, `init_from_previous`), checked when the file is
+    planned; the trainer's keys are checked by its own checker (`stages.TrainStage.check`, which the runner
+    calls for every stage before the first runs)."""
+    for key, (ok, must) in RUNNER_TRAIN_KEYS.items():
+        if key in section and not ok(section[key]):
+            raise UsageError(f"{where}.{key}: expected {must}, got {section[key]!r}")
+
+
 def plan(raw: dict[str, Any], source: Path) -> Pipeline:
-    """The ordered stages of a pipeline file's tables (pure: reads nothing but `raw`)."""
+    """The ordered stages of a pipeline file's tables (pure: reads nothing but `raw`). Every setting is
+    checked here or by the stages' `check` (the runner calls it for every stage before the first runs)."""
     unknown = sorted(set(raw) - set(SECTIONS))
     if unknown:
         raise UsageError(f"{source}: unknown section [{unknown[0]}] (known: {', '.join(SECTIONS)})")
     config = copy.deepcopy(raw)
     meta = _table(config, "pipeline", str(source))
-    name = str(meta.get("name") or source.stem)
-    if name.startswith(".") or any(c in name for c in "/\\\0"):  # ".", "..", hidden, a path
-        # the default run directory is runs/NAME: a path here would put it anywhere
-        raise UsageError(f"{source}: pipeline.name {name!r} must be a plain name (no '/', '\\', leading '.' "
-                         "or '..'); it names the run directory runs/NAME")
+    # the default run directory is runs/NAME: a path here would put it anywhere
+    name = plain_name(str(meta.get("name") or source.stem), f"{source}: pipeline.name", "the run directory "
+                      "runs/NAME")
     seed = meta.get("seed", 12345)
     if not isinstance(seed, int):
         raise UsageError(f"{source}: pipeline.seed must be an integer, not {seed!r}")
@@ -223,7 +244,12 @@ def plan(raw: dict[str, Any], source: Path) -> Pipeline:
     demo = inputs["paths"] == [DEMO_INPUT]
     if DEMO_INPUT in inputs["paths"] and not demo:
         raise UsageError(f"{source}: {DEMO_INPUT} cannot be mixed with other input paths")
-    read = {k: inputs[k] for k in ("format", "text_field", "on_error")}
+    try:  # the CLI's rule for the same options (any case for a choice: "PARQUET")
+        read = asdict(ReadOptions(**check_settings(ReadOptions, {k: inputs[k] for k in READ_KEYS}, "input")))
+    except UsageError as error:
+        message = str(error) if str(error).startswith("input.") else f"input: {error}"
+        raise UsageError(f"{source}: {message}") from None
+    inputs.update(read)
 
     # Every stage draws from the pipeline seed unless its own table sets one.
     def seeded(section: dict) -> dict:
@@ -236,14 +262,21 @@ def plan(raw: dict[str, Any], source: Path) -> Pipeline:
     vocab = _table(config, "vocab", str(source))
     stages.append(Stage("vocab", "vocab", {"vocab": vocab, "read": read}, {"corpus": corpus_need}, "vocab"))
 
-    phases = _table(config, "phases", str(source)) or {"": {}}
+    named = _table(config, "phases", str(source))
+    phases = named or {"": {}}
     previous_train = None
     for phase, tables in phases.items():
         where = f"{source}: phases.{phase}"
+        if named:  # each names a directory of the run dir, as the pipeline's name names the run dir
+            plain_name(phase, f"{source}: phase name", "the phase's directory RUN_DIR/NAME")
+            if phase in RUN_DIR_NAMES:
+                raise UsageError(f"{where}: a phase may not be named {phase!r}: the run dir's {phase} is not "
+                                 "the phase's")
         if not isinstance(tables, dict) or set(tables) - set(PHASE_SECTIONS):
             raise UsageError(f"{where}: a phase holds only the tables {', '.join(PHASE_SECTIONS)}")
         shared = {s: _table(config, s, str(source)) for s in PHASE_SECTIONS}
         merged = {s: deep_merge(shared[s], _table(tables, s, where)) for s in PHASE_SECTIONS}
+        check_runner_keys(merged["train"], f"{where}.train" if phase else f"{source}: train")
         suffix = f"-{phase}" if phase else ""
         prefix = f"{phase}/" if phase else ""
         pairs, shard, train = (f"{kind}{suffix}" for kind in ("pairs", "shard", "train"))

@@ -20,8 +20,8 @@ from rich.console import Console
 
 import corpusprep
 from corpusprep.console import console as stderr_console
-from corpusprep.engine import artifact
-from corpusprep.engine.files import read_record, remove_stale_temps, write_json
+from corpusprep.engine import artifact, records
+from corpusprep.engine.files import remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
 from corpusprep.errors import DataError, UsageError
 from pipelines import report, stages
@@ -30,6 +30,10 @@ from pipelines.stages import StageContext
 
 RUN_FILE = "run.json"  # names the pipeline a run dir belongs to
 STAGES_DIR = "stages"
+# what the runner writes in its run dir (its killed writes' temporaries are removed at start); the stages'
+# own outputs are artifacts, which clear theirs
+RUN_FILES = (RUN_FILE, "pipeline.json", "report.json", "report.md", f"{STAGES_DIR}/*.json", "*.toml",
+             "*/*.toml")
 
 
 def input_fingerprint(paths: list[str]) -> str:
@@ -42,18 +46,23 @@ def list_outputs(out: Path, files: tuple[str, ...] | None) -> dict[str, int]:
     files it names."""
     if files is None:
         files = (*artifact.owned_files(out), artifact.MANIFEST)
-    return {f: (out / f).stat().st_size for f in sorted(files)}
+    return {f: records.inside(out, f).stat().st_size for f in sorted(files)}
 
 
 def outputs_intact(out: Path, recorded: dict[str, int]) -> bool:
-    return all((out / f).is_file() and (out / f).stat().st_size == size for f, size in recorded.items())
+    """Every file a stage record names (each inside the stage's output: records.inside) there, its size."""
+    paths = {records.inside(out, f): size for f, size in recorded.items()}
+    return all(p.is_file() and p.stat().st_size == size for p, size in paths.items())
 
 
-def _record(path: Path) -> dict | None:
-    """A stage record (`stages/NAME.done.json` / `.started.json`); a damaged one counts as absent, so the
-    stage runs again (its artifact decides what that costs)."""
-    record = read_record(path)
-    return record if record is not None and isinstance(record.get("fingerprint"), str) else None
+def _record(path: Path, kind: str) -> dict | None:
+    """A stage record (`stages/NAME.done.json`, kind "stage_done"; `.started.json`, "stage_started"), None
+    when absent; a damaged one is one line naming the file and the field."""
+    try:
+        return records.load_record(path, kind, missing_ok=True)
+    except DataError as error:
+        raise DataError(f"{error} (not a record corpusprep wrote: delete it, and the stage runs "
+                                "again)") from None  # fmt: skip
 
 
 def check_run_dir(run_dir: Path, name: str, overwrite: bool) -> None:
@@ -67,7 +76,12 @@ def check_run_dir(run_dir: Path, name: str, overwrite: bool) -> None:
     if other is not None and other[0] != "pipeline":  # never, even with --overwrite
         raise UsageError(f"{run_dir}: holds {other[1]}, not a pipeline run; pick another --run-dir")
     if run_file.is_file():
-        owner = (read_record(run_file) or {}).get("pipeline")
+        try:
+            owner = records.load_record(run_file, "pipeline_run")["pipeline"]
+        except DataError as error:
+            if not overwrite:
+                raise UsageError(f"{error}; pass --overwrite to use this run dir, or pick another") from None
+            owner = name
         if owner != name and not overwrite:
             raise UsageError(
                 f"{run_dir}: holds a run of pipeline {owner!r}, not {name!r}; pick another --run-dir or "
@@ -96,9 +110,12 @@ def run_pipeline(
     run_dir = Path(run_dir)
     selected = select(pipeline.stages, until)
     started = time.perf_counter()
-    # Everything is checked before anything is written: settings, input paths, the run dir's place.
-    for stage in selected:
-        stages.check(stage)
+    # Everything is checked before anything is written: settings (of every stage, also those after --until:
+    # a typo in the last phase fails now; only a train stage's trainer checks, which import torch, wait for
+    # a run that trains), input paths, the run dir's place.
+    for stage in pipeline.stages:
+        if stage.kind != "train" or stage in selected:
+            stages.check(stage)
     check_paths(pipeline)
     dirs = {s.name: run_dir / s.output for s in pipeline.stages}
     demo = pipeline.demo_input
@@ -111,7 +128,7 @@ def run_pipeline(
     artifact.check_not_inside(run_dir, None, "pick another --run-dir")  # before the lock makes the dir
     with exclusive_dir(run_dir), artifact.pipeline_stages(run_dir):
         check_run_dir(run_dir, pipeline.name, overwrite)
-        removed = remove_stale_temps(run_dir)
+        removed = remove_stale_temps(run_dir, RUN_FILES)
         if removed:
             console.print(f"removed {removed} temporary file(s) or folder(s) left by an interrupted run")
         write_json(run_dir / RUN_FILE, {"pipeline": pipeline.name, "source": str(pipeline.source)})
@@ -127,15 +144,15 @@ def run_pipeline(
             )
             label = f"[{number}/{len(selected)}] {stage.name}"
             done_file = run_dir / STAGES_DIR / f"{stage.name}.done.json"
-            done = _record(done_file)
+            done = _record(done_file, "stage_done")
             out = dirs[stage.name]
-            intact = done is not None and isinstance(done.get("outputs"), dict) and done["fingerprint"] == fp
+            intact = done is not None and done["fingerprint"] == fp
             if not overwrite and intact and outputs_intact(out, done["outputs"]):
                 console.print(f"{label}: complete, skipped")
                 records.append({**done, "status": "skipped"})
                 continue
             start_file = run_dir / STAGES_DIR / f"{stage.name}.started.json"
-            started_as = (_record(start_file) or {}).get("fingerprint")
+            started_as = (_record(start_file, "stage_started") or {}).get("fingerprint")
             # Replace the outputs only when this runner made them with other settings (or --overwrite); else
             # the stage resumes or repairs its own work (the artifact rule), or refuses a foreign directory.
             fresh = overwrite or started_as not in (None, fp)

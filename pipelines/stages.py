@@ -20,8 +20,9 @@ from typing import Any
 
 from corpusprep.engine import artifact
 from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.records import load_record, parse_json, read_bytes
 from corpusprep.errors import DataError, UsageError
-from pipelines.config import Stage
+from pipelines.config import RUNNER_TRAIN_KEYS, Stage
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ class CorpusStage(StageKind):
                 stats = write_demo_corpus(ctx.out / "demo.jsonl", stage.settings["max_mb"] or DEFAULT_MAX_MB)
                 write_json(ctx.out / "demo_stats.json", stats.to_dict())
                 out.commit(files=["demo.jsonl", "demo_stats.json"])
-        stats = json.loads((ctx.out / "demo_stats.json").read_text())
+        stats = load_record(ctx.out / "demo_stats.json", "demo_stats")
         counts = {k: stats[k] for k in ("modules", "docstrings", "documents", "dropped")}
         return StageResult({**counts, "MB": round(stats["bytes"] / 1e6, 3)}, unit="documents")
 
@@ -194,7 +195,7 @@ class PairsStage(StageKind):
         if problems:
             return problems
         rows = sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(ctx.out.glob("*/part-*.parquet")))
-        expected = json.loads((ctx.out / "stats.json").read_text()).get("pairs")
+        expected = load_record(ctx.out / "stats.json", "pairs_stats").get("pairs")
         if rows != expected:
             return [f"{ctx.out}: {rows} pairs in the Parquet files, stats.json says {expected}"]
         return [] if rows else [f"{ctx.out}: no pairs"]
@@ -234,7 +235,7 @@ class ShardStage(StageKind):
         return [str(p) for p in validate_shards(ctx.out)]
 
 
-RUNNER_KEYS = ("processes",)  # [train] keys for the runner, not the trainer
+RUNNER_KEYS = tuple(RUNNER_TRAIN_KEYS)  # [train] keys for the runner, not the trainer (checked when planned)
 
 
 def train_config(stage: Stage, dirs: dict[str, Path], resume: bool = True) -> dict[str, Any]:
@@ -292,7 +293,10 @@ class TrainStage(StageKind):
     def check(self, stage: Stage) -> None:
         from trainer.config import load_config
 
-        load_config({k: v for k, v in stage.settings["train"].items() if k not in RUNNER_KEYS})
+        try:
+            load_config({k: v for k, v in stage.settings["train"].items() if k not in RUNNER_KEYS})
+        except UsageError as error:  # name the phase: "train-seq512: optim.lr: expected float, got 'fast'"
+            raise UsageError(f"{stage.name}: {str(error).removeprefix('config: ')}") from None
 
     def run(self, stage: Stage, ctx: StageContext) -> StageResult:
         identity = {"settings": stage.settings, "shards": artifact.content_digest(ctx.need(stage, "shards"))}
@@ -312,7 +316,7 @@ class TrainStage(StageKind):
                          for name in CHECKPOINT_FILES]
                 files += [name for name in ("metrics.jsonl",) if (ctx.out / name).is_file()]
                 out.commit(files=files, record={"summary": summary})
-        summary = artifact.read_manifest(ctx.out)["summary"]
+        summary = (artifact.load_manifest(ctx.out) or {}).get("summary", {})
         counts = {k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         return StageResult(counts, unit="steps")
 
@@ -349,8 +353,10 @@ class TrainStage(StageKind):
 
 
 def _last_metrics(run_dir: Path) -> dict[str, Any]:
-    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
-    return json.loads(lines[-1]) if lines else {}
+    path = run_dir / "metrics.jsonl"
+    lines = read_bytes(path).decode("utf-8", "replace").splitlines()
+    last = parse_json(lines[-1], f"{path}: line {len(lines)}") if lines else {}
+    return last if isinstance(last, dict) else {}
 
 
 class PlotStage(StageKind):

@@ -10,7 +10,9 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
-from corpusprep.errors import UsageError
+from corpusprep.engine.records import parse_json
+from corpusprep.errors import DataError, UsageError
+from corpusprep.settings import machine_memory, read_toml
 
 if TYPE_CHECKING:  # trainer.model imports torch: not needed to read a config or print --help
     from trainer.model import BertConfig
@@ -195,31 +197,16 @@ class TrainConfig:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib
-        except ModuleNotFoundError:
-            raise UsageError(f"{path}: reading TOML needs Python >= 3.11 or `pip install tomli`") from None
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read config ({e.strerror})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path}: invalid TOML ({e})") from None
-    except UnicodeDecodeError as e:  # tomllib reads bytes, decodes UTF-8 itself
-        raise UsageError(f"{path}: not UTF-8 text (byte {e.start}); TOML files are UTF-8") from None
+    data = read_toml(path, "config")
     # a pipeline file keeps the trainer's settings under [train]
     return data["train"] if set(data) == {"train"} else data
 
 
 def _parse_value(text: str) -> Any:
     """`--set` values are TOML/JSON literals (1e-4, true, "x", [1, 2]); anything else is a plain string."""
-    try:
-        return json.loads(text.lower() if text.lower() in ("true", "false") else text)
-    except json.JSONDecodeError:
+    try:  # the records' parser: 10^5 brackets or digits are no literal, not a crash
+        return parse_json(text.lower() if text.lower() in ("true", "false") else text, "--set")
+    except DataError:
         return text
 
 
@@ -358,6 +345,38 @@ def check_model(values: dict[str, Any]) -> None:
     hidden, heads = values.get("hidden_size"), values.get("num_heads")
     if hidden is not None and heads is not None and hidden % heads:
         raise ValueError(f"model.hidden_size={hidden} must be divisible by model.num_heads={heads}")
+    check_fits(values)
+
+
+def parameter_count(values: dict[str, Any]) -> int | None:
+    """About how many parameters a BERT of these sizes has (embeddings, layers, pooler and MLM head; within
+    a few per cent); None while a size is not set."""
+    sizes = [values.get(k) for k in ("vocab_size", "hidden_size", "num_layers")]
+    if not all(isinstance(v, int) for v in sizes):
+        return None
+    vocab, hidden, layers = sizes
+    inner = values.get("intermediate_size") or 4 * hidden
+    positions = (values.get("max_position") or 512) + (values.get("type_vocab_size") or 2)
+    return (vocab + positions) * hidden + layers * (4 * hidden * hidden + 2 * hidden * inner) + 2 * hidden**2
+
+
+MAX_PARAMETERS = 10**12  # beyond any model this trainer builds (BERT-large: 3.4e8), whatever the memory
+
+
+def check_fits(values: dict[str, Any]) -> None:
+    """ValueError for a model whose float32 weights alone exceed this machine's memory, or MAX_PARAMETERS
+    (hidden_size 10^9 from a hand-edited config, a checkpoint's or a Hugging Face config.json): one line now,
+    not hours of building shapes or an allocation failure inside torch. The one size check of a model: every
+    BertConfig goes through it (check_model)."""
+    count, memory = parameter_count(values), machine_memory()
+    if count is not None and memory is not None and 4 * count > memory:
+        hidden, layers = values["hidden_size"], values["num_layers"]
+        raise ValueError(f"model.hidden_size={hidden:,} with {layers:,} layers has ~{count:.2g} parameters, "
+                         f"{4 * count / 2**30:,.0f} GiB of float32 weights: more than this machine's "
+                         f"{memory / 2**30:,.0f} GiB of memory")
+    if count is not None and count > MAX_PARAMETERS:  # where the memory cannot be read
+        raise ValueError(f"model: ~{count:.2g} parameters, more than {MAX_PARAMETERS:.0e}, beyond any model "
+                         "this trainer builds")  # fmt: skip
 
 
 def validate(c: TrainConfig) -> None:

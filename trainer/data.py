@@ -17,7 +17,7 @@ word segmenter): one masking rule, whichever stage applies it.
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from corpusprep.engine import artifact
+from corpusprep.engine import artifact, records
 from corpusprep.engine.arrow import to_numpy
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
@@ -47,6 +47,26 @@ class ShardFile:
     rows: int
     bytes: int
     sha256: str
+    identity: tuple[int, int, int] | None = None  # (inode, size, mtime) when the run opened the shards
+
+    def check_unchanged(self) -> None:
+        """The file is still the one the run started with: `shard --overwrite` replacing the shards under a
+        running trainer (on a machine where the readers' lock does not reach) stops it with one line,
+        rather than letting it train on a mix of old and new rows."""
+        if self.identity is not None and _identity(self.path) != self.identity:
+            raise DataError(
+                f"{self.path}: replaced or changed since this run started (another `corpusprep shard` wrote "
+                "here?); the run stops rather than train on a mix of shards: rerun with --resume once the "
+                "shards are final (a resume checks they are the ones its checkpoint was trained on)"
+            )
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 @dataclass(frozen=True)
@@ -62,6 +82,7 @@ class Shards:
     directory: Path
     manifest: dict
     vocab: VocabIds
+    identities: dict[Path, tuple[int, int, int] | None] = field(default_factory=dict)  # ShardFile.identity
 
     @property
     def objective(self) -> Objective:
@@ -116,7 +137,8 @@ class Shards:
         if split not in splits:
             raise UsageError(f"{self.directory / 'manifest.json'}: no {split!r} split")
         return [
-            ShardFile(self.directory / s["path"], int(s["rows"]), int(s["bytes"]), s.get("sha256", ""))
+            ShardFile(path := records.inside(self.directory, s["path"]), s["rows"], s["bytes"], s["sha256"],
+                      self.identities.get(path))
             for s in splits[split]["shards"]
         ]
 
@@ -138,17 +160,13 @@ def open_shards(directory: str | Path, splits: tuple[str, ...] = ("train",), ver
     if not manifest_path.is_file():
         raise UsageError(f"{manifest_path}: no manifest (not a finished `corpusprep shard` output)")
     artifact.require(directory, "shards")  # every owned file there with its size (sha256 below, with verify)
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise DataError(f"{manifest_path}: unreadable manifest ({e})") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("splits", {}), dict):
-        raise DataError(f"{manifest_path}: not a shards manifest (valid JSON of another shape)")
-    shards = Shards(directory, manifest, _vocab_ids(manifest.get("vocab", {}), manifest_path))
+    manifest = records.load_record(manifest_path, "shards_manifest")
+    shards = Shards(directory, manifest, _vocab_ids(manifest["vocab"], manifest_path))
     for split in splits:
-        if split != "train" and split not in manifest.get("splits", {}):
+        if split != "train" and split not in manifest["splits"]:
             continue  # validation is optional
         for f in shards.files(split):
+            shards.identities[f.path] = _identity(f.path)
             if not f.path.is_file():
                 raise DataError(f"{f.path}: listed in the manifest but missing")
             size = f.path.stat().st_size
@@ -421,7 +439,9 @@ class _RowGroupReader:
                 if self.parquet is not None:
                     self.parquet.close()
                 self.table = None  # drop references into the old mapping before opening the next
+                self.files[file].check_unchanged()
                 self.parquet = pq.ParquetFile(pa.memory_map(str(self.files[file].path)))
+                self.files[file].check_unchanged()  # not replaced between the check and the mapping
                 self.file = file
             where = f"{self.files[file].path}: row group {row_group}"
             try:

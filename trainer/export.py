@@ -28,11 +28,12 @@ from pathlib import Path
 import torch
 
 from corpusprep.console import refuse_stdout
+from corpusprep.engine import records
 from corpusprep.engine.artifact import PIPELINE_RUN_FILES, check_not_nested, enclosing_output
 from corpusprep.engine.files import fsync_dir
-from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError
+from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError, printable
 from corpusprep.objectives import objective
-from trainer.checkpoint import check_state, find_checkpoint, load_checkpoint, read_json
+from trainer.checkpoint import WEIGHTS, check_state, find_checkpoint, load_checkpoint
 from trainer.model import BertConfig, BertForPreTraining
 
 # wrappers whose state_dict prefixes every key: torch.compile (OptimizedModule) and DDP, in either order
@@ -214,8 +215,8 @@ def bert_config_from_hf(hf: dict, where: Path) -> BertConfig:
         )
     except KeyError as e:
         raise UsageError(f"{where}: lacks {e.args[0]}") from None
-    except (TypeError, ValueError) as e:  # a value out of range (trainer.config.check_model), a wrong type
-        raise UsageError(f"{where}: {e}") from None
+    except (TypeError, ValueError) as e:  # a size out of range or no machine holds (config.check_model): data
+        raise DataError(f"{where}: {e}") from None
 
 
 # ---------------------------------------------------------------- checkpoint and vocab
@@ -238,7 +239,7 @@ def find_vocab(checkpoint_dir: Path, saved: dict, explicit: Path | None, vocab_s
         manifest_path = Path(shards) / "manifest.json"
         if not manifest_path.is_file():
             raise UsageError(f"{manifest_path}: not found (shards moved?); pass --vocab DIR")
-        manifest = read_json(manifest_path).get("vocab", {})
+        manifest = records.load_record(manifest_path, "shards_manifest")["vocab"]
         # the vocab directory first (its tokenizer.json travels to the export); the shards' own copy of
         # vocab.txt (all that dynamic masking needs, see data.Shards.vocab_info) when it has moved
         candidates = [Path(p) for p in (manifest.get("path"), shards) if p]
@@ -264,7 +265,8 @@ def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
     info = VocabInfo.load(vocab_dir)
     if (vocab_dir / "tokenizer.json").is_file():
         tokenizer_json = (vocab_dir / "tokenizer.json").read_text(encoding="utf-8")
-        normalizer = read_json(vocab_dir / "tokenizer.json").get("normalizer") or {}
+        saved = records.load_record(vocab_dir / "tokenizer.json", "tokenizer_json")
+        normalizer = saved.get("normalizer") or {}
         lowercase = bool(normalizer.get("lowercase", True))
     else:  # a bare vocab.txt: BERT's uncased pipeline, as `corpusprep vocab` builds it by default
         lowercase = True
@@ -295,8 +297,9 @@ class Output:
 
     def finished(self, out: Path) -> bool:
         try:
-            return self.ours(json.loads((out / COMMIT).read_text()))
-        except (OSError, ValueError, AttributeError, TypeError):
+            saved = records.parse_json(records.read_bytes(out / COMMIT), out / COMMIT)
+            return isinstance(saved, dict) and self.ours(saved)
+        except (OSError, DataError):
             return False
 
 
@@ -314,8 +317,9 @@ def claim_output(out: Path, output: Output, inputs: Iterable[Path], overwrite: b
     check_not_nested(out, inputs, command)
     # Another command's output, or inside one (a training run, a pipeline run, shards...): never written
     # into, even with --overwrite, as every stage refuses another kind. The exceptions: an earlier import,
-    # which has a model checkpoint's signs (model.pt beside config.json) because it is one; and a pipeline
-    # run's own model, exported beside its stages (`runs/demo/hf` from `runs/demo/train`, as the README does).
+    # which has a model checkpoint's signs (weights.safetensors beside config.json) because it is one; and a
+    # pipeline run's own model, exported beside its stages (`runs/demo/hf` from `runs/demo/train`, as the
+    # README does).
     target = out.resolve()
     found = enclosing_output([target, *target.parents])
     if found == (target, "a model checkpoint") and out.is_dir() and output.finished(out):
@@ -385,6 +389,7 @@ def write_dir(
         for name in new:
             with open(tmp / name, "rb") as fh:
                 os.fsync(fh.fileno())
+            records.inside(target, name, write=True)  # a linked folder or file in the way: refused, named
         committing = True  # from here on the temporary directory marks an unfinished output: kept on failure
         (target / COMMIT).unlink(missing_ok=True)
         for name in new:
@@ -393,7 +398,7 @@ def write_dir(
                 os.replace(tmp / name, target / name)
         for name in owned_files(target, output):  # an earlier output's files this one no longer writes
             if name not in new:
-                (target / name).unlink()
+                records.inside(target, name, write=True).unlink()
         os.replace(tmp / COMMIT, target / COMMIT)
         fsync_dir(target)
         shutil.rmtree(tmp)
@@ -426,7 +431,7 @@ def export(
 
     path = find_checkpoint(Path(checkpoint))
     config, state, saved = load_checkpoint(path)
-    check_state(state, config, path / "model.pt")
+    check_state(state, config, path / WEIGHTS)
     weights = to_hf(state, config)  # raises for pre-LN before anything is written
     vocab_dir = find_vocab(path, saved, Path(vocab) if vocab else None, config.vocab_size)
     # Positions beyond the longest trained sequence hold their random initialisation: the export ends at the
@@ -542,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
             if report["missing_keys"] or report["unexpected_keys"] or worst > 1e-4:
                 raise DataError(f"{out}: transformers does not reproduce the checkpoint (see above)")
     except CorpusprepError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {printable(str(e))}", file=sys.stderr)  # one line, whatever the names hold
         return e.exit_code
     return 0
 

@@ -2,11 +2,12 @@
 
     python -m trainer.import_hf bert-base-uncased/ init/bert-base [--overwrite]
 
-Reads config.json, model.safetensors (or pytorch_model.bin) and vocab.txt (+ tokenizer_config.json for
-casing) from a `save_pretrained` directory, and writes OUT in the layout of one trainer checkpoint:
+Reads config.json, model.safetensors (never a pickled pytorch_model.bin) and vocab.txt (+
+tokenizer_config.json for casing) from a `save_pretrained` directory, and writes OUT in the layout of one
+trainer checkpoint:
 
-    OUT/model.pt      our state dict (trainer/model.py names)
-    OUT/config.json   {"model": BertConfig fields, "vocab": {sha256, size}, "source": {...}}
+    OUT/weights.safetensors  our state dict (trainer/model.py names; safetensors: no pickle)
+    OUT/config.json   {"model": BertConfig fields, "vocab": {sha256, size}, "source": {...}, "files": ...}
     OUT/vocab/        the model's vocab as a corpusprep vocab directory (vocab.txt byte for byte,
                       tokenizer.json): build pairs and shards with `--vocab OUT/vocab`
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -25,35 +25,41 @@ from pathlib import Path
 import torch
 
 from corpusprep.console import refuse_stdout
+from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
-from corpusprep.errors import CorpusprepError, OneLineParser, UsageError
-from trainer.checkpoint import check_state, read_json
+from corpusprep.errors import CorpusprepError, OneLineParser, UsageError, printable
+from trainer.checkpoint import WEIGHTS, check_state, load_tensors, save_model
 from trainer.export import Output, bert_config_from_hf, from_hf, write_dir
 from trainer.model import BertConfig, BertForPreTraining
 
 # what an import writes (the whole vocab/ directory is its own); config.json, written last, says "source"
 OUTPUT = Output(
-    "import_hf", ("model.pt", "config.json", "vocab/*"),
+    "import_hf", (WEIGHTS, "config.json", "vocab/*"),
     lambda saved: isinstance(saved.get("source"), dict) and "huggingface" in saved["source"],
 )  # fmt: skip
 
 
 def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
-    if (hf_dir / "model.safetensors").is_file():
-        from safetensors.torch import load_file
-
-        return load_file(str(hf_dir / "model.safetensors"))
-    if (hf_dir / "pytorch_model.bin").is_file():
-        return torch.load(hf_dir / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    """The weights of model.safetensors. A pickled pytorch_model.bin is refused, never opened: unpickling
+    runs whatever code the file holds, and corpusprep never unpickles a file it did not write."""
+    path = hf_dir / "model.safetensors"
+    if path.is_file():
+        return load_tensors(path)  # its header checked first: a truncated or damaged file is one line
+    if any((hf_dir / name).is_file() for name in ("pytorch_model.bin", "model.ckpt.index", "tf_model.h5")):
+        raise UsageError(
+            f"{hf_dir}: holds pickled (or TensorFlow) weights, which are never read: loading a pickle runs "
+            "the code it holds; convert them to model.safetensors first (transformers: "
+            "from_pretrained(DIR).save_pretrained(DIR, safe_serialization=True), in a trusted environment)"
+        )
     if any(hf_dir.glob("*.index.json")):
         raise UsageError(f"{hf_dir}: sharded weights are not supported; save_pretrained with max_shard_size")
-    raise UsageError(f"{hf_dir}: no model.safetensors or pytorch_model.bin")
+    raise UsageError(f"{hf_dir}: no model.safetensors")
 
 
 def lowercases(hf_dir: Path) -> bool:
     """The tokenizer's casing: tokenizer_config.json's do_lower_case (BERT's default: True)."""
     path = hf_dir / "tokenizer_config.json"
-    return bool(read_json(path).get("do_lower_case", True)) if path.is_file() else True
+    return load_record(path, "tokenizer_config").get("do_lower_case", True) if path.is_file() else True
 
 
 def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Tensor], list[str]]:
@@ -61,9 +67,12 @@ def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Te
     config_path = hf_dir / "config.json"
     if not config_path.is_file():
         raise UsageError(f"{hf_dir}: no config.json (not a save_pretrained directory)")
-    config = bert_config_from_hf(read_json(config_path), config_path)
+    # the records loader checks shape and types; BertConfig the sizes (trainer.config.check_model: ranges,
+    # and a model this machine can hold); both exit 1. What our model cannot compute (relu, roberta): exit 2
+    config = bert_config_from_hf(load_record(config_path, "hf_config"), config_path)
+    weights = read_hf_weights(hf_dir)
     try:
-        state, fresh = from_hf(read_hf_weights(hf_dir), config)
+        state, fresh = from_hf(weights, config)
     except UsageError as e:
         raise UsageError(f"{hf_dir}: {e}") from None
     if fresh:  # e.g. a BertForMaskedLM checkpoint has no NSP head: start those from BERT's init
@@ -76,13 +85,14 @@ def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Te
 
 
 def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed: int = 0) -> dict:
-    """Write OUT (model.pt, config.json, vocab/); return the record saved as config.json."""
+    """Write OUT (weights.safetensors, config.json, vocab/); return the record saved as config.json."""
     from corpusprep.tokenize import VocabInfo
     from corpusprep.tokenize.vocab import vocab_from_file
 
     hf_dir = Path(hf_dir)
     if not (hf_dir / "vocab.txt").is_file():
         raise UsageError(f"{hf_dir}: no vocab.txt (only WordPiece BERT tokenizers can be imported)")
+    cased = not lowercases(hf_dir)  # the small files first: a bad one fails before the weights are read
     config, state, fresh = convert(hf_dir, seed)
     vocab = VocabInfo.load(hf_dir)  # also checks the five special tokens are present
     if vocab.size != config.vocab_size:
@@ -94,10 +104,9 @@ def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed
     }
 
     def write(tmp: Path) -> None:
-        torch.save(state, tmp / "model.pt")
-        (tmp / "config.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        save_model(tmp, state, record)  # weights.safetensors + config.json: no pickle
         # the vocab directory is part of the checkpoint being written, not inside another output
-        vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=not lowercases(hf_dir), part_of=tmp)
+        vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=cased, part_of=tmp)
 
     write_dir(Path(out), write, overwrite, OUTPUT, [hf_dir])
     copied = hashlib.sha256((Path(out) / "vocab" / "vocab.txt").read_bytes()).hexdigest()
@@ -111,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Convert a Hugging Face BERT directory into initial weights + vocab for the trainer.",
     )
     p.add_argument("hf_dir", type=Path, help="a save_pretrained directory (config.json, weights, vocab.txt)")
-    p.add_argument("out", type=Path, help="output directory: model.pt, config.json, vocab/")
+    p.add_argument("out", type=Path, help="output directory: weights.safetensors, config.json, vocab/")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     p.add_argument("--seed", type=int, default=0, help="seed for heads the checkpoint lacks (default: 0)")
     return p
@@ -120,10 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        refuse_stdout(args.out, "OUT", "a directory (model.pt, config.json, vocab/)")
+        refuse_stdout(args.out, "OUT", "a directory (weights.safetensors, config.json, vocab/)")
         record = import_hf(args.hf_dir, args.out, args.overwrite, args.seed)
     except CorpusprepError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {printable(str(e))}", file=sys.stderr)  # one line, whatever the names hold
         return e.exit_code
     c, fresh = record["model"], record["source"]["initialized_fresh"]
     print(f"wrote {args.out}: {c['num_layers']} layers, hidden {c['hidden_size']}, vocab {c['vocab_size']}")

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from corpusprep.console import refuse_stdout
-from corpusprep.errors import DataError, OneLineParser, UsageError
+from corpusprep.engine.records import parse_json
+from corpusprep.errors import DataError, OneLineParser, UsageError, printable
 
 
 def read_metrics(path: Path) -> list[dict]:
@@ -22,8 +22,8 @@ def read_metrics(path: Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+            records.append(parse_json(line, path))
+        except DataError:
             if number < len(lines) or not records:
                 raise DataError(f"{path}:{number}: not a JSON record") from None
     return records
@@ -149,13 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run_dir = training_run(args.run_dir)
     except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {printable(str(error))}", file=sys.stderr)
         return 2
     out, found = plot(run_dir, args.out)
     if found.skipped:
-        print(f"{run_dir / 'metrics.jsonl'}: skipped {found.skipped} record(s) that are neither "
-              f"training nor validation metrics (first: record {found.first_skipped})", file=sys.stderr)
-    print(out)
+        skipped = (f"{run_dir / 'metrics.jsonl'}: skipped {found.skipped} record(s) that are neither "
+                   f"training nor validation metrics (first: record {found.first_skipped})")
+        print(printable(skipped), file=sys.stderr)
+    print(printable(str(out)))
     return 0
 
 

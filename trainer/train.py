@@ -23,7 +23,8 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
-from corpusprep.engine import artifact
+from corpusprep.engine import artifact, records
+from corpusprep.engine.lock import LOCK_NAME, exclusive_dir, shared_dir
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab
@@ -112,7 +113,8 @@ class Metrics:
         self.path = run_dir / "metrics.jsonl"
         self.enabled = enabled
         if enabled and self.path.exists():
-            keep = [line for line in self.path.read_text().splitlines() if _step(line) <= resume_step]
+            lines = records.read_bytes(self.path).decode("utf-8", "replace").splitlines()
+            keep = [line for line in lines if _step(line) <= resume_step]
             self.path.write_text("".join(line + "\n" for line in keep))
 
     def write(self, record: dict) -> None:
@@ -124,9 +126,10 @@ class Metrics:
 def _step(line: str) -> float:
     """The step of a metrics record; infinite (dropped on resume) for a line a kill cut short."""
     try:
-        return json.loads(line)["step"]
-    except (ValueError, KeyError, TypeError):
+        step = records.parse_json(line, "metrics.jsonl")["step"]
+    except (DataError, KeyError, TypeError):
         return math.inf
+    return step if isinstance(step, (int, float)) and not isinstance(step, bool) else math.inf
 
 
 # ---------------------------------------------------------------- builders
@@ -145,7 +148,10 @@ def build_model(
             config.checkpoint.init_from, config.model, vocab_size, vocab_sha, where, shards.objective.name
         )
     else:
-        bert = config.model.bert_config(shards.vocab.size, shards.objective.name)
+        try:
+            bert = config.model.bert_config(shards.vocab.size, shards.objective.name)
+        except ValueError as e:  # with the shards' vocab, more than the machine holds (config.check_fits)
+            raise UsageError(f"config: {e}") from None
     longest = int(shards.manifest.get("max_seq_length") or 0)
     if longest > bert.max_position:  # the position table has no row for the tokens beyond it
         raise UsageError(
@@ -204,6 +210,7 @@ class Trainer:
         self.scheduler = build_scheduler(self.optimizer, config.schedule, self.progress)
         every_time = config.checkpoint.every_time
         self.checkpoint_seconds = parse_duration(every_time) if every_time else None
+        self.last_batch: dict | None = None  # the newest micro-batch: save_checkpoint tries the weights on it
         if self.resume_from is not None:  # every state, then the data stream continues where it stopped
             self.load_state_dict(self.resume_from)
             log(d, f"resumed from {self.resume_from} at step {self.step}")
@@ -257,15 +264,7 @@ class Trainer:
     def _find_resume(self) -> Path | None:
         """The checkpoint this run continues from, after the checks that need no data: None for a new run."""
         config, d = self.config, self.d
-        if config.data.shards:
-            artifact.check_not_nested(self.run_dir, [config.data.shards], "trainer")  # never write into input
-        # another run, a checkpoint, an artifact; not a pipeline run (its train stage, started by hand)
-        artifact.check_not_inside(self.run_dir, None, "pick another run dir", pipeline_runs=False)
-        owner = artifact.read_manifest(self.run_dir)
-        if owner is not None and owner["kind"] != "train":
-            raise UsageError(
-                f"{self.run_dir}: holds corpusprep {owner['kind']}, not a training run; pick another"
-            )
+        check_run_dir(config)
         found = checkpoint.latest(self.run_dir)
         if found is None:
             if config.checkpoint.resume:  # said, not silent: a mistyped run dir would start over unnoticed
@@ -277,8 +276,8 @@ class Trainer:
                 f"{found}: saved with other settings ({'; '.join(conflicts[:3])}); use another run dir, or "
                 "the settings it was started with"
             )
-        saved = checkpoint.load(found, "trainer")
-        ranks = len(saved.get("positions", saved.get("batches", [])))
+        saved = checkpoint.read_state(found)  # trainer.json only: the tensors load with the other states
+        ranks = len(saved["positions"])
         if ranks != d.world:
             raise UsageError(f"{found}: saved by {ranks} rank(s), not {d.world}; resume with as many "
                              "processes as it was started with")  # fmt: skip
@@ -298,7 +297,7 @@ class Trainer:
         started = self.clock()
         totals = torch.zeros(3, device=self.device)
         for micro in range(accum):
-            batch = to_device(next(self.batches), self.device)
+            batch = self.last_batch = to_device(next(self.batches), self.device)
             self.position.advance(len(batch["input_ids"]), self.workers)
             sync = micro == accum - 1 or d.world == 1
             with contextlib.nullcontext() if sync else self.model.no_sync():
@@ -315,11 +314,7 @@ class Trainer:
         lr = self.scheduler.get_last_lr()[0]
         loss, mlm, sentence = totals.tolist()
         if not math.isfinite(loss):  # before the step: the weights, and so every checkpoint, stay finite
-            raise DataError(
-                f"step {self.step + 1}: the loss is {loss} (training diverged at lr {lr:.2e}; no checkpoint "
-                f"holds a step after it); train again with a lower --lr (optim.lr={self.config.optim.lr:g}), "
-                "a longer warm-up or --pre-ln"
-            )
+            raise self.diverged_error(f"step {self.step + 1}: the loss is {loss}", lr, "a step after it")
         self.optimizer.step()
         self.step += 1
         self.elapsed = self._agreed(self.elapsed + self.clock() - started)
@@ -411,6 +406,8 @@ class Trainer:
         }
 
     def load_state_dict(self, found: Path) -> None:
+        """Every state of the checkpoint `found`, each checked against what this run holds before it is
+        used (a checkpoint is data from disk: checkpoint.load_state checks its files and records)."""
         record = checkpoint.read_config(found)
         saved = record["model"]
         wanted = json.loads(json.dumps(asdict(self.bert)))
@@ -418,19 +415,51 @@ class Trainer:
         if differ:
             changes = "; ".join(differ[:3])
             raise UsageError(f"{found}: saved with another model ({changes}); use another run dir")
-        self.raw_model.load_state_dict(checkpoint.load(found, "model", self.device))
-        self.optimizer.load_state_dict(checkpoint.load(found, "optimizer", self.device))
-        self.scheduler.load_state_dict(checkpoint.load(found, "scheduler"))
-        state = checkpoint.load(found, "trainer")
+        weights = checkpoint.load_weights(found, self.device)
+        checkpoint.check_state(weights, self.bert, found / checkpoint.WEIGHTS)
+        state = checkpoint.load_state(found, self.device)
+        where = found / checkpoint.STATE
+        checkpoint.check_like(state["optimizer"], self.optimizer.state_dict(), f"{where}: optimizer",
+                              params=[p for g in self.optimizer.param_groups for p in g["params"]])
+        checkpoint.check_like(state["scheduler"], self.scheduler.state_dict(), f"{where}: scheduler")
+        self.raw_model.load_state_dict(weights)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
         self.step = state["step"]
         self.elapsed = float(state.get("elapsed", 0.0))  # runs from before budgets: not counted
-        self.position = saved_position(state, self.d.rank, record["train"])
+        self.position = saved_position(state, self.d.rank, self.config.schedule.grad_accum, where)
         rng = state["rng"][self.d.rank]
-        torch.set_rng_state(rng["cpu"])
-        if self.device.type == "cuda" and rng.get("cuda") is not None:
-            torch.cuda.set_rng_state(rng["cuda"])
+        try:
+            torch.set_rng_state(rng["cpu"].cpu())
+            if self.device.type == "cuda" and rng["cuda"] is not None:
+                torch.cuda.set_rng_state(rng["cuda"].cpu())
+        except (RuntimeError, TypeError) as error:
+            raise DataError(f"{where}: rng[{self.d.rank}]: not a generator's state ({error})") from None
+
+    def diverged_error(self, what: str, lr: float, held: str) -> DataError:
+        return DataError(f"{what} (training diverged at lr {lr:.2e}; no checkpoint holds {held}); train "
+                         f"again with a lower --lr (optim.lr={self.config.optim.lr:g}), a longer warm-up or "
+                         "--pre-ln")
+
+    def diverged(self) -> bool:
+        """Whether the weights about to be saved are not finite or give a loss that is not, on the newest
+        batch: a finite loss can still take one step to weights that give nan (lr 1e6). Every rank agrees."""
+        model = self.raw_model
+        bad = ~torch.stack([p.isfinite().all() for p in model.parameters()]).all()
+        if not bad and self.last_batch is not None:
+            model.eval()  # no dropout: no random draw, so the run's draws stay as they were
+            with torch.no_grad():
+                bad = ~forward_loss(model, self.last_batch, self.autocast)[2].isfinite()
+            model.train()
+        flag = bad.float().reshape(1)
+        if self.d.world > 1:
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item())
 
     def save_checkpoint(self) -> None:
+        if self.diverged():  # no checkpoint may hold diverged weights (README: Training)
+            raise self.diverged_error(f"step {self.step}: the weights are not finite or give a loss that is "
+                                      "not", self.scheduler.get_last_lr()[0], "them")
         states = self.state_dict()  # every rank takes part in the gather; rank 0 writes
         if self.d.main:
             record = checkpoint.config_record(self.config, self.bert, self.shards.manifest["vocab"])
@@ -522,21 +551,50 @@ class Finished(Exception):
 
 def train(config: TrainConfig, clock: Callable[[], float] = time.monotonic) -> dict:
     """Train until the schedule's steps or budget are spent; returns {steps, losses/accuracies, run_dir,
-    seconds, train_seconds, status}. `clock` measures the budget (tests inject one)."""
+    seconds, train_seconds, status}. `clock` measures the budget (tests inject one).
+
+    The run holds the writer's lock on its run dir (rank 0; one run per run dir) and a reader's lock on its
+    shards (every rank), so `corpusprep shard --overwrite` of those shards fails at start while it trains
+    (engine.lock); each shard's identity is also checked as it is opened (trainer.data)."""
     run_dir = Path(config.logging.run_dir)
     new = not run_dir.exists()
-    with distributed(config) as (d, device):
+    with distributed(config) as (d, device), contextlib.ExitStack() as locks:
         try:
+            check_run_dir(config)  # before the lock makes the directory
+            if d.main and not artifact.in_running_pipeline(run_dir):  # a pipeline's stage holds it already
+                locks.enter_context(exclusive_dir(run_dir))
+            if config.data.shards:
+                locks.enter_context(shared_dir(config.data.shards))
             return Trainer(config, d, device, clock).fit()
         except Finished as done:
             log(d, f"{config.logging.run_dir}: finished at step {done.saved['step']} ({done.found.name}); "
                    "nothing to do")  # fmt: skip
             summary = {"status": "done", "steps": done.saved["step"], "run_dir": config.logging.run_dir}
-            return summary | {"seconds": 0.0} | done.saved.get("last_metrics", {})
+            return summary | {"seconds": 0.0} | done.saved["last_metrics"]
         except BaseException:  # failed before writing anything (set-up, bad first batch): no run dir
-            if new and d.main and run_dir.is_dir() and not any(run_dir.iterdir()):
+            if new and d.main and run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {LOCK_NAME}:
+                (run_dir / LOCK_NAME).unlink(missing_ok=True)
                 run_dir.rmdir()
             raise
+
+
+def check_run_dir(config: TrainConfig) -> None:
+    """The run dir is never an input, nor inside another output, nor another command's output, finished
+    (a manifest of another kind; a pipeline run), unfinished (a killed `build-pairs`: `.work/run.json`) or
+    damaged; a pipeline's own train stage (an artifact of kind "train") is one. A run writing or reading it
+    now is refused by the lock `train` takes next."""
+    run_dir = Path(config.logging.run_dir)
+    if config.data.shards:
+        artifact.check_not_nested(run_dir, [config.data.shards], "trainer")  # never write into its input
+    # another run, a checkpoint, an artifact; not a pipeline run (its train stage, started by hand)
+    artifact.check_not_inside(run_dir, None, "pick another run dir", pipeline_runs=False)
+    found = artifact.held_output(run_dir)
+    if found is not None and (found[0] != "train" or found[1] == "a model checkpoint"):
+        raise UsageError(f"{run_dir}: holds {found[1]}, not a training run; pick another run dir")
+    for path, plain in ((run_dir / "checkpoints", Path.is_dir), (run_dir / "metrics.jsonl", Path.is_file)):
+        if path.is_symlink() or (path.exists() and not plain(path)):  # what it writes: never through a link
+            raise UsageError(f"{path}: a link, or not the kind of file the trainer writes there; move it "
+                             "away or pick another run dir")  # fmt: skip
 
 
 # ---------------------------------------------------------------- resume
@@ -569,17 +627,13 @@ def check_resume_shards(found: Path, current: dict, directory: Path) -> None:
                          "was trained on, or start another run dir")  # fmt: skip
 
 
-def saved_position(state: dict, rank: int, train_config: dict) -> Position:
-    """This rank's data position from a checkpoint's trainer state (older ones kept batches only)."""
-    if "positions" in state:
-        return Position(**state["positions"][rank])
-    batches = state["batches"][rank]
-    workers = max(train_config["data"]["num_workers"], 1)
-    per_role = [
-        max(0, -(-(batches - role) // workers)) * train_config["data"]["batch_size"]
-        for role in range(workers)
-    ]
-    return Position(batches, per_role if batches else [])
+def saved_position(state: dict, rank: int, grad_accum: int, where: Path) -> Position:
+    """This rank's data position from a checkpoint's trainer state: a batch per micro-step, so far."""
+    position = Position(**state["positions"][rank])
+    if position.batches != state["step"] * grad_accum:
+        raise DataError(f"{where}: positions[{rank}].batches: {position.batches}, not the "
+                        f"{state['step']} x {grad_accum} micro-batches of step {state['step']}")  # fmt: skip
+    return position
 
 
 @torch.no_grad()

@@ -11,6 +11,7 @@ import typer
 
 from corpusprep.errors import UsageError
 from corpusprep.read import FORMATS, ON_ERROR, ReadOptions
+from corpusprep.read.document import MAX_DOCUMENT_MB
 
 Inputs = Annotated[
     list[str],
@@ -39,6 +40,23 @@ OnError = Annotated[
         help="Bad input policy. auto: skip bad documents (not-JSON line, missing/null text) and count them, "
         "fail on unreadable files (permission denied, truncated .gz/.xz, Parquet without the text column); "
         "skip: skip and count both; fail: fail on both, naming the file and position.",
+    ),
+]
+MaxDocumentMB = Annotated[
+    float,
+    typer.Option(
+        "--max-document-mb",
+        help="Documents longer than this (MB of UTF-8) are cut into parts at line boundaries, counted in the "
+        "stats (documents_cut), so memory stays bounded whatever the input's shape (one huge line, a "
+        "file of lines without a blank one); a JSONL line longer than this is skipped and counted.",
+    ),
+]
+DocumentPerFile = Annotated[
+    bool,
+    typer.Option(
+        "--document-per-file",
+        help="Plain text (text, bert, and files auto-detected as text): each file is one document, its "
+        "blank-line-separated paragraphs kept apart, instead of a document per paragraph.",
     ),
 ]
 VocabDir = Annotated[
@@ -86,8 +104,11 @@ def read_options(
     one_sentence_per_line: bool = False,
     text_field: str = "text",
     on_error: str = "auto",
+    max_document_mb: float = MAX_DOCUMENT_MB,
+    document_per_file: bool = False,
 ) -> ReadOptions:
-    """ReadOptions from the shared options, validated the same way for every command (UsageError, exit 2)."""
+    """ReadOptions from the shared options, validated the same way for every command (UsageError, exit 2)
+    and as a pipeline's [input] is (ReadOptions checks both), with the flags' names in the messages."""
     input_format, on_error = input_format.lower(), on_error.lower()
     if input_format not in FORMATS:
         raise UsageError(f"--input-format {input_format!r}: choose from {', '.join(FORMATS)}")
@@ -99,7 +120,12 @@ def read_options(
         input_format = "bert"
     if not text_field.strip():
         raise UsageError("--text-field must not be empty")
-    return ReadOptions(format=input_format, text_field=text_field, on_error=on_error)
+    try:
+        return ReadOptions(format=input_format, text_field=text_field, on_error=on_error,
+                           max_document_mb=max_document_mb, document_per_file=document_per_file)
+    except UsageError as error:  # "max_document_mb=0: ..." -> "--max-document-mb 0: ..."
+        message = str(error).replace("max_document_mb=", "--max-document-mb ")
+        raise UsageError(message.replace("document_per_file", "--document-per-file")) from None
 
 
 def output_files(

@@ -10,11 +10,14 @@ import typer
 
 from corpusprep.cli.app import app
 from corpusprep.cli.options import (
+    MAX_DOCUMENT_MB,
+    DocumentPerFile,
     Engine,
     Format,
     Inputs,
     Language,
     LineBreaks,
+    MaxDocumentMB,
     OnError,
     OneSentencePerLine,
     Overwrite,
@@ -26,6 +29,7 @@ from corpusprep.cli.options import (
     Workers,
 )
 from corpusprep.console import refuse_stdout
+from corpusprep.errors import printable
 
 
 @app.command("build-pairs")
@@ -89,11 +93,14 @@ def build_pairs_command(
     one_sentence_per_line: OneSentencePerLine = False,
     text_field: TextField = "text",
     on_error: OnError = "auto",
+    max_document_mb: MaxDocumentMB = MAX_DOCUMENT_MB,
+    document_per_file: DocumentPerFile = False,
 ) -> None:
     """Build NSP or SOP sentence pairs, or rows of whole sentences (none):
     PAIRS_DIR/{train,validation}/part-*.parquet + stats.json."""
     from corpusprep.cli.options import read_options
     from corpusprep.pair.build import PairOptions, build_pairs
+    from corpusprep.read.document import read_notes
 
     refuse_stdout(output, "-o", "a directory of Parquet files")
 
@@ -116,7 +123,8 @@ def build_pairs_command(
         vocab,
         output,
         options,
-        read_options(input_format, one_sentence_per_line, text_field, on_error),
+        read_options(input_format, one_sentence_per_line, text_field, on_error,
+                             max_document_mb, document_per_file),
         workers=workers or None,
         engine=engine,
         ray_address=ray_address,
@@ -124,14 +132,14 @@ def build_pairs_command(
         progress=progress,
     )
     if stats.get("nothing_to_do"):
-        typer.echo(f"{output}: already built with these inputs, vocab and options; nothing to do", err=True)
+        typer.echo(f"{printable(str(output))}: already built with these inputs, vocab and options; "
+                   "nothing to do", err=True)
         return
     # Documents in = used + skipped: the reader's skips (bad JSON lines, empty documents) count too.
     read = stats["read"]
     reasons = {**read["skipped"], **stats["documents_skipped"]}
     skipped = ", ".join(f"{n:,} {reason}" for reason, n in sorted(reasons.items()) if n) or "none"
-    files = ", ".join(f"{n:,} {reason}" for reason, n in sorted(read["skipped_files"].items()))
-    files = f"; files skipped: {files}" if files else ""
+    files = read_notes(read)  # files and directories skipped, documents cut
     n, get = stats["pairs"], stats.get
     rows = {  # what the rows are, by objective
         "nsp": f"{n:,} NSP pairs ({get('not_next', 0):,} NotNext)",
@@ -139,7 +147,7 @@ def build_pairs_command(
         "none": f"{n:,} rows ({get('pieces', 0):,} pieces, {get('fill', 0):.1%} full)",
     }[get("objective", "nsp")]
     typer.echo(
-        f"{output}: {rows} from "
+        f"{printable(str(output))}: {rows} from "
         f"{stats['documents_used']:,} of {read['documents_seen']:,} documents (skipped: {skipped}{files}) "
         f"in {stats['seconds']:.1f}s",
         err=True,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Annotated
@@ -61,6 +60,8 @@ def sentences(
     one_sentence_per_line: opt.OneSentencePerLine = False,
     text_field: opt.TextField = "text",
     on_error: opt.OnError = "auto",
+    max_document_mb: opt.MaxDocumentMB = opt.MAX_DOCUMENT_MB,
+    document_per_file: opt.DocumentPerFile = False,
     overwrite: Annotated[
         bool,
         typer.Option(help="Replace an existing OUTPUT file (one built from other inputs or options, or not "
@@ -99,13 +100,16 @@ def sentences(
     if to_stdout and fmt != "text":
         raise UsageError("-o -: standard output takes the text format (a sentence a line); write Parquet "
                          "to a file")  # fmt: skip
-    read_options = opt.read_options(input_format, one_sentence_per_line, text_field, on_error)
+    read_options = opt.read_options(input_format, one_sentence_per_line, text_field, on_error,
+                                    max_document_mb, document_per_file)
     split = make_splitter(splitter, language, line_breaks.lower())
     # What the bytes depend on, as an artifact's identity: the inputs (path, size, mtime) and the options.
     identity = {"kind": "sentences", "inputs": {"files": input_files(inputs)},
                 "options": {"format": fmt, "splitter": splitter, "language": language,
                             "line_breaks": line_breaks.lower(), "input_format": read_options.format,
-                            "text_field": read_options.text_field, "on_error": read_options.on_error}}
+                            "text_field": read_options.text_field, "on_error": read_options.on_error,
+                            "max_document_mb": read_options.max_document_mb,
+                            "document_per_file": read_options.document_per_file}}
     for path in (out, out and record_path(out), stats_file):
         if path is not None:
             remove_stale_temps_of(path)
@@ -119,7 +123,8 @@ def sentences(
                              "--overwrite to replace it, or pick another file")
         if stats_file is not None and isinstance(record.get("report"), dict):
             write_json(stats_file, record["report"])
-        console().print(f"{out}: up to date (same inputs and options); pass --overwrite to rebuild")
+        console().print(f"{printable(str(out))}: up to date (same inputs and options); pass --overwrite to "
+                        "rebuild")
         return
     if out is not None:
         record_path(out).unlink(missing_ok=True)  # the file it described is about to be replaced
@@ -171,6 +176,8 @@ def sentences(
 
 
 def _print_summary(report: dict, rate: float) -> None:
+    from corpusprep.read.document import read_notes
+
     out = console()
     read, split = report["read"], report["split"]
     skipped = {**read["skipped"], **split["skipped"]}
@@ -180,5 +187,5 @@ def _print_summary(report: dict, rate: float) -> None:
         f"{read['documents_seen']:,} documents (skipped: {why}); {read['files']:,} files, "
         f"{read['bytes'] / 1e6:.1f} MB in {report['seconds']:.1f} s ({rate:.1f} MB/s)"
     )
-    if read["skipped_files"]:
-        out.print(f"  files skipped: {json.dumps(read['skipped_files'])}")
+    if notes := read_notes(read):  # files and directories skipped, documents cut
+        out.print(f"  {notes.removeprefix('; ')}")

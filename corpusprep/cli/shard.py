@@ -11,7 +11,7 @@ import typer
 from corpusprep.cli.app import app
 from corpusprep.cli.options import Engine, Overwrite, Progress, RayAddress, Seed, VocabDir, Workers
 from corpusprep.console import console, refuse_stdout
-from corpusprep.errors import DataError, UsageError, plural
+from corpusprep.errors import DataError, UsageError, plural, printable
 
 SplitOpt = Annotated[str, typer.Option(help="Split to read: train or validation.")]
 
@@ -136,8 +136,8 @@ def validate(
 
     kind, problems, summary = validate_output(directory)
     for problem in problems:
-        print(f"{directory}: {problem}", file=sys.stderr)
+        print(printable(f"{directory}: {problem}"), file=sys.stderr)  # one line, whatever the names hold
     if problems:
         count = f"{len(problems)} problem{'' if len(problems) == 1 else 's'}"
         raise DataError(f"{directory}: INVALID {kind}: {count} (listed above)")
-    print(f"{directory}: valid {kind}" + (f" ({summary})" if summary else ""))
+    print(printable(f"{directory}: valid {kind}" + (f" ({summary})" if summary else "")))

@@ -11,7 +11,7 @@ from corpusprep.cli import options as opt
 from corpusprep.cli.app import app
 from corpusprep.console import STDOUT, console, refuse_stdout, show_progress, write_stdout
 from corpusprep.demo_corpus import DEFAULT_MAX_MB, DemoStats, update_demo_corpus, write_demo_jsonl
-from corpusprep.errors import UsageError
+from corpusprep.errors import UsageError, printable
 
 VOCAB_HELP = (
     "Train a BERT WordPiece vocab on the input documents (streamed) and write it to --output.\n\n"
@@ -71,6 +71,8 @@ def vocab(
     one_sentence_per_line: opt.OneSentencePerLine = False,
     text_field: opt.TextField = "text",
     on_error: opt.OnError = "auto",
+    max_document_mb: opt.MaxDocumentMB = opt.MAX_DOCUMENT_MB,
+    document_per_file: opt.DocumentPerFile = False,
     overwrite: opt.Overwrite = False,
     progress: opt.Progress = True,
 ) -> None:
@@ -97,7 +99,8 @@ def vocab(
         strip_accents=strip_accents,
         from_vocab=str(from_vocab.absolute()) if from_vocab else None,
     )
-    read = opt.read_options(input_format, one_sentence_per_line, text_field, on_error)
+    read = opt.read_options(input_format, one_sentence_per_line, text_field, on_error,
+                             max_document_mb, document_per_file)
     if not inputs and from_vocab is None:
         raise UsageError("give input paths to train on, or --from-vocab FILE")
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -123,17 +126,20 @@ def vocab(
 
 
 def _print_summary(output: Path, report: dict) -> None:
+    from corpusprep.read.document import read_notes
+
     out = console()
     if report["reused"]:
-        out.print(f"{output}: up to date (same inputs and options); pass --overwrite to rebuild")
+        out.print(f"{printable(str(output))}: up to date (same inputs and options); pass --overwrite to "
+                  "rebuild")
         return
     docs, seconds = report["documents"], report["seconds"]
-    line = f"{output}: {report['vocab_size']:,} tokens"
+    line = f"{printable(str(output))}: {report['vocab_size']:,} tokens"
     if report["inputs"]["files"]:
         skipped = sum(docs["skipped"].values())
         line += (f" from {docs['used']:,} documents ({skipped:,} skipped), "
                  f"{report['characters'] / 1e6:.1f}M characters in {seconds['total']:.1f} s")
-    out.print(line)
+    out.print(line + read_notes(report.get("read_stats") or {}))
     if report["sample"]:
         sample = report["sample"]
         out.print(f"  on a sample of {sample['documents']} documents: [UNK] {sample['unk_rate']:.3%} of "

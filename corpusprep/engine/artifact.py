@@ -47,14 +47,19 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from corpusprep.engine import faults
-from corpusprep.engine.files import read_json, read_record, remove_stale_temps, write_json
-from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
+from corpusprep.engine import faults, records
+from corpusprep.engine.executor import load_marker, run_tasks
+from corpusprep.engine.files import remove_stale_temps, write_json
+from corpusprep.engine.lock import LOCK_NAME, exclusive_dir, shared_dir
+from corpusprep.engine.records import inside
 from corpusprep.errors import DataError, InputError, UsageError
 
 MANIFEST = "artifact.json"
 WORK = ".work"
 FORMAT_VERSION = 1
+# where an artifact's work files live, down to the deepest (a pairs build's .work/tokens/SPLIT/PART/FILE):
+# the folders whose killed writes' temporaries a rerun removes, with those of the files the kind owns
+WORK_FILES = tuple(f"{WORK}/" + "/".join(["*"] * depth) for depth in range(1, 6))
 
 
 def sha256_file(path: str | Path) -> str:
@@ -88,35 +93,25 @@ def input_files(inputs: Sequence[str | Path], output: str | Path | None = None) 
     return rows
 
 
+def load_manifest(directory: str | Path) -> dict | None:
+    """The manifest of a finished artifact (records.load_record, kind "artifact"), None when there is none;
+    a damaged one (not JSON, a field of the wrong type, a name outside the directory) is one DataError line
+    naming the file and the field."""
+    return records.load_record(Path(directory) / MANIFEST, "artifact", missing_ok=True)
+
+
 def read_manifest(directory: str | Path) -> dict | None:
-    """The manifest of a finished artifact, or None (absent, unreadable or not a manifest)."""
-    path = Path(directory) / MANIFEST
+    """The manifest of a finished artifact, or None when it is absent or damaged: for the checks that only
+    ask whether a directory holds a corpusprep output (a consumer calls `require`, which names the damage)."""
     try:
-        manifest = read_json(path)
-    except (OSError, ValueError):
+        return load_manifest(directory)
+    except (DataError, OSError):
         return None
-    return manifest if _well_formed(manifest) else None
-
-
-def _well_formed(manifest: Any) -> bool:
-    """The shape every reader relies on; anything else is a damaged manifest."""
-    if not isinstance(manifest, dict):
-        return False
-    scalars = [(manifest.get(k), str) for k in ("kind", "fingerprint")] + [(manifest.get("identity"), dict)]
-    files, tasks = manifest.get("files"), manifest.get("tasks", {})
-    return (
-        all(isinstance(v, t) for v, t in scalars)
-        and isinstance(files, dict)
-        and all(isinstance(e, dict) and isinstance(e.get("size"), int) and isinstance(e.get("sha256"), str)
-                for e in files.values())
-        and isinstance(tasks, dict)
-        and all(isinstance(r, dict) and isinstance(r.get("outputs"), dict) for r in tasks.values())
-    )
 
 
 def content_digest(directory: str | Path) -> str:
     """A finished artifact's content digest, for the fingerprint of a stage that reads it."""
-    manifest = read_manifest(directory)
+    manifest = load_manifest(directory)
     if manifest is None:
         raise InputError(f"{directory}: not a finished corpusprep output ({MANIFEST} missing)")
     # The files the tasks wrote are the data; reports beside them (stats.json: run times) are not, so a
@@ -132,17 +127,20 @@ def problems(
     """Owned files that are missing or changed (size; with `checksums`, content: of every file, or of the
     files named), one line each."""
     directory = Path(directory)
-    manifest = manifest or read_manifest(directory)
-    if manifest is None:
-        return [f"{directory / MANIFEST}: missing or unreadable (an unfinished or foreign directory)"]
-    return [f"{path}: {why}" for path, why in _damaged(directory, manifest, checksums)]
+    try:
+        manifest = manifest or load_manifest(directory)
+        if manifest is None:
+            return [f"{directory / MANIFEST}: missing (an unfinished or foreign directory)"]
+        return [f"{path}: {why}" for path, why in _damaged(directory, manifest, checksums)]
+    except DataError as error:
+        return [str(error)]
 
 
 def _damaged(directory: Path, manifest: dict, checksums: bool | Iterable[str]) -> list[tuple[Path, str]]:
     hashed = set(manifest["files"]) if checksums is True else set(checksums or ())
     found = []
     for name, entry in sorted(manifest["files"].items()):
-        path = directory / name
+        path = inside(directory, name)
         if not path.is_file():
             found.append((path, "missing"))
         elif path.stat().st_size != entry["size"]:
@@ -170,7 +168,7 @@ def require(
     `checksums`: also compare the content of every file (True) or of the files named with the manifest."""
     directory = Path(directory)
     kinds = (kind,) if isinstance(kind, str) else tuple(kind)
-    manifest = read_manifest(directory)
+    manifest = load_manifest(directory)
     if manifest is None:
         what = "missing" if not directory.exists() else f"not a finished corpusprep output (no {MANIFEST})"
         raise InputError(f"{directory}: {what}")
@@ -259,6 +257,12 @@ def pipeline_stages(run_dir: str | Path) -> Iterator[None]:
             os.environ[PIPELINE_RUN_ENV] = before
 
 
+def in_running_pipeline(path: str | Path) -> bool:
+    """Does `path` lie inside the run directory of the pipeline running now (`pipeline_stages`)?"""
+    own = os.environ.get(PIPELINE_RUN_ENV)
+    return bool(own) and Path(own) in Path(path).resolve().parents
+
+
 def enclosing_output(directories: Iterable[Path], *, pipeline_runs: bool = True) -> tuple[Path, str] | None:
     """The first of `directories` that holds a corpusprep output (an artifact, finished or not, a pipeline
     run, a training run, a model checkpoint) and what it is; None where none does. Every output checks the
@@ -292,7 +296,7 @@ def describe_changes(old: dict, new: dict, prefix: str = "") -> list[str]:
         a, b = old.get(key), new.get(key)
         if a == b:
             continue
-        if key == "files" and isinstance(a, list) and isinstance(b, list):
+        if key == "files" and _file_rows(a) and _file_rows(b):
             changes += _file_changes(a, b)
         elif isinstance(a, dict) and isinstance(b, dict):
             changes += describe_changes(a, b, f"{name}.")
@@ -304,6 +308,11 @@ def describe_changes(old: dict, new: dict, prefix: str = "") -> list[str]:
 def _short(value: Any) -> str:
     text = json.dumps(value, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _file_rows(value: Any) -> bool:
+    """An identity's `files`: [path, ...] rows (a damaged record's may be anything)."""
+    return isinstance(value, list) and all(isinstance(r, list) and r and isinstance(r[0], str) for r in value)
 
 
 def _file_changes(old: list, new: list) -> list[str]:
@@ -379,9 +388,10 @@ class Artifact:
         self._records: dict[str, dict] = {}
         if self.directory.exists() and not self.directory.is_dir():
             raise UsageError(f"{self.directory}: exists and is not a directory; pick another output")
-        check_not_nested(self.directory, inputs, self.command)
+        self.inputs = [Path(p) for p in inputs]
+        check_not_nested(self.directory, self.inputs, self.command)
         check_not_inside(self.directory, self.command, "pick another output directory", part_of=part_of)
-        self._lock = exclusive_dir(self.directory)
+        self._locks = contextlib.ExitStack()
 
     @property
     def work(self) -> Path:
@@ -390,11 +400,17 @@ class Artifact:
     # -- deciding --------------------------------------------------------------------------------------
 
     def __enter__(self) -> Artifact:
-        self._lock.__enter__()
+        """Take the writer's lock on the directory and a reader's lock on every input that is another
+        corpusprep output (engine.lock: a writer replacing it fails at start while this run reads it), then
+        decide what to do under the one rule."""
         try:
+            self._locks.enter_context(exclusive_dir(self.directory))
+            for source in self.inputs:
+                if source.is_dir() and is_artifact_dir(source, lock=False):
+                    self._locks.enter_context(shared_dir(source))
             self._decide()
         except BaseException:
-            self._lock.__exit__(*sys.exc_info())
+            self._locks.__exit__(*sys.exc_info())
             raise
         return self
 
@@ -404,11 +420,20 @@ class Artifact:
             if exc[0] is not None and self.state == "fresh" and not any(markers.glob("*.done.json")):
                 _remove(self.work)  # failed before any task finished: nothing to resume, leave no claim
         finally:
-            self._lock.__exit__(*exc)
+            self._locks.__exit__(*exc)
 
     def _decide(self) -> None:
-        manifest, run = read_manifest(self.directory), self._read_run()
-        damaged = (self.directory / MANIFEST).exists() and manifest is None
+        damaged = ""  # why the manifest or the build record cannot be used (one line naming the field)
+        try:
+            manifest = load_manifest(self.directory)
+        except DataError as error:
+            manifest, damaged = None, str(error)
+        try:
+            run = self._read_run()
+        except DataError as error:
+            # the build's record of the files that were there before it is lost: from now on every file
+            # present counts as one (never deleted, never written over)
+            run, damaged = {"foreign": sorted(self._files())}, damaged or str(error)
         if damaged:
             run = run or {}  # the directory is ours, its identity unknown
         if manifest is not None and manifest["kind"] != self.kind:
@@ -430,7 +455,7 @@ class Artifact:
             self._note(f"{len(damaged)} file(s) missing or changed ({path}: {why}): rebuilding them")
             for path, why in damaged:  # edited in place: ours, rebuilt like a lost file
                 if why == CHANGED:
-                    path.unlink()
+                    inside(self.directory, path.relative_to(self.directory).as_posix(), write=True).unlink()
             self._restore(manifest)
             self.state = "repair"
             return
@@ -443,8 +468,8 @@ class Artifact:
                 return
             if not self.overwrite and damaged:
                 raise UsageError(
-                    f"{self.directory / MANIFEST}: damaged (not a manifest corpusprep wrote); pass "
-                    "--overwrite to rebuild the directory, or pick another one"
+                    f"{damaged} (damaged: not a record corpusprep wrote); pass --overwrite to rebuild the "
+                    "directory, or pick another one"
                 )
             if not self.overwrite:
                 changes = describe_changes(previous or {}, self.identity) or ["unknown"]
@@ -473,7 +498,7 @@ class Artifact:
             if visible:
                 self._note_foreign(visible)
             _remove(self.work)
-        remove_stale_temps(self.directory)
+        self._remove_stale_temps()
         self._write_run()
         self.state = "fresh"
 
@@ -496,20 +521,31 @@ class Artifact:
         return self.adopt and any(fnmatch.fnmatch(name, p.split("/")[0]) for p in self.owns)
 
     def _read_run(self) -> dict | None:
-        return read_record(self.work / "run.json")
+        return records.load_record(self.work / "run.json", "artifact_run", missing_ok=True)
 
-    def _read_markers(self) -> dict[str, dict]:
-        remove_stale_temps(self.directory)
-        records = {}
+    def _remove_stale_temps(self) -> None:
+        """Temporaries of killed writes: of the files this kind owns, its manifest and its work files only."""
+        remove_stale_temps(self.directory, [*self.owns, MANIFEST, *WORK_FILES])
+
+    def _read_markers(self, *, damaged_ok: bool = False) -> dict[str, dict]:
+        """The finished tasks' records; a damaged one is one line naming it (skipped with `damaged_ok`)."""
+        self._remove_stale_temps()
+        found = {}
         for path in sorted((self.work / "markers").glob("*.done.json")):
-            if (record := read_record(path)) is not None:
-                records[path.name[: -len(".done.json")]] = record
-        return records
+            try:
+                record = load_marker(path)
+            except DataError:
+                if not damaged_ok:
+                    raise
+                record = None
+            if record is not None:
+                found[path.name[: -len(".done.json")]] = record
+        return found
 
     def _restore(self, manifest: dict) -> None:
         """Turn a finished but damaged artifact back into an unfinished build whose intact tasks are done."""
         _remove(self.work)
-        remove_stale_temps(self.directory)
+        self._remove_stale_temps()
         self.foreign = self._files() - set(manifest["files"]) - {MANIFEST}
         self._write_run()
         (self.directory / MANIFEST).unlink()  # consumers now see an unfinished directory
@@ -520,14 +556,15 @@ class Artifact:
         its markers; for an unfinished build of ours, also files named like this kind's outputs (written by
         a task killed before its marker) unless they were there before the build."""
         owned = set(manifest["files"]) if manifest else set()
-        for record in self._read_markers().values():
-            if isinstance(record, dict) and isinstance(record.get("outputs"), dict):
-                owned |= set(record["outputs"])
-        for path in sorted(self.directory.rglob("*"), reverse=True):
+        for record in self._read_markers(damaged_ok=True).values():  # a damaged one owns nothing
+            owned |= set(record["outputs"])
+        for name in owned:  # a link on the way to a file it owns: refused before anything is deleted
+            inside(self.directory, name, write=True)
+        for path in sorted(self.directory.rglob("*"), reverse=True):  # rglob descends into no linked folder
             name = path.relative_to(self.directory).as_posix()
             ours = name in owned or (unfinished and _matches(name, self.owns) and name not in foreign)
-            if path.is_file() and ours:
-                path.unlink()
+            if ours and (path.is_file() or path.is_symlink()):
+                inside(self.directory, name, write=True).unlink()  # a link: refused, named
         for path in sorted(self.directory.rglob("*"), reverse=True):  # directories emptied above
             if path.is_dir() and path.name != WORK and not any(path.iterdir()):
                 path.rmdir()
@@ -548,11 +585,12 @@ class Artifact:
 
     def run(self, fn: Callable, tasks: Sequence, **executor: Any) -> list[dict]:
         """Run the tasks not yet done (executor.run_tasks) with markers in the work directory."""
-        from corpusprep.engine.executor import run_tasks
-
-        self.claim(name for task in tasks for name in task.outputs)
+        names = [name for task in tasks for name in task.outputs]
+        self.claim(names)
+        for name in names:  # a linked folder or file in the way would send a write elsewhere
+            inside(self.directory, name, write=True)
         return run_tasks(fn, tasks, marker_dir=self.work / "markers", root=self.directory,
-                         known=self._records, **executor)
+                         known=self._records, **executor)  # stats_kind among them: what `fn` returns
 
     def outputs(self) -> dict[str, dict]:
         """Size and sha256 of every task output recorded so far (hashed once, when its marker was written)."""
@@ -597,20 +635,22 @@ class Artifact:
 # `trainer/`): another kind's, so never written into by a command, not even with --overwrite.
 PIPELINE_RUN_FILES = ("pipeline.json", "stages")  # beside run.json, written before the first stage
 TRAINER_RUN_FILES = ("checkpoints", "metrics.jsonl")  # trainer/checkpoint.py, trainer/train.py
-CHECKPOINT_FILES = ("model.pt",)  # a checkpoint directory (trainer.save, trainer.import_hf)
+# a checkpoint directory (trainer.checkpoint.save, trainer.import_hf); model.pt: one of before the format
+# without pickle, which is still another command's output (never written into)
+CHECKPOINT_FILES = (records.CHECKPOINT_WEIGHTS, records.PICKLED_CHECKPOINT[0])
 
 
 def other_output(directory: str | Path, *, strict: bool = False) -> tuple[str, str] | None:
     """(artifact kind, description) of a corpusprep output that is not an artifact: a pipeline run directory
     ("pipeline"), a training run or a model checkpoint ("train", the kind of a pipeline's training stage,
     which resumes a run launched by hand); None for anything else. `strict` (for the directories above an
-    output, `enclosing_output`): only signs no user folder has by chance (a checkpoint's model.pt inside
+    output, `enclosing_output`): only signs no user folder has by chance (a checkpoint's weights inside
     checkpoints/step-*, a pipeline's record beside stages/), not a folder merely named `checkpoints`."""
     d = Path(directory)
     if strict:
         pipeline = (d / "stages").is_dir() and any((d / n).is_file() for n in ("pipeline.json", "run.json"))
-        run = any((d / "checkpoints").glob("step-*/model.pt"))
-        checkpoint = all((d / n).is_file() for n in ("model.pt", "config.json"))
+        run = any(any((d / "checkpoints").glob(f"step-*/{name}")) for name in CHECKPOINT_FILES)
+        checkpoint = (d / "config.json").is_file() and any((d / n).is_file() for n in CHECKPOINT_FILES)
     else:
         pipeline = any((d / name).exists() for name in PIPELINE_RUN_FILES)
         run = any((d / name).exists() for name in TRAINER_RUN_FILES)
@@ -622,6 +662,23 @@ def other_output(directory: str | Path, *, strict: bool = False) -> tuple[str, s
     if checkpoint:
         return "train", "a model checkpoint"
     return None
+
+
+def held_output(directory: str | Path) -> tuple[str, str] | None:
+    """(kind, description) of the corpusprep output `directory` holds: an artifact, finished or not (its
+    kind from the manifest or from `.work/run.json`; "damaged" when the record is), else `other_output`'s
+    signs; None for none."""
+    d = Path(directory)
+    for path, record_kind, prefix in ((d / MANIFEST, "artifact", ""),
+                                      (d / WORK / "run.json", "artifact_run", "an unfinished ")):  # fmt: skip
+        try:
+            record = records.load_record(path, record_kind, missing_ok=True)
+        except (DataError, OSError):
+            return "damaged", f"a corpusprep output whose {path.relative_to(d)} is damaged"
+        if record is not None:
+            kind = str(record["kind"] if record_kind == "artifact" else record["identity"].get("kind"))
+            return kind, f"{prefix}corpusprep {kind}"
+    return other_output(d)
 
 
 def owned_files(directory: str | Path) -> list[str]:
@@ -647,8 +704,11 @@ __all__ = [
     "describe_changes",
     "enclosing_output",
     "fingerprint",
+    "held_output",
+    "in_running_pipeline",
     "input_files",
     "is_artifact_dir",
+    "load_manifest",
     "other_output",
     "owned_files",
     "pipeline_stages",

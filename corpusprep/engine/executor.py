@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from corpusprep.engine import faults
-from corpusprep.engine.files import read_record, write_json
+from corpusprep.engine import faults, records
+from corpusprep.engine.files import write_json
 from corpusprep.errors import DataError, UsageError
 
 Stats = dict[str, Any]
@@ -75,6 +75,16 @@ def marker_path(marker_dir: Path, task: Task) -> Path:
     return Path(marker_dir) / f"{task.id}.done.json"
 
 
+def load_marker(path: Path) -> dict | None:
+    """A task's completion marker (records kind "task_marker"), None when there is none; a damaged one is
+    one line naming the file and the field."""
+    try:
+        return records.load_record(path, "task_marker", missing_ok=True)
+    except DataError as error:
+        raise DataError(f"{error} (a marker corpusprep did not write: delete it, and its task runs again)"
+                        ) from None  # fmt: skip
+
+
 def _run_and_mark(fn: Callable[[Task], Stats], task: Task, marker_dir: Path, root: Path) -> Stats:
     from corpusprep.engine.artifact import sha256_file
 
@@ -89,12 +99,13 @@ def _run_and_mark(fn: Callable[[Task], Stats], task: Task, marker_dir: Path, roo
     return record
 
 
-def _intact(root: Path, record: Any) -> bool:
-    if not (isinstance(record, dict) and isinstance(record.get("outputs"), dict) and "stats" in record):
+def _intact(root: Path, record: dict | None) -> bool:
+    """Every output of a task's record (a checked marker, or a checked manifest's task) there, its size."""
+    if record is None:
         return False
     for name, entry in record["outputs"].items():
-        path = root / name
-        if not path.is_file() or path.stat().st_size != entry.get("size"):
+        path = records.inside(root, name)
+        if not path.is_file() or path.stat().st_size != entry["size"]:
             return False
     return True
 
@@ -110,6 +121,7 @@ def run_tasks(
     engine: str = "local",
     ray_address: str | None = None,
     on_done: Callable[[Task, Stats, bool], None] | None = None,
+    stats_kind: str | None = None,
 ) -> list[Stats]:
     """Run `fn` on every task not yet done; return every task's stats in task order.
 
@@ -119,7 +131,8 @@ def run_tasks(
     `workers`: local processes (None or 0: one per core); on Ray, the most tasks in flight at once
     (None or 0: as many as the cluster has CPUs). `ray_address`: an existing cluster ("auto" or
     "ray://host:10001"); None starts a local one. `on_done(task, stats, skipped)` is called in the parent
-    as each task finishes (for progress bars).
+    as each task finishes (for progress bars). `stats_kind`: the records kind (engine.records) of what `fn`
+    returns, against which a marker's stats are checked before they are reused.
     """
     engine = check_engine(engine)
     ids = [task.id for task in tasks]
@@ -132,11 +145,16 @@ def run_tasks(
     todo = []
     for task in tasks:
         marker = marker_path(marker_dir, task)
-        record = read_record(marker)
+        record = load_marker(marker)
         if record is None and known and task.id in known:
             record = known[task.id]
             if _intact(root, record):
                 write_json(marker, record)
+        if record is not None and stats_kind is not None:
+            try:
+                records.check_record(record["stats"], stats_kind, f"{marker}: stats")
+            except DataError as error:
+                raise DataError(f"{error} (delete the marker, and its task runs again)") from None
         if _intact(root, record):
             results[task.id] = record["stats"]
             if on_done:
@@ -172,8 +190,8 @@ def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, root: Path, workers:
     ) as pool:
         futures = {pool.submit(_run_in_worker, fn, task, marker_dir, root): task for task in tasks}
         processes = list(getattr(pool, "_processes", {}).values())  # to tell which one died, if one does
-        faults.reached("pool_started")  # workers are starting up: the narrowest window for orphans
         try:
+            faults.reached("pool_started")  # workers are starting up: the narrowest window for orphans
             for future in cf.as_completed(futures):
                 try:
                     record = future.result()
@@ -182,11 +200,15 @@ def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, root: Path, workers:
                     break
                 yield futures[future], record
         except (KeyboardInterrupt, GeneratorExit):
-            # Ctrl-C here or in the caller: stop the workers now, not after their tasks (outputs are atomic).
-            # No cancel(): Python 3.11's pool manager fails on the cancelled futures of a broken pool, and the
-            # interpreter then hangs at exit.
+            # Ctrl-C or SIGTERM here or in the caller: stop the workers now, not after their tasks (outputs
+            # are atomic). No cancel(): Python 3.11's pool manager fails on the cancelled futures of a broken
+            # pool, and the interpreter then hangs at exit.
             for process in list(getattr(pool, "_processes", {}).values()):
                 process.terminate()
+                # a stopped worker (SIGSTOP, a debugger) acts on SIGTERM only once continued: else the
+                # pool's shutdown would wait for it forever
+                with contextlib.suppress(OSError):
+                    os.kill(process.pid, signal.SIGCONT)
             raise
         except BaseException:
             for future in futures:
@@ -204,18 +226,30 @@ def _run_in_worker(fn: Callable[[Task], Stats], task: Task, marker_dir: Path, ro
 
 
 def _worker_died(processes: list, marker_dir: Path, fallback: str) -> DataError:
-    """One line for a broken pool: the task of the dead worker and how it died (OOM kills are SIGKILL)."""
+    """One line for a broken pool: the task of the dead worker and how it died, by name. Only SIGKILL is the
+    out-of-memory killer's signal; SIGTERM is another process's request (a shutdown, a job scheduler)."""
     # the pool terminates (SIGTERM) the other workers once one has died: look at those last
     for process in sorted(processes, key=lambda p: p.exitcode == -signal.SIGTERM):
         code = process.exitcode
         if code:
             running = Path(marker_dir) / f".running-{process.pid}"
             task = running.read_text() if running.is_file() else f"{fallback} (or another one in flight)"
-            how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
-            return DataError(f"task {task}: its worker process was {how}, most likely by the out-of-memory "
-                             "killer; rerun to continue (with fewer --workers if memory is short)")
-    return DataError(f"task {fallback}: a worker process died, most likely killed by the out-of-memory "
-                     "killer; rerun to continue (with fewer --workers if memory is short)")
+            return DataError(f"task {task}: its worker process {death(code)}")
+    return DataError(f"task {fallback}: a worker process died (how is unknown); rerun to continue")
+
+
+def death(code: int) -> str:
+    """How a process with exit code `code` (negative: killed by that signal) ended, the likely why, and what
+    to do: "was killed by SIGTERM (sent by another process: ...); rerun to continue"."""
+    if code >= 0:
+        return f"exited with status {code}; rerun to continue"
+    name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+    if -code == signal.SIGKILL:
+        return (f"was killed by {name}, most likely by the out-of-memory killer; rerun to continue (with "
+                "fewer --workers if memory is short)")
+    why = "sent by another process: a shutdown, a job scheduler, kill" if -code == signal.SIGTERM else (
+        "a crash in native code, or sent by another process")
+    return f"was killed by {name} ({why}); rerun to continue"
 
 
 def _pool_context(fn: Callable) -> tuple[Any, int]:
@@ -397,10 +431,15 @@ def _run_ray(
 
 
 def merge_stats(parts: Iterable[Stats]) -> Stats:
-    """Add per-task stats: numbers are summed, nested dicts merged key by key, lists concatenated."""
+    """Add per-task stats: numbers are summed, nested dicts merged key by key, lists concatenated. Stats of
+    two shapes at one key (a task's marker edited by hand) are one DataError line, not a TypeError."""
     merged: Stats = {}
     for part in parts:
         for key, value in part.items():
+            if key in merged and _shape(merged[key]) != _shape(value):
+                shapes = f"{_shape(merged[key])}, {_shape(value)}"
+                raise DataError(f"task stats of two shapes at {key!r} ({shapes}): a task marker corpusprep "
+                                "did not write? Pass --overwrite to rebuild")  # fmt: skip
             if key not in merged:
                 merged[key] = merge_stats([value]) if isinstance(value, dict) else value
             elif isinstance(value, dict):
@@ -408,3 +447,11 @@ def merge_stats(parts: Iterable[Stats]) -> Stats:
             elif isinstance(value, (list, int, float)) and not isinstance(value, bool):
                 merged[key] = merged[key] + value  # lists concatenate, numbers add
     return merged
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return "a flag"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return type(value).__name__

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import glob
 import json
 import os
+import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_name(path)
+    _remove_path(tmp)  # a name left there (a link planted to redirect the write) is never written through
     try:
         yield tmp
         with open(tmp, "rb") as f:
@@ -48,45 +51,59 @@ def write_json(path: str | Path, data: Any) -> None:
 
 
 def read_json(path: str | Path) -> Any:
+    """JSON this process wrote itself, read back (tests). Anything else read back from disk is untrusted
+    and goes through `corpusprep.engine.records.load_record`, against its schema."""
     return json.loads(Path(path).read_text())
 
 
-def read_record(path: str | Path) -> dict | None:
-    """A JSON object corpusprep wrote (a marker, a run record), or None when it is missing or damaged."""
-    try:
-        record = read_json(path)
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def remove_stale_temps(directory: str | Path) -> int:
-    """Delete temporary files and directories left by killed writes (never anything under a final name)."""
+def remove_stale_temps(directory: str | Path, names: Iterable[str]) -> int:
+    """Remove what killed writes left under `directory`: the temporary names (`.NAME.tmp-PID`, temp_name) of
+    the files and directories named by `names` (relative paths, fnmatch patterns: an output's own files),
+    in the folders where they are written, and of no process alive but this one. Never a walk of the
+    whole tree: a user's folder beside an output may hold names of this shape, and they are not ours."""
+    directory = Path(directory)
+    patterns = list(names)
     removed = 0
-    for tmp in sorted(Path(directory).rglob(".*.tmp-*"), reverse=True):
-        if tmp.is_dir() and not tmp.is_symlink():
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-        removed += 1
+    for folder in sorted({p.rpartition("/")[0] for p in patterns}):
+        for where in [directory] if not folder else sorted(directory.glob(folder)):
+            if where.is_symlink() or not where.is_dir() or (folder and _linked_below(directory, where)):
+                continue
+            prefix = f"{where.relative_to(directory).as_posix()}/" if where != directory else ""
+            for tmp in sorted(where.glob(".*.tmp-*")):
+                match = _TEMP.fullmatch(tmp.name)
+                if match and _stale(int(match[2])) and any(
+                    fnmatch.fnmatchcase(prefix + match[1], p) for p in patterns
+                ):
+                    _remove_path(tmp)
+                    removed += 1
     return removed
 
 
 def remove_stale_temps_of(path: Path) -> int:
-    """Remove what killed writes of `path` left beside it (`.NAME.tmp-PID`, temp_name) when that
-    process is gone. Not remove_stale_temps: it clears every temporary file under a directory,
-    which only an output directory that a lock gives to one run may do; a file's directory is shared (the
-    current directory, say), and another run may be writing its own file there."""
-    removed = 0
-    for tmp in path.parent.glob(f".{glob.escape(path.name)}.tmp-*"):
-        pid = tmp.name.rpartition(".tmp-")[2]
-        if not pid.isdigit() or (int(pid) != os.getpid() and _alive(int(pid))):
-            continue
+    """Remove what killed writes of the one file `path` left beside it (its own temporary names only: its
+    directory is shared, with the current directory say, and another run may be writing its own file)."""
+    return remove_stale_temps(path.parent, [glob.escape(path.name)])
+
+
+_TEMP = re.compile(r"\.(.+)\.tmp-(\d{1,9})")  # temp_name's shape: `.NAME.tmp-PID`
+
+
+def _stale(pid: int) -> bool:
+    return pid == os.getpid() or not _alive(pid)
+
+
+def _linked_below(directory: Path, where: Path) -> bool:
+    """Is a folder between `directory` and `where` a symbolic link (which could lead anywhere)?"""
+    return any(p.is_symlink() for p in [where, *where.parents] if directory in p.parents)
+
+
+def _remove_path(path: Path) -> None:
+    """Delete a file, a link (never what it points to) or a directory tree."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
         with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        removed += 1
-    return removed
+            path.unlink()
 
 
 def _alive(pid: int) -> bool:
@@ -114,13 +131,13 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_name(path)
-    shutil.rmtree(tmp, ignore_errors=True)
+    _remove_path(tmp)
     tmp.mkdir()
     try:
         yield tmp
         fsync_dir(tmp)
-        if path.exists():  # a rerun of the same write after a crash that followed the rename
-            shutil.rmtree(path)
+        if path.exists() or path.is_symlink():  # a rerun of the same write after a crash that followed the
+            _remove_path(path)  # rename (a link there: the link goes, never what it points at)
         os.replace(tmp, path)
         fsync_dir(path.parent)
     except BaseException:

@@ -20,7 +20,6 @@ Needs torch (not transformers or datasets).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,17 +28,18 @@ from typing import Any
 import numpy as np
 import torch
 
+from corpusprep.engine.records import inside, load_record
 from corpusprep.errors import UsageError
 
 IGNORE_INDEX = -100  # transformers' cross-entropy skips labels equal to this
 
 
 def read_manifest(shards_dir: str | Path) -> dict:
+    """The shards' manifest.json, checked against its schema (engine.records)."""
     path = Path(shards_dir) / "manifest.json"
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise UsageError(f"{path}: not a finished `corpusprep shard` output ({e})") from None
+    if not path.is_file():
+        raise UsageError(f"{path}: missing (not a finished `corpusprep shard` output)")
+    return load_record(path, "shards_manifest")
 
 
 def data_files(shards_dir: str | Path) -> dict[str, list[str]]:
@@ -47,7 +47,7 @@ def data_files(shards_dir: str | Path) -> dict[str, list[str]]:
     directory = Path(shards_dir)
     splits = read_manifest(directory)["splits"]
     return {
-        split: [str(directory / s["path"]) for s in entry["shards"]]
+        split: [str(inside(directory, s["path"])) for s in entry["shards"]]
         for split, entry in splits.items()
         if entry["shards"]
     }

@@ -34,7 +34,8 @@ from corpusprep.console import console
 from corpusprep.engine import arrow
 from corpusprep.engine.artifact import WORK, Artifact, input_files
 from corpusprep.engine.executor import OUTPUTS_KEY, Task, check_engine, merge_stats, stage_workers
-from corpusprep.engine.files import atomic_path, read_json, write_json
+from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
 from corpusprep.errors import DataError, UsageError
 from corpusprep.objectives import objective as objective_spec
@@ -56,6 +57,7 @@ from corpusprep.pair.tokens import (
     select_documents,
 )
 from corpusprep.read.document import no_usable_documents, skip_summary, unk_warning
+from corpusprep.settings import MAX_PASSES
 from corpusprep.split.stage import make_splitter
 from corpusprep.tokenize import VocabInfo
 
@@ -113,7 +115,7 @@ class PairOptions:
                 self.short_seq_by in SHORT_SEQ_BY,
                 f"short_seq_by must be {' or '.join(SHORT_SEQ_BY)}, not {self.short_seq_by!r}",
             ),
-            (self.dupe_factor >= 1, "dupe_factor must be at least 1"),
+            (1 <= self.dupe_factor <= MAX_PASSES, f"dupe_factor must be in [1, {MAX_PASSES}] (BERT: 10)"),
             (self.docs_per_partition >= least, f"docs_per_partition must be at least {least} ({spec.name})"),
             (0 <= self.validation_fraction < 1, "validation_fraction must be in [0, 1)"),
             (self.docs_per_chunk >= 1, "docs_per_chunk must be at least 1"),
@@ -124,8 +126,9 @@ class PairOptions:
         if spec.packs:  # rows of pieces draw no target length: any value gives the same options and output
             object.__setattr__(self, "short_seq_prob", PairOptions.short_seq_prob)
             object.__setattr__(self, "short_seq_by", PairOptions.short_seq_by)
-        if isinstance(self.splitter, str):  # any case, as --objective and --language take it
-            object.__setattr__(self, "splitter", self.splitter.lower())
+        for name in ("splitter", "line_breaks"):  # any case, as --objective and --language take it
+            if isinstance(getattr(self, name), str):
+                object.__setattr__(self, name, getattr(self, name).lower())
         make_splitter(self.splitter, self.language, self.line_breaks)  # fails now on a bad name or mode
 
 
@@ -359,12 +362,13 @@ def build_pairs(
     )
     with artifact, _Progress(progress) as bar:
         if artifact.complete is not None:
-            return {**read_json(out_dir / "stats.json"), "nothing_to_do": True}
+            return {**load_record(out_dir / "stats.json", "pairs_stats"), "nothing_to_do": True}
         work = out_dir / WORK
         run = functools.partial(artifact.run, workers=workers, engine=engine, ray_address=ray_address)
 
         read_task = Task("read", ReadArgs(tuple(map(str, inputs)), read_options, options, work))
-        (read,) = run(functools.partial(read_stage, bar=bar), [read_task], workers=1, engine="local")
+        (read,) = run(functools.partial(read_stage, bar=bar), [read_task], workers=1, engine="local",
+                      stats_kind="read_task")  # fmt: skip
         if not any(read["documents"].values()):
             shutil.rmtree(work)  # nothing to resume: a rerun with other read options starts clean
             raise no_usable_documents(inputs, read["read"])
@@ -392,7 +396,8 @@ def build_pairs(
         )
         seconds = read.get("chars", math.inf) / TOKENIZE_CHARS_PER_SECOND  # a resumed read may lack chars
         token_workers = stage_workers(workers, engine, seconds)
-        token_stats = merge_stats(run(tokenize_task, token_tasks, on_done=on_done, workers=token_workers))
+        token_stats = merge_stats(run(tokenize_task, token_tasks, on_done=on_done, workers=token_workers,
+                                      stats_kind="tokens_task"))  # fmt: skip
 
         docs_in = token_stats.get("partition_documents", {})  # absent when no document has a sentence
         tokens = {k: sum(token_stats.get(s, {}).get(k, 0) for s in SPLITS) for k in ("tokens", "unk_tokens")}
@@ -442,7 +447,8 @@ def build_pairs(
         on_done = bar.stage("pairs", len(pair_tasks), lambda s: sum(v["pairs"] for v in s.values()), "pairs")
         work = options.dupe_factor * sum(token_stats.get(split, {}).get("tokens", 0) for split in SPLITS)
         pair_workers = stage_workers(workers, engine, work / PAIR_TOKENS_PER_SECOND)
-        pair_stats = merge_stats(run(pair_task, pair_tasks, on_done=on_done, workers=pair_workers))
+        pair_stats = merge_stats(run(pair_task, pair_tasks, on_done=on_done, workers=pair_workers,
+                                     stats_kind="pairs_task"))  # fmt: skip
 
         stats = _assemble_stats(read, token_stats, pair_stats, partitions, identity, vocab, options)
         if warning := imbalance_warning(stats, str(out_dir)):

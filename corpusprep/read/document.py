@@ -8,9 +8,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corpusprep.errors import DataError, InputError, UsageError, printable
+from corpusprep.settings import choice
 
 FORMATS = ("auto", "text", "bert", "jsonl", "parquet", "wiki")
 ON_ERROR = ("auto", "skip", "fail")
+PER_FILE_FORMATS = ("auto", "text", "bert")  # --document-per-file: plain text (auto: the files read as text)
+# The document size bound (MB = 10^6 bytes). A longer document is cut into parts, so memory stays bounded
+# whatever the shape of the input (one 1 GB line, 1 GB of lines without a blank one). 16 MB is 5x War and
+# Peace and 10x the longest Wikipedia article: real documents are never cut; a part still costs a stage
+# only a few hundred MB (build-pairs holds ~17 bytes per byte of a long document: BENCHMARKS.md).
+MAX_DOCUMENT_MB = 16.0
+MIN_DOCUMENT_MB = 0.001  # 1 kB: the bound must leave room for a line of text
+CAP_DOCUMENT_MB = 1e6  # 1 TB: beyond any machine's memory, so no bound at all (inf, 1e300 refused)
 MAX_EXAMPLES = 5  # examples kept per reason; counts stay exact
 
 log = logging.getLogger("corpusprep.read")
@@ -34,14 +43,31 @@ class ReadOptions:
     format: str = "auto"
     text_field: str = "text"
     on_error: str = "auto"
+    # documents longer than this many MB are cut into parts at line boundaries (`max_document_bytes`)
+    max_document_mb: float = MAX_DOCUMENT_MB
+    # plain text (text, bert, and the files auto reads as text): each file is one document, its paragraphs
+    # (blank-line separated) kept apart by one empty line, instead of a document per paragraph
+    document_per_file: bool = False
 
     def __post_init__(self) -> None:
-        if self.format not in FORMATS:
-            raise InputError(f"unknown input format {self.format!r} (choose from {', '.join(FORMATS)})")
-        if self.on_error not in ON_ERROR:
-            raise UsageError(f"unknown on-error policy {self.on_error!r} (choose from {', '.join(ON_ERROR)})")
-        if not self.text_field:
+        # a pipeline's [input] and the CLI take any case (`PARQUET`): one rule, `choice`
+        object.__setattr__(self, "format", choice("input format", self.format, FORMATS, InputError))
+        object.__setattr__(self, "on_error", choice("on-error policy", self.on_error, ON_ERROR))
+        if not isinstance(self.text_field, str) or not self.text_field.strip():
             raise UsageError("text field must not be empty")
+        mb = self.max_document_mb
+        number = isinstance(mb, (int, float)) and not isinstance(mb, bool)
+        if not number or not MIN_DOCUMENT_MB <= mb <= CAP_DOCUMENT_MB:
+            raise UsageError(f"max_document_mb={mb!r}: must be a number of MB from {MIN_DOCUMENT_MB:g} to "
+                             f"{CAP_DOCUMENT_MB:g}")
+        if self.document_per_file and self.format not in PER_FILE_FORMATS:
+            formats = ", ".join(PER_FILE_FORMATS)
+            raise UsageError(f"document_per_file: for plain text only (input format {formats}), not "
+                             f"{self.format}, whose files say where each document ends")
+
+    @property
+    def max_document_bytes(self) -> int:
+        return int(self.max_document_mb * 1_000_000)
 
 
 @dataclass
@@ -49,7 +75,10 @@ class ReadStats:
     """Exact counts of what was read and what was skipped, by reason, with a few examples of each.
 
     Invariants: documents_seen == documents + sum(skipped.values());
-                files_seen == files + sum(skipped_files.values())."""
+                files_seen == files + sum(skipped_files.values()).
+    A document longer than the size bound counts once in `documents_cut` and is read as `document_parts`
+    documents (each counted in documents_seen); a directory the walk passed over (a model or a corpusprep
+    output inside a corpus) counts in `skipped_directories`."""
 
     files_seen: int = 0
     files: int = 0  # files read to the end
@@ -61,6 +90,9 @@ class ReadStats:
     invalid_utf8: int = 0  # byte sequences replaced by U+FFFD
     nul_bytes: int = 0  # NUL bytes removed
     warnings: int = 0
+    documents_cut: int = 0  # documents over the size bound, cut into parts
+    document_parts: int = 0  # the parts they were cut into
+    skipped_directories: Counter[str] = field(default_factory=Counter)  # by reason
     examples: dict[str, list[str]] = field(default_factory=dict)  # reason -> "file:position: detail"
 
     def note(self, kind: str, message: str) -> None:
@@ -79,6 +111,10 @@ class ReadStats:
         self.skipped_files[reason] += 1
         self.note(reason, message)
 
+    def skip_directory(self, reason: str, message: str) -> None:
+        self.skipped_directories[reason] += 1
+        self.note(reason, message)
+
     def warn(self, kind: str, message: str) -> None:
         self.warnings += 1
         self.note(kind, message)
@@ -86,10 +122,11 @@ class ReadStats:
     def merge(self, other: ReadStats) -> ReadStats:
         """Add another partition's stats to this one (examples stay capped)."""
         for name in ("files_seen", "files", "bytes", "documents_seen", "documents", "invalid_utf8",
-                     "nul_bytes", "warnings"):
+                     "nul_bytes", "warnings", "documents_cut", "document_parts"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.skipped.update(other.skipped)
         self.skipped_files.update(other.skipped_files)
+        self.skipped_directories.update(other.skipped_directories)
         for kind, messages in other.examples.items():
             kept = self.examples.setdefault(kind, [])
             kept.extend(messages[: MAX_EXAMPLES - len(kept)])
@@ -107,6 +144,9 @@ class ReadStats:
             "invalid_utf8": self.invalid_utf8,
             "nul_bytes": self.nul_bytes,
             "warnings": self.warnings,
+            "documents_cut": self.documents_cut,
+            "document_parts": self.document_parts,
+            "skipped_directories": dict(sorted(self.skipped_directories.items())),
             "examples": {kind: list(messages) for kind, messages in sorted(self.examples.items())},
         }
 
@@ -131,6 +171,19 @@ def skip_summary(read: dict[str, Any], skipped: dict[str, int] | None = None) ->
     files = ", ".join(f"{n:,} {reason}" for reason, n in sorted(read.get("skipped_files", {}).items()) if n)
     why = "; ".join(part for part in (why and f"skipped: {why}", files and f"files skipped: {files}") if part)
     return f"{read.get('documents_seen', 0):,} read" + (f", {why}" if why else "")
+
+
+def read_notes(read: dict[str, Any]) -> str:
+    """What a summary line adds about the reading, from ReadStats.to_dict(): "; files skipped: 1 binary;
+    directories skipped: 1 not_corpus; 2 documents cut into 9 parts (--max-document-mb)", or ""."""
+    notes = [f"{what} skipped: " + ", ".join(f"{n:,} {reason}" for reason, n in sorted(counts.items()))
+             for what, counts in (("files", read.get("skipped_files")), ("directories",
+                                                                          read.get("skipped_directories")))
+             if counts]
+    if read.get("documents_cut"):
+        notes.append(f"{read['documents_cut']:,} documents cut into {read['document_parts']:,} parts "
+                     "(--max-document-mb)")
+    return "".join(f"; {note}" for note in notes)
 
 
 def unk_warning(unk_tokens: int, tokens: int, where: str) -> str | None:

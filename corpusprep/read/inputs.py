@@ -33,18 +33,63 @@ def _wanted(name: str) -> bool:
     return not name.startswith(".") and not name.endswith(MARKER_SUFFIX)
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    from corpusprep.engine.artifact import is_artifact_dir
+# Signs of a model directory: Hugging Face's save_pretrained (weights beside config.json, or a tokenizer's
+# files), safetensors anywhere. Its vocab.txt would become a document, model.safetensors' JSON header text.
+HF_WEIGHTS = ("pytorch_model.bin", "tf_model.h5", "flax_model.msgpack", "model.ckpt.index", "model.onnx")
+HF_TOKENIZER = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+HF_VOCAB = ("vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model",
+            "tokenizer.model")
 
-    if is_artifact_dir(root):
-        raise InputError(f"{root}: a corpusprep output (vocab, pairs, shards...), not a corpus")
+
+def not_corpus(directory: Path, subdirs: list[str], files: list[str]) -> str | None:
+    """What `directory` (whose listing is `subdirs`, `files`) holds when it is a model or an output rather
+    than a corpus: a corpusprep output (artifact, pipeline or training run, checkpoint), a Hugging Face model
+    or tokenizer, safetensors weights; None for anything else. Never read as corpus."""
+    from corpusprep.engine.artifact import is_artifact_dir, other_output  # engine imports this module
+
+    if is_artifact_dir(directory):
+        return "a corpusprep output (vocab, pairs, shards...)"
+    found = other_output(directory, strict=True)
+    if found is not None:
+        return found[1]
+    names = set(files)
+    if "checkpoints" in subdirs and "metrics.jsonl" in names:
+        return "a training run"
+    weights = any(name.endswith((".safetensors", ".index.json")) for name in files) or names & set(HF_WEIGHTS)
+    if weights and "config.json" in names:
+        return "a Hugging Face model"
+    if weights:
+        return "model weights"
+    if names.intersection(HF_TOKENIZER) and names.intersection(HF_VOCAB):
+        return "a Hugging Face tokenizer"
+    return None
+
+
+def _walk(root: Path, passed_over: list[tuple[Path, str]], refuse: bool = True) -> Iterator[Path]:
+    """The files to read below `root`, sorted later; directories that are no corpus are passed over (noted
+    in `passed_over` with what they hold), `root` itself refused (`refuse`: it was given by name)."""
     for directory, subdirs, files in os.walk(root):
-        # prune hidden trees and corpusprep's own outputs: a run never reads its (or another run's) output
-        subdirs[:] = [d for d in subdirs if not d.startswith(".") and not is_artifact_dir(Path(directory, d))]
+        what = not_corpus(Path(directory), subdirs, files)
+        if what is not None:
+            if refuse and Path(directory) == root:
+                raise InputError(f"{root}: holds {what}, not a corpus")
+            passed_over.append((Path(directory), what))
+            subdirs[:] = []  # never read a run's (or a model's) files as corpus
+            continue
+        subdirs[:] = [d for d in subdirs if not d.startswith(".")]  # hidden trees: .git, .work, caches
         for name in files:
             # regular files only: a FIFO or a device would block the reader forever
             if _wanted(name) and Path(directory, name).is_file():
                 yield Path(directory, name)
+
+
+def _listing(directory: Path) -> tuple[list[str], list[str]]:
+    """(subdirectories, other names) of `directory`, as os.walk lists them."""
+    with os.scandir(directory) as entries:
+        subdirs, files = [], []
+        for entry in entries:
+            (subdirs if entry.is_dir() else files).append(entry.name)
+    return subdirs, files
 
 
 def _glob_base(pattern: str) -> Path:
@@ -57,11 +102,16 @@ def _glob_base(pattern: str) -> Path:
     return Path(*parts) if parts else Path(".")
 
 
-def resolve_inputs(inputs: Sequence[str | Path]) -> list[tuple[Path, str]]:
+def resolve_inputs(
+    inputs: Sequence[str | Path], passed_over: list[tuple[Path, str]] | None = None
+) -> list[tuple[Path, str]]:
     """Files to read as (path, source) in a deterministic order: arguments in the given order, each
     directory or glob sorted by relative path. `source` is the path relative to the argument (a file
     argument: its name), so document ids do not depend on where the corpus lives. A file reached twice is
-    read once. Raises InputError for a missing path or a directory/glob without files."""
+    read once. Directories holding a model or an output are passed over, and appended to `passed_over`
+    (directory, what it holds) for the reader to count. Raises InputError for a missing path, a
+    directory/glob without files, or a directory given that holds a model or an output."""
+    passed_over = [] if passed_over is None else passed_over
     if isinstance(inputs, (str, Path)):
         inputs = [inputs]
     if not inputs:
@@ -73,19 +123,28 @@ def resolve_inputs(inputs: Sequence[str | Path]) -> list[tuple[Path, str]]:
         if path.is_file():
             files = [(path, path.name)]
         elif path.is_dir():
-            files = [(p, p.relative_to(path).as_posix()) for p in _walk(path)]
+            before = len(passed_over)
+            files = [(p, p.relative_to(path).as_posix()) for p in _walk(path, passed_over)]
             if not files:
-                raise InputError(f"{path}: directory has no input files (hidden files are ignored)")
+                models = len(passed_over) - before
+                why = f"; {models} holding a model or an output passed over" if models else ""
+                raise InputError(f"{path}: directory has no input files (hidden files are ignored{why})")
         elif glob.has_magic(str(arg)):
             base = _glob_base(str(arg))
             files = []
+            parents: dict[Path, str | None] = {}  # a matched file's directory: what it holds if no corpus
             for match in map(Path, glob.glob(str(arg), recursive=True)):
                 if match.is_dir():
-                    files += [(p, p.relative_to(base).as_posix()) for p in _walk(match)]
+                    files += [(p, p.relative_to(base).as_posix()) for p in _walk(match, passed_over, False)]
                 elif match.is_file() and _wanted(match.name):
-                    files.append((match, match.relative_to(base).as_posix()))
+                    if match.parent not in parents:
+                        parents[match.parent] = not_corpus(match.parent, *_listing(match.parent))
+                        if parents[match.parent] is not None:
+                            passed_over.append((match.parent, parents[match.parent]))
+                    if parents[match.parent] is None:
+                        files.append((match, match.relative_to(base).as_posix()))
             if not files:
-                raise InputError(f"{arg}: no files match this pattern")
+                raise InputError(f"{arg}: no files match this pattern (outside models and outputs)")
         elif path.exists():
             raise InputError(f"{path}: not a regular file or directory")
         else:
@@ -95,4 +154,5 @@ def resolve_inputs(inputs: Sequence[str | Path]) -> list[tuple[Path, str]]:
             if key not in seen:
                 seen.add(key)
                 found.append((file, printable_source(source)))
+    passed_over[:] = list(dict.fromkeys(passed_over))  # a directory reached twice is noted once
     return found

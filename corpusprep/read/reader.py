@@ -4,11 +4,13 @@ Per-document problems (bad JSONL line, missing/null text) are skipped under auto
 Whole-file problems (cannot open, truncated/corrupt stream, Parquet without the text column) are fatal under
 auto and fail, a skipped file under skip; documents already yielded from that file stay yielded.
 A binary file is skipped (fatal under fail); empty files (also whitespace only, or a Parquet file without
-rows), wiki files without a <doc> block and empty documents are always skipped.
+rows), wiki files without a <doc> block and empty documents are always skipped; a directory holding a model
+or a corpusprep output is passed over. A document longer than the size bound is read as parts.
 Every skip is counted in ReadStats by reason with an example naming the file and position."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from itertools import chain
 from pathlib import Path
@@ -49,8 +51,12 @@ def iter_documents(
     """Documents from files, directories (recursive) and globs, in a deterministic order, streamed.
     Inputs are resolved now (InputError for a missing path or an empty directory/glob); files are read
     lazily as the iterator is consumed."""
-    files = resolve_inputs(inputs)
-    return _iter_files(files, options or ReadOptions(), stats if stats is not None else ReadStats())
+    passed_over: list[tuple[Path, str]] = []
+    files = resolve_inputs(inputs, passed_over)
+    stats = stats if stats is not None else ReadStats()
+    for directory, what in passed_over:
+        stats.skip_directory("not_corpus", f"{directory}: skipped: holds {what}, not corpus")
+    return _iter_files(files, options or ReadOptions(), stats)
 
 
 def _iter_files(files: list[tuple[Path, str]], options: ReadOptions, stats: ReadStats) -> Iterator[Document]:
@@ -83,7 +89,7 @@ def _iter_file(path: Path, source: str, options: ReadOptions, stats: ReadStats) 
                 raise Unreadable("unreadable", f"{path}: compressed Parquet ({kind}) is not supported; "
                                                "Parquet compresses its pages itself")
             stream.seek(0)
-            records = parse_parquet(stream, path, options.text_field, stats)
+            records = parse_parquet(stream, path, options, stats)
             unit = ": row "
         else:
             binary = sniff_binary(head[:SNIFF])
@@ -91,8 +97,10 @@ def _iter_file(path: Path, source: str, options: ReadOptions, stats: ReadStats) 
                 if options.on_error == "fail":
                     raise DataError(f"{path}: byte 0: {binary}, not text")
                 raise _Skipped("binary", f"{path}: skipped: looks like {binary}, not text")
-            lines = iter_lines(chain([head], blocks), path, stats)
-            records = LINE_PARSERS[fmt](lines, path, options.text_field, stats)
+            if options.document_per_file and fmt not in ("text", "bert"):
+                options = dataclasses.replace(options, document_per_file=False)  # auto: a JSONL file, say
+            lines = iter_lines(chain([head], blocks), path, stats, options.max_document_bytes)
+            records = LINE_PARSERS[fmt](lines, path, options, stats)
             unit = ":"
         seen = stats.documents_seen
         yield from _documents(records, path, source, unit, options, stats)
@@ -105,9 +113,17 @@ def _iter_file(path: Path, source: str, options: ReadOptions, stats: ReadStats) 
 
 def _documents(records: Iterator[Record], path: Path, source: str, unit: str, options: ReadOptions,
                stats: ReadStats) -> Iterator[Document]:
-    """Number every record (ids stay stable when a neighbour is skipped), skip or fail the bad ones."""
-    for index, (position, text, sentences, problem) in enumerate(records):
+    """Number every record (ids stay stable when a neighbour is skipped), skip or fail the bad ones; count
+    the documents cut at the size bound (each part is a document of its own, with its own id)."""
+    for index, (position, text, sentences, problem, part) in enumerate(records):
         stats.documents_seen += 1
+        if part:
+            stats.document_parts += 1
+            if part == 1:
+                stats.documents_cut += 1
+                stats.note("document_cut", f"{path}{unit}{position}: document longer than "
+                           f"{options.max_document_bytes:,} bytes (--max-document-mb "
+                           f"{options.max_document_mb:g}): cut into parts at line boundaries")
         if problem is None and (not text or text.isspace()):
             # Not corrupt data (Wikipedia has ~10% stub pages), so never an error, even under fail.
             problem = ("empty_document", "empty or whitespace-only document")

@@ -37,7 +37,14 @@ BINARY_MAGIC = {
     b"\x7fELF": "ELF executable",
     b"\xff\xfe": "UTF-16 text (re-encode as UTF-8)",
     b"\xfe\xff": "UTF-16 text (re-encode as UTF-8)",
+    # model files: their text-like parts (a safetensors JSON header, pickled names) must not become corpus
+    b"\x93NUMPY": "a NumPy array (.npy)",
+    b"\x89HDF\r\n\x1a\n": "an HDF5 file (tf_model.h5)",
+    b"GGUF": "GGUF model weights",
+    **{b"\x80" + bytes([protocol]): "a Python pickle (torch.save, .pkl)" for protocol in range(2, 6)},
 }
+# safetensors: an 8-byte little-endian header length, then the JSON header ({"name": {"dtype": ...}})
+_SAFETENSORS = re.compile(rb"(?!\x00{4})[\x00-\xff]{4}\x00{4}\{\s*\"", re.DOTALL)
 # Control bytes that never appear in text (tab, newlines, form feed and escape do).
 _CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\x0c\x1b")
 STREAM_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
@@ -159,6 +166,8 @@ def sniff_binary(head: bytes) -> str | None:
             return what
     if not head:
         return None
+    if _SAFETENSORS.match(head):
+        return "safetensors model weights"
     # Random bytes are ~10% control bytes and mostly invalid UTF-8; text with a few NULs is neither.
     # Demand a dozen or so of each before judging, so a short text with a stray NUL stays text.
     size = len(head)
@@ -170,7 +179,8 @@ def sniff_binary(head: bytes) -> str | None:
 
 
 def _decode(chunk: bytes, offset: int, path: Path, stats: ReadStats) -> str:
-    """UTF-8 text of `chunk`; invalid sequences become U+FFFD and are counted, NUL bytes are dropped."""
+    """UTF-8 text of `chunk`; invalid sequences become U+FFFD and are counted, NUL bytes are dropped; line
+    ends (CRLF, and CR alone: old Mac files) become LF."""
     try:
         text = chunk.decode()
     except UnicodeDecodeError as error:
@@ -187,16 +197,76 @@ def _decode(chunk: bytes, offset: int, path: Path, stats: ReadStats) -> str:
         stats.warn("nul_bytes", f"{path}: byte {first}: {nuls} NUL byte(s) removed")
         text = text.replace("\0", "")
     if "\r" in text:
-        text = text.replace("\r\n", "\n")
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text
 
 
-def iter_lines(blocks: Iterator[bytes], path: Path, stats: ReadStats) -> Iterator[str]:
-    """Lines without their line ending (LF or CRLF; a leading BOM is dropped). Blocks are cut after their
-    last newline, so a multi-byte character is never split; a line longer than a block is held in pieces
-    until it ends (memory: the line itself, never the file)."""
+class Piece(str):
+    """A piece of a line longer than the document size bound: the line goes on in the next item. Lines are
+    numbered by `numbered`, which counts a line once however many pieces it came in."""
+
+    __slots__ = ()
+
+
+def numbered(lines: Iterator[str]) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line or piece) for the lines of `iter_lines`."""
+    lineno = 1
+    for line in lines:
+        yield lineno, line
+        if type(line) is not Piece:
+            lineno += 1
+
+
+def utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode())
+
+
+def cut_bytes(data: bytes, limit: int) -> list[bytes]:
+    """`data` in pieces of at most `limit` (>= 4) bytes: each cut after the last space of the piece's second
+    half where there is one, else at a character boundary (never inside a UTF-8 sequence)."""
+    pieces = []
+    start = 0
+    while len(data) - start > limit:
+        end = start + limit
+        space = data.rfind(b" ", start + limit // 2, end)
+        if space >= 0:
+            end = space + 1
+        else:
+            while data[end] & 0xC0 == 0x80 and end > start + 1:  # data[end] continues a character
+                end -= 1
+        pieces.append(data[start:end])
+        start = end
+    pieces.append(data[start:])
+    return pieces
+
+
+def _cut_line(line: str, limit: int) -> Iterator[str]:
+    """A decoded line over `limit` bytes as pieces (all but the last a Piece); a shorter line as it is."""
+    if utf8_size(line) <= limit:
+        yield line
+        return
+    *pieces, last = cut_bytes(line.encode(), limit)
+    for piece in pieces:
+        yield Piece(piece.decode())
+    yield last.decode()
+
+
+def _last_line_end(block: bytes) -> int:
+    """Where `block` is cut: after its last LF, or its last CR that is not its final byte (a CR at the end
+    may be the first half of a CRLF split between two blocks); 0 when it holds no line end."""
+    return max(block.rfind(b"\n"), block.rfind(b"\r", 0, len(block) - 1)) + 1
+
+
+def iter_lines(
+    blocks: Iterator[bytes], path: Path, stats: ReadStats, limit: int | None = None
+) -> Iterator[str]:
+    """Lines without their line ending (LF, CRLF or CR; a leading BOM is dropped). Blocks are cut after their
+    last line end, so a multi-byte character is never split. A line longer than `limit` bytes comes in
+    pieces of at most `limit` bytes (`Piece`s but the last; `numbered` counts them as one line), so memory
+    holds at most `limit` bytes of a line plus a block, whatever the line's length."""
     offset = 0  # byte offset of pending[0]
     pending: list[bytes] = []
+    held = 0  # bytes in pending
     first = True
     for block in blocks:
         stats.bytes += len(block)
@@ -204,19 +274,33 @@ def iter_lines(blocks: Iterator[bytes], path: Path, stats: ReadStats) -> Iterato
             first = False
             if block.startswith(BOM):
                 block, offset = block[3:], 3
-        cut = block.rfind(b"\n") + 1
+        cut = _last_line_end(block)
         if not cut:
             pending.append(block)
+            held += len(block)
+            if limit is not None and held > limit:  # a line longer than the bound: hand on its pieces now
+                *pieces, rest = cut_bytes(b"".join(pending), limit)
+                for piece in pieces:
+                    yield Piece(_decode(piece, offset, path, stats))
+                    offset += len(piece)
+                pending, held = [rest], len(rest)
             continue
         pending.append(block[:cut])
         chunk = b"".join(pending) if len(pending) > 1 else pending[0]
         pending = [block[cut:]] if cut < len(block) else []
+        held = len(block) - cut
         lines = _decode(chunk, offset, path, stats).split("\n")
         offset += len(chunk)
-        del chunk
-        lines.pop()  # the chunk ends with "\n": the last piece is empty
-        yield from lines
+        lines.pop()  # the chunk ends with a line end: the last piece is empty
+        if limit is None or len(chunk) <= limit:  # no line of it can be longer: the fast path
+            del chunk
+            yield from lines
+        else:
+            del chunk
+            for line in lines:
+                yield from _cut_line(line, limit)
     if pending:
         tail = b"".join(pending)
         pending.clear()
-        yield from _decode(tail, offset, path, stats).split("\n")
+        for line in _decode(tail, offset, path, stats).split("\n"):
+            yield from (_cut_line(line, limit) if limit is not None else (line,))

@@ -37,7 +37,8 @@ from corpusprep.console import console
 from corpusprep.engine import artifact
 from corpusprep.engine.artifact import WORK
 from corpusprep.engine.executor import Task, check_engine, stage_workers
-from corpusprep.engine.files import atomic_path, read_json, write_json
+from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, DataError, InputError, UsageError
 from corpusprep.mask import ACTIONS, MaskVocab, examples_from_pairs, examples_from_pieces, mask_examples
@@ -321,7 +322,7 @@ def build_shards(
     # task that reads it, in parallel)
     pairs_artifact = artifact.require(pairs_dir, "pairs", checksums=["stats.json"])
     stats_path = pairs_dir / "stats.json"
-    pairs_stats = read_json(stats_path)
+    pairs_stats = load_record(stats_path, "pairs_stats")
     spec = pairs_objective(pairs_stats)
     inputs = find_inputs(pairs_dir, pairs_artifact["files"], spec)
     pairs_vocab = pairs_stats.get("vocab", {}).get("sha256")
@@ -352,7 +353,7 @@ def build_shards(
         if art.complete is not None:
             if progress:
                 print(f"{out_dir}: already holds these shards (same pairs, vocab and options): nothing to do")
-            return read_json(out_dir / MANIFEST)
+            return load_record(out_dir / MANIFEST, "shards_manifest")
         work = out_dir / WORK
         fingerprint = art.fingerprint
         dupes = {split: options.dupe_masks if split == "train" else 1 for split in inputs}
@@ -372,7 +373,8 @@ def build_shards(
         workers = stage_workers(workers, engine, sum(map(sum, examples.values())) / EXAMPLES_PER_SECOND)
         run = {"workers": workers, "engine": engine, "ray_address": ray_address}
         with _progress(progress) as bar:
-            masked = art.run(mask_file, mask_tasks, on_done=bar("mask + scatter", len(mask_tasks)), **run)
+            masked = art.run(mask_file, mask_tasks, on_done=bar("mask + scatter", len(mask_tasks)),
+                             stats_kind="mask_task", **run)  # fmt: skip
             for split in inputs:
                 done = zip(mask_tasks, masked, strict=True)
                 mine = [(t.args.out, st) for t, st in done if t.args.split == split]
@@ -383,7 +385,7 @@ def build_shards(
                     name = f"{split}/{shard_name(index)}"
                     shard_tasks.append(Task(f"shard-{split}-{index:05d}", args, outputs=(name,)))
             on_done = bar("shuffle + write", len(shard_tasks))
-            shards = art.run(write_shard, shard_tasks, on_done=on_done, **run)
+            shards = art.run(write_shard, shard_tasks, on_done=on_done, stats_kind="shard_task", **run)
 
         splits, written, keys = {}, art.outputs(), count_keys(spec.name)
         for split in inputs:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from corpusprep.errors import UsageError
 from corpusprep.objectives import MASK_STRATEGIES
+from corpusprep.settings import MAX_PASSES
 
 COMPRESSIONS = ("zstd", "lz4", "snappy", "none")
 DEFAULT_EXAMPLES_PER_SHARD = 50_000
@@ -43,7 +44,7 @@ class ShardOptions:
         checks = [
             (0.0 < self.masked_lm_prob < 1.0, "--masked-lm-prob must be in (0, 1)"),
             (self.max_predictions_per_seq >= 1, "--max-predictions-per-seq must be >= 1"),
-            (self.dupe_masks >= 1, "--dupe-masks must be >= 1"),
+            (1 <= self.dupe_masks <= MAX_PASSES, f"--dupe-masks must be in [1, {MAX_PASSES}]"),
             (self.num_shards is None or self.num_shards >= 1, "--num-shards must be >= 1"),
             (self.examples_per_shard is None or self.examples_per_shard >= 1,
              "--examples-per-shard must be >= 1"),

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 from rich.table import Table
 from rich.text import Text
 
+from corpusprep.engine.records import inside
 from corpusprep.errors import DataError, UsageError
 from corpusprep.objectives import objective as objective_spec
 from corpusprep.shard.table import LABEL_COUNTS, count_keys
@@ -27,7 +28,7 @@ def shard_paths(directory: Path, manifest: dict, split: str) -> list[Path]:
     """The split's shard files; a missing one is a DataError (exit 1) naming it and `corpusprep validate`."""
     if split not in manifest["splits"]:
         raise UsageError(f"{directory}: no split {split!r} (has {', '.join(manifest['splits'])})")
-    paths = [Path(directory) / s["path"] for s in manifest["splits"][split]["shards"]]
+    paths = [inside(directory, s["path"]) for s in manifest["splits"][split]["shards"]]
     for path in paths:
         if not path.is_file():
             raise DataError(f"{path}: listed in the manifest but missing (`corpusprep validate {directory}`)")
@@ -50,7 +51,9 @@ def render_examples(
     """The first `n` rows of a split as coloured text: A and B in their colours, each prediction as the shown
     token (red: [MASK], yellow: random, green: kept) followed by `/original`."""
     manifest = load_manifest(directory)
-    vocab = VocabInfo.load(vocab_dir or manifest["vocab"]["path"])
+    # the vocab: given, or the copy the shards keep, or where the manifest says it was (checked by sha256)
+    own = directory / "vocab.txt"
+    vocab = VocabInfo.load(vocab_dir or (directory if own.is_file() else manifest["vocab"]["path"]))
     if vocab.sha256 != manifest["vocab"]["sha256"]:
         raise UsageError(f"{vocab.directory}: not the vocab these shards were made with (sha256 differs)")
     rendered = []

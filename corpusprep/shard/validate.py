@@ -7,16 +7,15 @@ complete and valid. The pipeline runner uses it to decide whether a stage's outp
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from corpusprep.engine import artifact
+from corpusprep.engine import artifact, records
 from corpusprep.engine.artifact import sha256_file
-from corpusprep.engine.files import read_json
+from corpusprep.engine.records import inside, load_record
 from corpusprep.errors import DataError, InputError, plural
 from corpusprep.mask import num_predictions
 from corpusprep.mask.examples import list_parts
@@ -151,54 +150,21 @@ def check_rows(table: pa.Table, manifest: dict) -> list[str]:
     return problems
 
 
-def manifest_problems(manifest: object) -> list[str]:
-    """What makes a parsed manifest.json unusable (valid JSON of the wrong shape): [] when every field the
-    readers use is there with its type."""
-    if not isinstance(manifest, dict):
-        return [f"not a JSON object but {type(manifest).__name__}"]
-    problems = []
-    expected = {"schema_version": int, "max_seq_length": int, "token_dtype": str, "options": dict,
-                "vocab": dict, "splits": dict, "totals": dict}
-    for key, kind in expected.items():
-        if not isinstance(manifest.get(key), kind):
-            problems.append(f"{key} missing or not {'an object' if kind is dict else kind.__name__}")
-    vocab = manifest.get("vocab")
-    if isinstance(vocab, dict):
-        if not isinstance(vocab.get("special_ids"), dict):
-            problems.append("vocab.special_ids missing")
-        problems += [f"vocab.{k} missing" for k in ("path", "sha256") if not isinstance(vocab.get(k), str)]
-    name = manifest.get("objective")
-    if name is not None and name not in OBJECTIVES:
-        problems.append(f"objective {name!r} unknown (known: {', '.join(OBJECTIVES)})")
-        name = None
-    keys = count_keys(name)
-    totals = manifest.get("totals")
-    if isinstance(totals, dict) and not all(isinstance(totals.get(k), int) for k in keys):
-        problems.append(f"totals lacks a count of {', '.join(keys)}")
-    splits = manifest.get("splits") if isinstance(manifest.get("splits"), dict) else {}
-    for name, split in splits.items():
-        shards = split.get("shards") if isinstance(split, dict) else None
-        entries_ok = isinstance(shards, list) and all(
-            isinstance(e, dict) and {"path", "rows", "bytes", "sha256"} <= set(e) for e in shards
-        )
-        if not entries_ok:
-            problems.append(f"splits.{name}.shards is not a list of {{path, rows, bytes, sha256}}")
-    return problems
-
-
 def load_manifest(directory: str | Path) -> dict:
-    """The manifest of a finished shards directory, its shape checked: UsageError (exit 2) when there is
-    none, DataError (exit 1) when it is not JSON or not a manifest."""
+    """The manifest of a finished shards directory (records kind "shards_manifest", and the counts its
+    objective keeps): UsageError (exit 2) when there is none, one DataError line (exit 1) naming the field
+    when it is damaged."""
     path = Path(directory) / MANIFEST
     if not path.is_file():
         raise InputError(f"{path}: missing (not a finished shards directory)")
-    try:
-        manifest = read_json(path)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise DataError(f"{path}: not JSON ({error})") from None
-    problems = manifest_problems(manifest)
-    if problems:
-        raise DataError(f"{path}: not a shards manifest ({'; '.join(problems[:3])})")
+    manifest = load_record(path, "shards_manifest")
+    keys = count_keys(manifest.get("objective"))
+    for where, counts in (("totals", manifest["totals"]),
+                          *((f"splits.{n}", s) for n, s in manifest["splits"].items())):  # fmt: skip
+        missing = [k for k in keys if not isinstance(counts.get(k), int)]
+        if missing:
+            raise DataError(f"{path}: {where}.{missing[0]}: missing (shards of objective "
+                            f"{objective_spec(manifest.get('objective')).name} count {', '.join(keys)})")
     return manifest
 
 
@@ -224,6 +190,12 @@ def validate_shards(directory: str | Path) -> list[str]:
         return [f"{manifest_path}: unreadable manifest ({type(error).__name__}: {error})"]
 
     problems: list[str] = []
+    try:  # every shard a manifest names lies inside the directory (records.inside): nothing else is read
+        for split in splits.values():
+            for entry in split["shards"]:
+                inside(directory, entry["path"])
+    except DataError as error:
+        return [str(error)]
     listed = {s["path"] for split in splits.values() for s in split["shards"]}
     for split in SPLITS:
         folder = directory / split
@@ -304,13 +276,17 @@ def _validate_vocab(directory: Path) -> tuple[list[str], str]:
         info.tokenizer()
     except (CorpusprepError, OSError, ValueError) as error:
         return [str(error)], ""
-    problems = [] if (directory / "vocab_report.json").is_file() else ["vocab_report.json: missing"]
+    try:
+        load_record(directory / "vocab_report.json", "vocab_report")
+        problems = []
+    except (OSError, DataError) as error:
+        problems = [_relative(str(error), directory)]
     problems += _owned_problems(directory, problems)
     return problems, f"{plural(info.size, 'token')}, sha256 {info.sha256[:12]}"
 
 
 ARTIFACT_KINDS = {"vocab": "vocab directory", "pairs": "pairs directory", "shards": "shards directory",
-                  "train": "trainer run directory"}
+                  "train": "trainer run directory", "evaluate": "evaluation directory"}
 
 
 def _owned_problems(directory: Path, reported: list[str]) -> list[str]:
@@ -329,12 +305,14 @@ def _validate_pairs(directory: Path) -> tuple[list[str], str]:
     from corpusprep.pair.schema import SPLITS as PAIR_SPLITS
 
     try:
-        stats = read_json(directory / "stats.json")
-        expected = {split: stats["splits"][split]["pairs"] for split in PAIR_SPLITS}
-        spec = OBJECTIVES.get(stats.get("objective") or "nsp")
-        unit = "row" if spec is not None and spec.packs else "pair"
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        return [f"stats.json: unreadable ({type(error).__name__}: {error})"], ""
+        stats = load_record(directory / "stats.json", "pairs_stats")
+    except (OSError, DataError) as error:
+        return [_relative(str(error), directory)], ""
+    missing = [split for split in PAIR_SPLITS if split not in stats["splits"]]
+    if missing:
+        return [f"stats.json: splits.{missing[0]}: missing"], ""
+    expected = {split: stats["splits"][split]["pairs"] for split in PAIR_SPLITS}
+    unit = "row" if OBJECTIVES[stats.get("objective") or "nsp"].packs else "pair"
     problems, files = [], 0
     for split in PAIR_SPLITS:
         rows = 0
@@ -350,39 +328,80 @@ def _validate_pairs(directory: Path) -> tuple[list[str], str]:
     return problems, f"{plural(sum(expected.values()), unit)} in {plural(files, 'file')}"
 
 
-def _validate_checkpoint(step: Path) -> list[str]:
-    problems = [f"{step.name}/{name}: missing or empty" for name in ("model.pt", "config.json")
-                if not (step / name).is_file() or (step / name).stat().st_size == 0]
-    if not problems:
-        try:
-            read_json(step / "config.json")
-        except (OSError, ValueError) as error:
-            problems.append(f"{step.name}/config.json: unreadable ({error})")
-    for path in sorted(step.glob("*.pt")):
-        if path.stat().st_size and (problem := _torch_file_problem(path)):
-            problems.append(f"{step.name}/{path.name}: {problem}")
-    return problems
+def _relative(message: str, directory: Path) -> str:
+    """A problem line naming a file of `directory` by its path relative to it."""
+    prefix = f"{directory}/"
+    return message[len(prefix):] if message.startswith(prefix) else message
 
 
-def _torch_file_problem(path: Path) -> str | None:
-    """Why a torch.save file would not load, found without torch: torch.save writes a zip archive, whose
-    directory sits at its end (a truncated file has lost it) and whose members carry CRCs (read once)."""
-    with open(path, "rb") as f:
-        head = f.read(4)
-    if head[:1] == b"\x80":  # the legacy pickle format (torch < 1.6): no directory or CRC to check
-        return None
-    if head != b"PK\x03\x04":
-        return "not a torch.save file"
+CHECKPOINT_FILES = (records.CHECKPOINT_WEIGHTS, records.CHECKPOINT_TENSORS, records.CHECKPOINT_STATE,
+                    records.CHECKPOINT_CONFIG)  # fmt: skip
+
+
+def _validate_checkpoint(step: Path, training: bool = True) -> list[str]:
+    """A checkpoint read as the trainer, export and --init-from read it (trainer/checkpoint.py), without
+    torch: config.json and trainer.json by their loaders, each tensor file's header, and every file against
+    the size and sha256 config.json records. `training`: a run's step-N (its trainer state too), not a model
+    checkpoint (an import's). A checkpoint of the earlier, pickled format is invalid: nothing loads it."""
+    name = f"{step.name}/" if training else ""
+    if found := [n for n in records.PICKLED_CHECKPOINT if (step / n).exists()]:
+        return [f"{name}{found[0]}: a checkpoint in the earlier pickled format, which corpusprep no longer "
+                "loads (unpickling a file can run code)"]  # fmt: skip
+    wanted = CHECKPOINT_FILES[:-1] if training else CHECKPOINT_FILES[:1]
+    if missing := [f for f in (*wanted, records.CHECKPOINT_CONFIG) if not (step / f).is_file()]:
+        return [f"{name}{f}: missing" for f in missing]
     try:
-        with zipfile.ZipFile(path) as archive:
-            bad = archive.testzip()
-    except (zipfile.BadZipFile, EOFError, OSError) as error:
-        return f"damaged or truncated, would not load ({error})"
-    return f"damaged: {bad} fails its checksum" if bad else None
+        config = load_record(step / records.CHECKPOINT_CONFIG, "checkpoint_config")
+        for file in wanted:
+            entry = config.get("files", {}).get(file)
+            if entry is None:
+                raise DataError(f"{step / records.CHECKPOINT_CONFIG}: files: no record of {file}")
+            path = step / file
+            same = path.is_file() and path.stat().st_size == entry["size"]
+            if not same or sha256_file(path) != entry["sha256"]:
+                raise DataError(f"{path}: missing, or not the file config.json records (size, sha256)")
+        tensors = {f: records.safetensors_header(step / f) for f in wanted if f.endswith(".safetensors")}
+        weights = tensors[records.CHECKPOINT_WEIGHTS]
+        if bad := [t for t, (dtype, _) in weights.items() if dtype not in ("F16", "BF16", "F32", "F64")]:
+            raise DataError(f"{step / records.CHECKPOINT_WEIGHTS}: {json.dumps(bad[0])}: not floating point")
+        if training:
+            _check_trainer_state(step, tensors[records.CHECKPOINT_TENSORS])
+        vocab = config.get("vocab", {})
+        if vocab.get("path"):  # an import's own vocab, inside it: the one the model was trained with
+            path = inside(step, vocab["path"]) / "vocab.txt"
+            if vocab.get("sha256") and (not path.is_file() or sha256_file(path) != vocab["sha256"]):
+                raise DataError(f"{path}: missing, or not the vocab config.json records (sha256)")
+    except (OSError, DataError) as error:
+        return [f"{name}{_relative(str(error), step)}"]
+    own = {*CHECKPOINT_FILES, vocab.get("path", "").split("/")[0]}
+    foreign = sorted(p.name for p in step.iterdir() if p.name not in own)
+    return [f"{name}{f}: not a file of a checkpoint" for f in foreign[:1]]
+
+
+def _check_trainer_state(step: Path, tensors: dict) -> None:
+    """trainer.json by its loader: the step of its directory, as many RNG states as positions, and every
+    tensor it names held by trainer.safetensors."""
+    path = step / records.CHECKPOINT_STATE
+    state = load_record(path, "trainer_state")
+    if step.name.startswith("step-") and state["step"] != int(step.name.removeprefix("step-") or -1):
+        raise DataError(f"{path}: step: {state['step']}, not the step of {step.name}")
+    if len(state["rng"]) != len(state["positions"]):
+        raise DataError(f"{path}: rng: {len(state['rng'])} ranks, positions: {len(state['positions'])}")
+    named = []
+    stack = [state]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict) and set(value) == {"tensor"}:
+            named.append(value["tensor"])
+        elif isinstance(value, (dict, list)):
+            stack.extend(value.values() if isinstance(value, dict) else value)
+    if missing := sorted(set(named) - set(tensors)):
+        raise DataError(f"{path}: names tensor {missing[0]!r}, not in {records.CHECKPOINT_TENSORS}")
 
 
 def _validate_trainer(directory: Path) -> tuple[list[str], str]:
-    steps = sorted(p for p in (directory / "checkpoints").glob("step-*") if p.is_dir())
+    found = (directory / "checkpoints").glob("step-*")
+    steps = sorted(p for p in found if p.is_dir() and not p.is_symlink())
     if not steps:
         return ["checkpoints/: no checkpoint"], ""
     problems = [p for step in steps for p in _validate_checkpoint(step)]
@@ -391,30 +410,51 @@ def _validate_trainer(directory: Path) -> tuple[list[str], str]:
 
 def _validate_export(directory: Path) -> tuple[list[str], str]:
     """A `python -m trainer.export` directory (in a pipeline run, the export of its training): the files
-    from_pretrained reads, config.json readable, model.safetensors whole (its header's tensors end where the
-    file ends; read without torch)."""
+    from_pretrained reads, config.json readable, model.safetensors whole (its header's tensors tile the file;
+    both by the records' loaders, without torch)."""
     names = ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json")
     problems = [f"{n}: missing or empty" for n in names if not (directory / n).is_file()
                 or not (directory / n).stat().st_size]  # fmt: skip
     if problems:
         return problems, ""
     try:
-        config = read_json(directory / "config.json")
-        weights = directory / "model.safetensors"
-        with open(weights, "rb") as f:
-            size = int.from_bytes(f.read(8), "little")
-            header = json.loads(f.read(size)) if size < weights.stat().st_size else None
-        ends = [t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"]
-        if 8 + size + max(ends, default=0) != weights.stat().st_size:
-            problems.append("model.safetensors: damaged or truncated (its tensors do not end where it ends)")
-    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError) as error:
-        return [f"config.json or model.safetensors unreadable ({error})"], ""
+        config = load_record(directory / "config.json", "hf_config")
+        records.safetensors_header(directory / "model.safetensors")  # its tensors tile the file exactly
+    except (OSError, DataError) as error:
+        return [_relative(str(error), directory)], ""
     return problems, f"BERT, {config.get('max_position_embeddings')} positions"
 
 
+def _validate_evaluation(directory: Path) -> tuple[list[str], str]:
+    """A `python -m trainer.evaluate -o` directory: evaluation.json and each run's record by their loaders,
+    and every file its manifest lists unchanged."""
+    checked = [(directory / "evaluation.json", "evaluation")]
+    checked += [(p, "evaluate_run") for p in sorted((directory / "runs").glob("*.json"))]
+    problems, result = [], None
+    for path, kind in checked:
+        try:
+            record = load_record(path, kind)
+            result = record if kind == "evaluation" else result
+        except (OSError, DataError) as error:
+            problems.append(_relative(str(error), directory))
+    problems += _owned_problems(directory, problems)
+    dev = result["splits"]["dev"] if result else None
+    return problems, (f"{len(result['seeds'])} seeds, dev gain {dev['gain']['mean']:+.4f} ({dev['outcome']})"
+                      if dev else "")  # fmt: skip
+
+
 def _validate_run(directory: Path) -> tuple[list[str], str]:
-    """A pipeline run directory: every stage output found in it, each checked as what it is."""
+    """A pipeline run directory: its records by their loaders, and every stage output found in it, each
+    checked as what it is."""
     problems, found = [], []
+    checked = [(directory / "run.json", "pipeline_run")]
+    checked += [(p, "stage_done") for p in sorted((directory / "stages").glob("*.done.json"))]
+    checked += [(p, "stage_started") for p in sorted((directory / "stages").glob("*.started.json"))]
+    for path, kind in checked:
+        try:
+            load_record(path, kind)
+        except (OSError, DataError) as error:
+            problems.append(_relative(str(error), directory))
     for sub in sorted(p for p in directory.rglob("*") if p.is_dir() and not p.name.startswith((".", "_"))):
         kind = output_kind(sub)
         if kind and kind != "pipeline run directory" and not any(sub.is_relative_to(d) for d in found):
@@ -429,9 +469,11 @@ VALIDATORS = {
     "pairs directory": _validate_pairs,
     "vocab directory": _validate_vocab,
     "trainer run directory": _validate_trainer,
-    "trainer checkpoint": lambda d: (_validate_checkpoint(d), d.name),
+    "trainer checkpoint": lambda d: (_validate_checkpoint(d, (d / records.CHECKPOINT_STATE).is_file()),
+                                     d.name),
     "pipeline run directory": _validate_run,
     "Hugging Face export": _validate_export,
+    "evaluation directory": _validate_evaluation,
 }
 
 
@@ -462,7 +504,7 @@ def output_kind(directory: Path) -> str | None:
         return "pairs directory"
     if (directory / "checkpoints").is_dir():
         return "trainer run directory"
-    if (directory / "model.pt").is_file():
+    if any((directory / n).is_file() for n in (records.CHECKPOINT_WEIGHTS, *records.PICKLED_CHECKPOINT)):
         return "trainer checkpoint"
     return None
 

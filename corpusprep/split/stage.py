@@ -16,7 +16,8 @@ from typing import Any, TextIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from corpusprep.engine.files import atomic_path, read_record, write_json
+from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.records import load_record
 from corpusprep.errors import UsageError
 from corpusprep.read import Document
 from corpusprep.read.formats import SUFFIX_FORMATS
@@ -54,14 +55,12 @@ def record_path(output: Path) -> Path:
 def read_output_record(output: Path) -> dict | None:
     """The record of how `output` was built, when it describes this very file (size and modification time,
     as inputs are fingerprinted); None for a file corpusprep did not write, or that changed since."""
-    record = read_record(record_path(output))
+    record = load_record(record_path(output), "sentences_record", missing_ok=True)
     try:
         st = output.stat()
     except OSError:
         return None
-    if record is None or record.get("output") != [st.st_size, st.st_mtime_ns]:
-        return None
-    return record if isinstance(record.get("identity"), dict) else None
+    return record if record is not None and record["output"] == [st.st_size, st.st_mtime_ns] else None
 
 
 def write_output_record(output: Path, identity: dict, report: dict) -> None:

@@ -29,7 +29,8 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre
 from tokenizers import trainers as hf_trainers
 
 from corpusprep.engine.artifact import Artifact, input_files
-from corpusprep.engine.files import atomic_path, read_json, write_json
+from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import stable_hash
 from corpusprep.errors import UsageError
 from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents
@@ -58,6 +59,10 @@ BATCH_CHARS = 1 << 20  # text handed to the trainer per call: large enough that 
 SAMPLE_DOCUMENTS = 256  # for the [UNK] rate and pieces per word: a uniform sample chosen by document id
 SAMPLE_DOC_CHARS = 2000
 MIN_LEARNED = 100  # a vocab must have room for at least this many tokens besides specials and reserved slots
+# The largest vocab we build. The tokenizers trainer reserves ~70 bytes a token up front (a 10^9 vocab asks
+# for 70 GB and aborts in native code); 2^24 (16.8M, 1.2 GB) is 60x XLM-R's 250k and fits any token dtype
+# we write (uint32 above 65,536). A corpus gives fewer tokens than asked when it has fewer pieces: a warning.
+MAX_VOCAB_SIZE = 2**24
 
 Progress = Callable[[str, int, int], None]  # (phase, documents, bytes read)
 
@@ -80,6 +85,13 @@ class VocabOptions:
     from_vocab: str | None = None
 
     def __post_init__(self) -> None:
+        # sizes are checked before anything is read: one the trainer cannot hold would abort in native code
+        sizes = {"--vocab-size": self.vocab_size, "--reserved": self.reserved,
+                 "--limit-alphabet": self.limit_alphabet, "--min-frequency": self.min_frequency}
+        for flag, value in sizes.items():
+            if value > MAX_VOCAB_SIZE and (flag != "--vocab-size" or self.from_vocab is None):
+                raise UsageError(f"{flag} {value:,}: at most {MAX_VOCAB_SIZE:,} (2^24; BERT's vocab has "
+                                 "30,522 tokens, XLM-R's 250,002)")
         if self.reserved < 0:
             raise UsageError(f"--reserved {self.reserved}: must be 0 or more")
         floor = len(SPECIAL_TOKENS) + self.reserved + MIN_LEARNED
@@ -219,6 +231,9 @@ def train_tokenizer(
             f"--vocab-size {options.vocab_size} is too small for this corpus's alphabet "
             f"({len(tokens)} tokens needed): raise --vocab-size or lower --limit-alphabet"
         )
+    if len(tokens) < options.vocab_size:
+        log.warning(f"{len(tokens):,} tokens, not the {options.vocab_size:,} of --vocab-size: the corpus has "
+                    f"no more pieces seen at least --min-frequency {options.min_frequency} times")
     return tokenizer_from_tokens(tokens, options.cased, options.strip_accents)
 
 
@@ -404,7 +419,7 @@ def build_vocab(
     )
     with artifact:
         if artifact.complete is not None:
-            return {**read_json(vocab_dir / "vocab_report.json"), "reused": True}
+            return {**load_record(vocab_dir / "vocab_report.json", "vocab_report"), "reused": True}
         artifact.claim(FILES)
         counts = {"characters": 0}
         sample = _Sample()

@@ -30,5 +30,7 @@ def test_stale_temps_are_removed_and_final_files_kept(tmp_path):
     final.write_bytes(b"complete")
     temp_name(final).write_bytes(b"partial")
     (tmp_path / "d" / ".other.json.tmp-99999").write_text("{")
-    assert remove_stale_temps(tmp_path) == 2
-    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["part-00000.parquet"]
+    (tmp_path / "d" / ".notes.txt.tmp-1").write_text("a user's file, of no name the output writes")
+    assert remove_stale_temps(tmp_path, ["d/*.parquet", "d/*.json"]) == 2
+    left = sorted(p.name for p in tmp_path.rglob("*") if p.is_file())
+    assert left == [".notes.txt.tmp-1", "part-00000.parquet"]

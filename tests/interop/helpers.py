@@ -4,7 +4,6 @@ every weight matters, and `from_pretrained` with transformers' log and warnings 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import warnings
 from dataclasses import asdict
@@ -40,12 +39,14 @@ def random_model(config: BertConfig, seed: int = 0) -> BertForPreTraining:
     return model.eval()
 
 
-def write_checkpoint(directory: Path, model: BertForPreTraining, train: dict | None = None) -> Path:
-    """model.pt + config.json as trainer/checkpoint.py writes them."""
+def write_checkpoint(directory: Path, model: BertForPreTraining, train: dict | None = None,
+                     state: dict | None = None) -> Path:  # fmt: skip
+    """weights.safetensors + config.json as trainer/checkpoint.py writes them (`state`: other weights)."""
+    from trainer.checkpoint import save_model
+
     directory.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), directory / "model.pt")
     record = {"model": asdict(model.config), "train": train or {}}
-    (directory / "config.json").write_text(json.dumps(record))
+    save_model(directory, model.state_dict() if state is None else state, record)
     return directory
 
 

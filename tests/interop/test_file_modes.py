@@ -40,7 +40,8 @@ def test_pipeline_and_export_outputs_follow_the_umask(tmp_path):
     finally:
         os.umask(old)
     written = {p.name for p in run_dir.rglob("*")} | {p.name for p in (tmp_path / "hf").iterdir()}
-    expected = {"model.safetensors", "model.pt", "tokenizer_config.json", "manifest.json", "curves.png"}
+    expected = {"model.safetensors", "weights.safetensors", "tokenizer_config.json", "manifest.json",
+                "curves.png"}
     assert expected <= written
     assert wrong_modes(run_dir) == {}
     assert wrong_modes(tmp_path / "hf") == {}

@@ -33,4 +33,5 @@ def test_to_dict_is_json():
     data = json.loads(json.dumps(stats_with(2).to_dict()))
     assert data["skipped"] == {"invalid_json": 2} and data["documents_seen"] == 12
     assert set(data) == {"files_seen", "files", "skipped_files", "bytes", "documents_seen", "documents",
-                         "skipped", "invalid_utf8", "nul_bytes", "warnings", "examples"}
+                         "skipped", "invalid_utf8", "nul_bytes", "warnings", "examples", "documents_cut",
+                         "document_parts", "skipped_directories"}

@@ -376,29 +376,33 @@ def test_workers_die_with_a_parent_killed_as_the_pool_starts(reference, vocab, t
 
 
 def test_checkpoint_write_failures_leave_the_previous_checkpoint_usable(tmp_path, monkeypatch):
+    import safetensors.torch
     import torch
 
     from trainer import checkpoint
 
-    state = {"model": {"w": torch.ones(1000)}, "optimizer": {}, "scheduler": {}, "trainer": {"step": 1}}
-    checkpoint.save(tmp_path, 4, state, {"x": 1}, keep=3)
-    real = torch.save
+    trainer = {"step": 4, "positions": [{"batches": 4, "rows": [4]}], "last_metrics": {},
+               "rng": [{"cpu": torch.get_rng_state(), "cuda": None}]}  # fmt: skip
+    state = {"model": {"w": torch.ones(1000)}, "optimizer": {"state": {}, "param_groups": [{"params": []}]},
+             "scheduler": {}, "trainer": trainer}  # fmt: skip
+    checkpoint.save(tmp_path, 4, state, {"model": {}}, keep=3)
+    real = safetensors.torch.save_file
 
-    def disk_full(obj, f, *args, **kwargs):
-        real(obj, f, *args, **kwargs)
+    def disk_full(tensors, path, *args, **kwargs):
+        real(tensors, path, *args, **kwargs)
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(torch, "save", disk_full)
+    monkeypatch.setattr(safetensors.torch, "save_file", disk_full)
     with pytest.raises(OSError, match="No space"):
-        checkpoint.save(tmp_path, 8, state, {"x": 1}, keep=3)
-    monkeypatch.setattr(torch, "save", real)
+        checkpoint.save(tmp_path, 8, state | {"trainer": trainer | {"step": 8}}, {"model": {}}, keep=3)
+    monkeypatch.setattr(safetensors.torch, "save_file", real)
     assert [step for step, _ in checkpoint.list_checkpoints(tmp_path)] == [4]
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step-0000004"]
-    assert checkpoint.load(checkpoint.latest(tmp_path), "trainer")["step"] == 1
+    assert checkpoint.load(checkpoint.latest(tmp_path), "trainer")["step"] == 4
     # A killed write leaves a temp directory: the next start removes it (directories, not only files).
     stale = tmp_path / "checkpoints" / ".step-0000008.tmp-123"
     stale.mkdir()
-    (stale / "model.pt").write_bytes(b"half")
+    (stale / "weights.safetensors").write_bytes(b"half")
     assert checkpoint.remove_partial(tmp_path) == 1 and not stale.exists()
 
 

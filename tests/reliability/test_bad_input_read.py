@@ -70,8 +70,10 @@ def test_50_mb_file_without_newline(tmp_path):
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert len(docs) == 1 and len(docs[0].text) == size == stats.bytes
-    assert peak < 2.5 * size  # the line's bytes and its text, not the file many times over
+    # cut into parts of at most the document bound (16 MB), every character kept
+    assert len(docs) == 4 and sum(len(d.text) for d in docs) == size == stats.bytes
+    assert all(len(d.text) <= 16_000_000 for d in docs) and stats.documents_cut == 1
+    assert peak < 2.5 * size  # the parts kept here and a part's bytes, not the file many times over
 
 
 def test_zero_byte_file_is_skipped_under_every_policy(tmp_path):
@@ -117,7 +119,7 @@ def test_bad_jsonl_lines_are_skipped_and_counted_with_line_numbers(tmp_path):
     assert stats.documents_seen == 8
     assert stats.skipped == {"invalid_json": 2, "missing_text_field": 1, "null_text": 1, "non_string_text": 1,
                              "empty_document": 1}
-    assert stats.examples["invalid_json"][0].startswith(f"{path}:2: not JSON (")
+    assert stats.examples["invalid_json"][0].startswith(f"{path}:2: not valid JSON (")
     assert stats.examples["invalid_json"][1] == f"{path}:6: not a JSON object (list)"
     assert stats.examples["missing_text_field"] == [f"{path}:3: no field 'text'"]
     assert stats.examples["null_text"] == [f"{path}:4: field 'text' is null"]
@@ -132,7 +134,7 @@ def test_bad_jsonl_line_fails_under_fail(tmp_path):
     stats = ReadStats()
     docs = iter_documents([path], ReadOptions(on_error="fail"), stats)
     assert next(docs).text == "Good one."
-    with pytest.raises(DataError, match=r"bad\.jsonl:2: not JSON") as error:
+    with pytest.raises(DataError, match=r"bad\.jsonl:2: not valid JSON") as error:
         next(docs)
     assert error.value.exit_code == 1
 

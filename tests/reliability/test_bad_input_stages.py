@@ -25,7 +25,7 @@ STAGES = ("vocab", "sentences", "build-pairs")
 MAX_SEQ_LENGTH = 128
 # Per-document problems: reason -> where its example must point.
 DOCUMENT_SKIPS = {
-    "invalid_json": "b_lines.jsonl:2: not JSON (",
+    "invalid_json": "b_lines.jsonl:2: not valid JSON (",
     "missing_text_field": "b_lines.jsonl:3: no field 'text'",
     "null_text": "b_lines.jsonl:4: field 'text' is null",
     "empty_document": "b_lines.jsonl:5: empty or whitespace-only document",
@@ -206,7 +206,7 @@ def test_each_unreadable_file_fails_with_its_own_line(name, code, message, messy
 def test_fail_policy_stops_at_the_first_bad_document(stage, messy, vocab, tmp_path):
     done = run_stage(stage, messy.per_document, tmp_path, vocab, "--on-error", "fail")
     assert done.returncode == 1
-    assert error_line(done).startswith(f"{messy.root}/b_lines.jsonl:2: not JSON (")
+    assert error_line(done).startswith(f"{messy.root}/b_lines.jsonl:2: not valid JSON (")
     assert len(done.stderr.strip().splitlines()) == 1  # nothing was skipped before it, so nothing else
     assert not [p for p in tmp_path.rglob("*") if p.suffix in (".txt", ".parquet") or p.name == "stats.json"]
 

@@ -343,7 +343,7 @@ def test_validate_recognises_trainer_outputs(world: Path):
     assert result.returncode == 0 and "valid trainer checkpoint" in result.stdout, result
     (world / "broken-run" / "checkpoints" / step.name).mkdir(parents=True)
     result = run(corpusprep("validate", "broken-run"), cwd=world)
-    assert result.returncode == 1 and "INVALID trainer run directory: 2 problems" in result.stderr, result
+    assert result.returncode == 1 and "INVALID trainer run directory: 4 problems" in result.stderr, result
 
 
 # --- interrupts and killed workers -------------------------------------------------------------------------
@@ -441,10 +441,10 @@ def test_a_killed_worker_is_one_line_naming_the_task_and_memory(which: str, big:
     assert len(lines) == 1, stderr
 
 
-# Ctrl-C while the trainer writes a checkpoint: SIGINT arrives from inside torch.save.
+# Ctrl-C while the trainer writes a checkpoint: SIGINT arrives from inside safetensors' save_file.
 _INTERRUPTED_SAVE = """
-import os, signal, sys, torch
-real = torch.save
+import os, signal, sys, safetensors.torch
+real = safetensors.torch.save_file
 calls = 0
 def save(*args, **kwargs):
     global calls
@@ -452,7 +452,7 @@ def save(*args, **kwargs):
     if calls == 3:  # the second checkpoint's first file
         os.kill(os.getpid(), signal.SIGINT)
     return real(*args, **kwargs)
-torch.save = save
+safetensors.torch.save_file = save
 from trainer.run import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -99,7 +99,8 @@ def write_pairs_dir(directory: Path, stream: np.ndarray, sizes: dict[str, list[i
             (directory / split).mkdir(parents=True, exist_ok=True)
             pq.write_table(table, directory / split / f"part-{p:05d}-d0.parquet")
             counts[split] = counts.get(split, 0) + n
-    write_json(directory / "stats.json", {"pairs": counts, "max_seq_length": 128})
+    stats = {"pairs": sum(counts.values()), "splits": {s: {"pairs": n} for s, n in counts.items()}}
+    write_json(directory / "stats.json", {**stats, "max_seq_length": 128})
     owned = [p.relative_to(directory).as_posix() for p in sorted(directory.rglob("*")) if p.is_file()]
     with Artifact(directory, "pairs", {"test_seed": seed}, overwrite=True, quiet=True) as artifact:
         artifact.commit(files=owned)  # as build-pairs finishes: the manifest owns every file

@@ -2,38 +2,48 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
 
 from corpusprep.shard.validate import validate_output
+from trainer import checkpoint
 
 
 def write_step(run: Path, step: int) -> Path:
-    """A checkpoint as the trainer writes it (state dicts of a small model and its optimizer)."""
-    path = run / "checkpoints" / f"step-{step:07d}"
-    path.mkdir(parents=True)
+    """A checkpoint as the trainer writes it (a small model, its optimizer after a step, a schedule)."""
     model = torch.nn.Linear(64, 64)
-    torch.save(model.state_dict(), path / "model.pt")
-    torch.save(torch.optim.AdamW(model.parameters()).state_dict(), path / "optimizer.pt")
-    torch.save({}, path / "scheduler.pt")
-    torch.save({"step": step}, path / "trainer.pt")
-    (path / "config.json").write_text(json.dumps({"model": {}}))
-    return path
+    optimizer = torch.optim.AdamW(model.parameters())
+    model(torch.ones(1, 64)).sum().backward()
+    optimizer.step()
+    states = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0).state_dict(),
+        "trainer": {"step": step, "positions": [{"batches": step, "rows": [8 * step]}],
+                    "rng": [{"cpu": torch.get_rng_state(), "cuda": None}], "last_metrics": {}},
+    }  # fmt: skip
+    return checkpoint.save(run, step, states, {"model": {}}, keep=5)
 
 
 def test_a_truncated_or_damaged_checkpoint_file_is_reported(tmp_path):
     run = tmp_path / "run"
     first, newest = write_step(run, 1), write_step(run, 2)
     assert validate_output(run)[1] == []
-    model = (newest / "model.pt").read_bytes()
-    (newest / "model.pt").write_bytes(model[: len(model) // 2])  # a copy cut short
+    weights = (newest / "weights.safetensors").read_bytes()
+    (newest / "weights.safetensors").write_bytes(weights[: len(weights) // 2])  # a copy cut short
     kind, problems, _ = validate_output(run)
     assert kind == "trainer run directory"
-    assert len(problems) == 1 and problems[0].startswith("step-0000002/model.pt: damaged or truncated")
-    middle = len(model) // 2  # a flipped byte inside a tensor: the zip member's CRC catches it
-    (newest / "model.pt").write_bytes(model[:middle] + bytes([model[middle] ^ 0xFF]) + model[middle + 1 :])
-    assert validate_output(newest)[1] == ["step-0000002/model.pt: damaged: model/data/0 fails its checksum"]
-    (first / "optimizer.pt").write_bytes(b"not a torch file at all")
-    assert "step-0000001/optimizer.pt: not a torch.save file" in validate_output(run)[1]
+    assert problems == ["step-0000002/weights.safetensors: missing, or not the file config.json records "
+                        "(size, sha256)"]  # fmt: skip
+    middle = len(weights) // 2  # a flipped byte inside a tensor: the sha256 config.json records catches it
+    (newest / "weights.safetensors").write_bytes(
+        weights[:middle] + bytes([weights[middle] ^ 0xFF]) + weights[middle + 1 :]
+    )
+    assert validate_output(newest)[1] == [
+        "step-0000002/weights.safetensors: missing, or not the file config.json records (size, sha256)"
+    ]
+    (first / "trainer.json").write_bytes(b"not JSON at all")
+    assert "step-0000001/trainer.json: missing, or not the file config.json records (size, sha256)" in (
+        validate_output(run)[1]
+    )

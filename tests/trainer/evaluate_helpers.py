@@ -5,12 +5,13 @@ trainer checkpoints written as the trainer writes them."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from tests.interop.helpers import SPECIALS, write_checkpoint
+from tests.interop.helpers import SPECIALS
 from trainer.evaluate.settings import EvalSettings
 from trainer.model import BertForPreTraining, preset
 
@@ -70,14 +71,20 @@ def toy_config(vocab_dir: Path):
 
 
 def write_run(run_dir: Path, vocab_dir: Path, seed: int = 0, step: int = 20) -> Path:
-    """A trainer run dir with one checkpoint (model.pt and config.json as the trainer writes them, the
-    other states stand-ins) and metrics.jsonl; returns the checkpoint directory."""
+    """A trainer run dir with one complete checkpoint (trainer.checkpoint.save, with a fresh optimizer and
+    schedule) and metrics.jsonl; returns the checkpoint directory."""
+    from trainer.checkpoint import save
+
     torch.manual_seed(seed)
     model = BertForPreTraining(toy_config(vocab_dir))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
+    trainer = {"step": step, "positions": [{"batches": step, "rows": [step * 8]}], "last_metrics": {},
+               "rng": [{"cpu": torch.get_rng_state(), "cuda": None}]}  # fmt: skip
+    states = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+              "scheduler": schedule.state_dict(), "trainer": trainer}  # fmt: skip
     train = {"data": {"batch_size": 8, "shards": ""}, "schedule": {"grad_accum": 2}}
-    checkpoint = write_checkpoint(run_dir / "checkpoints" / f"step-{step:07d}", model, train)
-    for name in ("optimizer", "scheduler", "trainer"):  # what makes it a complete checkpoint of a run
-        torch.save({"step": step}, checkpoint / f"{name}.pt")
+    checkpoint = save(run_dir, step, states, {"model": asdict(model.config), "train": train}, keep=1)
     records = [{"step": s, "loss": 5.0, "seq_per_s": 16.0, "tokens_per_s": 640.0} for s in (10, 20)]
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return checkpoint

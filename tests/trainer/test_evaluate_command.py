@@ -3,13 +3,16 @@ a stopped one resumes), and one line for every bad input."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from corpusprep.engine.artifact import sha256_file
 from corpusprep.errors import UsageError
+from corpusprep.shard.validate import validate_output
 from tests.interop.helpers import one_thread
 from tests.trainer.evaluate_helpers import fast_settings, write_run, write_toy_task, write_toy_vocab
 from trainer.evaluate import compare, finetune
@@ -74,7 +77,8 @@ def test_a_hugging_face_directory_is_used_as_it_is(toy, fake_runs, tmp_path, cap
     out = capsys.readouterr().out
     assert f"model: {hf} (a Hugging Face directory)" in out
     assert "pre-training cost: a Hugging Face directory records none; evaluate the run dir to see it" in out
-    (hf / "config.json").write_text('{"model_type": "roberta"}')
+    config = json.loads((hf / "config.json").read_text())
+    (hf / "config.json").write_text(json.dumps(config | {"model_type": "roberta"}))
     assert main(argv) == 2
     assert "model_type 'roberta'; trainer.evaluate fine-tunes BERT" in capsys.readouterr().err
 
@@ -121,6 +125,38 @@ def test_an_output_directory_is_done_once_and_resumes_after_a_stop(toy, fake_run
     assert len(fake_runs) == 4
 
 
+def test_damaged_evaluation_records_are_one_line_naming_the_field(toy, fake_runs, tmp_path, capsys):
+    """A run's marker and a finished evaluation.json are read back through their schemas (records kinds
+    "evaluate_run" and "evaluation"), never indexed as they are."""
+    out = tmp_path / "eval"
+    argv = [*args(toy, "--seeds", "2"), "-o", str(out)]
+    fake_runs.stop_at = 3
+    assert main(argv) == 130  # a Ctrl-C during the third run
+    marker = out / ".work" / "markers" / "pretrained-seed12345.done.json"
+    record = json.loads(marker.read_text())
+    record["stats"]["scores"]["dev"]["accuracy"] = "high"
+    marker.write_text(json.dumps(record))
+    fake_runs.stop_at = None
+    capsys.readouterr()
+    assert main(argv) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and str(marker) in errors[0] and 'scores["dev"].accuracy: a string' in errors[0]
+    marker.unlink()
+    assert main(argv) == 0
+    assert validate_output(out) == ("evaluation directory", [], "2 seeds, dev gain +0.1000 (helps)")
+    result = out / "evaluation.json"
+    damaged = json.loads(result.read_text()) | {"splits": {}}
+    result.write_text(json.dumps(damaged))
+    manifest = json.loads((out / "artifact.json").read_text())  # its checksum rewritten to match
+    manifest["files"]["evaluation.json"] = {"size": result.stat().st_size, "sha256": sha256_file(result)}
+    (out / "artifact.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(argv) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: {result}: splits: no dev split"]
+    assert validate_output(out)[1] == ["evaluation.json: splits: no dev split"]
+
+
 @pytest.mark.slow  # ~18 CPU-s: 4 real fine-tuning runs, a pool whose workers import transformers
 def test_the_scores_do_not_depend_on_how_many_runs_go_at_once(toy, tmp_path):
     """Real fine-tuning, in this process and in two pool workers: the same numbers (one thread a run)."""
@@ -135,7 +171,7 @@ def test_the_scores_do_not_depend_on_how_many_runs_go_at_once(toy, tmp_path):
     ("case", "code", "message"),
     [
         ("no model", 2, "nope: no such file or directory"),
-        ("not a checkpoint", 2, "no model.pt (not a trainer checkpoint directory)"),
+        ("not a checkpoint", 2, "(not a trainer checkpoint directory)"),
         ("bad data", 1, "train.conllu:3: 9 tab-separated fields, CoNLL-U has 10"),
         ("bad setting", 2, "seeds=0: must be > 0"),
         ("no transformers", 2, "needs transformers and accelerate (transformers is missing): "

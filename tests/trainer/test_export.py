@@ -89,8 +89,8 @@ def test_export_from_prefixed_checkpoint_equals_plain(config, tmp_path):
     model = random_model(config)
     vocab = write_vocab(tmp_path / "vocab", config.vocab_size)
     plain = write_checkpoint(tmp_path / "plain", model)
-    prefixed = write_checkpoint(tmp_path / "prefixed", model)
-    torch.save({f"_orig_mod.module.{k}": v for k, v in model.state_dict().items()}, prefixed / "model.pt")
+    state = {f"_orig_mod.module.{k}": v for k, v in model.state_dict().items()}
+    prefixed = write_checkpoint(tmp_path / "prefixed", model, state=state)
     a = load_file(ex.export(plain, tmp_path / "a", vocab) / "model.safetensors")
     b = load_file(ex.export(prefixed, tmp_path / "b", vocab) / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
@@ -106,17 +106,17 @@ def test_pre_ln_is_refused_before_anything_is_written(tmp_path):
 
 def test_incomplete_or_foreign_checkpoints_fail_with_the_file_named(config, tmp_path, capsys):
     vocab = write_vocab(tmp_path / "vocab", config.vocab_size)
-    ckpt = write_checkpoint(tmp_path / "ckpt", random_model(config))
-    state = torch.load(ckpt / "model.pt")
-    del state["layers.0.mlp.fc1.weight"]
-    torch.save(state, ckpt / "model.pt")
-    with pytest.raises(DataError, match=r"model\.pt: missing layers\.0\.mlp\.fc1\.weight"):
+    model = random_model(config)
+    state = {k: v for k, v in model.state_dict().items() if k != "layers.0.mlp.fc1.weight"}
+    ckpt = write_checkpoint(tmp_path / "ckpt", model, state=state)
+    with pytest.raises(DataError, match=r"weights\.safetensors: missing layers\.0\.mlp\.fc1\.weight"):
         ex.export(ckpt, tmp_path / "out", vocab)
-    (ckpt / "model.pt").write_bytes(b"not a torch file")
+    (ckpt / "weights.safetensors").write_bytes(b"not a safetensors file")
     assert ex.main([str(ckpt), str(tmp_path / "out"), "--vocab", str(vocab)]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and "model.pt: cannot load" in err and len(err.splitlines()) == 1
-    assert ex.main([str(tmp_path), str(tmp_path / "out")]) == 2  # no model.pt / config.json
+    assert err.startswith("error: ") and "weights.safetensors: missing, or not the file" in err
+    assert len(err.splitlines()) == 1
+    assert ex.main([str(tmp_path), str(tmp_path / "out")]) == 2  # no weights.safetensors / config.json
     assert not (tmp_path / "out").exists()
 
 

@@ -31,7 +31,7 @@ def make_run(root: Path, max_position: int = 64, seed: int = 0) -> tuple[Path, P
     config = preset("tiny", vocab_size=300, hidden_size=32, num_heads=4, max_position=max_position)
     run = root / "run"
     ckpt = write_checkpoint(run / "checkpoints" / "step-0000001", random_model(config, seed))
-    for name in ("optimizer.pt", "scheduler.pt", "trainer.pt"):
+    for name in ("trainer.safetensors", "trainer.json"):  # what export never reads
         (ckpt / name).write_bytes(b"x")
     return run, ckpt, write_vocab(root / "vocab", 300)
 
@@ -113,7 +113,7 @@ def test_import_follows_the_same_rules(tmp_path, capsys):
     for _ in range(2):
         assert import_main([str(hf), str(init), "--overwrite"]) == 0
         assert (init / "keep.txt").read_text() == "mine"
-        assert {"model.pt", "config.json", "vocab/vocab.txt"} <= set(tree(init))
+        assert {"weights.safetensors", "config.json", "vocab/vocab.txt"} <= set(tree(init))
     # an import output is a model checkpoint, not an export: export never writes into it
     assert export_main(run, init, "--vocab", vocab, "--overwrite") == 2
     assert "is a model checkpoint" in capsys.readouterr().err

@@ -81,7 +81,7 @@ def test_init_from_an_imported_hugging_face_model(tiny_shards, hf_dir, tmp_path)
     args = run_config(tiny_shards, tmp_path / "run", f'checkpoint.init_from="{imported}"', "optim.lr=0.0")
     summary = train(load_config(None, [*args, "schedule.steps=1", "checkpoint.every=1"]))
     assert summary["steps"] == 1
-    assert_equal_weights(weights(tmp_path / "run"), torch.load(imported / "model.pt"))
+    assert_equal_weights(weights(tmp_path / "run"), weights(imported))
     saved = checkpoint.read_config(checkpoint.latest(tmp_path / "run"))
     assert (saved["model"]["hidden_size"], saved["model"]["num_layers"]) == (32, 1)  # not the tiny preset
     manifest_vocab = json.loads((tiny_shards / "manifest.json").read_text())["vocab"]
@@ -154,6 +154,6 @@ def test_cli_flag_and_errors(tiny_shards, tmp_path, capsys):
     args = ["--shards", str(tiny_shards), "--run-dir", str(tmp_path / "r"), "--device", "cpu"]
     assert run_main([*args, "--init-from", str(tmp_path / "nowhere")]) == 2
     error = capsys.readouterr().err.strip()
-    assert "\n" not in error and "nowhere" in error and "model.pt" in error
+    assert "\n" not in error and "nowhere" in error and "weights.safetensors" in error
     assert run_main(["--init-from", "runs/x", "--print-config"]) == 0
     assert json.loads(capsys.readouterr().out)["checkpoint"]["init_from"] == "runs/x"

@@ -74,7 +74,7 @@ def test_checkpoints_are_kept_complete_and_rotated(tiny_shards, tmp_path):
     found = checkpoint.list_checkpoints(tmp_path)
     assert [step for step, _ in found] == [8, 12]
     names = {p.name for p in found[-1][1].iterdir()}
-    assert names == {"model.pt", "optimizer.pt", "scheduler.pt", "trainer.pt", "config.json"}
+    assert names == {"weights.safetensors", "trainer.safetensors", "trainer.json", "config.json"}
     state = checkpoint.load(found[-1][1], "model")
     assert not any(k.startswith(("module.", "_orig_mod.")) for k in state)
     saved = checkpoint.read_config(found[-1][1])

@@ -22,7 +22,8 @@ import torch
 
 from corpusprep.engine import artifact
 from corpusprep.engine.executor import Task, default_workers
-from corpusprep.engine.files import atomic_path, read_json, write_json
+from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.records import load_record
 from trainer.evaluate import finetune, summary
 from trainer.evaluate.data import TaskData, most_frequent_baseline, read_task
 from trainer.evaluate.model import model_files, pretrained
@@ -112,7 +113,7 @@ def evaluate(
     with artifact.Artifact(out, KIND, identity, owns=OWNS, inputs=inputs, overwrite=overwrite) as art:
         if art.complete is not None:
             log(f"{out}: complete, nothing to do")
-            return read_json(Path(out) / RESULT)
+            return load_record(Path(out) / RESULT, "evaluation")
         return _build(art, source, data, settings, workers)
 
 
@@ -126,7 +127,7 @@ def _build(art: artifact.Artifact, source: str | Path, data: TaskData, settings:
             f"{at_once} at a time")
         threads = 1 if finetune.device_of(settings.device) == "cpu" else torch.get_num_threads()
         job = Job(model.hf_dir, data, settings, art.directory, threads)
-        records = art.run(run_task, tasks(settings, job), workers=at_once)
+        records = art.run(run_task, tasks(settings, job), workers=at_once, stats_kind="evaluate_run")
         result = summarize(data, settings, records, model.description, model.cost, str(source))
     result |= {"wall_seconds": round(time.perf_counter() - started, 1), "runs_at_once": at_once,
                "load_average": load, "cpus": default_workers()}  # fmt: skip

@@ -15,13 +15,13 @@ counted (`skip`), never scored silently.
 from __future__ import annotations
 
 import csv
-import json
 import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from corpusprep.engine.records import parse_json
 from corpusprep.errors import DataError, InputError, UsageError
 from corpusprep.read.document import ReadStats
 from corpusprep.read.streams import (
@@ -340,9 +340,9 @@ def _records(path: Path, fmt: str, stats: ReadStats,
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                faults.fault("malformed_line", number, f"not JSON ({error.msg})")
+                record = parse_json(line, "")
+            except DataError as error:  # malformed, or nested too deeply
+                faults.fault("malformed_line", number, f"not JSON ({str(error).removeprefix(': ')})")
                 continue
             if not isinstance(record, dict):
                 faults.fault("malformed_line", number, "not a JSON object")

@@ -4,25 +4,25 @@ The one place that knows what a model source is: a trainer run directory (its ne
 `step-N` checkpoint, a pipeline run directory holding one training stage, a `trainer.import_hf` output
 (all through `trainer.export`, which owns reading checkpoints) or a Hugging Face BERT directory (a
 `trainer.export` output, or any `save_pretrained` BERT) used as it is. The cost comes from the run's
-saved config and `metrics.jsonl` (`trainer.checkpoint.read_json`).
+saved config (`trainer.checkpoint.read_config`) and `metrics.jsonl`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from corpusprep.engine import records as schemas
 from corpusprep.errors import DataError, UsageError
-from trainer.checkpoint import STEP_DIR, find_checkpoint, read_json
+from trainer.checkpoint import STEP_DIR, WEIGHTS, find_checkpoint, read_config
 from trainer.export import export
 
 HF_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
-CHECKPOINT_SIGNS = ("model.pt", "checkpoints")  # trainer/checkpoint.py: what find_checkpoint looks for
+CHECKPOINT_SIGNS = (WEIGHTS, "checkpoints")  # trainer/checkpoint.py: what find_checkpoint looks for
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def is_hf_dir(path: Path) -> bool:
 
 
 def check_hf_dir(path: Path) -> None:
-    config = read_json(path / "config.json")
+    config = schemas.load_record(path / "config.json", "hf_config")
     if config.get("model_type", "bert") != "bert":
         raise UsageError(f"{path / 'config.json'}: model_type {config.get('model_type')!r}; trainer.evaluate "
                          "fine-tunes BERT")  # fmt: skip
@@ -99,7 +99,7 @@ def pretraining_cost(checkpoint: Path) -> dict[str, Any]:
     if match is None or checkpoint.parent.name != "checkpoints":
         return {"known": False, "note": "an imported model: its pre-training was not ours to measure"}
     step = int(match.group(1))
-    train = read_json(checkpoint / "config.json").get("train", {})
+    train = read_config(checkpoint).get("train", {})
     try:
         per_step = int(train["data"]["batch_size"]) * int(train["schedule"]["grad_accum"])
     except (KeyError, TypeError, ValueError):
@@ -130,8 +130,8 @@ def metrics(path: Path) -> list[dict]:
     except (OSError, UnicodeDecodeError) as error:
         raise DataError(f"{path}: cannot read ({error})") from None
     for line in lines:
-        with contextlib.suppress(ValueError):
-            record = json.loads(line)
+        with contextlib.suppress(DataError):
+            record = schemas.parse_json(line, path)
             if isinstance(record, dict):
                 records.append(record)
     return records
