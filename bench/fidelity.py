@@ -58,7 +58,6 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -307,22 +306,19 @@ def score(model: BertForPreTraining, heldout: Path, maskings: int) -> torch.Tens
     return total
 
 
-def score_run(run_dir: Path | None, objective: str, heldout: dict, maskings: int, like: Path | None = None):
-    """A run's per-row sums on the held-out sets ("mlm", and "nsp" for a sentence objective), kept beside the
-    run (a rerun reads them); run_dir None: the same model as `like`'s, randomly initialised (seed 0)."""
-    cached = run_dir / f"scores-{maskings}.npz" if run_dir else None
-    if cached and cached.exists():
-        with np.load(cached, allow_pickle=False) as f:
-            return dict(f)
+def score_run(run_dir: Path | None, part: str, heldout: dict, maskings: int, like: Path | None = None):
+    """A run's per-row sums on one held-out set ("mlm"; "nsp": the held-out pairs, with the sentence head),
+    kept beside the run (a rerun reads them); run_dir None: `like`'s model randomly initialised (seed 0)."""
     if run_dir is None:
         torch.manual_seed(0)
-        model = BertForPreTraining(load_model(like, heldout["mlm"], "none").config).eval()
-        return {"mlm": score(model, heldout["mlm"], maskings).numpy()}
-    scored = {"mlm": score(load_model(run_dir, heldout["mlm"], "none"), heldout["mlm"], maskings).numpy()}
-    if objective == "nsp":
-        scored["nsp"] = score(load_model(run_dir, heldout["nsp"], "nsp"), heldout["nsp"], maskings).numpy()
-    np.savez(cached, **scored)
-    return scored
+        model = BertForPreTraining(load_model(like, heldout[part], "none").config).eval()
+        return score(model, heldout[part], maskings).numpy()
+    cached = run_dir / f"scores-{part}-{maskings}.npy"
+    if not cached.exists():
+        scored = score(load_model(run_dir, heldout[part], "none" if part == "mlm" else part), heldout[part],
+                       maskings)  # fmt: skip
+        np.save(cached, scored.numpy())
+    return np.load(cached, allow_pickle=False)
 
 
 def accuracy(rows: torch.Tensor, column: int = 1) -> tuple[float, float]:
@@ -403,7 +399,7 @@ def main() -> None:
     parser.add_argument("--preset", default="tiny")
     parser.add_argument("--maskings", type=int, default=8, help="maskings of the held-out rows")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per training run")
-    parser.add_argument("--parallel", type=int, default=2, help="training (and scoring) runs at a time")
+    parser.add_argument("--parallel", type=int, default=2, help="training runs at a time")
     parser.add_argument("--shared", type=Path, default=SHARED, help="enwiki_AA.txt.xz and Google's vocab")
     parser.add_argument("--work", type=Path, default=Path("/tmp/fidelity"), help="kept between runs")
     parser.add_argument("--google-dir", type=Path, help="Google's script: folder or git dir")
@@ -448,18 +444,22 @@ def main() -> None:
     with ThreadPoolExecutor(args.parallel) as pool:  # subprocesses: the threads only wait
         costs = dict(zip(runs, pool.map(run, runs), strict=True))
     run_dirs = [work / f"{arm}-run{i}" for arm, i in runs]
-    scorers = ProcessPoolExecutor(args.parallel, initializer=torch.set_num_threads, initargs=(args.threads,))
-    with scorers as pool:  # one model per process, as training ran
-        untrained = pool.submit(score_run, None, "none", heldout, args.maskings, run_dirs[0])
-        objectives = [ARMS[arm][0] for arm, _ in runs]
-        scores = list(pool.map(score_run, run_dirs, objectives, repeat(heldout), repeat(args.maskings)))
-        floor = {"random init": accuracy(torch.from_numpy(untrained.result()["mlm"]))[0]}
+    tasks = [(run_dir, "mlm") for run_dir in run_dirs]
+    tasks += [
+        (run_dir, "nsp") for run_dir, (arm, _) in zip(run_dirs, runs, strict=True) if ARMS[arm][0] == "nsp"
+    ]
+    scorers = ProcessPoolExecutor(len(tasks) + 1, initializer=torch.set_num_threads, initargs=(args.threads,))
+    with scorers as pool:  # one set of one model per process: each is a single thread's work
+        untrained = pool.submit(score_run, None, "mlm", heldout, args.maskings, run_dirs[0])
+        futures = {task: pool.submit(score_run, *task, heldout, args.maskings) for task in tasks}
+        scores = {task: torch.from_numpy(future.result()) for task, future in futures.items()}
+        floor = {"random init": accuracy(torch.from_numpy(untrained.result()))[0]}
     results: dict[str, list[dict]] = {}
-    for (arm, i), run_dir, scored in zip(runs, run_dirs, scores, strict=True):
-        rows = torch.from_numpy(scored["mlm"])
+    for (arm, i), run_dir in zip(runs, run_dirs, strict=True):
+        rows = scores[run_dir, "mlm"]
         result = {"seed": i, "rows": rows, "cost": costs[arm, i], "mlm": accuracy(rows)}
-        if "nsp" in scored:
-            nsp_rows = torch.from_numpy(scored["nsp"])
+        if (run_dir, "nsp") in scores:
+            nsp_rows = scores[run_dir, "nsp"]
             result |= {"pairs_mlm": accuracy(nsp_rows), "pairs_nsp": accuracy(nsp_rows, 4)}
         if args.downstream:
             result["downstream"] = downstream(run_dir, args.downstream, work / f"{arm}-ewt{i}")
