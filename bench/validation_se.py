@@ -55,10 +55,13 @@ def main() -> None:
     seed = checkpoint.read_config(found)["train"]["seed"]
     mask_vocab = MaskVocab.from_vocab(shards.vocab_info(), shards.word_segmenter())
 
+    # only the rows a line of the table needs (0: all of them)
+    batches = 0 if 0 in args.rows else -(-max(args.rows) // args.batch_size)
+
     def masking(k: int | None) -> torch.Tensor:
         stream = ShardStream(shards, args.split, args.batch_size, seed, shuffle=False, loop=False,
                              mask_vocab=None if k is None else mask_vocab, mask_key=("eval", k))  # fmt: skip
-        return score_rows(model, stream, 0, torch.device("cpu"), contextlib.nullcontext)
+        return score_rows(model, stream, batches, torch.device("cpu"), contextlib.nullcontext)
 
     shard_masks = masking(None)
     per_k = [masking(k) for k in range(args.maskings)]
