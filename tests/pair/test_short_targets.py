@@ -8,7 +8,6 @@ import json
 
 import numpy as np
 import pytest
-
 from typer.testing import CliRunner
 
 from corpusprep.cli import app
@@ -80,7 +79,9 @@ def test_document_draws_are_the_reference_order_of_draws():
 
 
 @pytest.mark.parametrize(
-    ("make", "digest"), [(make_pairs, "206da5d9c2118fc2"), (make_sop_pairs, "021ffd390d69db2e")], ids=["nsp", "sop"]
+    ("make", "digest"),
+    [(make_pairs, "206da5d9c2118fc2"), (make_sop_pairs, "021ffd390d69db2e")],
+    ids=["nsp", "sop"],
 )
 def test_document_draws_give_the_bytes_of_the_per_document_rule(make, digest):
     """Pinned: the pairs the per-document rule made before `short_seq_by` existed (same partition, rng and
@@ -107,8 +108,23 @@ def test_build_pairs_takes_the_option_and_counts_short_rows(tmp_path):
     shares = {}
     for by in ("segment", "document"):
         out = tmp_path / by
-        args = ["build-pairs", str(corpus), "--vocab", str(vocab), "-o", str(out), "--short-seq-prob", "0.3",
-                "--validation-fraction", "0", "--dupe-factor", "1", "--no-progress", "--short-seq-by", by]
+        args = [
+            "build-pairs",
+            str(corpus),
+            "--vocab",
+            str(vocab),
+            "-o",
+            str(out),
+            "--short-seq-prob",
+            "0.3",
+            "--validation-fraction",
+            "0",
+            "--dupe-factor",
+            "1",
+            "--no-progress",
+            "--short-seq-by",
+            by,
+        ]
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.output
         stats = json.loads((out / "stats.json").read_text())
