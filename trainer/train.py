@@ -649,8 +649,9 @@ def score_rows(
             break
         batch = to_device(batch, device)
         mlm_logits, sentence_logits, *_ = forward_loss(model, batch, autocast)
-        labels, (B, L) = batch["mlm_labels"], batch["input_ids"].shape
-        row = torch.div(batch["mlm_positions"], L, rounding_mode="floor")  # positions are flat: b * L + i
+        labels, (B, L) = batch["mlm_labels"], batch["rows"].shape
+        # positions index the flat tokens [T]; a token's slot is its place r * L + i in the [B, L] rows
+        row = torch.div(batch["slots"][batch["mlm_positions"]], L, rounding_mode="floor")
         losses = F.cross_entropy(mlm_logits.float(), labels, reduction="none").double()
         stats = torch.zeros(6, B, dtype=torch.float64, device=device)
         stats[0].index_add_(0, row, losses)
