@@ -362,6 +362,8 @@ class ShardStream(IterableDataset):
         shuffle: bool = True,
         loop: bool = True,
         start: Position | None = None,
+        mask_vocab: MaskVocab | None = None,
+        mask_key: tuple = ("trainer-mask",),
     ):
         super().__init__()
         self.shards, self.split, self.batch_size, self.seed = shards, split, batch_size, seed
@@ -372,8 +374,10 @@ class ShardStream(IterableDataset):
         self.shuffle, self.loop = shuffle, loop
         # a copy: the trainer advances its own Position as batches arrive
         self.start = Position(start.batches, list(start.rows)) if start else Position()
-        self.mask_vocab, self.masking = None, shards.masking()
-        if dynamic_masking:  # built once here, pickled to the workers
+        # masked afresh (with these tables, and rng_for(seed, *mask_key, epoch, chunk)) when dynamic or
+        # given one: the trainer's evaluation masks the validation rows k times, by (seed, "eval", k)
+        self.mask_vocab, self.masking, self.mask_key = mask_vocab, shards.masking(), mask_key
+        if dynamic_masking and mask_vocab is None:  # built once here, pickled to the workers
             self.mask_vocab = MaskVocab.from_vocab(shards.vocab_info(), shards.word_segmenter())
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
@@ -422,7 +426,7 @@ class ShardStream(IterableDataset):
                     continue
                 table = reader.read(chunk.file, chunk.row_group).slice(chunk.start, chunk.rows)
                 if self.mask_vocab is not None:
-                    rng = rng_for(self.seed, "trainer-mask", epoch, chunk.id)
+                    rng = rng_for(self.seed, *self.mask_key, epoch, chunk.id)
                     table = remask_table(table, self.mask_vocab, rng, **self.masking)
                 if self.shuffle:
                     rng = rng_for(self.seed, "trainer-rows", epoch, chunk.id)
