@@ -24,17 +24,17 @@ from pathlib import Path
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
 
-def make_vocab(directory: Path) -> Path:
+def make_vocab(directory: Path, shared: Path = SHARED) -> Path:
     """Google's vocab.txt as a corpusprep vocab directory (`corpusprep vocab --from-vocab`)."""
-    vocab_txt = SHARED / "bert-base-uncased-vocab.txt"
+    vocab_txt = shared / "bert-base-uncased-vocab.txt"
     command = [sys.executable, "-m", "corpusprep", "vocab", "--from-vocab", str(vocab_txt), "-o"]
     subprocess.run([*command, str(directory), "--no-progress"], check=True, stdout=subprocess.DEVNULL)
     return directory
 
 
-def prefix_corpus(mb: float, path: Path) -> Path:
+def prefix_corpus(mb: float, path: Path, shared: Path = SHARED) -> Path:
     """The first `mb` MB of the corpus, cut after a closing </doc>."""
-    with lzma.open(SHARED / "enwiki_AA.txt.xz", "rt", encoding="utf-8") as f:
+    with lzma.open(shared / "enwiki_AA.txt.xz", "rt", encoding="utf-8") as f:
         text = f.read(int(mb * 1e6))
     path.write_text(text[: text.rfind("</doc>") + len("</doc>\n")])
     return path

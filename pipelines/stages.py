@@ -343,9 +343,10 @@ class TrainStage(StageKind):
         found = latest(ctx.out)
         if found is None:
             return [f"{ctx.out}: no checkpoint"]
-        steps = stage.settings["train"].get("schedule", {}).get("steps")
+        schedule = stage.settings["train"].get("schedule", {})
+        steps = schedule.get("steps")
         saved = int(found.name.split("-")[1])
-        if steps is not None and saved < steps:
+        if steps is not None and saved < steps and not schedule.get("budget"):  # a budget may end it first
             return [f"{found}: last checkpoint is step {saved}, not the {steps} asked for"]
         read_config(found)
         return super().validate(stage, ctx)

@@ -88,6 +88,7 @@ RESUME_KEYS = (
     "data.dynamic_masking",
     "data.num_workers",
     "schedule.warmup_steps",
+    "schedule.warmup_fraction",
     "schedule.grad_accum",
     "checkpoint.init_from",
 )
@@ -108,7 +109,7 @@ def resume_conflicts(saved: dict, current: dict) -> list[str]:
         if key == "checkpoint.init_from" and value:
             return str(Path(str(value)).resolve())  # saved resolved (`config_record`); older runs as typed
         if key == "schedule.warmup_steps" and value is None:  # the default, resolved from that run's steps
-            steps = config.get("schedule.steps", 0)
+            steps = config.get("schedule.steps")  # None: a budgeted run
             return round(WARMUP_SHARE * steps) if isinstance(steps, (int, float)) else None
         return value
 

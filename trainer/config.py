@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -84,26 +85,75 @@ class OptimConfig:
     grad_clip: float = 1.0  # max global grad norm; 0 = off
 
 
-WARMUP_SHARE = 0.1  # warm-up steps when not given: this share of `steps`
+WARMUP_SHARE = 0.1  # warm-up when not given: this share of the run (of `steps`, or of the budget)
+DEFAULT_STEPS = 1000  # `steps` when neither steps nor a budget is given
+DURATION = re.compile(r"(\d+(?:\.\d+)?)(s|m|h)")
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration like "90s", "15m", "2h", "1.5h" or "1h30m"; ValueError otherwise."""
+    compact = text.replace(" ", "").lower()
+    parts = DURATION.findall(compact)
+    if not compact or "".join(n + u for n, u in parts) != compact:
+        raise ValueError(f"{text!r} is not a duration like 90s, 15m, 2h or 1h30m")
+    return sum(float(n) * UNIT_SECONDS[u] for n, u in parts)
 
 
 @dataclass
 class ScheduleConfig:
-    steps: int = 1000  # optimizer steps
-    # linear warm-up from 0, then linear decay to 0 at `steps`; None: WARMUP_SHARE of steps, so that
-    # changing `steps` alone never leaves a warm-up longer than the run
+    # optimizer steps; None: DEFAULT_STEPS without a budget, no step limit with one
+    steps: int | None = None
+    # training time ("90s", "15m", "2h", "1h30m"; "" = none), as Cramming (Geiping & Goldstein 2022): the
+    # schedule follows the elapsed share of the budget and the run stops when it is spent. Time counts the
+    # training steps only (data, forward, backward, update), not evaluation or checkpoint writes. With
+    # `steps` too, the run stops at whichever limit comes first, and the schedule follows the one nearer
+    # its end (progress = max(elapsed / budget, step / steps)), so the lr reaches 0 when the run stops.
+    budget: str = ""
+    # linear warm-up from 0, then linear decay to 0 at the end; None: WARMUP_SHARE of steps, so that
+    # changing `steps` alone never leaves a warm-up longer than the run (with a budget: warmup_fraction)
     warmup_steps: int | None = None
+    warmup_fraction: float | None = None  # warm-up as a share of the run (steps or budget); None: 0.1
     grad_accum: int = 1  # micro-batches per optimizer step
 
     @property
+    def max_steps(self) -> int | None:
+        """The step limit: `steps`, else DEFAULT_STEPS without a budget; None (no limit) with one."""
+        if self.steps is not None:
+            return self.steps
+        return None if self.budget else DEFAULT_STEPS
+
+    @property
+    def budget_seconds(self) -> float | None:
+        return parse_duration(self.budget) if self.budget else None
+
+    @property
+    def warmup_share(self) -> float:
+        return self.warmup_fraction if self.warmup_fraction is not None else WARMUP_SHARE
+
+    @property
     def warmup(self) -> int:
-        """The warm-up steps in effect: the explicit `warmup_steps`, else WARMUP_SHARE of `steps`."""
-        return self.warmup_steps if self.warmup_steps is not None else round(WARMUP_SHARE * self.steps)
+        """The warm-up steps in effect (a run by steps): the explicit `warmup_steps`, else the warm-up share
+        of the steps."""
+        if self.warmup_steps is not None:
+            return self.warmup_steps
+        return round(self.warmup_share * (self.max_steps or 0))
+
+    def progress(self, step: int, elapsed: float) -> float:
+        """How far a budgeted run is, 0 to 1: the larger of the budget's elapsed share and the steps'."""
+        share = elapsed / (self.budget_seconds or math.inf)
+        return max(share, step / self.max_steps) if self.max_steps else share
+
+    def finished(self, step: int, elapsed: float) -> bool:
+        """Whether a run at `step` after `elapsed` training seconds is over (a limit reached)."""
+        steps_done = self.max_steps is not None and step >= self.max_steps
+        return steps_done or (self.budget_seconds is not None and elapsed >= self.budget_seconds)
 
 
 @dataclass
 class CheckpointConfig:
     every: int = 500  # steps; a final checkpoint is always written
+    every_time: str = ""  # also every this much training time ("10m"; the budget's clock); "" = by steps only
     keep: int = 3  # most recent checkpoints kept
     resume: bool = False  # continue from the newest complete checkpoint in run_dir
     # start from these weights (fresh optimizer, step 0): a run dir (its newest checkpoint), a step-N
@@ -115,6 +165,9 @@ class CheckpointConfig:
 class EvalConfig:
     every: int = 500  # steps; 0 = only at the end
     max_batches: int = 50  # 0 = the whole validation split
+    # the validation rows masked this many times afresh, scores averaged (masking k from (seed, "eval", k));
+    # 0 = the one masking the shard stage wrote
+    maskings: int = 4
 
 
 @dataclass
@@ -267,7 +320,8 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "optim.eps": POSITIVE,
     "optim.weight_decay": NON_NEGATIVE,
     "optim.grad_clip": (lambda v: _number(v) and v >= 0, "a number >= 0 (0: off)"),
-    "schedule.steps": AT_LEAST_ONE,
+    "schedule.steps": (lambda v: v is None or _whole(v, 1), "an integer >= 1"),
+    "schedule.warmup_fraction": (lambda v: v is None or _fraction(v), "in [0, 1)"),
     "schedule.grad_accum": AT_LEAST_ONE,
     "data.batch_size": AT_LEAST_ONE,
     "data.num_workers": AT_LEAST_ZERO,
@@ -277,6 +331,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "checkpoint.keep": AT_LEAST_ONE,
     "eval.every": (lambda v: _whole(v, 0), "an integer >= 0 (0: only at the end)"),
     "eval.max_batches": (lambda v: _whole(v, 0), "an integer >= 0 (0: the whole split)"),
+    "eval.maskings": (lambda v: _whole(v, 0), "an integer >= 0 (0: the shards' own masking)"),
     "logging.every": AT_LEAST_ONE,
 }
 
@@ -331,11 +386,28 @@ def validate(c: TrainConfig) -> None:
         value = getattr(getattr(c, section), name)
         if not ok(value):
             raise UsageError(f"config: {key}={value!r} must be {must}")
+    durations = {"schedule.budget": c.schedule.budget, "checkpoint.every_time": c.checkpoint.every_time}
+    for key, duration in durations.items():
+        try:
+            if duration and parse_duration(duration) <= 0:
+                raise ValueError(f"{duration!r} is no time at all")
+        except ValueError as e:
+            raise UsageError(f"config: {key}: {e}") from None
+    s = c.schedule
     checks = [
         (c.optim.name in ("adamw", "lamb"), f"optim.name must be adamw or lamb, not {c.optim.name!r}"),
         (
-            0 <= c.schedule.warmup <= c.schedule.steps,
-            f"schedule.warmup_steps={c.schedule.warmup} must be in [0, steps={c.schedule.steps}]",
+            not (s.budget and s.warmup_steps is not None),
+            "schedule.warmup_steps counts steps, and a budgeted run's schedule follows time: set "
+            "schedule.warmup_fraction instead",
+        ),
+        (
+            s.warmup_steps is None or s.warmup_fraction is None,
+            "schedule.warmup_steps and schedule.warmup_fraction both set: set one",
+        ),
+        (
+            s.budget or 0 <= s.warmup <= (s.max_steps or 0),
+            f"schedule.warmup_steps={s.warmup} must be in [0, steps={s.max_steps}]",
         ),
         (c.device in ("auto", "cpu", "cuda"), f"device must be auto, cpu or cuda, not {c.device!r}"),
     ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
@@ -60,13 +62,32 @@ def build_optimizer(model: nn.Module, c: OptimConfig, fused: bool) -> torch.opti
     return torch.optim.AdamW(groups, lr=c.lr, betas=betas, eps=c.eps, fused=fused or None)
 
 
-def build_scheduler(optimizer: torch.optim.Optimizer, c: ScheduleConfig) -> torch.optim.lr_scheduler.LambdaLR:
-    """Linear warm-up to the peak lr over the warm-up steps, then linear decay to 0 at `steps`."""
-    warmup = c.warmup
+def build_scheduler(
+    optimizer: torch.optim.Optimizer, c: ScheduleConfig, progress: Callable[[], float] | None = None
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up to the peak lr, then linear decay to 0 at the end of the run.
+
+    By steps: over the warm-up steps, then to 0 at `steps`. With a budget, the lr is a function of the run's
+    progress (0 to 1, read from `progress()` whenever the scheduler steps: the elapsed share of the budget,
+    or of the steps when those end sooner), warm-up over the first `warmup_share` of it."""
+    if c.budget:
+        if progress is None:
+            raise ValueError("a budgeted schedule needs the run's progress")
+        share = c.warmup_share
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: budget_factor(progress(), share))
+    warmup, steps = c.warmup, c.max_steps
 
     def factor(step: int) -> float:
         if step < warmup:
             return (step + 1) / warmup
-        return max(0.0, (c.steps - step) / max(1, c.steps - warmup))
+        return max(0.0, (steps - step) / max(1, steps - warmup))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def budget_factor(progress: float, warmup: float) -> float:
+    """The share of the peak lr at `progress` through a budgeted run: up linearly over the first `warmup`
+    of it, then down linearly to 0 at its end (the steps' schedule, over time)."""
+    if progress < warmup:
+        return progress / warmup
+    return max(0.0, (1 - progress) / (1 - warmup))

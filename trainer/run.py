@@ -20,6 +20,7 @@ FLAGS = {
     "run_dir": ("logging.run_dir", str, "where metrics, config and checkpoints go"),
     "preset": ("model.preset", str, "tiny mini small medium base large"),
     "steps": ("schedule.steps", int, "optimizer steps"),
+    "budget": ("schedule.budget", str, "training time, e.g. 90s, 15m, 2h: the schedule follows it"),
     "warmup_steps": ("schedule.warmup_steps", int, "linear warm-up steps"),
     "grad_accum": ("schedule.grad_accum", int, "micro-batches per step"),
     "batch_size": ("data.batch_size", int, "sequences per micro-batch per rank"),
@@ -43,21 +44,27 @@ SWITCHES = {
 
 
 METAVARS = {int: "N", float: "X", str: "NAME"}
+TIME_FLAGS = ("budget",)
 DIR_FLAGS = ("shards", "run_dir", "init_from")
 
 
 def config_default(key: str) -> str:
     """The default of a config key as --help shows it ("" when there is none, e.g. data.shards)."""
-    from trainer.config import DEFAULT_PRESET, PRESET_LR, WARMUP_SHARE, TrainConfig
+    from trainer.config import DEFAULT_PRESET, DEFAULT_STEPS, PRESET_LR, WARMUP_SHARE, TrainConfig
 
     # settings whose dataclass default is None: chosen later, or derived from other settings
     by_preset = ", ".join(f"{name} {lr:.0e}" for name, lr in PRESET_LR.items())
-    derived = {"model.preset": DEFAULT_PRESET, "schedule.warmup_steps": f"{WARMUP_SHARE:.0%} of --steps",
-               "optim.lr": f"the preset's: {by_preset}"}
+    derived = {
+        "model.preset": DEFAULT_PRESET,
+        "schedule.steps": f"{DEFAULT_STEPS}; no limit with --budget",
+        "schedule.budget": "none, the schedule goes by steps",
+        "schedule.warmup_steps": f"{WARMUP_SHARE:.0%} of --steps",
+        "optim.lr": f"the preset's: {by_preset}",
+    }
     value = TrainConfig()
     for part in key.split("."):
         value = getattr(value, part)
-    return derived.get(key, "") if value is None else str(value)
+    return derived.get(key, "") if value in (None, "") else str(value)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         default = config_default(key)
         shown = f"{key}; default: {default}" if default else key
         help_text = f"{text} ({shown})".replace("%", "%%")  # argparse expands %-formats in help
-        metavar = "DIR" if name in DIR_FLAGS else METAVARS[kind]
+        metavar = "DIR" if name in DIR_FLAGS else "TIME" if name in TIME_FLAGS else METAVARS[kind]
         p.add_argument("--" + name.replace("_", "-"), type=kind, metavar=metavar, help=help_text)
     for name, (key, text) in SWITCHES.items():
         p.add_argument(

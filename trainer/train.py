@@ -12,12 +12,13 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
@@ -26,10 +27,11 @@ from corpusprep.engine import artifact, records
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir, shared_dir
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
+from corpusprep.mask import MaskVocab
 from trainer import checkpoint
-from trainer.config import TrainConfig
+from trainer.config import TrainConfig, parse_duration
 from trainer.data import Position, Shards, ShardStream, open_shards
-from trainer.model import BertConfig, BertForPreTraining, flops_per_token, pretraining_loss
+from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token, pretraining_loss
 from trainer.optim import build_optimizer, build_scheduler
 
 # dense bf16 peak FLOP/s by device name, for MFU in the progress line (bench/train_gpu.py measures instead)
@@ -84,17 +86,19 @@ def log(d: Dist, message: str) -> None:
         print(message, flush=True)
 
 
-def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
-    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+def to_device(batch: dict, device: torch.device) -> dict:
+    """The batch's tensors on `device` (pinned memory: asynchronous copies); its counts stay as they are."""
+    return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
 
 
-def forward_loss(model: nn.Module, batch: dict[str, torch.Tensor], autocast) -> tuple:
+# what the model takes from a batch (trainer.data.collate): the flat tokens and where the sequences lie
+MODEL_INPUTS = ("input_ids", "token_type_ids", "position_ids", "cu_seqlens", "rows", "slots", "mlm_positions")
+
+
+def forward_loss(model: nn.Module, batch: dict, autocast) -> tuple:
     """(MLM logits, sentence logits or None, total loss, MLM loss, sentence loss or None) of one batch."""
     with autocast():
-        mlm_logits, sentence_logits = model(
-            batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], batch["mlm_positions"],
-            batch.get("position_ids"), batch.get("piece_lengths"),
-        )  # fmt: skip
+        mlm_logits, sentence_logits = model(**{k: batch[k] for k in MODEL_INPUTS})
     losses = pretraining_loss(mlm_logits, batch["mlm_labels"], sentence_logits, batch.get("sentence_labels"))
     return mlm_logits, sentence_logits, *losses
 
@@ -186,10 +190,16 @@ def build_data(
 
 class Trainer:
     """Model, optimizer, schedule and data for one rank, and the parts of a run: `train_step`, `evaluate`,
-    `state_dict` / `load_state_dict`, `save_checkpoint`. `fit` is the loop."""
+    `state_dict` / `load_state_dict`, `save_checkpoint`. `fit` is the loop.
 
-    def __init__(self, config: TrainConfig, d: Dist, device: torch.device):
-        self.config, self.d, self.device = config, d, device
+    `elapsed` is the run's training time by `clock` (seconds; injected by tests): the time inside
+    `train_step` only, so evaluation and checkpoint writes never count against a budget. It is saved in
+    every checkpoint, so a resumed run continues the same time schedule."""
+
+    def __init__(
+        self, config: TrainConfig, d: Dist, device: torch.device, clock: Callable[[], float] = time.monotonic
+    ):
+        self.config, self.d, self.device, self.clock = config, d, device, clock
         self.run_dir = Path(config.logging.run_dir)
         self.resume_from = self._find_resume()
         self.shards = open_shards(config.data.shards, ("train", "validation"), verify=config.data.verify)
@@ -198,8 +208,10 @@ class Trainer:
             check_resume_shards(self.resume_from, shards_record(self.shards), self.shards.directory)
         self.bert, self.raw_model, init_state, init_path = build_model(config, self.shards, device, d.rank)
         self.optimizer = build_optimizer(self.raw_model, config.optim, fused=device.type == "cuda")
-        self.scheduler = build_scheduler(self.optimizer, config.schedule)
-        self.step, self.position, self.last = 0, Position(), {}
+        self.step, self.elapsed, self.position, self.last = 0, 0.0, Position(), {}
+        self.scheduler = build_scheduler(self.optimizer, config.schedule, self.progress)
+        every_time = config.checkpoint.every_time
+        self.checkpoint_seconds = parse_duration(every_time) if every_time else None
         self.last_batch: dict | None = None  # the newest micro-batch: save_checkpoint tries the weights on it
         if self.resume_from is not None:  # every state, then the data stream continues where it stopped
             self.load_state_dict(self.resume_from)
@@ -222,11 +234,8 @@ class Trainer:
             self.model = DistributedDataParallel(
                 self.raw_model, device_ids=[d.local_rank] if device.type == "cuda" else None
             )
-        if config.compile:
-            # per block, as in torchtitan: the unpadding layout (data-dependent shapes) stays eager, the
-            # token-wise math fuses; Module.compile() also keeps state_dict names free of `_orig_mod.`
-            for block in [*self.raw_model.layers, self.raw_model.mlm_head]:
-                block.compile(dynamic=True)
+        if config.compile:  # in place, under DDP's wrapper: one graph, forward and backward
+            compile_model(self.raw_model)
         cuda = device.type == "cuda"
         self.autocast = (
             (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if cuda else contextlib.nullcontext
@@ -234,8 +243,22 @@ class Trainer:
         self.batches = build_data(config, self.shards, d, device, self.position)
         self.workers = max(config.data.num_workers, 1)
         self.has_validation = bool(self.shards.manifest["splits"].get("validation", {}).get("shards"))
+        self.eval_maskings = config.eval.maskings
+        self.eval_mask_vocab = self._eval_masking() if self.has_validation else None
         self.metrics = Metrics(self.run_dir, d.main, self.step)
         self.window = new_window()
+
+    def _eval_masking(self) -> MaskVocab | None:
+        """What evaluation masks the validation rows with: the vocab's tables (eval.maskings >= 1), or
+        None, for the shard stage's own masking (eval.maskings = 0, or shards without their vocab)."""
+        if not self.eval_maskings:
+            return None
+        try:
+            return MaskVocab.from_vocab(self.shards.vocab_info(), self.shards.word_segmenter())
+        except UsageError as e:  # shards from before the vocab copy: still a score, said to be one masking
+            log(self.d, f"validation: the shards' one masking, not {self.eval_maskings} ({e})")
+            self.eval_maskings = 0
+            return None
 
     def _find_resume(self) -> Path | None:
         """The checkpoint this run continues from, after the checks that need no data: None for a new run."""
@@ -257,7 +280,7 @@ class Trainer:
         if ranks != d.world:
             raise UsageError(f"{found}: saved by {ranks} rank(s), not {d.world}; resume with as many "
                              "processes as it was started with")  # fmt: skip
-        if saved["step"] >= config.schedule.steps:
+        if config.schedule.finished(saved["step"], saved.get("elapsed", 0.0)):
             raise Finished(found, saved)
         if not config.checkpoint.resume:
             raise UsageError(
@@ -270,18 +293,19 @@ class Trainer:
     def train_step(self) -> dict[str, float]:
         """One optimizer step over grad_accum micro-batches; returns the step's mean losses, lr, grad norm."""
         accum, d = self.config.schedule.grad_accum, self.d
+        started = self.clock()
         totals = torch.zeros(3, device=self.device)
         for micro in range(accum):
             batch = self.last_batch = to_device(next(self.batches), self.device)
-            self.position.advance(len(batch["input_ids"]), self.workers)
+            self.position.advance(len(batch["rows"]), self.workers)
             sync = micro == accum - 1 or d.world == 1
             with contextlib.nullcontext() if sync else self.model.no_sync():
                 _, _, loss, mlm, sentence = forward_loss(self.model, batch, self.autocast)
                 (loss / accum).backward()
             sentence = mlm.new_zeros(()) if sentence is None else sentence.detach()
             totals += torch.stack([loss.detach(), mlm.detach(), sentence]) / accum
-            self.window["seqs"] += len(batch["input_ids"])
-            self.window["tokens"] += int(batch["attention_mask"].sum())
+            self.window["seqs"] += len(batch["rows"])
+            self.window["tokens"] += batch["num_tokens"]
         clip = self.config.optim.grad_clip
         grad_norm = (
             float(nn.utils.clip_grad_norm_(self.raw_model.parameters(), clip)) if clip > 0 else math.nan
@@ -291,13 +315,28 @@ class Trainer:
         if not math.isfinite(loss):  # before the step: the weights, and so every checkpoint, stay finite
             raise self.diverged_error(f"step {self.step + 1}: the loss is {loss}", lr, "a step after it")
         self.optimizer.step()
-        self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
+        self.elapsed = self._agreed(self.elapsed + self.clock() - started)
+        self.scheduler.step()  # the next step's lr: by step, or by the progress just measured
+        self.optimizer.zero_grad(set_to_none=True)
         losses = {"loss": loss, "mlm_loss": mlm, **self._sentence({"loss": sentence})}
         self.window["steps"] += 1  # the progress record gives the losses' mean over its window of steps
         self.window["losses"] = {k: self.window["losses"].get(k, 0.0) + v for k, v in losses.items()}
         return {**losses, "lr": lr, "grad_norm": grad_norm}
+
+    def progress(self) -> float:
+        """How far the run is, 0 to 1 (a budgeted schedule's clock; see ScheduleConfig.progress)."""
+        return self.config.schedule.progress(self.step, self.elapsed)
+
+    def _agreed(self, elapsed: float) -> float:
+        """The training time every rank goes by: the slowest rank's, where time decides the lr, the stop or
+        a checkpoint (ranks that disagreed would train with other lrs, or wait for each other forever)."""
+        timed = self.config.schedule.budget or self.checkpoint_seconds
+        if self.d.world == 1 or not timed:
+            return elapsed
+        value = torch.tensor([elapsed], dtype=torch.float64, device=self.device)
+        dist.all_reduce(value, op=dist.ReduceOp.MAX)
+        return float(value.item())
 
     def _sentence(self, values: dict[str, float], prefix: str = "") -> dict[str, float]:
         """Sentence-task metrics named by the objective (nsp_loss, val_sop_acc); none without one."""
@@ -307,37 +346,39 @@ class Trainer:
 
     @torch.no_grad()
     def evaluate(self) -> dict[str, float]:
-        """MLM loss/accuracy over masked tokens and the sentence task's over rows, summed over all ranks."""
-        c, d = self.config, self.d
-        val = ShardStream(
-            self.shards, "validation", c.data.batch_size, c.seed, d.rank, d.world, c.data.chunk_rows,
-            c.data.pad_multiple, shuffle=False, loop=False,
-        )  # fmt: skip
+        """MLM loss and accuracy over masked tokens, and the sentence task's over rows, on the validation
+        rows masked `eval.maskings` times afresh (masking k drawn from (seed, "eval", k), so every
+        evaluation of every run with this seed sees the same masks), summed over all ranks; with standard
+        errors of the accuracies (`ratio_se`: rows as the unit, each row's counts summed over maskings).
+        `eval.maskings = 0`: the one masking the shard stage wrote."""
+        d = self.d
         self.model.eval()
-        sums = torch.zeros(
-            6, dtype=torch.float64, device=self.device
-        )  # loss sum, correct, count: mlm, sentence
-        loader = DataLoader(val, batch_size=None, num_workers=0, generator=torch.Generator())
-        for i, batch in enumerate(loader):
-            if c.eval.max_batches and i >= c.eval.max_batches:
-                break
-            batch = to_device(batch, self.device)
-            mlm_logits, sentence_logits, _, mlm, sentence = forward_loss(self.model, batch, self.autocast)
-            m = len(batch["mlm_labels"])
-            row = [mlm * m, (mlm_logits.argmax(-1) == batch["mlm_labels"]).sum(), mlm.new_tensor(m)]
-            if sentence_logits is not None:
-                labels = batch["sentence_labels"]
-                row += [sentence * len(labels), (sentence_logits.argmax(-1) == labels).sum(),
-                        mlm.new_tensor(len(labels))]  # fmt: skip
-            else:
-                row += [mlm.new_zeros(())] * 3
-            sums += torch.stack(row).double()
+        rows = self._evaluate_masking(0)
+        for k in range(1, self.eval_maskings):  # the same rows in the same order, masked otherwise
+            rows += self._evaluate_masking(k)
+        # per row: mlm loss sum, correct, masked tokens; sentence loss, correct, rows (0 without a task)
+        totals = rows.sum(0)
+        moments = torch.cat([ratio_moments(rows[:, 1], rows[:, 2]), ratio_moments(rows[:, 4], rows[:, 5])])
+        sums = torch.cat([totals, moments]).to(self.device)
         if d.world > 1:
             dist.all_reduce(sums)
         self.model.train()
         s = sums.tolist()
-        scores = {"val_mlm_loss": s[0] / max(s[2], 1), "val_mlm_acc": s[1] / max(s[2], 1)}
-        return scores | self._sentence({"loss": s[3] / max(s[5], 1), "acc": s[4] / max(s[5], 1)}, "val_")
+        scores = {"val_mlm_loss": s[0] / max(s[2], 1), "val_mlm_acc": s[1] / max(s[2], 1),
+                  "val_mlm_acc_se": ratio_se(s[6:12])}  # fmt: skip
+        sentence = {"loss": s[3] / max(s[5], 1), "acc": s[4] / max(s[5], 1), "acc_se": ratio_se(s[12:18])}
+        return scores | self._sentence(sentence, "val_")
+
+    def _evaluate_masking(self, k: int) -> torch.Tensor:
+        """[R, 6] per validation row of this rank (`score_rows`; up to eval.max_batches batches), masking k
+        (the model in eval mode: `evaluate` sets it)."""
+        c, d = self.config, self.d
+        val = ShardStream(
+            self.shards, "validation", c.data.batch_size, c.seed, d.rank, d.world, c.data.chunk_rows,
+            c.data.pad_multiple, shuffle=False, loop=False, mask_vocab=self.eval_mask_vocab,
+            mask_key=("eval", k),
+        )  # fmt: skip
+        return score_rows(self.model, val, c.eval.max_batches, self.device, self.autocast)
 
     def state_dict(self) -> dict[str, dict]:
         """This rank's states as a checkpoint holds them (the trainer state gathers every rank's)."""
@@ -356,6 +397,7 @@ class Trainer:
             "scheduler": self.scheduler.state_dict(),
             "trainer": {
                 "step": self.step,
+                "elapsed": self.elapsed,
                 "positions": [g["position"] for g in gathered],
                 "rng": [g["rng"] for g in gathered],
                 "last_metrics": self.last,
@@ -383,6 +425,7 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = state["step"]
+        self.elapsed = float(state.get("elapsed", 0.0))  # runs from before budgets: not counted
         self.position = saved_position(state, self.d.rank, self.config.schedule.grad_accum, where)
         rng = state["rng"][self.d.rank]
         try:
@@ -431,11 +474,13 @@ class Trainer:
         values = values | {k: v / w["steps"] for k, v in w["losses"].items()} | {"window_steps": w["steps"]}
         elapsed = max(time.time() - w["time"], 1e-9)
         record = {"step": self.step, **values, "seq_per_s": w["seqs"] * world / elapsed,
-                  "tokens_per_s": w["tokens"] * world / elapsed}  # fmt: skip
+                  "tokens_per_s": w["tokens"] * world / elapsed, "train_seconds": self.elapsed}  # fmt: skip
         self.last = {k: v for k, v in values.items() if k.endswith("loss")}
         parts = " ".join(f"{k.removesuffix('_loss')} {v:.4f}" for k, v in self.last.items() if k != "loss")
         line = (f"step {self.step:>6} | loss {values['loss']:.4f} ({parts}) | lr {values['lr']:.2e} | "
                 f"{record['seq_per_s']:,.0f} seq/s {record['tokens_per_s']:,.0f} tok/s")  # fmt: skip
+        if self.config.schedule.budget:
+            line += f" | {duration(self.elapsed)} of {self.config.schedule.budget}"
         if self.device.type == "cuda":
             name = torch.cuda.get_device_name(self.device)
             peak = next((v for k, v in PEAK_BF16.items() if k in name), None)
@@ -450,8 +495,10 @@ class Trainer:
     def log_validation(self, scores: dict[str, float]) -> None:
         self.last |= scores
         self.metrics.write({"step": self.step, **scores})
-        line = " ".join(f"{k.removeprefix('val_')} {v:.4f}" for k, v in scores.items())
-        log(self.d, f"step {self.step:>6} | validation {line}")
+        errors = {k.removesuffix("_se"): f" ±{v:.4f}" for k, v in scores.items() if k.endswith("_se")}
+        values = {k: v for k, v in scores.items() if not k.endswith("_se")}
+        shown = [f"{k.removeprefix('val_')} {v:.4f}{errors.get(k, '')}" for k, v in values.items()]
+        log(self.d, f"step {self.step:>6} | validation {' '.join(shown)} (± standard error)")
 
     # -------------------------------------------------------- the loop
 
@@ -461,15 +508,22 @@ class Trainer:
         log(d, f"model: {self.raw_model.num_params(False) / 1e6:.2f}M parameters "
                f"({self.raw_model.num_params() / 1e6:.2f}M non-embedding), objective {self.objective.name}, "
                f"{d.world} rank(s) on {self.device}, from step {self.step}")  # fmt: skip
+        if c.schedule.budget:
+            limit = f" or at step {c.schedule.max_steps:,}" if c.schedule.max_steps else ""
+            log(d, f"budget: {c.schedule.budget} of training time (evaluation and checkpoints not counted), "
+                   f"{duration(self.elapsed)} spent; stops when it is spent{limit}")  # fmt: skip
         self.model.train()
-        while self.step < c.schedule.steps:
+        while not c.schedule.finished(self.step, self.elapsed):
+            before = self.elapsed
             values = self.train_step()
-            last = self.step == c.schedule.steps
+            last = c.schedule.finished(self.step, self.elapsed)
             if self.step % c.logging.every == 0 or last:
                 self.log_progress(values)
             if self.has_validation and ((c.eval.every and self.step % c.eval.every == 0) or last):
                 self.log_validation(self.evaluate())
-            if self.step % c.checkpoint.every == 0 or last:
+            every = self.checkpoint_seconds
+            on_time = every and self.elapsed // every > before // every  # a multiple of every_time passed
+            if self.step % c.checkpoint.every == 0 or on_time or last:
                 self.save_checkpoint()
         return self.summary(time.time() - started)
 
@@ -482,7 +536,8 @@ class Trainer:
                 raise RuntimeError(f"ranks ended with different weights: {digests}")
         where = checkpoint.checkpoint_dir(self.run_dir)
         log(self.d, f"done: {self.step} steps in {seconds:.1f}s; checkpoints in {where}")
-        summary = {"status": "trained", "steps": self.step, "run_dir": str(self.run_dir), "seconds": seconds}
+        summary = {"status": "trained", "steps": self.step, "run_dir": str(self.run_dir), "seconds": seconds,
+                   "train_seconds": self.elapsed}  # fmt: skip
         return summary | self.last | {"weights_sha256": digest}
 
 
@@ -493,8 +548,9 @@ class Finished(Exception):
         self.found, self.saved = found, saved
 
 
-def train(config: TrainConfig) -> dict:
-    """Train until config.schedule.steps; returns {steps, losses/accuracies, run_dir, seconds, status}.
+def train(config: TrainConfig, clock: Callable[[], float] = time.monotonic) -> dict:
+    """Train until the schedule's steps or budget are spent; returns {steps, losses/accuracies, run_dir,
+    seconds, train_seconds, status}. `clock` measures the budget (tests inject one).
 
     The run holds the writer's lock on its run dir (rank 0; one run per run dir) and a reader's lock on its
     shards (every rank), so `corpusprep shard --overwrite` of those shards fails at start while it trains
@@ -508,7 +564,7 @@ def train(config: TrainConfig) -> dict:
                 locks.enter_context(exclusive_dir(run_dir))
             if config.data.shards:
                 locks.enter_context(shared_dir(config.data.shards))
-            return Trainer(config, d, device).fit()
+            return Trainer(config, d, device, clock).fit()
         except Finished as done:
             log(d, f"{config.logging.run_dir}: finished at step {done.saved['step']} ({done.found.name}); "
                    "nothing to do")  # fmt: skip
@@ -577,6 +633,66 @@ def saved_position(state: dict, rank: int, grad_accum: int, where: Path) -> Posi
         raise DataError(f"{where}: positions[{rank}].batches: {position.batches}, not the "
                         f"{state['step']} x {grad_accum} micro-batches of step {state['step']}")  # fmt: skip
     return position
+
+
+@torch.no_grad()
+def score_rows(
+    model: nn.Module, stream: ShardStream, max_batches: int, device: torch.device, autocast
+) -> torch.Tensor:
+    """[R, 6] float64, one row per row of `stream` (up to `max_batches` batches; 0: all): its MLM loss sum,
+    correct predictions and predictions; its sentence loss, correct (0 or 1) and 1 (zeros without a
+    sentence task). Sums of these over rows give the scores, and `ratio_moments` their standard errors."""
+    loader = DataLoader(stream, batch_size=None, num_workers=0, generator=torch.Generator())
+    per_batch = []
+    for i, batch in enumerate(loader):
+        if max_batches and i >= max_batches:
+            break
+        batch = to_device(batch, device)
+        mlm_logits, sentence_logits, *_ = forward_loss(model, batch, autocast)
+        labels, (B, L) = batch["mlm_labels"], batch["rows"].shape
+        # positions index the flat tokens [T]; a token's slot is its place r * L + i in the [B, L] rows
+        row = torch.div(batch["slots"][batch["mlm_positions"]], L, rounding_mode="floor")
+        losses = F.cross_entropy(mlm_logits.float(), labels, reduction="none").double()
+        stats = torch.zeros(6, B, dtype=torch.float64, device=device)
+        stats[0].index_add_(0, row, losses)
+        stats[1].index_add_(0, row, (mlm_logits.argmax(-1) == labels).double())
+        stats[2].index_add_(0, row, torch.ones_like(losses))
+        if sentence_logits is not None:
+            targets = batch["sentence_labels"]
+            stats[3] = F.cross_entropy(sentence_logits.float(), targets, reduction="none").double()
+            stats[4] = (sentence_logits.argmax(-1) == targets).double()
+            stats[5] = 1.0
+        per_batch.append(stats.T.cpu())
+    return torch.cat(per_batch) if per_batch else torch.zeros(0, 6, dtype=torch.float64)
+
+
+def ratio_moments(y: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+    """What `ratio_se` needs of per-row counts y (correct) out of n (predicted), as sums that add up over
+    ranks: [sum y, sum n, sum y^2, sum y n, sum n^2, rows]."""
+    y, n = y.double(), n.double()
+    rows = (n > 0).sum().double()
+    return torch.stack([y.sum(), n.sum(), (y * y).sum(), (y * n).sum(), (n * n).sum(), rows])
+
+
+def ratio_se(moments: list[float]) -> float:
+    """Standard error of the accuracy sum(y) / sum(n) with rows as the sampling unit (the ratio estimator's
+    linearisation, as for cluster samples): sqrt(sum (y_i - a n_i)^2 / (R (R - 1))) / mean(n). The tokens
+    of a row share its text, and its maskings share it too, so they are not independent draws: the row is.
+    It counts both the choice of rows and of masks (each row's counts summed over its maskings); NaN for
+    fewer than two rows."""
+    y, n, yy, yn, nn, rows = moments
+    if rows < 2 or n <= 0:
+        return math.nan
+    a = y / n
+    spread = max(yy - 2 * a * yn + a * a * nn, 0.0) / (rows - 1)
+    return math.sqrt(spread / rows) / (n / rows)
+
+
+def duration(seconds: float) -> str:
+    """90 -> "1m30s", 5400 -> "1h30m0s": a training time as budgets are written."""
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes}m{secs}s" if hours else f"{minutes}m{secs}s" if minutes else f"{secs}s"
 
 
 def weights_digest(model: nn.Module) -> str:

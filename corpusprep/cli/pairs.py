@@ -57,8 +57,16 @@ def build_pairs_command(
         ),
     ] = None,
     short_seq_prob: Annotated[
-        float, typer.Option(help="Share of documents given a shorter random target (nsp, sop).")
+        float, typer.Option(help="Share of rows given a shorter random target length (nsp, sop).")
     ] = 0.1,
+    short_seq_by: Annotated[
+        str,
+        typer.Option(
+            metavar="segment|document",
+            help="Draw the short target for each new segment (the share of short rows follows "
+            "--short-seq-prob), or once per document as Google's script does.",
+        ),
+    ] = "segment",
     dupe_factor: Annotated[
         int, typer.Option(help="Passes over the data, each with different random choices.")
     ] = 5,
@@ -99,6 +107,7 @@ def build_pairs_command(
     options = PairOptions(
         max_seq_length=max_seq_length,
         short_seq_prob=short_seq_prob,
+        short_seq_by=short_seq_by.lower(),
         dupe_factor=dupe_factor,
         docs_per_partition=docs_per_partition,
         validation_fraction=validation_fraction,

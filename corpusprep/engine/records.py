@@ -538,6 +538,7 @@ TRAINER_STATE = Obj(
         "scheduler": MapOf(STATE_VALUE),
         "last_metrics": MapOf(Num(finite=False)),
     },
+    {"elapsed": Num(0)},  # seconds of training so far (a budgeted run's clock); absent before budgets
     extra=False,
 )
 

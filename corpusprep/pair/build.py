@@ -39,7 +39,14 @@ from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
 from corpusprep.errors import DataError, UsageError
 from corpusprep.objectives import objective as objective_spec
-from corpusprep.pair.instances import Pairs, PartitionTokens, make_pairs, make_sop_pairs, pairs_table
+from corpusprep.pair.instances import (
+    SHORT_SEQ_BY,
+    Pairs,
+    PartitionTokens,
+    make_pairs,
+    make_sop_pairs,
+    pairs_table,
+)
 from corpusprep.pair.pack import make_rows, rows_table
 from corpusprep.pair.schema import SPLITS
 from corpusprep.pair.tokens import (
@@ -77,6 +84,9 @@ class PairOptions:
 
     max_seq_length: int = 128
     short_seq_prob: float = 0.1
+    # when the short target is drawn: "segment" (each new chunk: the share of short rows is short_seq_prob
+    # whatever the document lengths) or "document" (once per document and pass, as Google's script does)
+    short_seq_by: str = "segment"
     dupe_factor: int = 5
     docs_per_partition: int = 2048
     validation_fraction: float = 0.01
@@ -101,6 +111,10 @@ class PairOptions:
         checks = [
             (5 <= self.max_seq_length <= 65_535, "max_seq_length must be in [5, 65535]"),
             (0 <= self.short_seq_prob <= 1, "short_seq_prob must be in [0, 1]"),
+            (
+                self.short_seq_by in SHORT_SEQ_BY,
+                f"short_seq_by must be {' or '.join(SHORT_SEQ_BY)}, not {self.short_seq_by!r}",
+            ),
             (1 <= self.dupe_factor <= MAX_PASSES, f"dupe_factor must be in [1, {MAX_PASSES}] (BERT: 10)"),
             (self.docs_per_partition >= least, f"docs_per_partition must be at least {least} ({spec.name})"),
             (0 <= self.validation_fraction < 1, "validation_fraction must be in [0, 1)"),
@@ -111,6 +125,7 @@ class PairOptions:
                 raise UsageError(f"build-pairs: {message}")
         if spec.packs:  # rows of pieces draw no target length: any value gives the same options and output
             object.__setattr__(self, "short_seq_prob", PairOptions.short_seq_prob)
+            object.__setattr__(self, "short_seq_by", PairOptions.short_seq_by)
         for name in ("splitter", "line_breaks"):  # any case, as --objective and --language take it
             if isinstance(getattr(self, name), str):
                 object.__setattr__(self, name, getattr(self, name).lower())
@@ -266,18 +281,19 @@ def _pair_stats(pairs: Pairs, label: str, other: str) -> dict[str, Any]:
         other: len(pairs) - positive,
         "pairs_truncated": int((pairs.truncated_tokens > 0).sum()),
         "pair_tokens_truncated": int(pairs.truncated_tokens.sum()),
+        "short_target_pairs": int(pairs.short_target.sum()),
         "file_imbalance": [positive - (len(pairs) - positive)],
     }
 
 
 def _nsp_rows(part: PartitionTokens, opts: PairOptions, rng, dupe_pass: int) -> tuple[pa.Table, dict]:
-    pairs = make_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng)
+    pairs = make_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng, opts.short_seq_by)
     stats = _pair_stats(pairs, "not_next", "is_next")
     return pairs_table(part, pairs), {**stats, "documents_used": part.num_documents, "documents_skipped": {}}
 
 
 def _sop_rows(part: PartitionTokens, opts: PairOptions, rng, dupe_pass: int) -> tuple[pa.Table, dict]:
-    pairs, unpaired = make_sop_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng)
+    pairs, unpaired = make_sop_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng, opts.short_seq_by)
     used = int(np.count_nonzero(np.diff(part.doc_offsets) >= 2))
     return pairs_table(part, pairs, "sop"), {
         **_pair_stats(pairs, "swapped", "not_swapped"),
@@ -517,8 +533,9 @@ def read_stage(task: Task, bar: _Progress) -> dict[str, Any]:
 # The counts of the rows each objective reports (per split and in total), beside `pairs` (the rows of the
 # files, which `validate` and `shard` check): NSP's labels, SOP's, or none's rows, pieces and their tokens.
 ROW_COUNTS = {
-    "nsp": ("is_next", "not_next", "pairs_truncated", "pair_tokens_truncated"),
-    "sop": ("swapped", "not_swapped", "pairs_truncated", "pair_tokens_truncated", "sentences_unpaired"),
+    "nsp": ("is_next", "not_next", "pairs_truncated", "pair_tokens_truncated", "short_target_pairs"),
+    "sop": ("swapped", "not_swapped", "pairs_truncated", "pair_tokens_truncated", "short_target_pairs",
+            "sentences_unpaired"),
     "none": ("rows", "pieces", "piece_tokens"),
 }
 TOTALS = {"nsp": ("is_next", "not_next"), "sop": ("swapped", "not_swapped"), "none": ("rows", "pieces")}

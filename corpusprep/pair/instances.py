@@ -49,13 +49,21 @@ class Pairs:
     b_doc: np.ndarray
     label: np.ndarray  # bool: NotNext (nsp) or swapped (sop)
     truncated_tokens: np.ndarray  # tokens cut by truncate_seq_pair
+    short_target: np.ndarray  # bool: the row's chunk had a target below the maximum (short_seq_prob)
 
     def __len__(self) -> int:
         return len(self.a_start)
 
 
+SHORT_SEQ_BY = ("segment", "document")  # when short_seq_prob is drawn: each new chunk, or once per document
+
+
 def make_pairs(
-    part: PartitionTokens, max_seq_length: int, short_seq_prob: float, rng: np.random.Generator
+    part: PartitionTokens,
+    max_seq_length: int,
+    short_seq_prob: float,
+    rng: np.random.Generator,
+    short_seq_by: str = "segment",
 ) -> Pairs:
     """One dupe pass over the partition, document by document, as the reference does.
 
@@ -69,6 +77,9 @@ def make_pairs(
       may keep the current one).
     - Truncation removes the same number of tokens from the same segment as the reference; the number taken
       from the front is drawn at once (Binomial(n, 1/2)) instead of token by token: same distribution.
+    - Short targets (`short_seq_by="segment"`, the default): each chunk draws its own target length, so the
+      share of rows with a short target is short_seq_prob whatever the document lengths. The reference draws
+      once per document ("document"), so one coin decides every row of a long book.
     """
     if part.num_documents < 2:
         raise ValueError("a partition needs at least two documents to draw NotNext segments from")
@@ -76,17 +87,22 @@ def make_pairs(
     off = part.sent_offsets.tolist()
     doc_off = part.doc_offsets.tolist()
     n_docs = part.num_documents
-    # Draws are taken from one block of uniforms: at most 2 per document and 4 per chunk, and every chunk
-    # consumes at least one sentence. Scalar Generator calls would cost more than the rest of the loop.
-    u = rng.random(2 * n_docs + 4 * (len(off) - 1) + 1).tolist()
+    by_segment = check_short_seq_by(short_seq_by)
+    # Draws are taken from one block of uniforms: at most 2 per document (by document) and 4 per chunk (6
+    # by segment), and every chunk consumes at least one sentence. Scalar Generator calls would cost more
+    # than the rest of the loop. (The block's size is part of the output: the truncation draws follow it.)
+    u = rng.random(2 * n_docs + (6 if by_segment else 4) * (len(off) - 1) + 1).tolist()
     k = 0
-    a_first, a_stop, b_first, b_stop, a_doc, b_doc, rand = [], [], [], [], [], [], []
+    a_first, a_stop, b_first, b_stop, a_doc, b_doc, rand, short = [], [], [], [], [], [], [], []
     balance = 0
     for d in range(n_docs):
         first, last = doc_off[d], doc_off[d + 1]
-        target, k = document_target(u, k, max_tokens, short_seq_prob)
+        if not by_segment:
+            target, k = draw_target(u, k, max_tokens, short_seq_prob)
         c = first
         while c < last:
+            if by_segment:
+                target, k = draw_target(u, k, max_tokens, short_seq_prob)
             # The chunk is sentences [c, end): up to the first that reaches the target, or the document's end.
             end = min(bisect_left(off, off[c] + target, c + 1, last + 1), last)
             if end - c == 1 and balance > 0 and end < last:
@@ -107,6 +123,7 @@ def make_pairs(
             a_stop.append(split)
             a_doc.append(d)
             rand.append(random_next)
+            short.append(target < max_tokens)
             if random_next:
                 r = int(u[k] * (n_docs - 1))
                 r += r >= d  # any document but this one
@@ -142,15 +159,21 @@ def make_pairs(
         b_doc=np.asarray(b_doc, dtype=np.int64),
         label=np.asarray(rand, dtype=bool),
         truncated_tokens=cut_a + cut_b,
+        short_target=np.asarray(short, dtype=bool),
     )
 
 
 def make_sop_pairs(
-    part: PartitionTokens, max_seq_length: int, short_seq_prob: float, rng: np.random.Generator
+    part: PartitionTokens,
+    max_seq_length: int,
+    short_seq_prob: float,
+    rng: np.random.Generator,
+    short_seq_by: str = "segment",
 ) -> tuple[Pairs, int]:
     """One dupe pass of ALBERT's sentence-order pairs, and the count of sentences left out of them.
 
-    Chunks as `make_pairs` cuts them (target length, short_seq_prob, A = the chunk's first 1..n-1 sentences,
+    Chunks as `make_pairs` cuts them (target length, short_seq_prob by segment or document, A = the chunk's
+    first 1..n-1 sentences,
     B = the rest), always from one document: a one-sentence chunk takes its document's next sentence, so
     every chunk has a B; a document's lone last sentence (the chunk before it took the rest) has no partner
     and is left out of this pass, and a one-sentence document gives no pair (the caller counts it as
@@ -162,17 +185,21 @@ def make_sop_pairs(
     off = part.sent_offsets.tolist()
     doc_off = part.doc_offsets.tolist()
     n_docs = part.num_documents
-    # At most 2 draws per document and 2 per chunk (a chunk takes at least two sentences).
-    u = rng.random(2 * n_docs + len(off)).tolist()
+    by_segment = check_short_seq_by(short_seq_by)
+    # At most 2 draws per document and 2 per chunk (4 by segment; a chunk takes at least two sentences).
+    u = rng.random(2 * n_docs + (2 if by_segment else 1) * len(off)).tolist()
     k = 0
-    first, middle, stop, doc, swapped = [], [], [], [], []
+    first, middle, stop, doc, swapped, short = [], [], [], [], [], []
     balance = unpaired = 0
     for d in range(n_docs):
         c, last = doc_off[d], doc_off[d + 1]
-        target, k = document_target(u, k, max_tokens, short_seq_prob)
+        if not by_segment:
+            target, k = draw_target(u, k, max_tokens, short_seq_prob)
         if last - c < 2:
             continue
         while c < last - 1:
+            if by_segment:
+                target, k = draw_target(u, k, max_tokens, short_seq_prob)
             end = max(min(bisect_left(off, off[c] + target, c + 1, last + 1), last), c + 2)
             split = c + 1 + int(u[k] * (end - c - 1))  # A = sentences [c, split), B = [split, end)
             k += 1
@@ -187,6 +214,7 @@ def make_sop_pairs(
             stop.append(end)
             doc.append(d)
             swapped.append(swap)
+            short.append(target < max_tokens)
             c = end
         unpaired += c < last
     sent_off = part.sent_offsets
@@ -210,13 +238,21 @@ def make_sop_pairs(
         b_doc=docs,
         label=swap,
         truncated_tokens=cut_a + cut_b,
+        short_target=np.asarray(short, dtype=bool),
     )
     return pairs, int(unpaired)
 
 
-def document_target(u: list[float], k: int, max_tokens: int, short_seq_prob: float) -> tuple[int, int]:
-    """A document's target length, as BERT draws it (with probability short_seq_prob uniform in
-    [2, max_tokens]), from the uniforms `u` at `k`; and where the next draw is."""
+def check_short_seq_by(value: str) -> bool:
+    """True for a draw per segment (chunk), False for one per document (the reference's)."""
+    if value not in SHORT_SEQ_BY:
+        raise ValueError(f"short_seq_by must be {' or '.join(SHORT_SEQ_BY)}, not {value!r}")
+    return value == "segment"
+
+
+def draw_target(u: list[float], k: int, max_tokens: int, short_seq_prob: float) -> tuple[int, int]:
+    """A target length as BERT draws it (with probability short_seq_prob uniform in [2, max_tokens]), from
+    the uniforms `u` at `k`; and where the next draw is. A row's target is short when below max_tokens."""
     if u[k] < short_seq_prob:
         return 2 + int(u[k + 1] * (max_tokens - 1)), k + 2
     return max_tokens, k + 1

@@ -268,7 +268,8 @@ def test_the_trainers_parts_work_alone(tiny_shards, tmp_path):
     assert any(not torch.equal(before[k], v) for k, v in trainer.raw_model.state_dict().items())
     after_step = {k: v.clone() for k, v in trainer.raw_model.state_dict().items()}
     scores = trainer.evaluate()
-    assert set(scores) == {"val_mlm_loss", "val_mlm_acc", "val_nsp_loss", "val_nsp_acc"}
+    assert set(scores) == {"val_mlm_loss", "val_mlm_acc", "val_mlm_acc_se", "val_nsp_loss", "val_nsp_acc",
+                           "val_nsp_acc_se"}  # fmt: skip
     assert all(torch.equal(after_step[k], v) for k, v in trainer.raw_model.state_dict().items())
     trainer.save_checkpoint()
     fresh = Trainer(load_config(None, small_run(tiny_shards, tmp_path / "run", "model.dropout=0.0",
