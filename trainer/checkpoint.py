@@ -482,15 +482,21 @@ def load_checkpoint(path: Path) -> tuple[BertConfig, dict[str, torch.Tensor], di
     return config, strip_wrappers(load_weights(path)), saved
 
 
+WEIGHT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # export.FLOAT_DTYPES
+
+
 def check_state(state: dict[str, torch.Tensor], config: BertConfig, where: Path) -> None:
-    """Every key and shape our model has, no more: a checkpoint that would load with random weights fails."""
+    """Every key and shape our model has, no more: a checkpoint that would load with random weights fails;
+    every weight a float our model computes with, and finite (a diverged run's weights are no model)."""
     with torch.device("meta"):  # shapes only, no memory, no init
         expected = {k: v.shape for k, v in BertForPreTraining(config).state_dict().items()}
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
     wrong = [k for k in expected if k in state and state[k].shape != expected[k]]
-    not_float = [k for k in expected if k in state and not state[k].is_floating_point()]
+    not_float = [k for k in expected if k in state and state[k].dtype not in WEIGHT_DTYPES]  # float8: no
+    nonfinite = [] if not_float else [k for k in expected if k in state and not state[k].isfinite().all()]
     for what, keys in (("missing", missing), ("unexpected", unexpected), ("wrong shape of", wrong),
-                       ("not floating point:", not_float)):  # fmt: skip
+                       ("not float16, bfloat16, float32 or float64:", not_float),
+                       ("NaN or infinite values (diverged weights) in", nonfinite)):  # fmt: skip
         if keys:
             raise DataError(f"{where}: {what} {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}")

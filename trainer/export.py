@@ -41,6 +41,7 @@ from trainer.model import BertConfig, BertForPreTraining
 LEGACY_SUFFIXES = {".gamma": ".weight", ".beta": ".bias"}
 EMBEDDING_TABLES = ("word_embeddings", "position_embeddings", "token_type_embeddings")
 QKV = ("query", "key", "value")  # row blocks of our fused qkv, in this order
+HEADS = ("bert.pooler.", "cls.predictions.", "cls.seq_relationship.")  # initialised fresh when missing
 
 
 # ---------------------------------------------------------------- names
@@ -94,6 +95,15 @@ def to_hf(state: dict[str, torch.Tensor], config: BertConfig) -> dict[str, torch
     return {k: v.detach().to("cpu", copy=True).contiguous() for k, v in out.items()}
 
 
+def hf_name(key: str) -> str:
+    """A Hugging Face weight's name as `BertForPreTraining` has it: legacy gamma/beta renamed, a bare
+    `BertModel`'s prefixed."""
+    for old, suffix in LEGACY_SUFFIXES.items():
+        if key.endswith(old):
+            key = key[: -len(old)] + suffix
+    return "bert." + key if key.startswith(("embeddings.", "encoder.", "pooler.")) else key
+
+
 def from_hf(state: dict[str, torch.Tensor], config: BertConfig) -> tuple[dict[str, torch.Tensor], list[str]]:
     """A Hugging Face BERT state dict -> ours, and the Hugging Face names of heads it lacked.
 
@@ -101,15 +111,7 @@ def from_hf(state: dict[str, torch.Tensor], config: BertConfig) -> tuple[dict[st
     Missing heads (pooler, MLM transform, NSP) are returned so the caller can initialise them fresh; a
     missing encoder weight, an untied decoder or a leftover unknown key is an error.
     """
-    state = dict(state)
-    for key in list(state):
-        new = key
-        for old, suffix in LEGACY_SUFFIXES.items():
-            if new.endswith(old):
-                new = new[: -len(old)] + suffix
-        if new.startswith(("embeddings.", "encoder.", "pooler.")):  # saved from a bare BertModel
-            new = "bert." + new
-        state[new] = state.pop(key)
+    state = {hf_name(key): value for key, value in state.items()}
     for buffer in ("bert.embeddings.position_ids", "bert.embeddings.token_type_ids"):
         state.pop(buffer, None)
     words = state.get("bert.embeddings.word_embeddings.weight")
@@ -135,8 +137,7 @@ def from_hf(state: dict[str, torch.Tensor], config: BertConfig) -> tuple[dict[st
                 out[f"layers.{i}.attn.qkv.{part}"] = torch.cat([state.pop(n) for n in names])
             else:
                 missing += [n for n in names if n not in state]
-    heads = ("bert.pooler.", "cls.predictions.", "cls.seq_relationship.")
-    if lost := [k for k in missing if not k.startswith(heads)]:
+    if lost := [k for k in missing if not k.startswith(HEADS)]:
         raise UsageError(f"not a complete BERT checkpoint: missing {', '.join(lost[:5])}")
     if state:
         raise UsageError(f"unknown weights (not BERT?): {', '.join(sorted(state)[:5])}")
@@ -195,7 +196,7 @@ def bert_config_from_hf(hf: dict, where: Path) -> BertConfig:
     }
     for key, (value, want) in checks.items():
         if value != want:
-            raise UsageError(f"{where}: {key} is {value!r}; only {want!r} BERT can be imported")
+            raise UsageError(f"{where}: {key} is {value!r}; corpusprep reads only {want!r} BERT")
     try:
         return BertConfig(
             vocab_size=hf["vocab_size"],
@@ -217,6 +218,63 @@ def bert_config_from_hf(hf: dict, where: Path) -> BertConfig:
         raise UsageError(f"{where}: lacks {e.args[0]}") from None
     except (TypeError, ValueError) as e:  # a size out of range or no machine holds (config.check_model): data
         raise DataError(f"{where}: {e}") from None
+
+
+HF_WEIGHTS = "model.safetensors"
+HF_PICKLED = ("pytorch_model.bin", "model.ckpt.index", "tf_model.h5")
+FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")  # safetensors' names of the dtypes a model's weights may have
+
+
+def check_hf_model(hf_dir: Path) -> BertConfig:
+    """Our BertConfig for a Hugging Face BERT directory, and its weights checked against it before any is
+    read: config.json by the records loader and `bert_config_from_hf` (sizes by config.check_fits: a model
+    this machine holds), model.safetensors' header (records.safetensors_header: whole, tensors tiling the
+    file), every tensor floating point with the shape the config gives it, no encoder weight missing. A
+    pickled pytorch_model.bin is refused, never opened. The one check of a Hugging Face model directory:
+    `trainer.import_hf` and `trainer.evaluate` read one only after it."""
+    config_path, weights = hf_dir / "config.json", hf_dir / HF_WEIGHTS
+    if not config_path.is_file():
+        raise UsageError(f"{hf_dir}: no config.json (not a save_pretrained directory)")
+    # the records loader checks shape and types, BertConfig the sizes; both exit 1. What our model cannot
+    # compute (relu, roberta): exit 2
+    config = bert_config_from_hf(records.load_record(config_path, "hf_config"), config_path)
+    if not weights.is_file():
+        if any((hf_dir / name).is_file() for name in HF_PICKLED):
+            raise UsageError(
+                f"{hf_dir}: holds pickled (or TensorFlow) weights, which are never read: loading a pickle "
+                "runs the code it holds; convert them to model.safetensors first (transformers: "
+                "from_pretrained(DIR).save_pretrained(DIR, safe_serialization=True), in a trusted "
+                "environment)"
+            )
+        if any(hf_dir.glob("*.index.json")):
+            raise UsageError(f"{hf_dir}: sharded weights are not supported; save_pretrained with "
+                             "max_shard_size")
+        raise UsageError(f"{hf_dir}: no model.safetensors")
+    expected = hf_shapes(config)
+    for name, (dtype, shape) in records.safetensors_header(weights).items():
+        known = expected.pop(hf_name(name), None)
+        if dtype not in FLOAT_DTYPES:
+            raise DataError(f"{weights}: {json.dumps(name)}: {dtype}, not floating point")
+        if known is not None and shape != known:
+            raise DataError(f"{weights}: {json.dumps(name)}: shape {list(shape)}, {config_path.name} gives "
+                            f"{list(known)}")  # fmt: skip
+    if lost := [k for k in expected if not k.startswith(HEADS)]:
+        raise DataError(f"{weights}: not a complete BERT checkpoint: missing {', '.join(lost[:3])}")
+    return config
+
+
+def hf_shapes(config: BertConfig) -> dict[str, tuple[int, ...]]:
+    """The shape of every weight of `BertForPreTraining` (`BertForMaskedLM` without the sentence head) for
+    `config`, by Hugging Face name, from our model's shapes (no memory: the meta device)."""
+    with torch.device("meta"):
+        ours = {k: tuple(v.shape) for k, v in BertForPreTraining(config).state_dict().items()}
+    shapes = {hf: ours[k] for k, hf in key_names(config).items()}
+    for i in range(config.num_layers):
+        for part in ("weight", "bias"):
+            rows, *rest = ours[f"layers.{i}.attn.qkv.{part}"]
+            shapes |= {f"bert.encoder.layer.{i}.attention.self.{n}.{part}": (rows // 3, *rest) for n in QKV}
+    words = shapes["bert.embeddings.word_embeddings.weight"]
+    return shapes | {"cls.predictions.decoder.weight": words, "cls.predictions.decoder.bias": words[:1]}
 
 
 # ---------------------------------------------------------------- checkpoint and vocab
@@ -316,13 +374,13 @@ def claim_output(out: Path, output: Output, inputs: Iterable[Path], overwrite: b
     command = f"trainer.{output.command}"
     check_not_nested(out, inputs, command)
     # Another command's output, or inside one (a training run, a pipeline run, shards...): never written
-    # into, even with --overwrite, as every stage refuses another kind. The exceptions: an earlier import,
-    # which has a model checkpoint's signs (weights.safetensors beside config.json) because it is one; and a
+    # into, even with --overwrite, as every stage refuses another kind. The exceptions: an earlier import or
+    # export, which has a model checkpoint's or a Hugging Face model's signs because it is one; and a
     # pipeline run's own model, exported beside its stages (`runs/demo/hf` from `runs/demo/train`, as the
     # README does).
     target = out.resolve()
     found = enclosing_output([target, *target.parents])
-    if found == (target, "a model checkpoint") and out.is_dir() and output.finished(out):
+    if found in ((target, "a model checkpoint"), (target, "a Hugging Face model")) and output.finished(out):
         found = enclosing_output(target.parents)
     if found and found[1] == "a pipeline run" and _beside_stages(target, found[0], inputs):
         found = enclosing_output(found[0].parents)

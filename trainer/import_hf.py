@@ -29,7 +29,7 @@ from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, OneLineParser, UsageError, printable
 from trainer.checkpoint import WEIGHTS, check_state, load_tensors, save_model
-from trainer.export import Output, bert_config_from_hf, from_hf, write_dir
+from trainer.export import HF_WEIGHTS, Output, check_hf_model, from_hf, write_dir
 from trainer.model import BertConfig, BertForPreTraining
 
 # what an import writes (the whole vocab/ directory is its own); config.json, written last, says "source"
@@ -37,23 +37,6 @@ OUTPUT = Output(
     "import_hf", (WEIGHTS, "config.json", "vocab/*"),
     lambda saved: isinstance(saved.get("source"), dict) and "huggingface" in saved["source"],
 )  # fmt: skip
-
-
-def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
-    """The weights of model.safetensors. A pickled pytorch_model.bin is refused, never opened: unpickling
-    runs whatever code the file holds, and corpusprep never unpickles a file it did not write."""
-    path = hf_dir / "model.safetensors"
-    if path.is_file():
-        return load_tensors(path)  # its header checked first: a truncated or damaged file is one line
-    if any((hf_dir / name).is_file() for name in ("pytorch_model.bin", "model.ckpt.index", "tf_model.h5")):
-        raise UsageError(
-            f"{hf_dir}: holds pickled (or TensorFlow) weights, which are never read: loading a pickle runs "
-            "the code it holds; convert them to model.safetensors first (transformers: "
-            "from_pretrained(DIR).save_pretrained(DIR, safe_serialization=True), in a trusted environment)"
-        )
-    if any(hf_dir.glob("*.index.json")):
-        raise UsageError(f"{hf_dir}: sharded weights are not supported; save_pretrained with max_shard_size")
-    raise UsageError(f"{hf_dir}: no model.safetensors")
 
 
 def lowercases(hf_dir: Path) -> bool:
@@ -64,13 +47,8 @@ def lowercases(hf_dir: Path) -> bool:
 
 def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Tensor], list[str]]:
     """(our config, our complete state dict, Hugging Face names of heads initialised fresh)."""
-    config_path = hf_dir / "config.json"
-    if not config_path.is_file():
-        raise UsageError(f"{hf_dir}: no config.json (not a save_pretrained directory)")
-    # the records loader checks shape and types; BertConfig the sizes (trainer.config.check_model: ranges,
-    # and a model this machine can hold); both exit 1. What our model cannot compute (relu, roberta): exit 2
-    config = bert_config_from_hf(load_record(config_path, "hf_config"), config_path)
-    weights = read_hf_weights(hf_dir)
+    config = check_hf_model(hf_dir)  # config.json and the weights' header, before any weight is read
+    weights = load_tensors(hf_dir / HF_WEIGHTS)
     try:
         state, fresh = from_hf(weights, config)
     except UsageError as e:

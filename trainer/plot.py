@@ -9,20 +9,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corpusprep.console import refuse_stdout
-from corpusprep.engine.records import parse_json
+from corpusprep.engine.files import atomic_path
+from corpusprep.engine.records import parse_json, read_bytes
 from corpusprep.errors import DataError, OneLineParser, UsageError, printable
 
 
 def read_metrics(path: Path) -> list[dict]:
     """The records of metrics.jsonl; a last line cut short by a kill is left out, any other bad line is a
     DataError naming it."""
-    lines = path.read_text().splitlines()
+    lines = read_bytes(path).splitlines()  # a regular file, of a bounded size; each line decoded alone
     records = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            records.append(parse_json(line, path))
+            records.append(parse_json(line, path))  # bytes that are not UTF-8 too: a DataError
         except DataError:
             if number < len(lines) or not records:
                 raise DataError(f"{path}:{number}: not a JSON record") from None
@@ -48,15 +49,26 @@ def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+MAX_STEP = 2**53  # a step the trainer can have written (beyond, matplotlib's axis cannot place its ticks)
+
+
+def _step(value: object) -> bool:
+    return _number(value) and 0 <= value <= MAX_STEP
+
+
+def _value(value: object) -> bool:
+    return _number(value) and abs(value) <= 1e30  # a loss or an accuracy: beyond, no axis can be drawn
+
+
 def curves(records: list) -> Curves:
     """Training records hold a step and `mlm_loss`, validation records a step, `val_mlm_loss` and
     `val_mlm_acc`, all numbers; any other record (another program's, a hand edit) is skipped and counted."""
     c = Curves()
     for line, record in enumerate(records, 1):
-        ok = isinstance(record, dict) and _number(record.get("step"))
-        if ok and _number(record.get("mlm_loss")):
+        ok = isinstance(record, dict) and _step(record.get("step"))
+        if ok and _value(record.get("mlm_loss")):
             c.train.append(record)
-        elif ok and _number(record.get("val_mlm_loss")) and _number(record.get("val_mlm_acc")):
+        elif ok and _value(record.get("val_mlm_loss")) and _value(record.get("val_mlm_acc")):
             c.validation.append(record)
         else:
             c.skipped += 1
@@ -74,7 +86,8 @@ def plot(run_dir: Path, out: Path | None = None) -> tuple[Path, Curves]:
         raise DataError(f"{path}: no training or validation record (a step with mlm_loss or val_mlm_loss)")
     fig = figure(found, f"training run {run_dir.resolve().name}")
     out = out or run_dir / "curves.png"
-    fig.savefig(out, dpi=120)
+    with atomic_path(out) as tmp:  # a new file renamed into place: never written through a planted link
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
     return out, found
 
@@ -117,7 +130,7 @@ VALIDATION = {"color": "C1", "marker": "o", "markersize": 3}  # one colour for v
 
 
 def _series(ax, records: list[dict], key: str, label: str, **style) -> None:
-    points = [(r["step"], r[key]) for r in records if _number(r.get(key))]
+    points = [(r["step"], r[key]) for r in records if _value(r.get(key))]
     if points:
         ax.plot(*zip(*points, strict=True), label=label, **style)
 

@@ -638,14 +638,16 @@ TRAINER_RUN_FILES = ("checkpoints", "metrics.jsonl")  # trainer/checkpoint.py, t
 # a checkpoint directory (trainer.checkpoint.save, trainer.import_hf); model.pt: one of before the format
 # without pickle, which is still another command's output (never written into)
 CHECKPOINT_FILES = (records.CHECKPOINT_WEIGHTS, records.PICKLED_CHECKPOINT[0])
+HF_MODEL_FILES = ("config.json", "model.safetensors")  # a Hugging Face model directory (trainer.export's)
 
 
 def other_output(directory: str | Path, *, strict: bool = False) -> tuple[str, str] | None:
     """(artifact kind, description) of a corpusprep output that is not an artifact: a pipeline run directory
     ("pipeline"), a training run or a model checkpoint ("train", the kind of a pipeline's training stage,
-    which resumes a run launched by hand); None for anything else. `strict` (for the directories above an
-    output, `enclosing_output`): only signs no user folder has by chance (a checkpoint's weights inside
-    checkpoints/step-*, a pipeline's record beside stages/), not a folder merely named `checkpoints`."""
+    which resumes a run launched by hand), a Hugging Face model ("export"); None for anything else. `strict`
+    (for the directories above an output, `enclosing_output`): only signs no user folder has by chance (a
+    checkpoint's weights inside checkpoints/step-*, a pipeline's record beside stages/), not a folder merely
+    named `checkpoints`."""
     d = Path(directory)
     if strict:
         pipeline = (d / "stages").is_dir() and any((d / n).is_file() for n in ("pipeline.json", "run.json"))
@@ -661,6 +663,8 @@ def other_output(directory: str | Path, *, strict: bool = False) -> tuple[str, s
         return "train", "a training run"
     if checkpoint:
         return "train", "a model checkpoint"
+    if all((d / name).is_file() for name in HF_MODEL_FILES):  # trainer.export's, or any save_pretrained BERT
+        return "export", "a Hugging Face model"
     return None
 
 

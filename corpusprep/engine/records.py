@@ -150,9 +150,14 @@ class Str(Schema):
 def name_problem(name: str) -> str | None:
     """Why `name` (read from a record) is no relative path inside a directory; None when it is one."""
     parts = name.split("/")
-    if not name or "\x00" in name or any(p in ("", ".", "..") for p in parts):
+    if not name or any(p in ("", ".", "..") for p in parts):
         return "not a relative path inside the directory"
+    if CONTROL.search(name):  # NUL; a newline would forge lines in the messages that name the file
+        return "holds a control character (no name corpusprep writes does)"
     return None
+
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class Name(Schema):
@@ -348,9 +353,10 @@ def inside(directory: str | Path, name: str, *, write: bool = False) -> Path:
     (a link in the middle could lead anywhere), and, where corpusprep deletes or writes (`write`), not the
     last one either. The one function by which a recorded name becomes a path."""
     directory = Path(directory)
-    if not isinstance(name, str) or name_problem(name):
-        raise DataError(f"{directory}: {json.dumps(name) if isinstance(name, str) else _what(name)}: "
-                        "not a relative path inside the directory")  # fmt: skip
+    problem = name_problem(name) if isinstance(name, str) else "not a relative path inside the directory"
+    if problem:
+        shown = json.dumps(name) if isinstance(name, str) else _what(name)
+        raise DataError(f"{directory}: {shown}: {problem}")
     path = directory
     parts = name.split("/")
     for i, part in enumerate(parts):

@@ -7,6 +7,7 @@ complete and valid. The pipeline runner uses it to decide whether a stage's outp
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ import pyarrow.parquet as pq
 from corpusprep.engine import artifact, records
 from corpusprep.engine.artifact import sha256_file
 from corpusprep.engine.records import inside, load_record
-from corpusprep.errors import DataError, InputError, plural
+from corpusprep.errors import DataError, InputError, UsageError, plural
 from corpusprep.mask import num_predictions
 from corpusprep.mask.examples import list_parts
 from corpusprep.objectives import OBJECTIVES
@@ -24,6 +25,7 @@ from corpusprep.objectives import objective as objective_spec
 from corpusprep.shard.build import MANIFEST
 from corpusprep.shard.schema import SCHEMA_VERSION, SPLITS, shard_schema
 from corpusprep.shard.table import count_keys, count_table, gather_predicted
+from corpusprep.tokenize import read_vocab_txt
 
 
 def _first(bad: np.ndarray, what: str) -> list[str]:
@@ -408,6 +410,21 @@ def _validate_trainer(directory: Path) -> tuple[list[str], str]:
     return problems, f"{plural(len(steps), 'checkpoint')}, newest {steps[-1].name}"
 
 
+def _check_hf_sizes(config: dict, header: dict, directory: Path) -> None:
+    """The sizes config.json gives against the weights' (without torch: the trainer's full check of a
+    Hugging Face model, `trainer.export.check_hf_model`, builds the model's shapes): the word embeddings
+    [vocab_size, hidden_size] and as many encoder layers as num_hidden_layers."""
+    words = next((shape for name, (_, shape) in header.items() if name.endswith("word_embeddings.weight")),
+                 None)  # fmt: skip
+    layers = {int(m[1]) for name in header if (m := re.search(r"encoder\.layer\.(\d+)\.", name))}
+    if words != (config["vocab_size"], config["hidden_size"]):
+        raise DataError(f"{directory / 'config.json'}: vocab_size {config['vocab_size']}, hidden_size "
+                        f"{config['hidden_size']}; model.safetensors' word embeddings: {list(words or [])}")
+    if len(layers) != config["num_hidden_layers"] or layers != set(range(len(layers))):
+        raise DataError(f"{directory / 'config.json'}: num_hidden_layers {config['num_hidden_layers']}; "
+                        f"model.safetensors holds {len(layers)} encoder layers")
+
+
 def _validate_export(directory: Path) -> tuple[list[str], str]:
     """A `python -m trainer.export` directory (in a pipeline run, the export of its training): the files
     from_pretrained reads, config.json readable, model.safetensors whole (its header's tensors tile the file;
@@ -419,8 +436,10 @@ def _validate_export(directory: Path) -> tuple[list[str], str]:
         return problems, ""
     try:
         config = load_record(directory / "config.json", "hf_config")
-        records.safetensors_header(directory / "model.safetensors")  # its tensors tile the file exactly
-    except (OSError, DataError) as error:
+        header = records.safetensors_header(directory / "model.safetensors")  # tensors tile the file exactly
+        _check_hf_sizes(config, header, directory)
+        read_vocab_txt(directory / "vocab.txt")
+    except (OSError, DataError, UsageError) as error:
         return [_relative(str(error), directory)], ""
     return problems, f"BERT, {config.get('max_position_embeddings')} positions"
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from corpusprep.engine.records import read_bytes
 from corpusprep.errors import UsageError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -20,6 +21,32 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 def is_reserved(token: str) -> bool:
     """A reserved slot `[unusedN]` (Google's vocab has 994), kept free for tokens added after training."""
     return token.startswith("[unused") and token.endswith("]")
+
+
+def read_vocab_txt(path: str | Path) -> tuple[bytes, list[str]]:
+    """The bytes and tokens of a vocab.txt, checked: UTF-8, one unique token a line, specials present."""
+    path = Path(path)
+    try:
+        data = read_bytes(path)  # a regular file (never a FIFO's endless wait), of a bounded size
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read vocab: {error.strerror or error}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:  # named by line, as every other fault of the file
+        line = data.count(b"\n", 0, error.start) + 1
+        raise UsageError(f"{path}:{line}: not UTF-8 (byte {error.start})") from None
+    tokens = text.removesuffix("\n").split("\n")
+    seen: dict[str, int] = {}
+    for lineno, token in enumerate(tokens, 1):
+        if not token.strip() or token != token.strip() or len(token.splitlines()) != 1:
+            raise UsageError(f"{path}:{lineno}: empty token or token with whitespace {token!r}")
+        if token in seen:
+            raise UsageError(f"{path}:{lineno}: token {token!r} repeats line {seen[token]}")
+        seen[token] = lineno
+    missing = [t for t in SPECIAL_TOKENS if t not in seen]
+    if missing:
+        raise UsageError(f"{path}: vocab lacks the special tokens {' '.join(missing)}")
+    return data, tokens
 
 
 @dataclass(frozen=True)
@@ -38,12 +65,8 @@ class VocabInfo:
         vocab_txt = path / "vocab.txt" if path.is_dir() else path
         if not vocab_txt.is_file():
             raise UsageError(f"{vocab_txt}: no vocab.txt here (run `corpusprep vocab` first)")
-        data = vocab_txt.read_bytes()
-        tokens = tuple(data.decode("utf-8").splitlines())
-        missing = [t for t in SPECIAL_TOKENS if t not in tokens]
-        if missing:
-            raise UsageError(f"{vocab_txt}: vocab lacks the special tokens {' '.join(missing)}")
-        return cls(tokens=tokens, sha256=hashlib.sha256(data).hexdigest(), directory=directory)
+        data, tokens = read_vocab_txt(vocab_txt)
+        return cls(tokens=tuple(tokens), sha256=hashlib.sha256(data).hexdigest(), directory=directory)
 
     @classmethod
     def verified(cls, vocab_dir: str | Path) -> VocabInfo:

@@ -35,7 +35,7 @@ from corpusprep.engine.rng import stable_hash
 from corpusprep.errors import UsageError
 from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents
 from corpusprep.read.document import no_usable_documents, unk_warning
-from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo, is_reserved
+from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo, is_reserved, read_vocab_txt
 
 log = logging.getLogger("corpusprep.tokenize")
 
@@ -264,31 +264,6 @@ def vocab_tokens(tokenizer: Tokenizer) -> list[str]:
     tokens = sorted(vocab, key=vocab.__getitem__)
     assert [vocab[t] for t in tokens] == list(range(len(tokens))), "vocab ids must be 0..n-1"
     return tokens
-
-
-def read_vocab_txt(path: str | Path) -> tuple[bytes, list[str]]:
-    """The bytes and tokens of a vocab.txt, checked: UTF-8, one unique token a line, specials present."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read vocab: {error.strerror or error}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise UsageError(f"{path}: not UTF-8 at byte {error.start}") from None
-    tokens = text.removesuffix("\n").split("\n")
-    seen: dict[str, int] = {}
-    for lineno, token in enumerate(tokens, 1):
-        if not token.strip() or token != token.strip() or len(token.splitlines()) != 1:
-            raise UsageError(f"{path}:{lineno}: empty token or token with whitespace {token!r}")
-        if token in seen:
-            raise UsageError(f"{path}:{lineno}: token {token!r} repeats line {seen[token]}")
-        seen[token] = lineno
-    missing = [t for t in SPECIAL_TOKENS if t not in seen]
-    if missing:
-        raise UsageError(f"{path}: vocab lacks the special tokens {' '.join(missing)}")
-    return data, tokens
 
 
 def measure(tokenizer: Tokenizer, texts: Sequence[str]) -> dict[str, Any]:

@@ -80,7 +80,7 @@ def test_a_hugging_face_directory_is_used_as_it_is(toy, fake_runs, tmp_path, cap
     config = json.loads((hf / "config.json").read_text())
     (hf / "config.json").write_text(json.dumps(config | {"model_type": "roberta"}))
     assert main(argv) == 2
-    assert "model_type 'roberta'; trainer.evaluate fine-tunes BERT" in capsys.readouterr().err
+    assert "model_type is 'roberta'; corpusprep reads only 'bert' BERT" in capsys.readouterr().err
 
 
 def test_skipped_input_and_replaced_bytes_are_on_the_page(toy, fake_runs, tmp_path, capsys):

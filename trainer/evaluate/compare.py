@@ -21,9 +21,10 @@ from typing import Any
 import torch
 
 from corpusprep.engine import artifact
-from corpusprep.engine.executor import Task, default_workers
+from corpusprep.engine.executor import Task, default_workers, marker_path
 from corpusprep.engine.files import atomic_path, write_json
 from corpusprep.engine.records import load_record
+from corpusprep.errors import DataError
 from trainer.evaluate import finetune, summary
 from trainer.evaluate.data import TaskData, most_frequent_baseline, read_task
 from trainer.evaluate.model import model_files, pretrained
@@ -127,7 +128,9 @@ def _build(art: artifact.Artifact, source: str | Path, data: TaskData, settings:
             f"{at_once} at a time")
         threads = 1 if finetune.device_of(settings.device) == "cpu" else torch.get_num_threads()
         job = Job(model.hf_dir, data, settings, art.directory, threads)
-        records = art.run(run_task, tasks(settings, job), workers=at_once, stats_kind="evaluate_run")
+        todo = tasks(settings, job)
+        records = art.run(run_task, todo, workers=at_once, stats_kind="evaluate_run")
+        check_runs(todo, records, data, art.work / "markers")
         result = summarize(data, settings, records, model.description, model.cost, str(source))
     result |= {"wall_seconds": round(time.perf_counter() - started, 1), "runs_at_once": at_once,
                "load_average": load, "cpus": default_workers()}  # fmt: skip
@@ -136,6 +139,22 @@ def _build(art: artifact.Artifact, source: str | Path, data: TaskData, settings:
         tmp.write_text(summary.markdown(result), encoding="utf-8")
     art.commit(files=[RESULT, PAGE])
     return result
+
+
+def check_runs(todo: list[Task], records: list[dict], data: TaskData, markers: Path) -> None:
+    """Each run's record (a finished task's, read back from its marker on a resume: data from disk) is the
+    run of its task, (init, seed), and scores every split this evaluation scores; else one line naming the
+    record, exit 1."""
+    for task, record in zip(todo, records, strict=True):
+        _, init, seed = task.args
+        missing = [split for split in data.scored if split not in record["scores"]]
+        if (record["init"], record["seed"]) != (init, seed):
+            problem = f"the run of {record['init']} seed {record['seed']}, not of its task {task.id}"
+        elif missing:
+            problem = f"scores: no {missing[0]} split, which this evaluation scores"
+        else:
+            continue
+        raise DataError(f"{marker_path(markers, task)}: {problem}; delete it, and its run is made again")
 
 
 def summarize(data: TaskData, settings: EvalSettings, records: list[dict], description: str,

@@ -10,6 +10,7 @@ saved config (`trainer.checkpoint.read_config`) and `metrics.jsonl`.
 from __future__ import annotations
 
 import contextlib
+import math
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,8 +19,9 @@ from typing import Any
 
 from corpusprep.engine import records as schemas
 from corpusprep.errors import DataError, UsageError
+from corpusprep.tokenize import VocabInfo
 from trainer.checkpoint import STEP_DIR, WEIGHTS, find_checkpoint, read_config
-from trainer.export import export
+from trainer.export import check_hf_model, export
 
 HF_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 CHECKPOINT_SIGNS = (WEIGHTS, "checkpoints")  # trainer/checkpoint.py: what find_checkpoint looks for
@@ -42,11 +44,12 @@ def is_hf_dir(path: Path) -> bool:
 
 
 def check_hf_dir(path: Path) -> None:
-    config = schemas.load_record(path / "config.json", "hf_config")
-    if config.get("model_type", "bert") != "bert":
-        raise UsageError(f"{path / 'config.json'}: model_type {config.get('model_type')!r}; trainer.evaluate "
-                         "fine-tunes BERT")  # fmt: skip
-    if not (path / "vocab.txt").is_file() and not (path / "tokenizer.json").is_file():
+    """A Hugging Face directory is read as import_hf reads one (`export.check_hf_model`: its config, sizes
+    and weights' header), and its vocab.txt by the vocab's reader, before transformers opens anything."""
+    check_hf_model(path)
+    if (path / "vocab.txt").is_file():
+        VocabInfo.load(path)
+    elif not (path / "tokenizer.json").is_file():
         raise UsageError(f"{path}: no vocab.txt or tokenizer.json beside the model")
 
 
@@ -94,44 +97,71 @@ def pretraining_cost(checkpoint: Path) -> dict[str, Any]:
     metrics.jsonl: each progress record gives its window's sequences and tokens per second, so a window
     of k steps took k x batch x accumulation / (sequences/s) seconds and saw tokens/s x that many tokens.
     Counted for one process: under torchrun multiply sequences and tokens by the number of processes (the
-    run does not record it). An imported model (`trainer.import_hf`) has no training of ours to count."""
+    run does not record it). An imported model (`trainer.import_hf`) has no training of ours to count.
+    Both files are read from disk: a value that is not a finite positive number (a whole one for a size or
+    a step), or a total beyond what a count holds, leaves what it decides unknown, with a note naming it."""
     match = STEP_DIR.match(checkpoint.name)
     if match is None or checkpoint.parent.name != "checkpoints":
         return {"known": False, "note": "an imported model: its pre-training was not ours to measure"}
     step = int(match.group(1))
     train = read_config(checkpoint).get("train", {})
-    try:
-        per_step = int(train["data"]["batch_size"]) * int(train["schedule"]["grad_accum"])
-    except (KeyError, TypeError, ValueError):
-        return {"known": True, "steps": step, "note": "no batch size in its config.json"}
+    batch, accum = _field(train, "data", "batch_size"), _field(train, "schedule", "grad_accum")
+    if not (_whole(batch) and _whole(accum) and step * batch * accum <= schemas.MAX_INT):
+        return {"known": True, "steps": step, "note": "no batch size in its config.json (or not a whole "
+                "number > 0): examples, tokens and time unknown"}  # fmt: skip
+    per_step = batch * accum
     cost = {"known": True, "steps": step, "examples": step * per_step, "tokens": None, "seconds": None}
-    records = metrics(checkpoint.parent.parent / "metrics.jsonl")
-    windows = [r for r in records
-               if "seq_per_s" in r and isinstance(r.get("step"), int) and r["step"] <= step]  # fmt: skip
+    path = checkpoint.parent.parent / "metrics.jsonl"
+    windows = [(n, r) for n, r in metrics(path)
+               if "seq_per_s" in r and _whole(r.get("step")) and r["step"] <= step]  # fmt: skip
     if not windows:
         return cost | {"note": "no metrics.jsonl: tokens and time unknown"}
     seconds = tokens = 0.0
     previous = 0
-    for record in windows:
-        rate, token_rate = float(record["seq_per_s"]), float(record.get("tokens_per_s", 0))
-        took = (record["step"] - previous) * per_step / rate if rate > 0 else 0.0
+    for number, record in windows:
+        rate, token_rate = record["seq_per_s"], record.get("tokens_per_s")
+        bad = next((k for k, v in (("seq_per_s", rate), ("tokens_per_s", token_rate)) if not _positive(v)),
+                   None)  # fmt: skip
+        if bad or record["step"] <= previous:
+            why = f"{bad} is not a finite number > 0" if bad else f"step {record['step']} after {previous}"
+            return cost | {"note": f"{path}:{number}: {why}: tokens and time unknown"}
+        took = (record["step"] - previous) * per_step / rate
         seconds, tokens, previous = seconds + took, tokens + token_rate * took, record["step"]
+    if not (math.isfinite(seconds) and tokens <= schemas.MAX_INT):
+        return cost | {"note": f"{path}: its rates give {tokens:.3g} tokens in {seconds:.3g} s, beyond any "
+                       "run: tokens and time unknown"}  # fmt: skip
     note = "one process; from metrics.jsonl" + ("" if previous == step else f" up to step {previous}")
     return cost | {"tokens": round(tokens), "seconds": round(seconds, 1), "note": note}
 
 
-def metrics(path: Path) -> list[dict]:
-    """The records of a metrics.jsonl (a line a kill cut short is passed over, as the trainer does)."""
+def _field(record: Any, *keys: str) -> Any:
+    """record[k1][k2]... of a record read from disk (any shape): None where a level is missing."""
+    for key in keys:
+        record = record.get(key) if isinstance(record, dict) else None
+    return record
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= schemas.MAX_INT
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf
+
+
+def metrics(path: Path) -> list[tuple[int, dict]]:
+    """(line number, record) of each record of a metrics.jsonl (a line a kill cut short, or one that is
+    not UTF-8 JSON, is passed over, as the trainer does)."""
     if not path.is_file():
         return []
-    records = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
+        lines = schemas.read_bytes(path).splitlines()  # a regular file, of a bounded size
+    except OSError as error:
         raise DataError(f"{path}: cannot read ({error})") from None
-    for line in lines:
+    records = []
+    for number, line in enumerate(lines, 1):
         with contextlib.suppress(DataError):
             record = schemas.parse_json(line, path)
             if isinstance(record, dict):
-                records.append(record)
+                records.append((number, record))
     return records
