@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from corpusprep.engine import artifact, records
 from corpusprep.engine.artifact import sha256_file
 from corpusprep.engine.records import inside, load_record
-from corpusprep.errors import DataError, InputError, plural
+from corpusprep.errors import CorpusprepError, DataError, InputError, plural
 from corpusprep.mask import num_predictions
 from corpusprep.mask.examples import list_parts
 from corpusprep.objectives import OBJECTIVES
@@ -268,7 +268,6 @@ def _lost_pairs(manifest: dict, splits: dict) -> list[str]:
 
 
 def _validate_vocab(directory: Path) -> tuple[list[str], str]:
-    from corpusprep.errors import CorpusprepError
     from corpusprep.tokenize import VocabInfo
 
     try:
@@ -366,7 +365,12 @@ def _validate_checkpoint(step: Path, training: bool = True) -> list[str]:
             raise DataError(f"{step / records.CHECKPOINT_WEIGHTS}: {json.dumps(bad[0])}: not floating point")
         if training:
             _check_trainer_state(step, tensors[records.CHECKPOINT_TENSORS])
-    except (OSError, DataError) as error:
+        # what only the trainer knows (the model's weights, its optimizer), by the checks its commands make:
+        # imported here, as torch is, only for a checkpoint
+        from trainer.checkpoint import check_checkpoint
+
+        check_checkpoint(step)
+    except (OSError, CorpusprepError) as error:
         return [f"{name}{_relative(str(error), step)}"]
     foreign = sorted(p.name for p in step.iterdir() if p.name not in CHECKPOINT_FILES)
     return [f"{name}{f}: not a file of a checkpoint" for f in foreign[:1]]
