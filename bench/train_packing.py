@@ -20,6 +20,7 @@ fewer, fuller steps.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
@@ -34,7 +35,8 @@ from build_pairs import SHARED, make_vocab, prefix_corpus  # noqa: E402
 
 from corpusprep.objectives import objective  # noqa: E402
 from trainer.data import collate  # noqa: E402
-from trainer.model import BertForPreTraining, preset, pretraining_loss  # noqa: E402
+from trainer.model import BertForPreTraining, preset  # noqa: E402
+from trainer.train import forward_loss  # noqa: E402
 
 
 def build(work: Path, mb: float, max_seq_length: int) -> Path:
@@ -88,16 +90,13 @@ def tokens_per_second(model, batches: list[dict], steps: int, repeat: int) -> tu
     for _ in range(repeat):
         start, tokens = time.perf_counter(), 0
         for batch in batches[:steps]:
-            inputs = ("input_ids", "token_type_ids", "attention_mask", "mlm_positions", "position_ids",
-                      "piece_lengths")  # fmt: skip
-            logits, _ = model(*(batch[k] for k in inputs))
-            pretraining_loss(logits, batch["mlm_labels"])[0].backward()
+            forward_loss(model, batch, contextlib.nullcontext)[2].backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-            tokens += int(batch["attention_mask"].sum())
+            tokens += batch["num_tokens"]
         best = max(best, tokens / (time.perf_counter() - start))
-    cells = sum(b["attention_mask"].numel() for b in batches[:steps])
-    real = sum(int(b["attention_mask"].sum()) for b in batches[:steps])
+    cells = sum(b["rows"].numel() for b in batches[:steps])  # attention's grid of rows
+    real = sum(b["num_tokens"] for b in batches[:steps])
     return best, 1 - real / cells
 
 
@@ -122,9 +121,9 @@ def attention_seconds(batches: list[dict], heads: int, head_dim: int, repeat: in
 
     blocks, grids = [], []
     for b in batches:
-        layout = Layout(b["attention_mask"], *b["input_ids"].shape, b["piece_lengths"])
-        blocks.append((tuple(b["input_ids"].shape), layout.key_mask))
-        pieces = b["piece_lengths"]
+        layout = Layout(b["cu_seqlens"], b["rows"], b["slots"])
+        blocks.append((tuple(b["rows"].shape), layout.mask))
+        pieces = torch.diff(b["cu_seqlens"])[: int((b["cu_seqlens"] < b["num_tokens"]).sum())]
         width = -(-int(pieces.max()) // 8) * 8
         grids.append(((len(pieces), width), (torch.arange(width) < pieces[:, None])[:, None, None, :]))
     return {"block mask": run(blocks), "piece grid": run(grids)}

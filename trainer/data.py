@@ -1,5 +1,5 @@
 """Training data from a shard directory: manifest checks, memory-mapped Parquet, a seeded and resumable
-stream of padded batches split across data-parallel ranks and DataLoader workers.
+stream of unpadded batches split across data-parallel ranks and DataLoader workers.
 
 Unit of work: a *chunk*, up to `chunk_rows` consecutive rows of one Parquet row group. Each epoch the row
 groups are put in a seeded random order, their chunks listed in that order, and chunk j goes to consumer
@@ -235,48 +235,63 @@ def epoch_order(chunks: list[Chunk], seed: int, epoch: int, shuffle: bool) -> li
 # ---------------------------------------------------------------- masking and batching
 
 
-def collate(table: pa.Table, pad_id: int, multiple: int = 8, spec: Objective | None = None) -> dict:
-    """Rows -> padded tensors: [B, L] with L = longest row rounded up to `multiple`; masked positions
-    as flat indices b * L + i into that grid, so the model gathers them without a [B, L, V] tensor.
+# A batch's flat tokens are padded up to a multiple of this, so that its shapes repeat from batch to batch
+# (allocator blocks and compiled kernels are reused) at a cost of < 64 tokens of padding a batch on average.
+TOKEN_MULTIPLE = 128
 
-    With a sentence task: `sentence_labels` [B]. Packed rows: `piece_lengths` [P] (row-major) and
-    `position_ids` [B, L], restarting at each piece's [CLS]."""
+
+def collate(table: pa.Table, pad_id: int, multiple: int = 8, spec: Objective | None = None) -> dict:
+    """Rows -> one unpadded batch, as `trainer.model.BertForPreTraining.forward` takes it (built here, in the
+    DataLoader workers, so that the model never looks for the padding itself: no host-device sync).
+
+    The real tokens of all rows, concatenated, then [PAD] up to a multiple of TOKEN_MULTIPLE (at least one):
+      input_ids, token_type_ids, position_ids: [T]; position ids restart at each sequence
+      cu_seqlens: int32 [S+1], sequence s is tokens cu_seqlens[s]:cu_seqlens[s+1]. A sequence is a row, or a
+        piece of a packed row; the padding tail follows as sequences of at most L tokens.
+      rows: [R, L], the token at column i of row r, L = longest row rounded up to `multiple`; past a row's end
+        the first padding token. slots: [T], each token's place r * L + i in `rows` (padding: 0).
+      mlm_positions, mlm_labels: [M], the masked tokens' flat positions in [T] and their original ids.
+      sentence_labels: [R] with a sentence task. num_tokens: the real tokens (an int, for throughput).
+    """
     spec = spec or objective(None)
     offsets, ids = list_parts(table["input_ids"])
     _, types = list_parts(table["token_type_ids"])
     pos_offsets, positions = list_parts(table["masked_lm_positions"])
     _, labels = list_parts(table["masked_lm_ids"])
     lengths = np.diff(offsets)
-    B = len(lengths)
+    R, n = len(lengths), len(ids)
     L = -(-int(lengths.max()) // multiple) * multiple
-    row = np.repeat(np.arange(B), lengths)
-    col = np.arange(len(ids)) - offsets[row]
-    input_ids = np.full((B, L), pad_id, dtype=np.int64)
-    input_ids[row, col] = ids
-    token_type_ids = np.zeros((B, L), dtype=np.int64)
-    token_type_ids[row, col] = types
-    attention_mask = np.zeros((B, L), dtype=np.bool_)
-    attention_mask[row, col] = True
-    mlm_rows = np.repeat(np.arange(B), np.diff(pos_offsets))
+    T = -(-(n + 1) // TOKEN_MULTIPLE) * TOKEN_MULTIPLE
+    seq_lengths = _piece_lengths(table["document_starts"], lengths) if spec.packs else lengths
+    tail = np.full(-(-(T - n) // L), L)  # the padding, in sequences no longer than a row
+    tail[-1] = T - n - L * (len(tail) - 1)
+    cu_seqlens = np.concatenate([[0], np.cumsum(np.concatenate([seq_lengths, tail]))]).astype(np.int32)
+    row = np.repeat(np.arange(R), lengths)
+    col = np.arange(n) - offsets[row]
+    rows = np.full((R, L), n, dtype=np.int64)
+    rows[row, col] = np.arange(n)
+    position_ids = np.zeros(T, dtype=np.int64)
+    position_ids[:n] = np.arange(n) - np.repeat(cu_seqlens[: len(seq_lengths)], seq_lengths)
     batch = {
-        "input_ids": torch.from_numpy(input_ids),
-        "token_type_ids": torch.from_numpy(token_type_ids),
-        "attention_mask": torch.from_numpy(attention_mask),
-        "mlm_positions": torch.from_numpy(mlm_rows * L + positions.astype(np.int64)),
+        "input_ids": torch.from_numpy(_padded(ids, T, pad_id)),
+        "token_type_ids": torch.from_numpy(_padded(types, T, 0)),
+        "position_ids": torch.from_numpy(position_ids),
+        "cu_seqlens": torch.from_numpy(cu_seqlens),
+        "rows": torch.from_numpy(rows),
+        "slots": torch.from_numpy(_padded(row * L + col, T, 0)),
+        "mlm_positions": torch.from_numpy(np.repeat(offsets[:-1], np.diff(pos_offsets)) + positions),
         "mlm_labels": torch.from_numpy(labels.astype(np.int64)),
+        "num_tokens": n,
     }
-    if spec.packs:
-        piece_lengths = _piece_lengths(table["document_starts"], lengths)
-        piece_start = np.repeat(np.cumsum(piece_lengths) - piece_lengths, piece_lengths)
-        position_ids = np.zeros((B, L), dtype=np.int64)
-        position_ids[row, col] = np.arange(len(ids)) - piece_start
-        batch |= {
-            "position_ids": torch.from_numpy(position_ids),
-            "piece_lengths": torch.from_numpy(piece_lengths),
-        }
-    else:
+    if not spec.packs:
         batch["sentence_labels"] = torch.from_numpy(to_numpy(table[spec.shard_label]).astype(np.int64))
     return batch
+
+
+def _padded(values: np.ndarray, length: int, fill: int) -> np.ndarray:
+    out = np.full(length, fill, dtype=np.int64)
+    out[: len(values)] = values
+    return out
 
 
 def check_rows(table: pa.Table, spec: Objective, where: str) -> None:

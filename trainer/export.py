@@ -496,7 +496,7 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
     lengths[0] = length
     mask = torch.arange(length)[None, :] < lengths[:, None]
     with torch.no_grad():
-        ours_mlm, ours_nsp = model(ids, types, mask)
+        ours_mlm, ours_nsp = model.padded(ids, types, mask)
         theirs = hf(input_ids=ids, token_type_ids=types, attention_mask=mask.long())
     return {
         "missing_keys": sorted(info["missing_keys"]),

@@ -2,23 +2,30 @@
 
 Numerically the model is Hugging Face `BertForPreTraining` (post-LN, exact erf GELU, LayerNorm eps 1e-12,
 tanh pooler on [CLS], MLM head dense -> GELU -> LayerNorm -> decoder tied to the word embeddings plus
-its own bias), so weights convert both ways. Two differences in *how* it computes, not *what*:
+its own bias), so weights convert both ways. What differs is *how* it computes, shaped for a GPU:
 
-- Unpadding: with an attention mask, every token-wise layer (embeddings LayerNorm, QKV, output
-  projection, MLP, LayerNorms) runs on the real tokens only, a [T, H] matrix; only attention itself
-  sees the padded [B, heads, L, head_dim] layout. Padding therefore costs nothing in the layers that
-  hold ~all FLOPs at L=128, and can never change a real token's output.
+- Unpadded: a batch is the real tokens of all its sequences, concatenated ([T], padded only at the end up
+  to a bucket size so that shapes repeat), as `trainer.data.collate` builds it in the DataLoader workers.
+  Every token-wise layer (embeddings, QKV, output projection, MLP, LayerNorms) runs on that [T, H] matrix,
+  so padding costs (almost) nothing, and can never change a real token's output.
+- No host syncs, one graph: where the sequences lie comes with the batch (`cu_seqlens`, `rows`, `slots`),
+  so the model never reads a tensor on the host or makes a shape from data (no `nonzero`, no `.item()`):
+  forward and backward compile as one graph (`compile_model`), and a GPU never waits for the CPU.
+- Attention over variable-length sequences, chosen in one function, `attention`: on a CUDA device in half
+  precision, flash attention over the concatenated sequences (no padding, no mask); elsewhere (the CPU, the
+  reference) SDPA on the batch's rows padded to [R, heads, L, head_dim], with a mask that keeps each token
+  inside its own sequence. Measured (bench/attention.py, BENCHMARKS.md), FlexAttention lost on the CPU: no
+  backward there in torch 2.13, a compiled forward 1.3-2x slower than SDPA's, no attention dropout anywhere.
+- Packed rows (objective `none`): a row may hold several pieces `[CLS] text [SEP]` of different documents;
+  each piece is a sequence of its own (attention and position ids stay inside it), so a piece computes
+  exactly what it would as a row of its own.
 - The MLM head projects to the vocab only at the masked positions (gather first): at 15% masking that
   is ~7x less work in the largest matmul of a small model.
-- Packed rows (objective `none`): a row may hold several pieces `[CLS] text [SEP]` of different documents.
-  Attention gets a [B, 1, L, L] block-diagonal mask (a token sees the tokens of its own piece) and position
-  ids restart in each piece, so a piece computes exactly what it would as a row of its own. Measured on
-  CPU (bench/train_packing.py), this takes 0.57x the attention time of a grid of pieces padded to the
-  longest piece, [pieces, heads, longest, head_dim]: pieces vary in length, and the grid pays for the longest.
 
 The sentence head (pooler + 2-way linear) exists for the objectives with a sentence task: `nsp` and `sop`
 (the same head as Hugging Face's `cls.seq_relationship`; the label means NotNext or swapped). With `none`
-the model is Hugging Face's `BertForMaskedLM`: no pooler, no sentence head.
+the model is Hugging Face's `BertForMaskedLM`: no pooler, no sentence head. `BertForPreTraining.padded`
+takes Hugging Face's padded [B, L] rows instead (for tests, checks and tools; it reads the mask on the host).
 
 State-dict names (frozen; `trainer/export.py` maps them to Hugging Face):
   embeddings.{word_embeddings,position_embeddings,token_type_embeddings}.weight, embeddings.norm.{weight,bias}
@@ -33,6 +40,7 @@ The MLM decoder weight *is* embeddings.word_embeddings.weight (tied), so it has 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 import torch
@@ -103,15 +111,49 @@ class Embeddings(nn.Module):
         self.drop = nn.Dropout(c.dropout)
 
     def forward(
-        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, position_ids: torch.Tensor | None = None
+        self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, position_ids: torch.Tensor
     ) -> torch.Tensor:
-        # input_ids, token_type_ids, position_ids: [B, L] -> [B, L, H]; positions 0..L-1 unless given
-        positions = torch.arange(input_ids.shape[1], device=input_ids.device) if position_ids is None else (
-            position_ids
-        )
+        # input_ids, token_type_ids, position_ids: [T] -> [T, H]
         x = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
-        x = x + self.position_embeddings(positions)
+        x = x + self.position_embeddings(position_ids)
         return self.drop(self.norm(x))
+
+
+class Layout:
+    """Where the sequences of a flat batch lie, from the loader's index tensors (`trainer.data.collate`).
+
+    cu_seqlens: int32 [S+1], sequence s is tokens cu_seqlens[s]:cu_seqlens[s+1] (rows or pieces of packed
+    rows, then the padding at the end). rows: [R, L], the token at column i of row r (past a row's end, a
+    padding token). slots: [T], each token's place r * L + i in `rows`. Built with tensor arithmetic only,
+    so no value is read on the host; the shapes come from the inputs' shapes.
+    """
+
+    def __init__(self, cu_seqlens: torch.Tensor, rows: torch.Tensor, slots: torch.Tensor):
+        self.cu_seqlens, self.rows, self.slots = cu_seqlens, rows, slots
+        self.max_len = rows.shape[1]  # no sequence is longer than a row: flash attention's max_seqlen
+        tokens = torch.arange(slots.shape[0], device=slots.device, dtype=cu_seqlens.dtype)
+        sequence = torch.searchsorted(cu_seqlens, tokens, right=True)  # [T]: the sequence of each token
+        in_rows = sequence[rows]  # [R, L]; padding past a row's end is a sequence of its own
+        # [R, 1, L, L]: a token sees the tokens of its own sequence (padding sees padding: no empty softmax)
+        self.mask = (in_rows[:, :, None] == in_rows[:, None, :])[:, None]
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: Layout, dropout_p: float):
+    """softmax(q k^T / sqrt(D)) v within each sequence: q, k, v [T, A, D] -> [T, A, D].
+
+    The one place the kernel is chosen. CUDA in half precision: flash attention over the concatenated
+    sequences (cu_seqlens; no padding, no mask, dropout inside the kernel), the GPU path of MosaicBERT and
+    ModernBERT. Elsewhere (the CPU: no variable-length kernel there) the reference: gather the rows'
+    [R, L] grid, SDPA with the per-sequence mask, and take each token's row back out.
+    """
+    head_dim = q.shape[-1]
+    if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) and head_dim % 8 == 0 and head_dim <= 256:
+        cu, n = layout.cu_seqlens, layout.max_len  # query and key sequences are the same
+        out = torch.ops.aten._flash_attention_forward(q, k, v, cu, cu, n, n, dropout_p, False, False)
+        return out[0]  # (output, logsumexp, philox seed and offset for the backward's dropout, debug mask)
+    grid = [x[layout.rows].transpose(1, 2) for x in (q, k, v)]  # 3 x [R, A, L, D]
+    y = F.scaled_dot_product_attention(*grid, attn_mask=layout.mask, dropout_p=dropout_p)  # [R, A, L, D]
+    return y.transpose(1, 2).flatten(0, 1)[layout.slots]  # [T, A, D]
 
 
 class Attention(nn.Module):
@@ -123,21 +165,11 @@ class Attention(nn.Module):
         self.attention_dropout = c.attention_dropout
 
     def forward(self, x: torch.Tensor, layout: Layout) -> torch.Tensor:
-        # x: [T, H] real tokens only (or all B*L when unpadded == padded)
+        # x: [T, H]; rows of qkv are [q | k | v], each split into heads as in BERT: 3 x [T, A, D]
         T, H = x.shape
-        B, L = layout.batch, layout.length
-        qkv = self.qkv(x)  # [T, 3H]
-        if layout.real is not None:  # scatter into the padded grid just for attention
-            qkv = qkv.new_zeros(B * L, 3 * H).index_copy_(0, layout.real, qkv)
-        # rows of qkv are [q | k | v], each split into heads as in BERT: 3 x [B, A, L, D]
-        q, k, v = qkv.view(B, L, 3, self.num_heads, H // self.num_heads).permute(2, 0, 3, 1, 4)
-        y = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=layout.key_mask, dropout_p=self.attention_dropout if self.training else 0.0
-        )  # [B, A, L, D]; padded queries attend to real keys, so no NaN, and are dropped below
-        y = y.transpose(1, 2).reshape(B * L, H)
-        if layout.real is not None:
-            y = y.index_select(0, layout.real)  # [T, H]
-        return self.out(y)
+        q, k, v = self.qkv(x).view(T, 3, self.num_heads, H // self.num_heads).unbind(1)
+        y = attention(q, k, v, layout, self.attention_dropout if self.training else 0.0)
+        return self.out(y.reshape(T, H))
 
 
 class MLP(nn.Module):
@@ -182,43 +214,6 @@ class MLMHead(nn.Module):
         return F.linear(h, self.decoder_weight[0].weight, self.bias)
 
 
-class Layout:
-    """Where the real tokens of a padded [B, L] batch live, for the unpadded layers and for attention.
-
-    real: flat positions b * L + i of the real tokens ([T], None when nothing is padding).
-    rows: for every flat position, its row in the unpadded [T, H] activations (valid at real tokens).
-    key_mask: what attention may see: [B, 1, 1, L] real keys; with `piece_lengths`, [B, 1, L, L] the keys of
-    the query's own piece (padded queries see the padding: never an empty softmax row). None: everything.
-    """
-
-    def __init__(
-        self, attention_mask: torch.Tensor | None, batch: int, length: int,
-        piece_lengths: torch.Tensor | None = None,  # [P] tokens of each piece, in row-major order
-    ):
-        self.batch, self.length = batch, length
-        if piece_lengths is None and (attention_mask is None or bool(attention_mask.all())):
-            self.key_mask = self.real = self.rows = None
-            return
-        if attention_mask is None:
-            attention_mask = torch.ones(batch, length, dtype=torch.bool, device=piece_lengths.device)
-        flat = attention_mask.reshape(-1).bool()
-        self.rows = torch.cumsum(flat, 0) - 1  # [B*L]: valid where flat is True
-        self.real = flat.nonzero().squeeze(1)  # [T]
-        if piece_lengths is None:
-            self.key_mask = attention_mask.bool()[:, None, None, :]
-            return
-        # Pieces are contiguous runs of the real tokens in row-major order: number them, padding -1.
-        piece = torch.full_like(flat, -1, dtype=torch.long)
-        piece[self.real] = torch.repeat_interleave(torch.arange(len(piece_lengths), device=flat.device),
-                                                   piece_lengths)  # fmt: skip
-        piece = piece.view(batch, length)
-        self.key_mask = (piece[:, :, None] == piece[:, None, :])[:, None]  # [B, 1, L, L]
-
-    def take(self, x: torch.Tensor, flat_positions: torch.Tensor) -> torch.Tensor:
-        """Rows of the [T, H] activations at flat positions (b * L + i) of the padded grid."""
-        return x.index_select(0, flat_positions if self.rows is None else self.rows[flat_positions])
-
-
 class BertForPreTraining(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -248,23 +243,36 @@ class BertForPreTraining(nn.Module):
         self,
         input_ids: torch.Tensor,
         token_type_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        piece_lengths: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, Layout]:
-        """Hidden states of the real tokens, [T, H], and the layout that locates them in [B, L]."""
-        B, L = input_ids.shape
-        layout = Layout(attention_mask, B, L, piece_lengths)
-        x = self.embeddings(input_ids, token_type_ids, position_ids).reshape(B * L, -1)
-        if layout.real is not None:
-            x = x.index_select(0, layout.real)  # [T, H]: padding leaves here and never comes back
+        position_ids: torch.Tensor,
+        layout: Layout,
+    ) -> torch.Tensor:
+        """Hidden states of the batch's tokens, [T, H]."""
+        x = self.embeddings(input_ids, token_type_ids, position_ids)
         for layer in self.layers:
             x = layer(x, layout)
-        if self.config.pre_ln:
-            x = self.final_norm(x)
-        return x, layout
+        return self.final_norm(x) if self.config.pre_ln else x
 
     def forward(
+        self,
+        input_ids: torch.Tensor,  # [T] int: the real tokens of all rows, concatenated, then padding
+        token_type_ids: torch.Tensor,  # [T] int
+        position_ids: torch.Tensor,  # [T] int: restarting at each sequence
+        cu_seqlens: torch.Tensor,  # [S+1] int32: where each sequence starts and ends (see Layout)
+        rows: torch.Tensor,  # [R, L] int: the token at each column of each row
+        slots: torch.Tensor,  # [T] int: each token's place r * L + i in rows
+        mlm_positions: torch.Tensor | None = None,  # [M] positions in [T]; None = every token
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """MLM logits ([M, V], or [T, V] without mlm_positions) and sentence logits [R, 2] (None without
+        a sentence head)."""
+        layout = Layout(cu_seqlens, rows, slots)
+        x = self.encode(input_ids, token_type_ids, position_ids, layout)
+        sentence_logits = None
+        if self.config.sentence_head:
+            cls = x[rows[:, 0]]  # [R, H]: each row's first token, [CLS]
+            sentence_logits = self.nsp_head(torch.tanh(self.pooler(cls)))  # [R, 2]
+        return self.mlm_head(x if mlm_positions is None else x[mlm_positions]), sentence_logits
+
+    def padded(
         self,
         input_ids: torch.Tensor,  # [B, L] int
         token_type_ids: torch.Tensor,  # [B, L] int
@@ -273,20 +281,15 @@ class BertForPreTraining(nn.Module):
         position_ids: torch.Tensor | None = None,  # [B, L]; None = 0..L-1 in every row
         piece_lengths: torch.Tensor | None = None,  # [P] packed rows: tokens of each piece, row-major
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """MLM logits ([M, V], or [B, L, V] without mlm_positions) and sentence logits [B, 2] (None
-        without a sentence head)."""
+        """`forward` on Hugging Face's padded rows: MLM logits ([M, V], or [B, L, V] without mlm_positions,
+        padded positions getting a padding token's) and sentence logits [B, 2]. Reads the mask on the host:
+        for tests, checks and tools; training batches come unpadded from the loader."""
         B, L = input_ids.shape
-        x, layout = self.encode(input_ids, token_type_ids, attention_mask, position_ids, piece_lengths)
-        sentence_logits = None
-        if self.config.sentence_head:
-            cls = layout.take(x, torch.arange(B, device=x.device) * L)  # [B, H]
-            sentence_logits = self.nsp_head(torch.tanh(self.pooler(cls)))  # [B, 2]
-        if mlm_positions is None:
-            every = torch.arange(B * L, device=x.device)
-            if layout.real is not None:  # padded positions get the (meaningless) first row, as a filler
-                every = torch.where(attention_mask.reshape(-1).bool(), every, layout.real[0])
-            return self.mlm_head(layout.take(x, every)).view(B, L, -1), sentence_logits
-        return self.mlm_head(layout.take(x, mlm_positions)), sentence_logits
+        flat = unpad(input_ids, token_type_ids, attention_mask, position_ids, piece_lengths)
+        token_at = flat["rows"].reshape(-1)  # [B * L]: the flat token at each padded position
+        at = token_at if mlm_positions is None else token_at[mlm_positions]
+        mlm_logits, sentence_logits = self(**flat, mlm_positions=at)
+        return (mlm_logits.view(B, L, -1) if mlm_positions is None else mlm_logits), sentence_logits
 
     def num_params(self, non_embedding: bool = True) -> int:
         n = sum(p.numel() for p in self.parameters())
@@ -295,6 +298,46 @@ class BertForPreTraining(nn.Module):
             tables = (e.word_embeddings, e.position_embeddings, e.token_type_embeddings)
             n -= sum(m.weight.numel() for m in tables)
         return n
+
+
+def unpad(
+    input_ids: torch.Tensor,
+    token_type_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    position_ids: torch.Tensor | None = None,
+    piece_lengths: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
+    """Padded rows [B, L] (arguments as `BertForPreTraining.padded`) -> `forward`'s flat inputs, laid out
+    as `trainer.data.collate` lays out shard rows, with one padding token at the end."""
+    B, L = input_ids.shape
+    real = torch.ones_like(input_ids, dtype=torch.bool) if attention_mask is None else attention_mask.bool()
+    slots = real.reshape(-1).nonzero().squeeze(1)  # [n]: each real token's place b * L + i (a host sync)
+    n = len(slots)
+    rows = torch.full((B * L,), n, dtype=torch.long, device=input_ids.device)
+    rows[slots] = torch.arange(n, device=input_ids.device)
+    lengths = real.sum(1) if piece_lengths is None else piece_lengths
+    sequences = torch.cat([lengths, lengths.new_ones(1)])  # the rows or pieces, then the padding token
+    positions = slots % L if position_ids is None else position_ids.reshape(-1)[slots]
+
+    def flat(x: torch.Tensor) -> torch.Tensor:  # [B, L] -> [n + 1]: the real tokens, then padding (0)
+        return F.pad(x.reshape(-1)[slots], (0, 1))
+
+    return {
+        "input_ids": flat(input_ids), "token_type_ids": flat(token_type_ids),
+        "position_ids": F.pad(positions, (0, 1)), "rows": rows.view(B, L), "slots": F.pad(slots, (0, 1)),
+        "cu_seqlens": F.pad(torch.cumsum(sequences, 0), (1, 0)).int(),
+    }  # fmt: skip
+
+
+def compile_model(model: BertForPreTraining, backend: str | Callable = "inductor") -> BertForPreTraining:
+    """Compile forward (and with it backward) as one graph, in place: state-dict names stay as they are.
+    fullgraph: a graph break is an error, not a silent slowdown. dynamic: every size symbolic from the
+    start, so that batches of other token, prediction and sequence counts reuse the graph (with torch's
+    automatic dynamic shapes each size that changes would cost one more compilation, four in a run).
+    A run compiles twice: training, and evaluation (no grad); a batch of one row once more, as torch
+    specialises sizes 0 and 1 (tests/trainer/test_unpadded.py counts them)."""
+    model.compile(backend=backend, fullgraph=True, dynamic=True)
+    return model
 
 
 def pretraining_loss(

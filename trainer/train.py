@@ -29,7 +29,7 @@ from corpusprep.errors import DataError, UsageError
 from trainer import checkpoint
 from trainer.config import TrainConfig
 from trainer.data import Position, Shards, ShardStream, open_shards
-from trainer.model import BertConfig, BertForPreTraining, flops_per_token, pretraining_loss
+from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token, pretraining_loss
 from trainer.optim import build_optimizer, build_scheduler
 
 # dense bf16 peak FLOP/s by device name, for MFU in the progress line (bench/train_gpu.py measures instead)
@@ -84,17 +84,19 @@ def log(d: Dist, message: str) -> None:
         print(message, flush=True)
 
 
-def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
-    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+def to_device(batch: dict, device: torch.device) -> dict:
+    """The batch's tensors on `device` (pinned memory: asynchronous copies); its counts stay as they are."""
+    return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
 
 
-def forward_loss(model: nn.Module, batch: dict[str, torch.Tensor], autocast) -> tuple:
+# what the model takes from a batch (trainer.data.collate): the flat tokens and where the sequences lie
+MODEL_INPUTS = ("input_ids", "token_type_ids", "position_ids", "cu_seqlens", "rows", "slots", "mlm_positions")
+
+
+def forward_loss(model: nn.Module, batch: dict, autocast) -> tuple:
     """(MLM logits, sentence logits or None, total loss, MLM loss, sentence loss or None) of one batch."""
     with autocast():
-        mlm_logits, sentence_logits = model(
-            batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], batch["mlm_positions"],
-            batch.get("position_ids"), batch.get("piece_lengths"),
-        )  # fmt: skip
+        mlm_logits, sentence_logits = model(**{k: batch[k] for k in MODEL_INPUTS})
     losses = pretraining_loss(mlm_logits, batch["mlm_labels"], sentence_logits, batch.get("sentence_labels"))
     return mlm_logits, sentence_logits, *losses
 
@@ -222,11 +224,8 @@ class Trainer:
             self.model = DistributedDataParallel(
                 self.raw_model, device_ids=[d.local_rank] if device.type == "cuda" else None
             )
-        if config.compile:
-            # per block, as in torchtitan: the unpadding layout (data-dependent shapes) stays eager, the
-            # token-wise math fuses; Module.compile() also keeps state_dict names free of `_orig_mod.`
-            for block in [*self.raw_model.layers, self.raw_model.mlm_head]:
-                block.compile(dynamic=True)
+        if config.compile:  # in place, under DDP's wrapper: one graph, forward and backward
+            compile_model(self.raw_model)
         cuda = device.type == "cuda"
         self.autocast = (
             (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if cuda else contextlib.nullcontext
@@ -273,15 +272,15 @@ class Trainer:
         totals = torch.zeros(3, device=self.device)
         for micro in range(accum):
             batch = self.last_batch = to_device(next(self.batches), self.device)
-            self.position.advance(len(batch["input_ids"]), self.workers)
+            self.position.advance(len(batch["rows"]), self.workers)
             sync = micro == accum - 1 or d.world == 1
             with contextlib.nullcontext() if sync else self.model.no_sync():
                 _, _, loss, mlm, sentence = forward_loss(self.model, batch, self.autocast)
                 (loss / accum).backward()
             sentence = mlm.new_zeros(()) if sentence is None else sentence.detach()
             totals += torch.stack([loss.detach(), mlm.detach(), sentence]) / accum
-            self.window["seqs"] += len(batch["input_ids"])
-            self.window["tokens"] += int(batch["attention_mask"].sum())
+            self.window["seqs"] += len(batch["rows"])
+            self.window["tokens"] += batch["num_tokens"]
         clip = self.config.optim.grad_clip
         grad_norm = (
             float(nn.utils.clip_grad_norm_(self.raw_model.parameters(), clip)) if clip > 0 else math.nan

@@ -365,6 +365,11 @@ def _validate_checkpoint(step: Path, training: bool = True) -> list[str]:
             raise DataError(f"{step / records.CHECKPOINT_WEIGHTS}: {json.dumps(bad[0])}: not floating point")
         if training:
             _check_trainer_state(step, tensors[records.CHECKPOINT_TENSORS])
+        vocab = config.get("vocab", {})
+        if vocab.get("path"):  # an import's own vocab, inside it: the one the model was trained with
+            path = inside(step, vocab["path"]) / "vocab.txt"
+            if vocab.get("sha256") and (not path.is_file() or sha256_file(path) != vocab["sha256"]):
+                raise DataError(f"{path}: missing, or not the vocab config.json records (sha256)")
         # what only the trainer knows (the model's weights, its optimizer), by the checks its commands make:
         # imported here, as torch is, only for a checkpoint
         from trainer.checkpoint import check_checkpoint
@@ -372,7 +377,8 @@ def _validate_checkpoint(step: Path, training: bool = True) -> list[str]:
         check_checkpoint(step)
     except (OSError, CorpusprepError) as error:
         return [f"{name}{_relative(str(error), step)}"]
-    foreign = sorted(p.name for p in step.iterdir() if p.name not in CHECKPOINT_FILES)
+    own = {*CHECKPOINT_FILES, vocab.get("path", "").split("/")[0]}
+    foreign = sorted(p.name for p in step.iterdir() if p.name not in own)
     return [f"{name}{f}: not a file of a checkpoint" for f in foreign[:1]]
 
 

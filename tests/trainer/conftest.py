@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from corpusprep.demo_corpus import iter_demo_documents
 from corpusprep.pair.build import PairOptions, build_pairs
@@ -67,6 +68,17 @@ def build_shards(
     )  # fmt: skip
     shard_stage(out / "pairs", out / "vocab", out / "shards", shard_options, workers=1, progress=False)
     return out / "shards"
+
+
+def padded_rows(batch: dict) -> dict[str, torch.Tensor]:
+    """A batch of `trainer.data.collate` as padded rows [R, L], Hugging Face's form: input_ids,
+    token_type_ids, position_ids, attention_mask, and labels (the original token where a prediction is due,
+    -100 elsewhere). Past a row's end `rows` points at the padding, so the ids there are [PAD]."""
+    rows = batch["rows"]
+    padded = {k: batch[k][rows] for k in ("input_ids", "token_type_ids", "position_ids")}
+    labels = torch.full((rows.numel(),), -100)
+    labels[batch["slots"][batch["mlm_positions"]]] = batch["mlm_labels"]
+    return padded | {"attention_mask": rows < batch["num_tokens"], "labels": labels.view(rows.shape)}
 
 
 @pytest.fixture(scope="session")

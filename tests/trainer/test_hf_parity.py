@@ -17,6 +17,7 @@ from tests.interop.helpers import (
     write_checkpoint,
     write_vocab,
 )
+from tests.trainer.conftest import padded_rows
 from trainer.config import OptimConfig, ScheduleConfig
 from trainer.data import ShardStream, open_shards
 from trainer.export import QKV, export, key_names
@@ -61,7 +62,7 @@ def test_logits_equal_transformers(tmp_path, padded, attn):
     chosen = (torch.rand(B, L, generator=g) < 0.15) & mask
     positions = chosen.reshape(-1).nonzero().squeeze(1)
     with torch.no_grad():
-        mlm, nsp = ours(ids, types, mask if padded else None, positions)
+        mlm, nsp = ours.padded(ids, types, mask if padded else None, positions)
         theirs = hf(input_ids=ids, token_type_ids=types, attention_mask=mask.long())
     their_mlm = theirs.prediction_logits.reshape(B * L, -1)[positions]
     mlm_diff = float((mlm - their_mlm).abs().max())
@@ -94,7 +95,8 @@ def test_fifty_training_steps_match_transformers(tiny_shards, tmp_path):
     steps = 50
     shards = open_shards(tiny_shards)
     batches = list(itertools.islice(ShardStream(shards, "train", batch_size=16, seed=1), steps))
-    assert any(not bool(b["attention_mask"].all()) for b in batches)  # padding is exercised
+    rows = [padded_rows(b) for b in batches]  # the same batches as transformers takes them
+    assert any(not bool(r["attention_mask"].all()) for r in rows)  # padding is exercised
     torch.manual_seed(0)
     config = preset("tiny", vocab_size=shards.vocab.size, dropout=0.0, attention_dropout=0.0)
     ours, hf = exported_pair(BertForPreTraining(config), tmp_path)
@@ -111,15 +113,13 @@ def test_fifty_training_steps_match_transformers(tiny_shards, tmp_path):
     runs = [(m, o, build_scheduler(o, schedule)) for m, o in ((ours, opt_ours), (hf, opt_hf))]
 
     diffs = []
-    for batch in batches:
+    for batch, padded in zip(batches, rows, strict=True):
         _, _, loss_ours, _, _ = forward_loss(ours, batch, contextlib.nullcontext)
-        labels = torch.full(batch["input_ids"].shape, -100)
-        labels.view(-1)[batch["mlm_positions"]] = batch["mlm_labels"]
         loss_hf = hf(
-            input_ids=batch["input_ids"],
-            token_type_ids=batch["token_type_ids"],
-            attention_mask=batch["attention_mask"].long(),
-            labels=labels,
+            input_ids=padded["input_ids"],
+            token_type_ids=padded["token_type_ids"],
+            attention_mask=padded["attention_mask"].long(),
+            labels=padded["labels"],
             next_sentence_label=batch["sentence_labels"],
         ).loss
         for loss, (model, optimizer, scheduler) in zip((loss_ours, loss_hf), runs, strict=True):

@@ -3,7 +3,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainer.model import PRESETS, BertForPreTraining, flops_per_token, preset, pretraining_loss
+from trainer.model import (
+    PRESETS,
+    BertForPreTraining,
+    Layout,
+    flops_per_token,
+    preset,
+    pretraining_loss,
+    unpad,
+)
 
 V = 300
 
@@ -39,10 +47,10 @@ def test_presets_and_overrides():
 def test_shapes_and_tied_decoder():
     model = tiny()
     ids, types, mask = batch([16, 9, 12], 16)
-    mlm, nsp = model(ids, types, mask)
+    mlm, nsp = model.padded(ids, types, mask)
     assert mlm.shape == (3, 16, V) and nsp.shape == (3, 2)
     positions = torch.tensor([1, 16 + 3, 32 + 11])
-    mlm_at, _ = model(ids, types, mask, positions)
+    mlm_at, _ = model.padded(ids, types, mask, positions)
     assert mlm_at.shape == (3, V)
     torch.testing.assert_close(mlm_at, mlm.reshape(48, V)[positions])
     # tied: the decoder is the word embedding, so the state dict has no separate decoder weight
@@ -57,11 +65,11 @@ def test_padding_never_changes_real_tokens():
     for pre_ln in (False, True):
         model = tiny(pre_ln=pre_ln)
         ids, types, mask = batch([7, 24], 24)
-        alone_mlm, alone_nsp = model(ids[:1, :7], types[:1, :7])  # no padding at all
+        alone_mlm, alone_nsp = model.padded(ids[:1, :7], types[:1, :7])  # no padding at all
         garbage = ids.clone()
         garbage[0, 7:] = torch.randint(5, V, (17,))
         for padded_ids in (ids, garbage):
-            mlm, nsp = model(padded_ids, types, mask)
+            mlm, nsp = model.padded(padded_ids, types, mask)
             torch.testing.assert_close(mlm[0, :7], alone_mlm[0], atol=1e-5, rtol=1e-5)
             torch.testing.assert_close(nsp[0], alone_nsp[0], atol=1e-5, rtol=1e-5)
 
@@ -70,13 +78,15 @@ def test_only_masked_positions_get_gradient():
     """The MLM loss depends on the hidden state of masked positions only (and on no padding)."""
     model = tiny()
     ids, types, mask = batch([10, 14], 16)
-    x, layout = model.encode(ids, types, mask)
+    flat = unpad(ids, types, mask)
+    x = model.encode(flat["input_ids"], flat["token_type_ids"], flat["position_ids"], Layout(
+        flat["cu_seqlens"], flat["rows"], flat["slots"]))  # fmt: skip
     x.retain_grad()
-    positions = torch.tensor([2, 16 + 5])
-    logits = model.mlm_head(layout.take(x, positions))
+    positions = torch.tensor([2, 10 + 5])  # flat: the second row starts at token 10
+    logits = model.mlm_head(x[positions])
     torch.nn.functional.cross_entropy(logits, torch.tensor([7, 9])).backward()
     rows_with_grad = (x.grad.abs().sum(1) > 0).nonzero().squeeze(1).tolist()
-    assert x.shape[0] == 24  # 10 + 14 real tokens, no padding rows
+    assert x.shape[0] == 25  # 10 + 14 real tokens and one of padding, not 2 x 16
     assert rows_with_grad == [2, 10 + 5]
 
 
@@ -99,7 +109,7 @@ def test_learns_one_batch():
     labels, nsp_labels = torch.tensor([5, 6, 7, 8, 9]), torch.tensor([0, 1, 0, 1])
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     for _ in range(60):
-        mlm_logits, nsp_logits = model(ids, types, mask, positions)
+        mlm_logits, nsp_logits = model.padded(ids, types, mask, positions)
         loss = pretraining_loss(mlm_logits, labels, nsp_logits, nsp_labels)[0]
         opt.zero_grad()
         loss.backward()
@@ -133,14 +143,14 @@ def test_a_packed_row_computes_what_its_pieces_compute_as_rows():
     positions[0, :23] = torch.cat([torch.arange(9), torch.arange(14)])
     positions[1, :5] = torch.arange(5)
     types = torch.zeros(2, L, dtype=torch.long)
-    packed, sentence = model(ids, types, mask, None, positions, torch.tensor([9, 14, 5]))
+    packed, sentence = model.padded(ids, types, mask, None, positions, torch.tensor([9, 14, 5]))
     assert sentence is None
     starts = [(0, 0), (0, 9), (1, 0)]
     for piece, (row, start) in zip(pieces, starts, strict=True):
-        alone, _ = model(piece[None], torch.zeros(1, len(piece), dtype=torch.long))
+        alone, _ = model.padded(piece[None], torch.zeros(1, len(piece), dtype=torch.long))
         torch.testing.assert_close(packed[row, start : start + len(piece)], alone[0], atol=1e-5, rtol=1e-5)
     # without the piece layout the second piece would attend to the first: the logits would differ
-    crossed, _ = model(ids, types, mask, None, positions)
+    crossed, _ = model.padded(ids, types, mask, None, positions)
     assert not torch.allclose(crossed[0, 9:23], packed[0, 9:23], atol=1e-3)
 
 
