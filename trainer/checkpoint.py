@@ -21,10 +21,12 @@ leaves only a temp dir, removed on the next start; a failed one (a full disk) re
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
-from dataclasses import asdict, fields, replace
+from collections.abc import Iterator
+from dataclasses import asdict, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +36,9 @@ from corpusprep.engine import faults, records
 from corpusprep.engine.artifact import sha256_file
 from corpusprep.engine.files import atomic_dir, remove_stale_temps
 from corpusprep.errors import DataError, UsageError, os_error_in
-from trainer.config import WARMUP_SHARE, ModelConfig
+from trainer.config import MAX_BATCH_SIZE, WARMUP_SHARE, ModelConfig, TrainConfig, load_config
 from trainer.model import BertConfig, BertForPreTraining
+from trainer.optim import STATE_KEYS, build_optimizer, build_scheduler
 
 STEP_DIR = re.compile(r"^step-(\d{7,})$")
 FORMAT = 2  # 1: the pickled *.pt files, refused
@@ -123,6 +126,27 @@ def resume_conflicts(saved: dict, current: dict) -> list[str]:
         for k in keys
         if norm(k, before.get(k), before) != norm(k, after.get(k), after)
     ]
+
+
+def saved_train(path: Path, record: dict | None = None) -> TrainConfig:
+    """The training settings a checkpoint was saved with (config.json "train"), checked as a config file is
+    (types and ranges: `trainer.config.load_config`), so a value edited to 1e400 or null is one line naming
+    the field, not an OverflowError in `resume_conflicts`. Keys this trainer does not know (a newer
+    version's) are left out, as every record's extra keys are."""
+    record = record if record is not None else read_config(path)
+
+    def known(values: Any, template: Any) -> Any:
+        if not (is_dataclass(template) and isinstance(values, dict)):
+            return values
+        names = {f.name: getattr(template, f.name) for f in fields(template)}
+        # None in a field whose default is None: not set (a setting left to its default, as saved)
+        kept = {k: v for k, v in values.items() if k in names and (v, names[k]) != (None, None)}
+        return {k: known(v, names[k]) for k, v in kept.items()}
+
+    try:
+        return load_config(known(record.get("train", {}), TrainConfig()))
+    except UsageError as error:
+        raise DataError(f"{path / CONFIG}: train.{str(error).removeprefix('config: ')}") from None
 
 
 def latest(run_dir: Path) -> Path | None:
@@ -268,8 +292,12 @@ def load_tensors(file: Path, device: str | torch.device = "cpu") -> dict[str, to
 
 
 def load_weights(path: Path, device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
-    """A checkpoint's model weights, checked against config.json."""
-    return load_tensors(verify(path, WEIGHTS, read_config(path)), device)
+    """A checkpoint's model weights, checked against config.json: the file's sha256, and its header's
+    tensors against the model config.json describes (within check_fits) before any is loaded."""
+    record = read_config(path)
+    file = verify(path, WEIGHTS, record)
+    check_weights_file(file, bert_config(record["model"], path / CONFIG))
+    return load_tensors(file, device)
 
 
 def load_state(path: Path, device: str | torch.device = "cpu") -> dict[str, Any]:
@@ -318,44 +346,6 @@ def _kind(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return ("a list of", tuple(_kind(v) for v in value))
     return "an object" if isinstance(value, dict) else type(value).__name__
-
-
-def check_like(saved: dict, live: dict, where: str, params: list[torch.Tensor] | None = None) -> None:
-    """A saved optimizer (`params`: its parameters in order) or schedule state shaped like this run's own
-    `live` one: the same keys with the same kinds of values, param groups over the same parameters, and each
-    parameter's state tensors of its shape (a `step` of one element), so that load_state_dict takes nothing
-    that would fail, or train wrongly, later. One DataError line naming the field."""
-
-    def same(a: Any, b: Any, at: str) -> None:
-        if _kind(a) != _kind(b):
-            raise DataError(f"{where}.{at}: {_kind(a)}, not {_kind(b)} as this run's")
-
-    if params is None:
-        if set(saved) != set(live):
-            raise DataError(f"{where}: keys {sorted(saved)}, not {sorted(live)}")
-        for key in live:
-            same(saved[key], live[key], key)
-        return
-    groups, live_groups = saved["param_groups"], live["param_groups"]
-    if len(groups) != len(live_groups):
-        raise DataError(f"{where}.param_groups: {len(groups)} groups, not {len(live_groups)}")
-    for g, (group, own) in enumerate(zip(groups, live_groups, strict=True)):
-        if set(group) != set(own) or group["params"] != own["params"]:
-            raise DataError(f"{where}.param_groups[{g}]: not the parameters and settings of this run's")
-        for key in own:
-            same(group[key], own[key], f"param_groups[{g}].{key}")
-    for index, entry in saved["state"].items():
-        if not (isinstance(index, int) and 0 <= index < len(params)):
-            raise DataError(f"{where}.state: {index!r}: no parameter of this model")
-        for key, value in entry.items():
-            at = f"{where}.state.{index}.{key}"
-            if not isinstance(value, torch.Tensor):
-                same(value, 0, f"state.{index}.{key}")
-            elif key == "step" and value.numel() != 1:
-                raise DataError(f"{at}: {value.numel()} elements, not 1")
-            elif key != "step" and (value.shape != params[index].shape or not value.is_floating_point()):
-                raise DataError(f"{at}: {value.dtype} {tuple(value.shape)}, not the parameter's "
-                                f"{tuple(params[index].shape)}")  # fmt: skip
 
 
 def load(path: Path, name: str, map_location: str | torch.device = "cpu") -> Any:
@@ -482,21 +472,193 @@ def load_checkpoint(path: Path) -> tuple[BertConfig, dict[str, torch.Tensor], di
     return config, strip_wrappers(load_weights(path)), saved
 
 
+def weight_shapes(config: BertConfig) -> Iterator[tuple[str, tuple[int, ...]]]:
+    """The name and shape of every weight of a model of `config`, in state-dict order, lazily, from a meta
+    model of ONE layer (the layers repeat it): no model of `num_layers` is built, so a config.json claiming
+    10^10 layers costs nothing until a file holding them is compared (`check_shapes` stops at the first
+    weight the file lacks)."""
+    with torch.device("meta"):  # shapes only, no memory, no init
+        one = BertForPreTraining(replace(config, num_layers=1)).state_dict()
+    one = {k: tuple(v.shape) for k, v in one.items()}
+    layer = {k.removeprefix("layers.0."): v for k, v in one.items() if k.startswith("layers.0.")}
+    listed = False
+    for name, shape in one.items():
+        if not name.startswith("layers."):
+            yield name, shape
+        elif not listed:
+            listed = True
+            for i in range(config.num_layers):
+                yield from ((f"layers.{i}.{k}", v) for k, v in layer.items())
+
+
+def check_shapes(shapes: dict[str, tuple[int, ...]], config: BertConfig, where: Path) -> None:
+    """The weights `shapes` names ({name: shape}: a loaded state dict's, or a safetensors header's, read
+    without loading) are every weight of a model of `config` with its shape, no more: a checkpoint whose
+    config.json does not describe its weights, or that would leave weights random, is one line naming the
+    first tensor that differs."""
+    seen = 0
+    for name, shape in weight_shapes(config):
+        if name not in shapes:
+            raise DataError(f"{where}: missing {name} (a weight of the model config.json describes)")
+        if tuple(shapes[name]) != shape:
+            raise DataError(f"{where}: wrong shape of {name}: {list(shapes[name])}, not {list(shape)} as the "
+                            "model config.json describes")  # fmt: skip
+        seen += 1
+    if seen != len(shapes):
+        expected = {name for name, _ in weight_shapes(config)}
+        extra = sorted(set(shapes) - expected)
+        more = " ..." if len(extra) > 5 else ""
+        raise DataError(f"{where}: unexpected {', '.join(extra[:5])}{more} (not a weight of the model "
+                        "config.json describes)")  # fmt: skip
+
+
 WEIGHT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # export.FLOAT_DTYPES
 
 
 def check_state(state: dict[str, torch.Tensor], config: BertConfig, where: Path) -> None:
-    """Every key and shape our model has, no more: a checkpoint that would load with random weights fails;
-    every weight a float our model computes with, and finite (a diverged run's weights are no model)."""
-    with torch.device("meta"):  # shapes only, no memory, no init
-        expected = {k: v.shape for k, v in BertForPreTraining(config).state_dict().items()}
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    wrong = [k for k in expected if k in state and state[k].shape != expected[k]]
-    not_float = [k for k in expected if k in state and state[k].dtype not in WEIGHT_DTYPES]  # float8: no
-    nonfinite = [] if not_float else [k for k in expected if k in state and not state[k].isfinite().all()]
-    for what, keys in (("missing", missing), ("unexpected", unexpected), ("wrong shape of", wrong),
-                       ("not float16, bfloat16, float32 or float64:", not_float),
-                       ("NaN or infinite values (diverged weights) in", nonfinite)):  # fmt: skip
-        if keys:
-            raise DataError(f"{where}: {what} {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}")
+    """Every key and shape our model has, no more (a checkpoint that would load with random weights, or
+    wrong ones, fails); every weight a float our model computes with (float8: no), and finite (a diverged
+    run's weights are no model)."""
+    check_shapes({k: tuple(v.shape) for k, v in state.items()}, config, where)
+    if not_float := [k for k, v in state.items() if v.dtype not in WEIGHT_DTYPES]:
+        raise DataError(f"{where}: not float16, bfloat16, float32 or float64: {', '.join(not_float[:5])}")
+    if nonfinite := [k for k, v in state.items() if not v.isfinite().all()]:
+        raise DataError(f"{where}: NaN or infinite values (diverged weights) in {', '.join(nonfinite[:5])}")
+
+
+def check_weights_file(file: Path, config: BertConfig) -> None:
+    """`check_shapes` on a safetensors file's header, before a byte of the weights is loaded."""
+    header = records.safetensors_header(file)
+    check_shapes(strip_wrappers({k: shape for k, (_, shape) in header.items()}), config, file)
+
+
+# ---------------------------------------------------------------- a training run's state
+
+
+IMPLEMENTATION = ("foreach", "fused", "capturable", "differentiable")  # how the update runs: this machine's
+SCHEDULED = ("lr", "initial_lr")  # what the schedule sets as training goes: the checkpoint's
+
+
+def _plain(value: Any) -> Any:
+    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
+def _count(value: Any) -> bool:
+    """A finite number >= 0 (a JSON number, or a one-element floating point tensor)."""
+    if isinstance(value, torch.Tensor):
+        ok = value.numel() == 1 and value.is_floating_point()
+        return ok and bool((value.isfinite() & (value >= 0)).all())
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value >= 0
+
+
+def optimizer_state(saved: dict, optimizer: torch.optim.Optimizer, where: str) -> dict:
+    """The optimizer state to load from a checkpoint's `saved` one, checked against this run's `optimizer`
+    (built from the validated config): the same param groups over the same parameters, their
+    hyperparameters (betas, eps, weight_decay, amsgrad, maximize, ...) this run's (else one line naming the
+    field: the checkpoint contradicts the settings it was saved with, which `resume_conflicts` compared with
+    this run's), the learning rate the schedule set taken from it, a finite one; how the update runs
+    (foreach, fused, capturable, differentiable) this machine's, so a GPU's checkpoint resumes on a CPU. Each
+    parameter's state: exactly STATE_KEYS, `step` a finite count, the moments finite tensors of the
+    parameter's dtype and shape (the second one >= 0)."""
+    live = optimizer.state_dict()
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    groups, live_groups = saved["param_groups"], live["param_groups"]
+    if len(groups) != len(live_groups):
+        raise DataError(f"{where}.param_groups: {len(groups)} groups, not {len(live_groups)}")
+    loaded = []
+    for g, (group, own) in enumerate(zip(groups, live_groups, strict=True)):
+        if set(group) != set(own) or group["params"] != own["params"]:
+            raise DataError(f"{where}.param_groups[{g}]: not the parameters and settings of this run's")
+        for key in own.keys() - {"params", *IMPLEMENTATION}:
+            at, value = f"{where}.param_groups[{g}].{key}", group[key]
+            if key in SCHEDULED and not _count(value):
+                raise DataError(f"{at}: {value!r}, not a finite learning rate >= 0")
+            if key not in SCHEDULED and _plain(value) != _plain(own[key]):
+                raise DataError(f"{at}: {value!r}, not {_plain(own[key])!r} as this run's settings make it")
+        loaded.append(own | {k: group[k] for k in SCHEDULED if k in own})
+    for index, entry in saved["state"].items():
+        if not (isinstance(index, int) and 0 <= index < len(params)):
+            raise DataError(f"{where}.state: {index!r}: no parameter of this model")
+        if set(entry) != set(STATE_KEYS):
+            raise DataError(f"{where}.state.{index}: keys {sorted(entry)}, not {sorted(STATE_KEYS)}")
+        param = params[index]
+        for key, value in entry.items():
+            at = f"{where}.state.{index}.{key}"
+            if key == "step":
+                if not _count(value):
+                    raise DataError(f"{at}: {_shown(value)}, not a finite count >= 0")
+            elif not isinstance(value, torch.Tensor) or (value.dtype, value.shape) != (param.dtype,
+                                                                                        param.shape):
+                raise DataError(f"{at}: {_shown(value)}, not the parameter's {param.dtype} "
+                                f"{tuple(param.shape)}")  # fmt: skip
+            elif not value.isfinite().all() or (key == "exp_avg_sq" and (value < 0).any()):
+                what = "not finite or negative" if key == "exp_avg_sq" else "not finite"
+                raise DataError(f"{at}: holds values {what}")
+    return {"state": saved["state"], "param_groups": loaded}
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        held = f" ({value.flatten()[0].item()!r})" if value.numel() == 1 else ""
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}{held}"
+    return repr(value)
+
+
+def check_schedule(saved: dict, scheduler: Any, step: int, where: str) -> None:
+    """A checkpoint's schedule state shaped like this run's: the same keys with the same kinds of values,
+    the peak learning rates this run's settings make (`base_lrs`), at the checkpoint's step."""
+    live = scheduler.state_dict()
+    if set(saved) != set(live):
+        raise DataError(f"{where}: keys {sorted(saved)}, not {sorted(live)}")
+    for key, own in live.items():
+        if _kind(saved[key]) != _kind(own):
+            raise DataError(f"{where}.{key}: {_kind(saved[key])}, not {_kind(own)} as this run's")
+    if _plain(saved["base_lrs"]) != _plain(live["base_lrs"]):
+        raise DataError(f"{where}.base_lrs: {saved['base_lrs']}, not {live['base_lrs']} as this run's "
+                        "settings make them")  # fmt: skip
+    if saved["last_epoch"] != step:
+        raise DataError(f"{where}.last_epoch: {saved['last_epoch']!r}, not the checkpoint's step {step}")
+    if bad := [v for v in _plain(saved["_last_lr"]) if not _count(v)]:
+        raise DataError(f"{where}._last_lr: {bad[0]!r}, not a finite learning rate >= 0")
+
+
+def check_positions(state: dict, grad_accum: int, where: Path) -> None:
+    """Each rank's data position one the run could have reached: a batch per micro-step so far, and in each
+    DataLoader worker's role no more rows than its batches can hold (MAX_BATCH_SIZE each), so a position of
+    10^17 rows is refused rather than fast-forwarded for hours."""
+    step = state["step"]
+    for rank, position in enumerate(state["positions"]):
+        batches, rows = position["batches"], position["rows"]
+        at = f"{where}: positions[{rank}]"
+        if batches != step * grad_accum:
+            raise DataError(f"{at}.batches: {batches}, not the {step} x {grad_accum} micro-batches of step "
+                            f"{step}")  # fmt: skip
+        if bool(rows) != bool(batches):
+            raise DataError(f"{at}.rows: {rows}, with {batches} batches")
+        for role, count in enumerate(rows):
+            given = batches // len(rows) + (role < batches % len(rows))  # batch i comes from role i % roles
+            if not given <= count <= given * MAX_BATCH_SIZE:
+                raise DataError(f"{at}.rows[{role}]: {count}, not what {given} batches of 1 to "
+                                f"{MAX_BATCH_SIZE} rows hold")  # fmt: skip
+
+
+def check_checkpoint(path: Path) -> None:
+    """Every check a command makes before it uses the checkpoint `path`, without using it (`corpusprep
+    validate`): its records, its files against their sha256, the model it describes (within check_fits) and
+    the weights' shapes (from the header); for a training checkpoint its settings, data positions, and its
+    optimizer and schedule state against those its settings build (on a meta model: no memory)."""
+    record = read_config(path)
+    config = bert_config(record["model"], path / CONFIG)
+    check_weights_file(verify(path, WEIGHTS, record), config)
+    if not (path / STATE).exists():  # a model checkpoint (an import's)
+        return
+    train = saved_train(path, record)
+    state = load_state(path)
+    check_positions(state, train.schedule.grad_accum, path / STATE)
+    with torch.device("meta"):
+        model = BertForPreTraining(config)
+    optimizer = build_optimizer(model, train.optim, fused=False)
+    scheduler = build_scheduler(optimizer, train.schedule)  # it sets the groups' initial_lr
+    optimizer_state(state["optimizer"], optimizer, f"{path / STATE}: optimizer")
+    check_schedule(state["scheduler"], scheduler, state["step"], f"{path / STATE}: scheduler")

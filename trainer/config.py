@@ -293,6 +293,10 @@ def _fraction(value: Any) -> bool:
 
 AT_LEAST_ONE = (lambda v: _whole(v, 1), "an integer >= 1")
 AT_LEAST_ZERO = (lambda v: _whole(v, 0), "an integer >= 0")
+# sequences in one micro-batch of one rank: far beyond what a device holds (large batches come from ranks and
+# grad_accum); it bounds how far a checkpoint's data position can lie (trainer.checkpoint.check_positions)
+MAX_BATCH_SIZE = 2**20
+BATCH_SIZE = (lambda v: _whole(v, 1) and v <= MAX_BATCH_SIZE, f"an integer from 1 to {MAX_BATCH_SIZE}")
 FRACTION = (_fraction, "in [0, 1)")
 POSITIVE = (lambda v: _number(v) and v > 0, "a number > 0")
 NON_NEGATIVE = (lambda v: _number(v) and v >= 0, "a number >= 0")
@@ -323,7 +327,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "schedule.steps": (lambda v: v is None or _whole(v, 1), "an integer >= 1"),
     "schedule.warmup_fraction": (lambda v: v is None or _fraction(v), "in [0, 1)"),
     "schedule.grad_accum": AT_LEAST_ONE,
-    "data.batch_size": AT_LEAST_ONE,
+    "data.batch_size": BATCH_SIZE,
     "data.num_workers": AT_LEAST_ZERO,
     "data.chunk_rows": AT_LEAST_ONE,
     "data.pad_multiple": AT_LEAST_ONE,

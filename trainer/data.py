@@ -417,6 +417,8 @@ class ShardStream(IterableDataset):
     def rows(self, consumer: int, consumers: int, skip: int = 0) -> Iterator[pa.Table]:
         """This consumer's rows as small tables, epoch after epoch, starting `skip` rows in."""
         epoch = 0
+        if consumers == 1 and self.loop:  # every epoch holds every row: whole epochs skipped at once
+            epoch, skip = divmod(skip, sum(chunk.rows for chunk in self.chunks) or 1)
         reader = _RowGroupReader(self.files, self.shards.objective, self.shards.columns)
         while True:
             mine = epoch_order(self.chunks, self.seed, epoch, self.shuffle)[consumer::consumers]

@@ -9,6 +9,10 @@ from torch import nn
 
 from trainer.config import OptimConfig, ScheduleConfig
 
+# What each parameter's state holds, with both optimizers (AdamW without amsgrad, which OptimConfig never
+# sets; Lamb below): a checkpoint's optimizer state must hold exactly these (trainer.checkpoint)
+STATE_KEYS = ("step", "exp_avg", "exp_avg_sq")
+
 
 class Lamb(torch.optim.Optimizer):
     """LAMB (You et al. 2019): Adam's update, with weight decay, scaled per tensor by the trust ratio

@@ -269,7 +269,7 @@ class Trainer:
             if config.checkpoint.resume:  # said, not silent: a mistyped run dir would start over unnoticed
                 log(d, f"{self.run_dir}: no checkpoint to resume from; starting at step 0")
             return None
-        saved_config = checkpoint.read_config(found).get("train", {})
+        saved_config = asdict(checkpoint.saved_train(found))  # its values checked: types and ranges
         if conflicts := checkpoint.resume_conflicts(saved_config, asdict(config)):
             raise UsageError(
                 f"{found}: saved with other settings ({'; '.join(conflicts[:3])}); use another run dir, or "
@@ -418,15 +418,15 @@ class Trainer:
         checkpoint.check_state(weights, self.bert, found / checkpoint.WEIGHTS)
         state = checkpoint.load_state(found, self.device)
         where = found / checkpoint.STATE
-        checkpoint.check_like(state["optimizer"], self.optimizer.state_dict(), f"{where}: optimizer",
-                              params=[p for g in self.optimizer.param_groups for p in g["params"]])
-        checkpoint.check_like(state["scheduler"], self.scheduler.state_dict(), f"{where}: scheduler")
+        checkpoint.check_positions(state, self.config.schedule.grad_accum, where)
+        optimizer = checkpoint.optimizer_state(state["optimizer"], self.optimizer, f"{where}: optimizer")
+        checkpoint.check_schedule(state["scheduler"], self.scheduler, state["step"], f"{where}: scheduler")
         self.raw_model.load_state_dict(weights)
-        self.optimizer.load_state_dict(state["optimizer"])
+        self.optimizer.load_state_dict(optimizer)
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = state["step"]
         self.elapsed = float(state.get("elapsed", 0.0))  # runs from before budgets: not counted
-        self.position = saved_position(state, self.d.rank, self.config.schedule.grad_accum, where)
+        self.position = Position(**state["positions"][self.d.rank])
         rng = state["rng"][self.d.rank]
         try:
             torch.set_rng_state(rng["cpu"].cpu())
@@ -624,15 +624,6 @@ def check_resume_shards(found: Path, current: dict, directory: Path) -> None:
     if differ:
         raise UsageError(f"{found}: trained on other shards ({'; '.join(differ)}); resume on the shards it "
                          "was trained on, or start another run dir")  # fmt: skip
-
-
-def saved_position(state: dict, rank: int, grad_accum: int, where: Path) -> Position:
-    """This rank's data position from a checkpoint's trainer state: a batch per micro-step, so far."""
-    position = Position(**state["positions"][rank])
-    if position.batches != state["step"] * grad_accum:
-        raise DataError(f"{where}: positions[{rank}].batches: {position.batches}, not the "
-                        f"{state['step']} x {grad_accum} micro-batches of step {state['step']}")  # fmt: skip
-    return position
 
 
 @torch.no_grad()

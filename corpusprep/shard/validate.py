@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from corpusprep.engine import artifact, records
 from corpusprep.engine.artifact import sha256_file
 from corpusprep.engine.records import inside, load_record
-from corpusprep.errors import DataError, InputError, UsageError, plural
+from corpusprep.errors import CorpusprepError, DataError, InputError, UsageError, plural
 from corpusprep.mask import num_predictions
 from corpusprep.mask.examples import list_parts
 from corpusprep.objectives import OBJECTIVES
@@ -270,7 +270,6 @@ def _lost_pairs(manifest: dict, splits: dict) -> list[str]:
 
 
 def _validate_vocab(directory: Path) -> tuple[list[str], str]:
-    from corpusprep.errors import CorpusprepError
     from corpusprep.tokenize import VocabInfo
 
     try:
@@ -373,7 +372,12 @@ def _validate_checkpoint(step: Path, training: bool = True) -> list[str]:
             path = inside(step, vocab["path"]) / "vocab.txt"
             if vocab.get("sha256") and (not path.is_file() or sha256_file(path) != vocab["sha256"]):
                 raise DataError(f"{path}: missing, or not the vocab config.json records (sha256)")
-    except (OSError, DataError) as error:
+        # what only the trainer knows (the model's weights, its optimizer), by the checks its commands make:
+        # imported here, as torch is, only for a checkpoint
+        from trainer.checkpoint import check_checkpoint
+
+        check_checkpoint(step)
+    except (OSError, CorpusprepError) as error:
         return [f"{name}{_relative(str(error), step)}"]
     own = {*CHECKPOINT_FILES, vocab.get("path", "").split("/")[0]}
     foreign = sorted(p.name for p in step.iterdir() if p.name not in own)

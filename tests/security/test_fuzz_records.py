@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import random
 import shutil
@@ -24,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import load_file, save_file
 
 from corpusprep.engine.files import write_json
 from tests.security.trust_world import (
@@ -145,7 +148,7 @@ def containers(value, path=()):
 def mutate_json(record, rng: random.Random, victim: Path):
     """One structural damage to a parsed record; returns (record, what was done)."""
     places = [(p, c) for p, c in containers(record) if c]
-    op = rng.choice(["type", "missing", "extra", "huge", "deep", "name", "name"])
+    op = rng.choice(["type", "missing", "extra", "huge", "deep", "name", "name", "value"])
     if op == "name" and (found := list(names_like_files(record))):
         path, key = rng.choice(found)
         bad = rng.choice(["../" + VICTIM, str(victim), "a/../../" + VICTIM, "", "./x", "train//x"])
@@ -171,6 +174,10 @@ def mutate_json(record, rng: random.Random, victim: Path):
     if op == "huge":
         node[key] = rng.choice([2**64, -(2**63) - 1, 10**300, 1e308, float("inf"), float("nan")])
         return record, f"huge {where}"
+    if op == "value":  # of the right type, out of what a run writes (ADV-22: a position of 10^17 rows,
+        # betas of 1, a negative step, amsgrad on, 10^10 layers): the records pass it, the checks using it not
+        node[key] = rng.choice([-1.0, 0, 1.0, 10**17, 10**10, [1.0, 1.0], True, 64])
+        return record, f"value {where} -> {node[key]!r}"
     if op == "deep":  # written as text by `dumps` (json.dumps itself would recurse too deep)
         node[key] = DEEP
         return record, f"deep {where}"
@@ -204,6 +211,14 @@ def damage(file: Path, rng: random.Random, victim: Path, outside_dir: Path) -> s
         file.parent.rmdir()
         file.parent.symlink_to(target)
         return f"its folder a link to {target.name} outside"
+    if file.name == "trainer.safetensors" and rng.random() < 0.5:  # a tensor's values, its header intact
+        tensors = load_file(str(file))
+        name = rng.choice(sorted(tensors))
+        tensor = tensors[name]
+        nan = torch.full_like(tensor, math.nan) if tensor.is_floating_point() else torch.tensor(-1)
+        bad = rng.choice([torch.tensor(True), torch.tensor(-1.0), nan])
+        save_file(tensors | {name: bad}, str(file))
+        return f"tensor {name} -> {bad.dtype} {tuple(bad.shape)}"
     if file.suffix == ".safetensors":
         data = file.read_bytes()
         length = int.from_bytes(data[:8], "little")

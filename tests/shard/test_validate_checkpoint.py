@@ -8,22 +8,31 @@ import torch
 
 from corpusprep.shard.validate import validate_output
 from trainer import checkpoint
+from trainer.config import load_config
+from trainer.model import BertForPreTraining
+from trainer.optim import build_optimizer, build_scheduler
 
 
 def write_step(run: Path, step: int) -> Path:
-    """A checkpoint as the trainer writes it (a small model, its optimizer after a step, a schedule)."""
-    model = torch.nn.Linear(64, 64)
-    optimizer = torch.optim.AdamW(model.parameters())
-    model(torch.ones(1, 64)).sum().backward()
-    optimizer.step()
+    """A checkpoint as the trainer writes it (a tiny BERT, its optimizer and schedule after `step` steps, its
+    settings): validate checks it as the trainer would before using it."""
+    train = load_config(None, ["schedule.steps=10", "schedule.warmup_steps=1"])
+    bert = train.model.bert_config(vocab_size=50)
+    model = BertForPreTraining(bert)
+    optimizer = build_optimizer(model, train.optim, fused=False)
+    scheduler = build_scheduler(optimizer, train.schedule)
+    for _ in range(step):
+        sum(p.sum() for p in model.parameters()).backward()
+        optimizer.step()
+        scheduler.step()
     states = {
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
-        "scheduler": torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0).state_dict(),
+        "scheduler": scheduler.state_dict(),
         "trainer": {"step": step, "positions": [{"batches": step, "rows": [8 * step]}],
                     "rng": [{"cpu": torch.get_rng_state(), "cuda": None}], "last_metrics": {}},
     }  # fmt: skip
-    return checkpoint.save(run, step, states, {"model": {}}, keep=5)
+    return checkpoint.save(run, step, states, checkpoint.config_record(train, bert), keep=5)
 
 
 def test_a_truncated_or_damaged_checkpoint_file_is_reported(tmp_path):
