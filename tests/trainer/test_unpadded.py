@@ -218,7 +218,7 @@ def test_batches_of_varying_lengths_reuse_one_graph(shards_of, name, fresh_compi
         for batch in varying_batches(shards.directory, shards.objective, shards.vocab.pad_id, 300):
             shapes.add(tuple(tuple(batch[k].shape) for k in MODEL_INPUTS))
             forward_loss(model, batch, contextlib.nullcontext)[2].backward()
-    assert len(shapes) > 250 and len({s[4][1] for s in shapes}) > 1, len(shapes)  # rows' length L varies
+    assert len(shapes) > 200 and len({s[4][1] for s in shapes}) > 1, len(shapes)  # rows' length L varies
     assert compiled_graphs(graphs) == 1
     model.eval()
     with torch.no_grad():
