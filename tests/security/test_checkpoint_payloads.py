@@ -17,16 +17,11 @@ from tests.security.trust_world import (
     train_args,
     trainer_export,
     trainer_run,
-    world,
 )
 
 FILES = ["weights.safetensors", "trainer.safetensors", "trainer.json", "config.json", "pickled"]
 PICKLED = ("model.pt", "optimizer.pt", "scheduler.pt", "trainer.pt")
 
-
-@pytest.fixture(scope="module")
-def outputs(tmp_path_factory):
-    return world(tmp_path_factory)
 
 
 def poisoned_run(outputs, tmp_path: Path, target: str) -> tuple[Path, Path]:

@@ -16,16 +16,12 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from tests.security.test_fuzz_records import alarm
-from tests.security.trust_world import copy, corpusprep, train_args, trainer_export, trainer_run, world
+from tests.security.trust_world import copy, corpusprep, train_args, trainer_export, trainer_run
 from trainer import checkpoint
 from trainer.model import BertConfig, BertForPreTraining
 
 STEP = Path("checkpoints/step-0000002")
 
-
-@pytest.fixture(scope="module")
-def outputs(tmp_path_factory):
-    return world(tmp_path_factory)
 
 
 def covered(run: Path, name: str) -> None:

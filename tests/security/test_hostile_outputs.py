@@ -15,14 +15,9 @@ from safetensors.torch import load_file, save_file
 
 from corpusprep.engine import records
 from corpusprep.errors import DataError, guarded
-from tests.security.trust_world import copy, corpusprep, train_args, trainer_export, trainer_run, world
+from tests.security.trust_world import copy, corpusprep, train_args, trainer_export, trainer_run
 from trainer.import_hf import main as import_main
 from trainer.plot import main as plot_main
-
-
-@pytest.fixture(scope="module")
-def outputs(tmp_path_factory):
-    return world(tmp_path_factory)
 
 
 def _record_file(manifest: Path, name: str, path: Path) -> None:

@@ -24,13 +24,7 @@ from tests.security.trust_world import (
     train_args,
     trainer_run,
     tree_digest,
-    world,
 )
-
-
-@pytest.fixture(scope="module")
-def outputs(tmp_path_factory):
-    return world(tmp_path_factory)
 
 
 def wait_for(condition, process: subprocess.Popen, timeout: float = 120) -> None:

@@ -13,12 +13,7 @@ import pytest
 from corpusprep.engine import records
 from corpusprep.engine.records import load_record, parse_json
 from corpusprep.errors import DataError
-from tests.security.trust_world import copy, corpusprep, rewrite, world
-
-
-@pytest.fixture(scope="module")
-def outputs(tmp_path_factory):
-    return world(tmp_path_factory)
+from tests.security.trust_world import copy, corpusprep, rewrite
 
 
 def record_files(outputs) -> dict[str, object]:
