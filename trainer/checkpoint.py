@@ -512,7 +512,7 @@ def check_shapes(shapes: dict[str, tuple[int, ...]], config: BertConfig, where: 
                         "config.json describes)")  # fmt: skip
 
 
-WEIGHT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # export.FLOAT_DTYPES
+WEIGHT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # records.FLOAT_DTYPES
 
 
 def check_state(state: dict[str, torch.Tensor], config: BertConfig, where: Path) -> None:

@@ -222,7 +222,6 @@ def bert_config_from_hf(hf: dict, where: Path) -> BertConfig:
 
 HF_WEIGHTS = "model.safetensors"
 HF_PICKLED = ("pytorch_model.bin", "model.ckpt.index", "tf_model.h5")
-FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")  # safetensors' names of the dtypes a model's weights may have
 
 
 def check_hf_model(hf_dir: Path) -> BertConfig:
@@ -253,7 +252,7 @@ def check_hf_model(hf_dir: Path) -> BertConfig:
     expected = hf_shapes(config)
     for name, (dtype, shape) in records.safetensors_header(weights).items():
         known = expected.pop(hf_name(name), None)
-        if dtype not in FLOAT_DTYPES:
+        if dtype not in records.FLOAT_DTYPES:
             raise DataError(f"{weights}: {json.dumps(name)}: {dtype}, not floating point")
         if known is not None and shape != known:
             raise DataError(f"{weights}: {json.dumps(name)}: shape {list(shape)}, {config_path.name} gives "

@@ -27,6 +27,7 @@ import math
 import os
 import re
 import stat
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -68,13 +69,13 @@ def _key(at: str, key: str) -> str:
     return f"{at}.{key}" if at else key
 
 
-class Schema:
+class Schema(ABC):
     """Checks a parsed JSON value; `what` says what it expects, for messages."""
 
     what = "a value"
 
-    def check(self, value: Any, at: str) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def check(self, value: Any, at: str) -> None: ...
 
     def fail(self, value: Any, at: str, expected: str | None = None) -> None:
         raise RecordError(at, f"{_what(value)}, not {expected or self.what}")
@@ -381,6 +382,7 @@ PICKLED_CHECKPOINT = ("model.pt", "optimizer.pt", "scheduler.pt", "trainer.pt") 
 # ---------------------------------------------------------------------------------------------- safetensors
 
 # bytes per element of each safetensors dtype
+FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")  # safetensors' names of the dtypes a model's weights may have
 DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2,
                "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}  # fmt: skip
 MAX_HEADER = 100 * 2**20  # safetensors' own limit

@@ -363,7 +363,7 @@ def _validate_checkpoint(step: Path, training: bool = True) -> list[str]:
                 raise DataError(f"{path}: missing, or not the file config.json records (size, sha256)")
         tensors = {f: records.safetensors_header(step / f) for f in wanted if f.endswith(".safetensors")}
         weights = tensors[records.CHECKPOINT_WEIGHTS]
-        if bad := [t for t, (dtype, _) in weights.items() if dtype not in ("F16", "BF16", "F32", "F64")]:
+        if bad := [t for t, (dtype, _) in weights.items() if dtype not in records.FLOAT_DTYPES]:
             raise DataError(f"{step / records.CHECKPOINT_WEIGHTS}: {json.dumps(bad[0])}: not floating point")
         if training:
             _check_trainer_state(step, tensors[records.CHECKPOINT_TENSORS])
