@@ -38,9 +38,6 @@ OBJECTIVES = {
 }
 DEFAULT_OBJECTIVE = "nsp"
 
-# token: BERT; whole-word: BERT's later release (a word's pieces together); span: SpanBERT (Joshi et al. 2020)
-MASK_STRATEGIES = ("token", "whole-word", "span")
-
 
 def objective(name: str | None) -> Objective:
     """The objective of this name; None (manifests written before objectives existed) is `nsp`."""

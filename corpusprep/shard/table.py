@@ -8,7 +8,7 @@ import pyarrow as pa
 from corpusprep.engine import arrow
 from corpusprep.engine.arrow import to_numpy
 from corpusprep.errors import UsageError
-from corpusprep.mask import Examples, Masked, MaskVocab, mask_examples
+from corpusprep.mask import Examples, Masked, MaskVocab, mask_examples, strategies
 from corpusprep.mask.examples import list_parts, pad_rows, row_mask
 from corpusprep.mask.mlm import ACTIONS, KEEP, MASK, RANDOM
 from corpusprep.objectives import objective as objective_spec
@@ -149,7 +149,7 @@ def remask_table(
     objective: str = "nsp",
     masked_lm_prob: float = 0.15,
     max_predictions_per_seq: int = 20,
-    strategy: str = "token",
+    strategy: str = strategies.DEFAULT,
 ) -> pa.Table:
     """Dynamic masking: shard rows masked afresh from their original tokens by the same rule as `shard`
     (`mask_examples`), in the same schema. Pass the manifest's objective and options."""
