@@ -34,7 +34,8 @@ from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab, strategies
 from corpusprep.mask.examples import list_parts
-from corpusprep.objectives import Objective, objective
+from corpusprep.objectives import objective
+from corpusprep.objectives.base import Objective
 from corpusprep.shard.table import remask_table
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
 

@@ -20,7 +20,6 @@ from corpusprep.engine.records import inside, load_record
 from corpusprep.errors import CorpusprepError, DataError, InputError, UsageError, plural
 from corpusprep.mask import num_predictions, strategies
 from corpusprep.mask.examples import list_parts
-from corpusprep.objectives import OBJECTIVES
 from corpusprep.objectives import objective as objective_spec
 from corpusprep.shard.build import MANIFEST
 from corpusprep.shard.schema import SCHEMA_VERSION, SPLITS, shard_schema
@@ -309,7 +308,7 @@ def _validate_pairs(directory: Path) -> tuple[list[str], str]:
     if missing:
         return [f"stats.json: splits.{missing[0]}: missing"], ""
     expected = {split: stats["splits"][split]["pairs"] for split in PAIR_SPLITS}
-    unit = "row" if OBJECTIVES[stats.get("objective") or "nsp"].packs else "pair"
+    unit = "row" if objective_spec(stats.get("objective")).packs else "pair"
     problems, files = [], 0
     for split in PAIR_SPLITS:
         rows = 0
