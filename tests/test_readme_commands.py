@@ -1,6 +1,7 @@
-"""The README's own commands run as written: every command block of its Quick start and Hugging Face sections,
-in one shell as a user types them (so `source .venv/bin/activate` holds for the blocks after it), in a copy of
-this checkout, and its Python example.
+"""The README's own commands run as written: every command block of its Quick start and of the manual's
+Hugging Face page (docs/manual/huggingface.md, where the Quick start sends a reader), in one shell as a user
+types them (so `source .venv/bin/activate` holds for the blocks after it), in a copy of this checkout, and
+that page's Python example.
 
 What differs from a user's run, and why:
 - `./scripts/demo` gets `--set` overrides (documented by `corpusprep run`) that shorten the demo: a 0.5 MB
@@ -29,18 +30,28 @@ import pytest
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-SECTIONS = ("Quick start", "Hugging Face interop")
+# (file, section): None for the whole page. In this order, as a user reads them.
+SOURCES = (("README.md", "Quick start"), ("docs/manual/huggingface.md", None))
 SHORTER_DEMO = ("--set input.demo_mb=0.5 --set train.schedule.steps=20 --set train.eval.every=10 "
                 "--set train.eval.max_batches=2 --set train.checkpoint.every=10")  # fmt: skip
 SKIPPED = {"./scripts/test": "the whole test suite: this test is part of it"}
 
 
-def readme_blocks(text: str) -> list[tuple[str, str]]:
-    """(language, code) of every fenced block in the README's SECTIONS, in order."""
+def fenced_blocks(text: str, section: str | None) -> list[tuple[str, str]]:
+    """(language, code) of every fenced block in the `## section` of a Markdown page (None: the whole
+    page), in order."""
+    parts = [text] if section is None else [
+        part for part in re.split(r"^## ", text, flags=re.M) if part.split("\n", 1)[0].strip() == section]
+    return [block for part in parts for block in re.findall(r"^```(\w+)\n(.*?)^```", part, flags=re.M | re.S)]
+
+
+def documented_blocks() -> list[tuple[str, str]]:
+    """The blocks of every SOURCE, in order; each source must hold some (a moved or renamed section fails)."""
     blocks = []
-    for section in re.split(r"^## ", text, flags=re.M):
-        if section.split("\n", 1)[0].strip() in SECTIONS:
-            blocks += re.findall(r"^```(\w+)\n(.*?)^```", section, flags=re.M | re.S)
+    for name, section in SOURCES:
+        found = fenced_blocks((REPO / name).read_text(), section)
+        assert found, f"{name}: no command blocks in {section or 'the page'}"
+        blocks += found
     return blocks
 
 
@@ -82,7 +93,7 @@ def stand_in_venv(clone: Path) -> Path:
 def test_the_readmes_commands_run_as_written(tmp_path):
     pytest.importorskip("transformers")  # the Hugging Face section's --verify and Python example
     pytest.importorskip("datasets")
-    blocks = readme_blocks((REPO / "README.md").read_text())
+    blocks = documented_blocks()
     shell = [line for language, code in blocks if language == "bash" for line in commands(code)]
     python = [code for language, code in blocks if language == "python"]
     assert "./scripts/demo" in shell and any("trainer.export" in line for line in shell) and python, blocks

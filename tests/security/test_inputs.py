@@ -104,7 +104,7 @@ def test_every_format_keeps_the_bound(tmp_path):
 
 
 def test_one_sentence_per_line_streams_through_every_reading_command(tmp_path):
-    """The README's advice for one sentence a line (`--splitter lines`): every line comes out, from
+    """The manual's advice for one sentence a line (`--splitter lines`): every line comes out, from
     documents cut at the bound, and the summary says how many were cut."""
     lines = [f"Line {i} says something." for i in range(3_000)]
     (tmp_path / "lines.txt").write_text("\n".join(lines) + "\n")

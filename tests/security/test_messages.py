@@ -140,7 +140,7 @@ def test_ctrl_c_with_a_stopped_worker_does_not_hang(corpus, tmp_path):
 
 def test_no_checkpoint_holds_diverged_weights(tmp_path):
     """lr 1e6: the first step's loss is finite but its weights give nan; checkpoint-every 1 used to save
-    them (the README says no checkpoint holds a diverged step)."""
+    them (docs/guarantees.md says no checkpoint holds a diverged step)."""
     from tests.trainer.conftest import build_shards
     from trainer.config import load_config
     from trainer.train import train

@@ -40,7 +40,8 @@ def test_a_pipeline_runs_own_training_exports_beside_its_stages(tiny_shards, tmp
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 4 and all("overlap" in line or "never written into" in line for line in lines), lines
     assert not (pipeline / "other").exists() and not (pipeline / "train" / "hf").exists()
-    # the README's --verify where transformers is not installed (a venv `./scripts/demo` made): one line first
+    # docs/manual/huggingface.md's --verify where transformers is not installed (a venv `./scripts/demo`
+    # made): one line first
     monkeypatch.setitem(sys.modules, "transformers", None)
     assert export_main([str(pipeline / "train"), str(pipeline / "hf-checked"), "--verify"]) == 2
     assert "pip install transformers" in capsys.readouterr().err and not (pipeline / "hf-checked").exists()
