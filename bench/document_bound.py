@@ -5,8 +5,8 @@ which held a document whole).
     .venv/bin/python bench/document_bound.py --mb 100 [--shape line|lines|both] [--keep DIR]
 
 `line`: a .gz holding one line of MB megabytes; `lines`: MB megabytes of short sentences a line, no blank
-line (the one-sentence-per-line file the README sends to `--splitter lines`). Seeded random words, so the
-file is the same on every machine.
+line (the one-sentence-per-line file docs/manual/sentences.md sends to `--splitter lines`). Seeded random
+words, so the file is the same on every machine.
 """
 
 from __future__ import annotations

@@ -456,7 +456,7 @@ class Trainer:
         return bool(flag.item())
 
     def save_checkpoint(self) -> None:
-        if self.diverged():  # no checkpoint may hold diverged weights (README: Training)
+        if self.diverged():  # no checkpoint may hold diverged weights (docs/manual/training.md)
             raise self.diverged_error(f"step {self.step}: the weights are not finite or give a loss that is "
                                       "not", self.scheduler.get_last_lr()[0], "them")
         states = self.state_dict()  # every rank takes part in the gather; rank 0 writes

@@ -1,4 +1,4 @@
-"""The Parquet schema of `build-pairs` output (documented in the README)."""
+"""The Parquet schema of `build-pairs` output (documented in docs/manual/pairs.md)."""
 
 from __future__ import annotations
 
