@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from corpusprep.objectives import DEFAULT
-from corpusprep.objectives import objective as objective_spec
+from corpusprep.objectives import OBJECTIVES
 
 
-def pairs_schema(token_dtype: np.dtype = np.dtype(np.uint16), objective: str = DEFAULT) -> pa.Schema:
+def pairs_schema(token_dtype: np.dtype = np.dtype(np.uint16), objective: str = "nsp") -> pa.Schema:
     """Token lists use the narrowest unsigned type that holds the vocab (uint16 up to 65,536 tokens).
 
     nsp and sop: one sentence pair a row, its label named by the objective (`is_random_next`, `is_swapped`).
@@ -17,7 +16,7 @@ def pairs_schema(token_dtype: np.dtype = np.dtype(np.uint16), objective: str = D
     lengths (each >= 1), and each piece's document and first sentence.
     """
     token = pa.from_numpy_dtype(token_dtype)
-    spec = objective_spec(objective)
+    spec = OBJECTIVES[objective]
     if spec.packs:
         return pa.schema(
             [
@@ -40,4 +39,5 @@ def pairs_schema(token_dtype: np.dtype = np.dtype(np.uint16), objective: str = D
     )
 
 
+PAIRS_SCHEMA = pairs_schema()
 SPLITS = ("train", "validation")

@@ -5,18 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from corpusprep.objectives import DEFAULT
-from corpusprep.objectives import objective as objective_spec
+from corpusprep.objectives import OBJECTIVES
 
 SCHEMA_VERSION = 1
 SPLITS = ("train", "validation")
 
 
-def shard_schema(token_dtype: np.dtype = np.dtype(np.uint16), objective: str = DEFAULT) -> pa.Schema:
+def shard_schema(token_dtype: np.dtype = np.dtype(np.uint16), objective: str = "nsp") -> pa.Schema:
     """The columns of every objective, then its own: the sentence label (`next_sentence_label`,
     `sentence_order_label`), or for `none` the column where each piece (`[CLS] piece [SEP]`) starts."""
     token = pa.from_numpy_dtype(token_dtype)
-    spec = objective_spec(objective)
+    spec = OBJECTIVES[objective]
     own = (
         pa.field("document_starts", pa.list_(pa.uint16()), nullable=False)
         if spec.packs
