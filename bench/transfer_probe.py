@@ -35,6 +35,7 @@ from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from trainer.data import open_shards  # noqa: E402
 from trainer.evaluate import finetune  # noqa: E402
 from trainer.evaluate.data import read_task  # noqa: E402
 from trainer.evaluate.model import pretrained  # noqa: E402
@@ -46,11 +47,12 @@ INIT_STD = 0.02  # BERT's initializer_range, what a random init draws
 
 
 def piece_counts(shards: Path, vocab_size: int) -> np.ndarray:
+    """How often each piece occurs in the training shards, read through the trainer's checked manifest."""
     import pyarrow.parquet as pq
 
     counts = np.zeros(vocab_size, np.int64)
-    for path in sorted((shards / "train").glob("*.parquet")):
-        ids = pq.read_table(path, columns=["input_ids"]).column(0).combine_chunks().values.to_numpy()
+    for shard in open_shards(shards).files("train"):
+        ids = pq.read_table(shard.path, columns=["input_ids"]).column(0).combine_chunks().values.to_numpy()
         counts += np.bincount(ids, minlength=vocab_size)
     return counts
 
