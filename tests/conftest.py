@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,13 @@ import pytest
 # the cores, and busy-waiting OpenMP threads then slow every torch test several-fold. Subprocesses inherit it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# A suite started in the background by a non-interactive shell (`./scripts/test &`, nohup, some CI runners)
+# inherits SIGINT ignored, and so would every command it starts: the Ctrl-C tests (tests/reliability/
+# test_interrupts.py, tests/security/test_messages.py) would then see a command that cannot be interrupted.
+# Give the test processes, and through them the commands, what a user at a terminal has.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

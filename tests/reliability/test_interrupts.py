@@ -7,6 +7,7 @@ Each instant is reached on purpose, not by a timer: the child process sends the 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +90,16 @@ def test_ctrl_c_is_one_line_at_every_instant_of_a_pool(which, point, inputs, tmp
     else:
         assert result.returncode == 130, result.stderr
         assert lines == ["corpusprep: interrupted; rerun to continue"], result.stderr
+
+
+def test_the_commands_under_test_start_interruptible():
+    """A suite started in the background (`./scripts/test &`, nohup, a CI runner) inherits SIGINT ignored and
+    would pass it on to every command above, which then could not be interrupted (tests/conftest.py undoes it:
+    the commands get what a user at a terminal has)."""
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    child = subprocess.run([sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT))"],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert "default_int_handler" in child.stdout, child.stdout
 
 
 def test_a_worker_boot_failure_is_quiet_only_when_the_parent_is_going_away(monkeypatch, capsys):
