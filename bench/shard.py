@@ -40,8 +40,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from corpusprep.engine.rng import rng_for  # noqa: E402
-from corpusprep.mask import MaskVocab, examples_from_pairs, mask_examples  # noqa: E402
-from corpusprep.objectives import MASK_STRATEGIES  # noqa: E402
+from corpusprep.mask import (  # noqa: E402
+    MaskVocab,
+    examples_from_pairs,
+    mask_examples,
+    strategies,  # noqa: E402
+)
 from corpusprep.tokenize import VocabInfo  # noqa: E402
 from tests.shard.realistic import make_pairs, write_pairs_dir  # noqa: E402
 
@@ -145,7 +149,7 @@ def masking_peers(stream: np.ndarray, vocab_dir: Path, n: int = 100_000) -> None
         for i in range(0, n, 8192)
     ]
     timings = {}
-    for strategy in MASK_STRATEGIES:  # the first (token) is what the peers are compared with
+    for strategy in strategies.names():  # the first (token) is what the peers are compared with
         start = time.process_time()
         for b, ex in enumerate(batches):
             mask_examples(ex, mv, rng_for(0, "mask", b), strategy=strategy)
@@ -171,7 +175,7 @@ def masking_peers(stream: np.ndarray, vocab_dir: Path, n: int = 100_000) -> None
         (time.process_time() - start) * n / len(batches[0])
     )
 
-    ours = timings[f"corpusprep --mask-strategy {MASK_STRATEGIES[0]} (numpy, exact count)"]
+    ours = timings[f"corpusprep --mask-strategy {strategies.names()[0]} (numpy, exact count)"]
     print(
         f"\nmasking only, {n:,} examples, one core, by CPU time (the loop: from {len(batches[0]):,}):"
     )

@@ -32,9 +32,10 @@ from corpusprep.engine import artifact, records
 from corpusprep.engine.arrow import to_numpy
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
-from corpusprep.mask import MaskVocab
+from corpusprep.mask import MaskVocab, strategies
 from corpusprep.mask.examples import list_parts
-from corpusprep.objectives import Objective, objective
+from corpusprep.objectives import objective
+from corpusprep.objectives.base import Objective
 from corpusprep.shard.table import remask_table
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
 
@@ -98,14 +99,11 @@ class Shards:
         """`remask_table` keyword arguments: the objective and the masking options the shards were made with
         (manifests from before mask strategies say `whole_word_mask`)."""
         options = self.manifest.get("options", {})
-        strategy = options.get("mask_strategy") or (
-            "whole-word" if options.get("whole_word_mask") else "token"
-        )
         return {
             "objective": self.objective.name,
             "masked_lm_prob": float(options.get("masked_lm_prob", 0.15)),
             "max_predictions_per_seq": int(options.get("max_predictions_per_seq", 20)),
-            "strategy": strategy,
+            "strategy": strategies.resolve(options),
         }
 
     def word_segmenter(self) -> str | None:
@@ -113,7 +111,8 @@ class Shards:
         if "word_segmenter" in self.manifest:
             return self.manifest["word_segmenter"]
         language = self.manifest.get("pairs_stats", {}).get("options", {}).get("language")
-        return "jieba" if language == "zh" and self.masking()["strategy"] != "token" else None
+        whole_words = strategies.get(self.masking()["strategy"]).whole_words
+        return "jieba" if language == "zh" and whole_words else None
 
     def vocab_info(self) -> VocabInfo:
         """The vocab the shards were built with (dynamic masking needs its tokens): the copy in the shards

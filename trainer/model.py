@@ -47,6 +47,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from corpusprep import objectives
 from trainer.config import check_model
 
 
@@ -64,11 +65,11 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
     pre_ln: bool = False  # LayerNorm before each sublayer (+ a final one): more stable at depth/high lr
     init_std: float = 0.02
-    objective: str = "nsp"  # nsp | sop: pooler + sentence head; none: masked LM only (corpusprep.objectives)
+    objective: str = objectives.DEFAULT  # with a sentence task (nsp, sop): pooler + sentence head
 
     @property
     def sentence_head(self) -> bool:
-        return self.objective != "none"
+        return objectives.objective(self.objective).shard_label is not None
 
     def __post_init__(self) -> None:
         if self.intermediate_size == 0 and isinstance(self.hidden_size, int):

@@ -12,6 +12,7 @@ from corpusprep.console import refuse_stdout
 from corpusprep.engine.files import atomic_path
 from corpusprep.engine.records import parse_json, read_bytes
 from corpusprep.errors import DataError, OneLineParser, UsageError, printable
+from corpusprep.objectives import names, objective
 
 
 def read_metrics(path: Path) -> list[dict]:
@@ -30,7 +31,8 @@ def read_metrics(path: Path) -> list[dict]:
     return records
 
 
-SENTENCE_TASKS = {"nsp": "next-sentence", "sop": "sentence-order"}  # metric prefix -> title
+# metric prefix (the objective's name: trainer.train) -> title, for objectives with a sentence task
+SENTENCE_TASKS = {n: spec.task_title for n in names() if (spec := objective(n)).task_title}
 
 
 @dataclass

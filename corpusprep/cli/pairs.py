@@ -30,6 +30,7 @@ from corpusprep.cli.options import (
 )
 from corpusprep.console import refuse_stdout
 from corpusprep.errors import printable
+from corpusprep.objectives import objective as objective_spec
 
 
 @app.command("build-pairs")
@@ -140,12 +141,7 @@ def build_pairs_command(
     reasons = {**read["skipped"], **stats["documents_skipped"]}
     skipped = ", ".join(f"{n:,} {reason}" for reason, n in sorted(reasons.items()) if n) or "none"
     files = read_notes(read)  # files and directories skipped, documents cut
-    n, get = stats["pairs"], stats.get
-    rows = {  # what the rows are, by objective
-        "nsp": f"{n:,} NSP pairs ({get('not_next', 0):,} NotNext)",
-        "sop": f"{n:,} SOP pairs ({get('swapped', 0):,} swapped)",
-        "none": f"{n:,} rows ({get('pieces', 0):,} pieces, {get('fill', 0):.1%} full)",
-    }[get("objective", "nsp")]
+    rows = objective_spec(stats.get("objective")).summary(stats)  # what the rows are
     typer.echo(
         f"{printable(str(output))}: {rows} from "
         f"{stats['documents_used']:,} of {read['documents_seen']:,} documents (skipped: {skipped}{files}) "

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.errors import DataError
-from corpusprep.objectives import MASK_STRATEGIES, OBJECTIVES
+from corpusprep.mask import strategies
+from corpusprep.objectives import REGISTRY as OBJECTIVES
 
 MAX_BYTES = 512 * 2**20  # a record larger than this is no record corpusprep wrote (big manifests: a few MB)
 MAX_DEPTH = 64  # deeper nesting is refused before any code walks it (ours writes at most ~8 levels)
@@ -456,8 +457,8 @@ ARTIFACT = Obj(
 )  # fmt: skip
 ARTIFACT_RUN = Obj({"fingerprint": SHA256, "identity": MapOf(Anything())}, {"foreign": ListOf(Name())})
 
-OBJECTIVE = Str(tuple(OBJECTIVES))
-MASK_STRATEGY = Str(MASK_STRATEGIES)
+OBJECTIVE = Str(OBJECTIVES)  # the registry itself: an objective registered later is known too
+MASK_STRATEGY = Str(strategies.REGISTRY)  # the registry itself: a strategy registered later is known too
 SEQ_LENGTH = Int(1, 2**16)  # token positions are uint16 in the shards
 
 

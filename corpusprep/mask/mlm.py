@@ -3,26 +3,16 @@
 Per example, `min(max_predictions_per_seq, max(1, round(n_tokens * masked_lm_prob)))` positions (n_tokens
 counts the specials, as in Google's create_pretraining_data.py) are chosen among every token but
 [CLS]/[SEP]/[PAD] and the reserved `[unusedN]` ([UNK] is a candidate); 80% become [MASK], 10% a random
-non-special token (never the original one), 10% stay. The strategy (`corpusprep.objectives.MASK_STRATEGIES`)
-says what is chosen:
+non-special token (never the original one), 10% stay. The strategy (a module of
+corpusprep.mask.strategies) says what is chosen:
 
 - `token` (BERT): every token is its own word. Words are visited in random order and taken while they fit the
   budget (a word that would overshoot is skipped, as in the reference).
 - `whole-word`: the same, but a word's `##` pieces are chosen together and the 80/10/10 choice is made once
   per word (the reference decides per piece: google-research/bert#910); with a word segmenter (Chinese), the
   characters of a word are grouped the same way (see corpusprep.mask.words).
-- `span` (SpanBERT, Joshi et al. 2020): runs of whole words, one 80/10/10 choice per span (`choose_spans`).
-  Span lengths in words are drawn from the geometric distribution p = 0.2 truncated at 10 words and
-  renormalised, as SpanBERT's code does (P(1) = 0.224, mean 3.80: the paper's "clipped at 10, mean 3.8").
-  A span starts at a uniformly drawn word not yet chosen that fits the budget left (SpanBERT draws an anchor
-  and redraws when it is masked already: the same distribution, without wasted draws) and takes the words
-  after it up to the drawn length, ending early at the end of its segment (a [SEP]: a span never crosses
-  one), before a word already chosen (spans never overlap) or before a word that would overshoot the budget.
-  So the lengths kept are shorter than the lengths drawn, the more so the smaller the budget and the shorter
-  the segments (SpanBERT's code also cuts the last span at the budget). Measured on English Wikipedia pairs
-  (bert-base-uncased, BERT's length profile): mean 3.06 words (P(1) = 0.31) on rows of 128 tokens at 15% (cap
-  20), 3.46 (P(1) = 0.26) on rows of 512 (cap 80); 3.02 and 3.22 at 40%. tests/mask/test_span.py checks the
-  drawn lengths against the distribution and that every shorter span stopped for one of these reasons.
+- `span` (SpanBERT, Joshi et al. 2020): runs of whole words, one 80/10/10 choice per span
+  (corpusprep.mask.strategies.span).
 """
 
 from __future__ import annotations
@@ -31,18 +21,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from corpusprep.errors import UsageError
+from corpusprep.mask import strategies
 from corpusprep.mask.examples import Examples, pad_rows, unpad_rows
 from corpusprep.mask.words import chinese_continuations, cjk_characters, load_segmenter
-from corpusprep.objectives import MASK_STRATEGIES
 from corpusprep.tokenize import VocabInfo
 
 MASK, RANDOM, KEEP = 0, 1, 2
 ACTIONS = ("mask_token", "random_token", "kept_token")
-SPAN_P, SPAN_MAX_WORDS = 0.2, 10  # SpanBERT's geometric span lengths (in words) and their upper limit
-SPAN_PROBS = SPAN_P * (1 - SPAN_P) ** np.arange(SPAN_MAX_WORDS)
-SPAN_PROBS /= SPAN_PROBS.sum()  # P(length = 1 + i)
-TRIES = 4  # draws per round of a span's start word before counting the row's words (choose_spans)
 
 
 @dataclass(frozen=True)
@@ -112,7 +97,7 @@ def num_predictions(lengths: np.ndarray, masked_lm_prob: float, max_predictions_
     return np.minimum(max_predictions_per_seq, wanted)
 
 
-def _word_lengths(start: np.ndarray, candidate: np.ndarray) -> np.ndarray:
+def word_lengths(start: np.ndarray, candidate: np.ndarray) -> np.ndarray:
     """int64, flat over the grid: at each word's first token, the tokens in that word."""
     # A word runs up to the next boundary (a word start or a non-candidate). Every row ends in a non-candidate
     # ([SEP] or [PAD]), so on the flattened grid the next boundary is always in the same row.
@@ -143,17 +128,6 @@ def _word_order(start: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray
     return keys, column
 
 
-@dataclass(frozen=True)
-class Spans:
-    """Spans chosen by `choose_spans`, in row-major order: the flat grid cell of each span's first token, its
-    tokens, its words, and the length in words drawn for it (>= words: a span may end early)."""
-
-    start: np.ndarray  # int64
-    tokens: np.ndarray  # int64
-    words: np.ndarray  # int64
-    drawn: np.ndarray  # int64
-
-
 def word_starts(ids: np.ndarray, vocab: MaskVocab, whole_words: bool) -> tuple[np.ndarray, np.ndarray]:
     """(candidate, start) grids like `ids`: may be chosen; first token of a word (every candidate, or with
     `whole_words` every candidate that does not continue the word before it)."""
@@ -167,80 +141,6 @@ def word_starts(ids: np.ndarray, vocab: MaskVocab, whole_words: bool) -> tuple[n
     return candidate, start
 
 
-def choose_spans(
-    start: np.ndarray, candidate: np.ndarray, budget: np.ndarray, rng: np.random.Generator
-) -> Spans:
-    """SpanBERT's span choice (see the module docstring), in rounds over the batch: in each round every row
-    with budget left draws one span. A row gains at least one word per round or stops (no word left that
-    fits), so there are at most max(budget) rounds."""
-    n, width = start.shape
-    word_length = _word_lengths(start, candidate)
-    first = np.flatnonzero(start)  # every word's first cell, row-major
-    per_row = np.bincount(first // width, minlength=n)
-    words = int(per_row.max(initial=0))
-    # Runs of candidates between non-candidates ([CLS], [SEP], [PAD]): a span stays inside one. A run never
-    # spans two rows, as every row ends in a non-candidate.
-    flat_candidate = candidate.ravel()
-    run = np.cumsum(flat_candidate & ~np.r_[False, flat_candidate[:-1]])
-    # Each row's words as a grid: first cell; tokens, set past any budget (`never`) beyond the row's last word
-    # and once a word is taken, so that "fits the budget left" also says "exists and is free"; and whether the
-    # next word is in the same run.
-    never = width + 1
-    cell = pad_rows(first, per_row, words)
-    size = pad_rows(word_length[first], per_row, words, fill=never).ravel()
-    run_of = pad_rows(run[first], per_row, words, fill=-1).ravel()
-    same_run = np.zeros(n * words, bool)  # False after a row's last word: its run ends there
-    same_run[:-1] = run_of[1:] == run_of[:-1]
-    left = np.asarray(budget, np.int64).copy()
-    rows = np.flatnonzero(left > 0) if words else np.zeros(0, np.int64)
-    steps = np.arange(SPAN_MAX_WORDS)
-    cdf = np.cumsum(SPAN_PROBS)
-    found: list[tuple[np.ndarray, ...]] = []
-    while len(rows):
-        # The start: a free word that fits the budget left, uniformly. First by rejection (the first of TRIES
-        # uniform draws that qualifies), and for rows where all TRIES fail by counting every word (rows where
-        # none qualifies are done). Either way uniform among the qualifying words, and cheap: the count reads
-        # the whole row of words, the draws only TRIES of them.
-        base = rows * words  # flat index of each row's first word
-        u = rng.random((len(rows), TRIES + 2))
-        tries = base[:, None] + (u[:, :TRIES] * per_row[rows, None]).astype(np.int64)
-        ok = size[tries] <= left[rows, None]
-        word = tries[np.arange(len(rows)), ok.argmax(axis=1)]
-        missed = np.flatnonzero(~ok.any(axis=1))
-        if len(missed):
-            m = rows[missed]
-            count = np.cumsum(size.reshape(n, words)[m] <= left[m, None], axis=1)
-            pick = (u[missed, TRIES] * count[:, -1]).astype(np.int64)  # the pick-th word that qualifies
-            word[missed] = base[missed] + (count <= pick[:, None]).sum(axis=1)
-            keep = np.ones(len(rows), bool)
-            keep[missed[count[:, -1] == 0]] = False
-            rows, word, u, base = rows[keep], word[keep], u[keep], base[keep]
-            if not len(rows):
-                break
-        drawn = np.minimum(np.searchsorted(cdf, u[:, -1], side="right"), SPAN_MAX_WORDS - 1) + 1
-        # The span's words: the start and the words after it while the drawn length, the run (the link from
-        # the word before), the row's end and the free words last, then as many as fit the budget.
-        at = np.minimum(word[:, None] + steps, base[:, None] + words - 1)
-        tokens = size[at]
-        extend = (steps < drawn[:, None]) & (tokens < never)
-        extend[:, 1:] &= same_run[at[:, :-1]]
-        extend = np.logical_and.accumulate(extend, axis=1)
-        tokens = np.cumsum(np.where(extend, tokens, 0), axis=1)
-        extend &= tokens <= left[rows, None]  # the longest prefix of whole words that fits
-        length = extend.sum(axis=1)  # >= 1: the first word fits
-        span_tokens = tokens[np.arange(len(rows)), length - 1]
-        size[at[extend]] = never  # taken
-        left[rows] -= span_tokens
-        found.append((cell.ravel()[word], span_tokens, length, drawn))
-        rows = rows[left[rows] > 0]
-    if not found:
-        empty = np.zeros(0, np.int64)
-        return Spans(empty, empty, empty, empty)
-    parts = [np.concatenate(p).astype(np.int64) for p in zip(*found, strict=True)]
-    order = np.argsort(parts[0], kind="stable")
-    return Spans(*(p[order] for p in parts))
-
-
 def mask_examples(
     examples: Examples,
     vocab: MaskVocab,
@@ -248,24 +148,15 @@ def mask_examples(
     *,
     masked_lm_prob: float = 0.15,
     max_predictions_per_seq: int = 20,
-    strategy: str = "token",
+    strategy: str = strategies.DEFAULT,
 ) -> Masked:
-    """Mask a batch by `strategy` (one of MASK_STRATEGIES); the same examples and generator state give the
-    same result."""
-    if strategy not in MASK_STRATEGIES:
-        raise UsageError(f"unknown mask strategy {strategy!r}: choose one of {', '.join(MASK_STRATEGIES)}")
+    """Mask a batch by `strategy` (a name in corpusprep.mask.strategies); the same examples and generator
+    state give the same result."""
+    chosen_by = strategies.get(strategy)
     ids, n, width = examples.ids, len(examples), examples.ids.shape[1]
-    candidate, start = word_starts(ids, vocab, whole_words=strategy != "token")
+    candidate, start = word_starts(ids, vocab, whole_words=chosen_by.whole_words)
     budget = num_predictions(examples.lengths, masked_lm_prob, max_predictions_per_seq)
-    if strategy == "span":
-        spans = choose_spans(start, candidate, budget, rng)
-        chosen = np.zeros(ids.size, bool)  # flat: chosen spans, marked at their first token
-        chosen[spans.start] = True
-        word_length = np.zeros(ids.size, np.int64)
-        word_length[spans.start] = spans.tokens  # a span is decided and laid out as one word
-    else:
-        whole_words = strategy == "whole-word"
-        chosen, word_length = _choose_words(start, candidate, budget, rng, whole_words=whole_words)
+    chosen, word_length = chosen_by.choose(start, candidate, budget, rng)
 
     # One 80/10/10 decision per chosen word, shared by its pieces (a word's pieces are the cells after it).
     words = np.flatnonzero(chosen)  # row-major: ascending within each example
@@ -297,7 +188,7 @@ def mask_examples(
     )
 
 
-def _choose_words(
+def choose_words(
     start: np.ndarray, candidate: np.ndarray, budget: np.ndarray, rng: np.random.Generator, whole_words: bool
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Token and whole-word choice: (flat bool marking each chosen word's first token, flat word lengths or
@@ -306,7 +197,7 @@ def _choose_words(
     keys, column = _word_order(start, rng)
     # Take words in that order while they fit the budget (a word that would overshoot is skipped): one step
     # per rank, over all examples at once. Without whole-word masking this ends after max(budget) steps.
-    word_length = _word_lengths(start, candidate) if whole_words else None  # None: all 1
+    word_length = word_lengths(start, candidate) if whole_words else None  # None: all 1
     row_start = np.arange(n) * width  # flat index of each row's first cell
     filled = np.zeros(n, np.int64)
     chosen = np.zeros(start.size, bool)  # flat: chosen words, marked at their first token

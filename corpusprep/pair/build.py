@@ -37,17 +37,11 @@ from corpusprep.engine.executor import OUTPUTS_KEY, Task, check_engine, merge_st
 from corpusprep.engine.files import atomic_path, write_json
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
-from corpusprep.errors import DataError, UsageError
+from corpusprep.errors import UsageError
+from corpusprep.objectives import DEFAULT as DEFAULT_OBJECTIVE
 from corpusprep.objectives import objective as objective_spec
-from corpusprep.pair.instances import (
-    SHORT_SEQ_BY,
-    Pairs,
-    PartitionTokens,
-    make_pairs,
-    make_sop_pairs,
-    pairs_table,
-)
-from corpusprep.pair.pack import make_rows, rows_table
+from corpusprep.objectives.base import NO_PARTNER, NO_SENTENCES, ONE_SENTENCE  # noqa: F401  (re-exported)
+from corpusprep.pair.instances import SHORT_SEQ_BY, PartitionTokens
 from corpusprep.pair.schema import SPLITS
 from corpusprep.pair.tokens import (
     concat_partitions,
@@ -64,9 +58,6 @@ from corpusprep.tokenize import VocabInfo
 STATS_VERSION = 1
 log = logging.getLogger("corpusprep.pair")
 OWNS = ("stats.json", "train/part-*.parquet", "validation/part-*.parquet")  # what --overwrite may remove
-NO_SENTENCES = "no_sentences"
-NO_PARTNER = "no_partner_document"  # nsp: the document's partition has no other document
-ONE_SENTENCE = "one_sentence"  # sop: a document of one sentence has no B
 # A chunk (one tokenize task) ends after docs_per_chunk documents or this much text, whichever comes first:
 # what a task holds is bounded by bytes (256 book-length documents would be gigabytes). Chunking never
 # changes the output: partitions take their documents in input order whatever the chunks.
@@ -95,7 +86,7 @@ class PairOptions:
     docs_per_chunk: int = 256
     language: str = "en"  # ISO 639-1: the splitter's per-language rules
     line_breaks: str = "auto"  # auto | sentence | paragraph: see corpusprep.split.linebreaks
-    objective: str = "nsp"  # nsp | sop | none: corpusprep.objectives
+    objective: str = DEFAULT_OBJECTIVE  # a name in corpusprep.objectives
     # none only: pack pieces of several documents into a row. None is the objective's default, and is
     # resolved on construction (True for none, False for nsp and sop), so equal settings are equal options.
     pack: bool | None = None
@@ -103,11 +94,8 @@ class PairOptions:
     def __post_init__(self) -> None:
         name = self.objective.lower() if isinstance(self.objective, str) else self.objective
         spec = objective_spec(name)  # one line naming the choices on an unknown name
-        if self.pack and not spec.packs:
-            raise UsageError(f"build-pairs: --pack applies to --objective none only, not {spec.name}")
         object.__setattr__(self, "objective", spec.name)
-        object.__setattr__(self, "pack", spec.packs if self.pack is None else bool(self.pack))
-        least = 2 if spec.name == "nsp" else 1  # NSP's NotNext B comes from another document of the partition
+        least = spec.min_partition_docs
         checks = [
             (5 <= self.max_seq_length <= 65_535, "max_seq_length must be in [5, 65535]"),
             (0 <= self.short_seq_prob <= 1, "short_seq_prob must be in [0, 1]"),
@@ -123,9 +111,8 @@ class PairOptions:
         for ok, message in checks:
             if not ok:
                 raise UsageError(f"build-pairs: {message}")
-        if spec.packs:  # rows of pieces draw no target length: any value gives the same options and output
-            object.__setattr__(self, "short_seq_prob", PairOptions.short_seq_prob)
-            object.__setattr__(self, "short_seq_by", PairOptions.short_seq_by)
+        for name, value in spec.resolve_options(self).items():  # pack; what rows of pieces do not use
+            object.__setattr__(self, name, value)
         for name in ("splitter", "line_breaks"):  # any case, as --objective and --language take it
             if isinstance(getattr(self, name), str):
                 object.__setattr__(self, name, getattr(self, name).lower())
@@ -216,7 +203,7 @@ def tokenize_task(task: Task) -> dict[str, Any]:
                 [documents[d] for d in members],
                 [ids[d] for d in members],
                 sep_id=args.sep_id,
-                max_tokens=opts.max_seq_length - (2 if opts.objective == "none" else 3),
+                max_tokens=opts.max_seq_length - objective_spec(opts.objective).specials,
                 dtype=np.dtype(args.token_dtype),
             )
         usable = np.flatnonzero(np.diff(part.doc_offsets) > 0)
@@ -265,57 +252,12 @@ def pair_task(task: Task) -> dict[str, Any]:
     dtype = np.dtype(args.token_dtype)
     part = _partition(args.cache_dir, dtype)
     rng = rng_for(opts.seed, "pairs", args.split, args.partition, args.dupe_pass)
-    table, stats = ROWS[opts.objective](part, opts, rng, args.dupe_pass)
+    table, stats = objective_spec(opts.objective).rows(part, opts, rng, args.dupe_pass)
     with atomic_path(args.output) as tmp:
         pq.write_table(table, tmp, compression="zstd", compression_level=1)
     if args.dupe_pass > 0:  # documents are counted once, in pass 0
         del stats["documents_used"], stats["documents_skipped"]
     return {args.split: {"files": 1, **stats}}
-
-
-def _pair_stats(pairs: Pairs, label: str, other: str) -> dict[str, Any]:
-    positive = int(pairs.label.sum())
-    return {
-        "pairs": len(pairs),
-        label: positive,
-        other: len(pairs) - positive,
-        "pairs_truncated": int((pairs.truncated_tokens > 0).sum()),
-        "pair_tokens_truncated": int(pairs.truncated_tokens.sum()),
-        "short_target_pairs": int(pairs.short_target.sum()),
-        "file_imbalance": [positive - (len(pairs) - positive)],
-    }
-
-
-def _nsp_rows(part: PartitionTokens, opts: PairOptions, rng, dupe_pass: int) -> tuple[pa.Table, dict]:
-    pairs = make_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng, opts.short_seq_by)
-    stats = _pair_stats(pairs, "not_next", "is_next")
-    return pairs_table(part, pairs), {**stats, "documents_used": part.num_documents, "documents_skipped": {}}
-
-
-def _sop_rows(part: PartitionTokens, opts: PairOptions, rng, dupe_pass: int) -> tuple[pa.Table, dict]:
-    pairs, unpaired = make_sop_pairs(part, opts.max_seq_length, opts.short_seq_prob, rng, opts.short_seq_by)
-    used = int(np.count_nonzero(np.diff(part.doc_offsets) >= 2))
-    return pairs_table(part, pairs, "sop"), {
-        **_pair_stats(pairs, "swapped", "not_swapped"),
-        "sentences_unpaired": unpaired,
-        "documents_used": used,
-        "documents_skipped": {ONE_SENTENCE: part.num_documents - used},
-    }
-
-
-def _none_rows(part: PartitionTokens, opts: PairOptions, rng, dupe_pass: int) -> tuple[pa.Table, dict]:
-    rows = make_rows(part, opts.max_seq_length, bool(opts.pack), rng, dupe_pass)
-    return rows_table(part, rows), {
-        "pairs": len(rows),  # the rows of the files, whatever the objective (`validate` counts them)
-        "rows": len(rows),
-        "pieces": len(rows.length),
-        "piece_tokens": int(rows.length.sum()),
-        "documents_used": part.num_documents,
-        "documents_skipped": {},
-    }
-
-
-ROWS = {"nsp": _nsp_rows, "sop": _sop_rows, "none": _none_rows}  # one pass of one partition, by objective
 
 
 # ---------------------------------------------------------------------------------------------- driver
@@ -412,19 +354,8 @@ def build_pairs(
                                               for s in SPLITS)}
             raise no_usable_documents(inputs, read["read"], no_sentences)
         where = ", ".join(map(str, inputs))
-        if options.objective == "nsp" and usable["train"] < 2:
-            raise DataError(
-                f"{where}: {usable['train']} training document(s) with sentences "
-                f"({skip_summary(read['read'])}); NSP pairs need at least two (a NotNext segment comes from "
-                "another document; --objective sop or none works with one)"
-            )
-        if options.objective == "sop" and not token_stats.get("train", {}).get("multi_sentence_documents"):
-            raise DataError(
-                f"{where}: no training document with two sentences or more ({skip_summary(read['read'])}); "
-                "SOP pairs need one (A and B are consecutive segments of one document)"
-            )
-        if usable["train"] < 1:
-            raise DataError(f"{where}: no training document with sentences ({skip_summary(read['read'])})")
+        spec = objective_spec(options.objective)
+        spec.check_corpus(token_stats, usable["train"], where, skip_summary(read["read"]))
         pair_tasks = [
             Task(
                 f"pairs-{split}-{p:05d}-d{d}",
@@ -441,7 +372,7 @@ def build_pairs(
             )
             for split in SPLITS
             for p in range(partitions[split])
-            if docs_in.get(f"{split}/{p:05d}", 0) >= (2 if options.objective == "nsp" else 1)
+            if docs_in.get(f"{split}/{p:05d}", 0) >= spec.min_partition_docs
             for d in range(options.dupe_factor)
         ]
         on_done = bar.stage("pairs", len(pair_tasks), lambda s: sum(v["pairs"] for v in s.values()), "pairs")
@@ -459,15 +390,8 @@ def build_pairs(
 
 
 def imbalance_warning(stats: dict[str, Any], where: str) -> str | None:
-    """NSP's 50/50 is exact only where documents have a B to give: a corpus of one-sentence documents forces
-    NotNext (the other half is owed and never paid). Say so when the split is off by more than 1%."""
-    if stats.get("objective", "nsp") != "nsp" or not stats["pairs"]:
-        return None
-    share = stats["not_next"] / stats["pairs"]
-    if abs(share - 0.5) <= 0.01:
-        return None
-    return (f"{where}: {share:.1%} of {stats['pairs']:,} pairs are NotNext, not 50%: too few documents have "
-            "two sentences or more (a one-sentence document can only give NotNext pairs)")
+    """The objective's warning on finished pairs stats (nsp: its 50/50 is off), if any."""
+    return objective_spec(stats.get("objective")).warning(stats, where)
 
 
 def _as_dict(options) -> dict[str, Any]:
@@ -530,28 +454,10 @@ def read_stage(task: Task, bar: _Progress) -> dict[str, Any]:
     }
 
 
-# The counts of the rows each objective reports (per split and in total), beside `pairs` (the rows of the
-# files, which `validate` and `shard` check): NSP's labels, SOP's, or none's rows, pieces and their tokens.
-ROW_COUNTS = {
-    "nsp": ("is_next", "not_next", "pairs_truncated", "pair_tokens_truncated", "short_target_pairs"),
-    "sop": ("swapped", "not_swapped", "pairs_truncated", "pair_tokens_truncated", "short_target_pairs",
-            "sentences_unpaired"),
-    "none": ("rows", "pieces", "piece_tokens"),
-}
-TOTALS = {"nsp": ("is_next", "not_next"), "sop": ("swapped", "not_swapped"), "none": ("rows", "pieces")}
-
-
-def _fill(counts: dict[str, Any], max_seq_length: int) -> float:
-    """Mean share of a `none` row's length that holds tokens, [CLS] and [SEP] included (1 - padding)."""
-    capacity = counts.get("rows", 0) * max_seq_length
-    filled = counts.get("piece_tokens", 0) + 2 * counts.get("pieces", 0)
-    return round(filled / capacity, 4) if capacity else 0.0
-
-
 def _assemble_stats(
     read, token_stats, pair_stats, partitions, identity, vocab: VocabInfo, options: PairOptions
 ) -> dict[str, Any]:
-    name = options.objective
+    spec = objective_spec(options.objective)
     splits = {}
     for split in SPLITS:
         tok, pairs = token_stats.get(split, {}), dict(pair_stats.get(split, {}))
@@ -560,8 +466,7 @@ def _assemble_stats(
         used = pairs.pop("documents_used", 0)
         skipped = {NO_SENTENCES: tok.get("skipped", {}).get(NO_SENTENCES, 0)}
         skipped |= pairs.get("documents_skipped", {})  # sop: one-sentence documents
-        if name == "nsp":
-            skipped[NO_PARTNER] = documents - used - skipped[NO_SENTENCES]
+        skipped = spec.skipped(documents, used, skipped)
         splits[split] = {
             "documents": documents,
             "documents_used": used,
@@ -577,28 +482,24 @@ def _assemble_stats(
                     "sentence_tokens_truncated",
                 )
             },
-            **{k: pairs.get(k, 0) for k in ("files", "pairs", *ROW_COUNTS[name])},
+            **{k: pairs.get(k, 0) for k in ("files", "pairs", *spec.row_counts)},
         }
-        if name == "none":
-            splits[split]["fill"] = _fill(splits[split], options.max_seq_length)
-        else:
-            splits[split]["max_file_imbalance"] = max(map(abs, imbalance), default=0)
+        spec.finish_split(splits[split], imbalance, options.max_seq_length)
     total = merge_stats(splits.values())
     stats = {
         "stats_version": STATS_VERSION,
         "identity": identity,
         "options": identity["options"],
-        "objective": name,
+        "objective": spec.name,
         "vocab": {"sha256": vocab.sha256, "size": vocab.size, "directory": str(vocab.directory)},
         "read": read["read"],
         "documents": total["documents"],
         "documents_used": total["documents_used"],
         "documents_skipped": total["documents_skipped"],
         "pairs": total["pairs"],
-        **{k: total[k] for k in TOTALS[name]},
+        **{k: total[k] for k in spec.totals},
     }
-    if name == "none":
-        stats["fill"] = _fill(total, options.max_seq_length)
+    spec.finish_totals(stats, total, options.max_seq_length)
     return {**stats, "splits": splits}
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from corpusprep.engine import arrow
+from corpusprep.objectives import DEFAULT
 from corpusprep.pair.schema import pairs_schema
 
 
@@ -278,7 +279,7 @@ def gather(tokens: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.ListA
     return pa.ListArray.from_arrays(arrow.from_numpy(offsets), arrow.from_numpy(tokens[index]))
 
 
-def pairs_table(part: PartitionTokens, pairs: Pairs, objective: str = "nsp") -> pa.Table:
+def pairs_table(part: PartitionTokens, pairs: Pairs, objective: str = DEFAULT) -> pa.Table:
     """The pairs in the `build-pairs` Parquet schema, with provenance (document and sentence of A and B)."""
     doc_ids = arrow.strings(part.doc_ids)
     return pa.Table.from_arrays(

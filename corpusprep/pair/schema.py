@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from corpusprep.objectives import OBJECTIVES
+from corpusprep.objectives import DEFAULT
+from corpusprep.objectives import objective as objective_spec
 
 
-def pairs_schema(token_dtype: np.dtype = np.dtype(np.uint16), objective: str = "nsp") -> pa.Schema:
+def pairs_schema(token_dtype: np.dtype = np.dtype(np.uint16), objective: str = DEFAULT) -> pa.Schema:
     """Token lists use the narrowest unsigned type that holds the vocab (uint16 up to 65,536 tokens).
 
     nsp and sop: one sentence pair a row, its label named by the objective (`is_random_next`, `is_swapped`).
@@ -16,7 +17,7 @@ def pairs_schema(token_dtype: np.dtype = np.dtype(np.uint16), objective: str = "
     lengths (each >= 1), and each piece's document and first sentence.
     """
     token = pa.from_numpy_dtype(token_dtype)
-    spec = OBJECTIVES[objective]
+    spec = objective_spec(objective)
     if spec.packs:
         return pa.schema(
             [
@@ -39,5 +40,4 @@ def pairs_schema(token_dtype: np.dtype = np.dtype(np.uint16), objective: str = "
     )
 
 
-PAIRS_SCHEMA = pairs_schema()
 SPLITS = ("train", "validation")

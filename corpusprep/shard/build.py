@@ -42,8 +42,9 @@ from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, DataError, InputError, UsageError
 from corpusprep.mask import ACTIONS, MaskVocab, examples_from_pairs, examples_from_pieces, mask_examples
-from corpusprep.objectives import Objective
+from corpusprep.mask.strategies import get as mask_strategy
 from corpusprep.objectives import objective as objective_spec
+from corpusprep.objectives.base import Objective
 from corpusprep.shard.options import DEFAULT_EXAMPLES_PER_SHARD, ShardOptions
 from corpusprep.shard.schema import SCHEMA_VERSION, SPLITS
 from corpusprep.shard.spill import FORMAT as SPILL_FORMAT
@@ -73,7 +74,7 @@ class MaskTask:
     options: ShardOptions
     vocab: MaskVocab
     max_seq_length: int
-    objective: str = "nsp"
+    objective: str  # a name in corpusprep.objectives (a name pickles small for the workers)
     sha256: str | None = None  # the pairs manifest's: the file is checked against it before it is read
 
 
@@ -87,7 +88,7 @@ class ShardTask:
     token_dtype: str
     pad_id: int
     cls_id: int
-    objective: str = "nsp"
+    objective: str
 
 
 def shard_name(index: int) -> str:
@@ -330,7 +331,7 @@ def build_shards(
         raise UsageError(f"{vocab_dir}: not the vocab {pairs_dir} was tokenized with (sha256 differs)")
     max_seq_length = resolve_max_seq_length(options, pairs_stats)
     # Chinese whole words need a segmenter (BERT tokenizes CJK character by character): fail now if missing.
-    chinese_words = (options.mask_strategy != "token"
+    chinese_words = (mask_strategy(options.mask_strategy).whole_words
                      and pairs_stats.get("options", {}).get("language") == "zh")
     mask_vocab = MaskVocab.from_vocab(vocab, "jieba" if chinese_words else None)
     identity = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from corpusprep.errors import UsageError
-from corpusprep.objectives import MASK_STRATEGIES
+from corpusprep.mask import strategies
 from corpusprep.settings import MAX_PASSES
 
 COMPRESSIONS = ("zstd", "lz4", "snappy", "none")
@@ -16,7 +16,7 @@ DEFAULT_EXAMPLES_PER_SHARD = 50_000
 class ShardOptions:
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20
-    mask_strategy: str | None = None  # one of MASK_STRATEGIES (corpusprep.mask.mlm); None: "token"
+    mask_strategy: str | None = None  # a name in corpusprep.mask.strategies; None: its DEFAULT
     whole_word_mask: bool = False  # alias of mask_strategy "whole-word"; set to match it once resolved
     dupe_masks: int = 1  # maskings of each training pair (validation pairs are masked once)
     num_shards: int | None = None  # training shards; validation gets the same rows per shard
@@ -30,17 +30,11 @@ class ShardOptions:
         for name in ("mask_strategy", "compression"):  # any case, as --objective and --language take it
             if isinstance(value := getattr(self, name), str):
                 object.__setattr__(self, name, value.lower())
-        if self.mask_strategy not in (None, *MASK_STRATEGIES):
-            raise UsageError(f"--mask-strategy must be one of {', '.join(MASK_STRATEGIES)}, "
-                             f"not {self.mask_strategy!r}")
-        if self.whole_word_mask and self.mask_strategy not in (None, "whole-word"):
-            raise UsageError(f"--whole-word-mask means --mask-strategy whole-word: it contradicts "
-                             f"--mask-strategy {self.mask_strategy} (give one of them)")
         # Resolved once: ShardOptions(whole_word_mask=True) == ShardOptions(mask_strategy="whole-word"), so
         # both give the same run fingerprint and manifest options.
-        strategy = "whole-word" if self.whole_word_mask else self.mask_strategy or "token"
+        strategy = strategies.resolve(vars(self))
         object.__setattr__(self, "mask_strategy", strategy)
-        object.__setattr__(self, "whole_word_mask", strategy == "whole-word")
+        object.__setattr__(self, "whole_word_mask", strategy == strategies.WHOLE_WORD_ALIAS)
         checks = [
             (0.0 < self.masked_lm_prob < 1.0, "--masked-lm-prob must be in (0, 1)"),
             (self.max_predictions_per_seq >= 1, "--max-predictions-per-seq must be >= 1"),

@@ -13,7 +13,8 @@ from rich.text import Text
 from corpusprep.engine.records import inside
 from corpusprep.errors import DataError, UsageError
 from corpusprep.objectives import objective as objective_spec
-from corpusprep.shard.table import LABEL_COUNTS, count_keys
+from corpusprep.objectives.base import Objective
+from corpusprep.shard.table import count_keys
 from corpusprep.shard.validate import load_manifest
 from corpusprep.tokenize import VocabInfo
 
@@ -62,35 +63,26 @@ def render_examples(
             table = pq.ParquetFile(path).read_row_group(0).slice(0, n - len(rendered)).to_pylist()
         except (OSError, pa.ArrowException) as error:
             raise _unreadable([path], error) from None
-        objective = objective_spec(manifest.get("objective")).name
-        rendered += [_render(row, vocab, f"{path.name} row {i}", objective) for i, row in enumerate(table)]
+        spec = objective_spec(manifest.get("objective"))
+        rendered += [_render(row, vocab, f"{path.name} row {i}", spec) for i, row in enumerate(table)]
         if len(rendered) >= n:
             break
     return rendered
 
 
-def _label(row: dict, objective: str) -> str:
-    if objective == "sop":
-        return "swapped (B comes before A)" if row["sentence_order_label"] else "in order"
-    if objective == "none":
-        starts = row["document_starts"]
-        return f"{len(starts)} piece{'' if len(starts) == 1 else 's'} (at {', '.join(map(str, starts))})"
-    return "NotNext (B is random)" if row["next_sentence_label"] else "IsNext"
-
-
-def _render(row: dict, vocab: VocabInfo, where: str, objective: str = "nsp") -> Text:
+def _render(row: dict, vocab: VocabInfo, where: str, objective: Objective) -> Text:
     """One row: segments A/B in their colours (rows of pieces: alternate pieces, each after a `|`)."""
-    label = _label(row, objective)
+    label = objective.describe(row)
     text = Text(f"{where}: {label}, {row['num_tokens']} tokens, {len(row['masked_lm_ids'])} predictions\n",
                 style="bold")
     originals = dict(zip(row["masked_lm_positions"], row["masked_lm_ids"], strict=True))
     segments = row["token_type_ids"]
-    if objective == "none":  # colour by piece: 0, 1, 0, ...
+    if objective.packs:  # colour by piece: 0, 1, 0, ...
         starts = set(row["document_starts"])
         piece = np.cumsum([i in starts for i in range(len(row["input_ids"]))]) - 1
         segments = (piece % 2).tolist()
     for i, (token, segment) in enumerate(zip(row["input_ids"], segments, strict=True)):
-        if i and objective == "none" and i in starts:
+        if i and objective.packs and i in starts:
             text.append(" | ", style=STYLE["special"])
         elif i:
             text.append(" ")
@@ -152,11 +144,11 @@ def stats_tables(stats: dict) -> list[Table]:
     totals.add_column("count")
     for name in columns:
         totals.add_column(name, justify="right")
-    objective = objective_spec(manifest.get("objective")).name
-    for key in count_keys(objective):
+    spec = objective_spec(manifest.get("objective"))
+    for key in count_keys(spec.name):
         totals.add_row(key, *(f"{c[key]:,}" for c in columns.values()))
     ratios = [("masked_tokens", "tokens"), ("mask_token", "masked_tokens"), ("random_token", "masked_tokens"),
-              ("kept_token", "masked_tokens"), (LABEL_COUNTS[objective][-1], "examples")]
+              ("kept_token", "masked_tokens"), (spec.shard_counts[-1], "examples")]
     for num, den in ratios:
         shares = (f"{c[num] / c[den]:.4f}" if c[den] else "-" for c in columns.values())
         totals.add_row(f"{num} / {den}", *shares)

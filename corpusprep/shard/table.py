@@ -8,24 +8,18 @@ import pyarrow as pa
 from corpusprep.engine import arrow
 from corpusprep.engine.arrow import to_numpy
 from corpusprep.errors import UsageError
-from corpusprep.mask import Examples, Masked, MaskVocab, mask_examples
+from corpusprep.mask import Examples, Masked, MaskVocab, mask_examples, strategies
 from corpusprep.mask.examples import list_parts, pad_rows, row_mask
 from corpusprep.mask.mlm import ACTIONS, KEEP, MASK, RANDOM
+from corpusprep.objectives import DEFAULT
 from corpusprep.objectives import objective as objective_spec
 from corpusprep.shard.schema import shard_schema
 
-# What the manifest counts of the rows beside examples and tokens: the two labels (0, 1) of a sentence task,
-# or the pieces of packed rows.
-LABEL_COUNTS = {"nsp": ("is_next", "not_next"), "sop": ("in_order", "swapped"), "none": ("pieces",)}
 
-
-def count_keys(objective: str | None = "nsp") -> tuple[str, ...]:
-    """The per-split and total counts of a shards manifest of this objective."""
-    own = LABEL_COUNTS[objective_spec(objective).name]
-    return ("examples", *own, "tokens", "masked_tokens", *ACTIONS)
-
-
-COUNT_KEYS = count_keys("nsp")
+def count_keys(objective: str | None = DEFAULT) -> tuple[str, ...]:
+    """The per-split and total counts of a shards manifest of this objective (beside examples and tokens,
+    its `shard_counts`: the two labels (0, 1) of a sentence task, or the pieces of packed rows)."""
+    return ("examples", *objective_spec(objective).shard_counts, "tokens", "masked_tokens", *ACTIONS)
 
 
 def _list(offsets: np.ndarray, values: np.ndarray) -> pa.ListArray:
@@ -40,7 +34,7 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
     return offsets.astype(np.int32)
 
 
-def to_table(masked: Masked, objective: str = "nsp", cls_id: int | None = None) -> pa.Table:
+def to_table(masked: Masked, objective: str = DEFAULT, cls_id: int | None = None) -> pa.Table:
     """Rows in `shard_schema(dtype, objective)`; rows of pieces (none) need `cls_id` to find the pieces."""
     ex = masked.examples
     tokens, predictions = _offsets(ex.lengths), _offsets(masked.predicted)
@@ -71,14 +65,14 @@ def actions_of(shown: np.ndarray, labels: np.ndarray, mask_id: int) -> np.ndarra
 
 
 def _own_counts(objective: str | None, labels: np.ndarray | None, pieces: int) -> dict[str, int]:
-    keys = LABEL_COUNTS[objective_spec(objective).name]
+    keys = objective_spec(objective).shard_counts
     if labels is None:
         return {keys[0]: pieces}
     ones = int((labels == 1).sum())
     return {keys[0]: int((labels == 0).sum()), keys[1]: ones}
 
 
-def count_masked(masked: Masked, objective: str = "nsp", cls_id: int | None = None) -> dict[str, int]:
+def count_masked(masked: Masked, objective: str = DEFAULT, cls_id: int | None = None) -> dict[str, int]:
     """Manifest counts of a batch of examples (rows of pieces need `cls_id` to count the pieces)."""
     ex = masked.examples
     packed = objective_spec(objective).packs
@@ -102,7 +96,7 @@ def gather_predicted(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return ids[np.minimum(flat, max(len(ids) - 1, 0))], labels, example, flat
 
 
-def count_table(table: pa.Table, mask_id: int, objective: str = "nsp") -> dict[str, int]:
+def count_table(table: pa.Table, mask_id: int, objective: str = DEFAULT) -> dict[str, int]:
     """Manifest counts, recomputed from the rows of a file (robust to malformed rows, for `validate`)."""
     shown, labels, _, _ = gather_predicted(table)
     spec = objective_spec(objective)
@@ -121,7 +115,7 @@ def count_table(table: pa.Table, mask_id: int, objective: str = "nsp") -> dict[s
     }
 
 
-def examples_from_shard(table: pa.Table, pad_id: int, objective: str = "nsp") -> Examples:
+def examples_from_shard(table: pa.Table, pad_id: int, objective: str = DEFAULT) -> Examples:
     """The examples of shard rows as they were before masking: each prediction's label put back."""
     id_offsets, ids = list_parts(table.column("input_ids"))
     _, positions = list_parts(table.column("masked_lm_positions"))
@@ -146,10 +140,10 @@ def remask_table(
     vocab: MaskVocab,
     rng: np.random.Generator,
     *,
-    objective: str = "nsp",
+    objective: str = DEFAULT,
     masked_lm_prob: float = 0.15,
     max_predictions_per_seq: int = 20,
-    strategy: str = "token",
+    strategy: str = strategies.DEFAULT,
 ) -> pa.Table:
     """Dynamic masking: shard rows masked afresh from their original tokens by the same rule as `shard`
     (`mask_examples`), in the same schema. Pass the manifest's objective and options."""

@@ -18,9 +18,8 @@ from corpusprep.engine import artifact, records
 from corpusprep.engine.artifact import sha256_file
 from corpusprep.engine.records import inside, load_record
 from corpusprep.errors import CorpusprepError, DataError, InputError, UsageError, plural
-from corpusprep.mask import num_predictions
+from corpusprep.mask import num_predictions, strategies
 from corpusprep.mask.examples import list_parts
-from corpusprep.objectives import OBJECTIVES
 from corpusprep.objectives import objective as objective_spec
 from corpusprep.shard.build import MANIFEST
 from corpusprep.shard.schema import SCHEMA_VERSION, SPLITS, shard_schema
@@ -37,11 +36,6 @@ def _first(bad: np.ndarray, what: str) -> list[str]:
 def _any(flags: np.ndarray, row_of: np.ndarray, n: int) -> np.ndarray:
     """Per row: does any of its flat elements (tokens or predictions) have the flag?"""
     return np.bincount(row_of[flags], minlength=n) > 0
-
-
-def mask_strategy(options: dict) -> str:
-    """The masking strategy of a manifest's options (manifests before strategies: `whole_word_mask`)."""
-    return options.get("mask_strategy") or ("whole-word" if options.get("whole_word_mask") else "token")
 
 
 def _pair_layout(ids, types, offsets, example, ids_of) -> list[str]:
@@ -146,7 +140,8 @@ def check_rows(table: pa.Table, manifest: dict) -> list[str]:
     problems += _first(_any(bad_random, pred_example, n), "a random replacement is a special token")
     budget = num_predictions(lengths, options["masked_lm_prob"], options["max_predictions_per_seq"])
     problems += _first(count > budget, "more predictions than the budget")
-    if mask_strategy(options) == "token":  # a token always fits: the budget is met unless candidates run out
+    if strategies.get(strategies.resolve(options)).exact_budget:  # (token: a token always fits) the budget
+        # is met unless candidates run out
         candidates = np.bincount(example[~np.isin(ids, [cls_id, sep_id, pad_id])], minlength=n)
         problems += _first(count != np.minimum(budget, candidates), "predictions != the budget")
     return problems
@@ -313,7 +308,7 @@ def _validate_pairs(directory: Path) -> tuple[list[str], str]:
     if missing:
         return [f"stats.json: splits.{missing[0]}: missing"], ""
     expected = {split: stats["splits"][split]["pairs"] for split in PAIR_SPLITS}
-    unit = "row" if OBJECTIVES[stats.get("objective") or "nsp"].packs else "pair"
+    unit = "row" if objective_spec(stats.get("objective")).packs else "pair"
     problems, files = [], 0
     for split in PAIR_SPLITS:
         rows = 0

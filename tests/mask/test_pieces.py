@@ -8,8 +8,7 @@ import pytest
 
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError
-from corpusprep.mask import MaskVocab, examples_from_pieces, mask_examples
-from corpusprep.objectives import MASK_STRATEGIES
+from corpusprep.mask import MaskVocab, examples_from_pieces, mask_examples, strategies
 from corpusprep.pair.schema import pairs_schema
 from corpusprep.tokenize import VocabInfo
 from tests.mask.test_mlm import check_predictions
@@ -55,7 +54,7 @@ def test_broken_rows_name_the_file_and_row(tokens, lengths, message):
         examples_from_pieces(rows(tokens, lengths), max_seq_length=15, **KW)
 
 
-@pytest.mark.parametrize("strategy", MASK_STRATEGIES)
+@pytest.mark.parametrize("strategy", strategies.names())
 def test_masking_rows_of_pieces_never_touches_their_specials(stream, vocab_dir, strategy):
     vocab = VocabInfo.load(vocab_dir)
     mask_vocab = MaskVocab.from_vocab(vocab)

@@ -7,9 +7,9 @@ import pytest
 
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import UsageError
-from corpusprep.mask import concat_segments, examples_from_pairs, mask_examples, num_predictions
-from corpusprep.mask.mlm import SPAN_MAX_WORDS, SPAN_P, choose_spans, word_starts
-from corpusprep.objectives import MASK_STRATEGIES
+from corpusprep.mask import concat_segments, examples_from_pairs, mask_examples, num_predictions, strategies
+from corpusprep.mask.mlm import word_starts
+from corpusprep.mask.strategies.span import SPAN_MAX_WORDS, SPAN_P, choose_spans
 from tests.mask.test_mlm import check_predictions
 from tests.shard.realistic import make_pairs
 
@@ -104,7 +104,7 @@ def test_long_rows_keep_longer_spans(stream, vocab, mask_vocab):
     assert 3.2 < spans.words.mean() < 3.8
 
 
-@pytest.mark.parametrize("strategy", MASK_STRATEGIES)
+@pytest.mark.parametrize("strategy", strategies.names())
 def test_masked_lm_prob_04_with_a_large_cap(examples, mask_vocab, strategy):
     masked = mask_examples(examples, mask_vocab, rng_for(3, strategy), masked_lm_prob=0.4,
                            max_predictions_per_seq=128, strategy=strategy)
@@ -113,7 +113,7 @@ def test_masked_lm_prob_04_with_a_large_cap(examples, mask_vocab, strategy):
     assert np.allclose(np.array(list(masked.counts().values())) / len(flat), [0.8, 0.1, 0.1], atol=0.02)
 
 
-@pytest.mark.parametrize("strategy", MASK_STRATEGIES)
+@pytest.mark.parametrize("strategy", strategies.names())
 def test_cap_binds(examples, mask_vocab, strategy):
     masked = mask_examples(examples, mask_vocab, rng_for(7, "cap"), masked_lm_prob=0.4,
                            max_predictions_per_seq=5, strategy=strategy)

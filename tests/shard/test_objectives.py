@@ -16,7 +16,7 @@ from corpusprep.cli import app
 from corpusprep.engine.artifact import sha256_file
 from corpusprep.engine.files import read_json, write_json
 from corpusprep.errors import InputError
-from corpusprep.objectives import MASK_STRATEGIES
+from corpusprep.mask import strategies
 from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
 from corpusprep.shard.schema import shard_schema
@@ -118,7 +118,7 @@ def test_none_shards_pieces_and_document_starts(none_shards, none_pairs_dir, voc
 
 
 @pytest.mark.parametrize("objective", ["sop", "none"])
-@pytest.mark.parametrize("strategy", MASK_STRATEGIES)
+@pytest.mark.parametrize("strategy", strategies.names())
 def test_same_bytes_whatever_the_workers(tmp_path, sop_pairs_dir, none_pairs_dir, vocab_dir, objective,
                                          strategy):
     pairs = sop_pairs_dir if objective == "sop" else none_pairs_dir

@@ -9,8 +9,7 @@ import pytest
 
 from corpusprep.engine.files import read_json
 from corpusprep.engine.rng import rng_for
-from corpusprep.mask import MaskVocab, num_predictions
-from corpusprep.objectives import MASK_STRATEGIES
+from corpusprep.mask import MaskVocab, num_predictions, strategies
 from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
 from corpusprep.shard.schema import shard_schema
@@ -30,7 +29,7 @@ def static(request, tmp_path_factory, pairs_dir, sop_pairs_dir, none_pairs_dir, 
     return request.param, table, read_json(out / "manifest.json")
 
 
-@pytest.mark.parametrize("strategy", MASK_STRATEGIES)
+@pytest.mark.parametrize("strategy", strategies.names())
 def test_dynamic_masking_follows_the_static_rule(static, vocab_dir, strategy):
     objective, table, manifest = static
     vocab = VocabInfo.load(vocab_dir)
