@@ -219,14 +219,16 @@ class BertForPreTraining(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
+        # decided once here: a registry lookup inside forward would break the compiled graph
+        self.sentence_head = config.sentence_head
         self.embeddings = Embeddings(config)
         self.layers = nn.ModuleList(Block(config) for _ in range(config.num_layers))
         if config.pre_ln:
             self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        if config.sentence_head:  # created in this order so that nsp init draws as before the objectives
+        if self.sentence_head:  # created in this order so that nsp init draws as before the objectives
             self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
         self.mlm_head = MLMHead(config, self.embeddings.word_embeddings)
-        if config.sentence_head:
+        if self.sentence_head:
             self.nsp_head = nn.Linear(config.hidden_size, 2)
         self.apply(self._init_weights)
 
@@ -268,7 +270,7 @@ class BertForPreTraining(nn.Module):
         layout = Layout(cu_seqlens, rows, slots)
         x = self.encode(input_ids, token_type_ids, position_ids, layout)
         sentence_logits = None
-        if self.config.sentence_head:
+        if self.sentence_head:
             cls = x[rows[:, 0]]  # [R, H]: each row's first token, [CLS]
             sentence_logits = self.nsp_head(torch.tanh(self.pooler(cls)))  # [R, 2]
         return self.mlm_head(x if mlm_positions is None else x[mlm_positions]), sentence_logits
