@@ -21,6 +21,7 @@ from rich.console import Console
 import corpusprep
 from corpusprep.console import console as stderr_console
 from corpusprep.engine import artifact, records
+from corpusprep.engine.executor import Executor, LocalExecutor, executor_for
 from corpusprep.engine.files import remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
 from corpusprep.errors import DataError, UsageError
@@ -97,16 +98,17 @@ def run_pipeline(
     pipeline: Pipeline,
     run_dir: str | Path,
     *,
-    engine: str = "local",
-    ray_address: str | None = None,
+    executor: Executor | None = None,
     workers: int | None = None,
     until: str | None = None,
     overwrite: bool = False,
     progress: bool = True,
     console: Console | None = None,
 ) -> dict[str, Any]:
-    """Run (or skip) every stage up to `until`; write and return the run report."""
+    """Run (or skip) every stage up to `until`; write and return the run report. `executor`: where data
+    preparation's tasks run (default: the local pool, with `workers` processes)."""
     console = console or stderr_console()
+    executor = executor_for(executor, workers)
     run_dir = Path(run_dir)
     selected = select(pipeline.stages, until)
     started = time.perf_counter()
@@ -159,7 +161,7 @@ def run_pipeline(
             done_file.unlink(missing_ok=True)  # the old outputs are about to change
             write_json(start_file, {"fingerprint": fp})
             console.rule(f"{label} ({'resuming' if started_as == fp else 'running'})", align="left")
-            ctx = StageContext(run_dir, out, inputs, dirs, engine, ray_address, workers, fresh, progress)
+            ctx = StageContext(run_dir, out, inputs, dirs, executor, fresh, progress)
             t0 = time.perf_counter()
             result = kind.run(stage, ctx)
             seconds = time.perf_counter() - t0
@@ -178,7 +180,7 @@ def run_pipeline(
                 "counts": result.counts,
                 "unit": result.unit,
                 "seconds": round(seconds, 3),
-                "engine": engine if stage.kind in ("pairs", "shard") else "local",
+                "engine": executor.name if kind.parallel else LocalExecutor.name,
                 "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             }
             write_json(done_file, record)

@@ -14,11 +14,12 @@ import dataclasses
 import json
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import artifact
+from corpusprep.engine.executor import Executor, LocalExecutor
 from corpusprep.engine.files import atomic_path, write_json
 from corpusprep.engine.records import load_record, parse_json, read_bytes
 from corpusprep.errors import DataError, UsageError
@@ -33,16 +34,13 @@ class StageContext:
     out: Path
     inputs: list[str]  # the corpus: the user's paths, or the demo corpus file
     dirs: dict[str, Path]  # output directory of every stage, by name
-    engine: str = "local"
-    ray_address: str | None = None
-    workers: int | None = None
+    executor: Executor = field(default_factory=LocalExecutor)  # where data preparation's tasks run
     overwrite: bool = False  # True: replace what is there; False: resume or repair the same settings' work
     progress: bool = True
 
     def scheduling(self) -> dict[str, Any]:
         """The keyword arguments every data-prep stage function takes for how (never what) it runs."""
-        return {"workers": self.workers, "engine": self.engine, "ray_address": self.ray_address,
-                "overwrite": self.overwrite, "progress": self.progress}
+        return {"executor": self.executor, "overwrite": self.overwrite, "progress": self.progress}
 
     def need(self, stage: Stage, role: str) -> Path:
         """The output directory of the stage this one reads in `role` ("vocab", "pairs", "shards", ...)."""
@@ -74,6 +72,7 @@ class StageKind(abc.ABC):
     """What a kind of stage does. Subclasses set `kind`, implement `run` and override what differs."""
 
     kind = ""
+    parallel = False  # runs its tasks on the pipeline's executor (else in this process: reported as local)
 
     def check(self, stage: Stage) -> None:
         """Build the stage's options without running it: a typo in the last stage fails before the first."""
@@ -147,6 +146,7 @@ class VocabStage(StageKind):
 
 class PairsStage(StageKind):
     kind = "pairs"
+    parallel = True
 
     def check(self, stage: Stage) -> None:
         from corpusprep.pair.build import PairOptions
@@ -206,6 +206,7 @@ OBJECTIVE_COUNTS = ("is_next", "not_next", "not_swapped", "swapped", "rows", "pi
 
 class ShardStage(StageKind):
     kind = "shard"
+    parallel = True
 
     def check(self, stage: Stage) -> None:
         from corpusprep.shard.options import ShardOptions
@@ -402,7 +403,8 @@ class EvaluateStage(StageKind):
 
         model = ctx.need(stage, "train")
         result = evaluate(model, self.settings(stage), ctx.out, overwrite=ctx.overwrite,
-                          model_identity=artifact.content_digest(model), workers=ctx.workers)  # fmt: skip
+                          model_identity=artifact.content_digest(model),
+                          workers=ctx.executor.workers)  # fmt: skip
         dev = result["splits"]["dev"]
         # the dev means for the counts table; the whole result for report.md's evaluation section
         counts = {"seeds": len(result["seeds"]), "pretrained": dev["pretrained"]["mean"],

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
-from collections.abc import Sequence
+import typing
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from corpusprep.engine.executor import DEFAULT_ENGINE, ExecutorOptions
 from corpusprep.errors import UsageError
 from corpusprep.read import FORMATS, ON_ERROR, ReadOptions
 from corpusprep.read.document import MAX_DOCUMENT_MB
@@ -82,6 +86,9 @@ RayAddress = Annotated[
     str | None,
     typer.Option(help="Ray cluster to join with --engine ray ('auto': this node's); none: a local one."),
 ]
+# The engine settings (ExecutorOptions' fields) as options, in this order (`with_executor` adds them)
+ENGINE_OPTIONS = {"workers": (Workers, 0), "engine": (Engine, DEFAULT_ENGINE),
+                  "ray_address": (RayAddress, None)}
 Progress = Annotated[bool, typer.Option(help="Show progress bars on stderr.")]
 Language = Annotated[
     str,
@@ -160,3 +167,26 @@ def output_files(
             probe.unlink()
         checked[option] = path
     return checked
+
+
+def with_executor(command: Callable) -> Callable:
+    """A typer command that takes `executor` gets the engine options (ENGINE_OPTIONS) in its place instead,
+    and is called with the executor they describe, checked once (`ExecutorOptions`: one line, exit 2)."""
+    signature = inspect.signature(command)
+    hints = typing.get_type_hints(command, include_extras=True)  # typer reads the signature's, not strings
+    params = []
+    for param in signature.parameters.values():
+        if param.name != "executor":
+            params.append(param.replace(annotation=hints.get(param.name, param.annotation)))
+            continue
+        params += [param.replace(name=name, default=default, annotation=kind)
+                   for name, (kind, default) in ENGINE_OPTIONS.items()]  # fmt: skip
+
+    @functools.wraps(command)
+    def run(**arguments):
+        settings = {name: arguments.pop(name) for name in ENGINE_OPTIONS}
+        return command(**arguments, executor=ExecutorOptions(**settings).build())
+
+    run.__signature__ = signature.replace(parameters=params)
+    run.__annotations__ = {param.name: param.annotation for param in params}
+    return run

@@ -12,7 +12,6 @@ from corpusprep.cli.app import app
 from corpusprep.cli.options import (
     MAX_DOCUMENT_MB,
     DocumentPerFile,
-    Engine,
     Format,
     Inputs,
     Language,
@@ -22,18 +21,19 @@ from corpusprep.cli.options import (
     OneSentencePerLine,
     Overwrite,
     Progress,
-    RayAddress,
     Seed,
     TextField,
     VocabDir,
-    Workers,
+    with_executor,
 )
 from corpusprep.console import refuse_stdout
+from corpusprep.engine.executor import Executor
 from corpusprep.errors import printable
 from corpusprep.objectives import objective as objective_spec
 
 
 @app.command("build-pairs")
+@with_executor
 def build_pairs_command(
     inputs: Inputs,
     vocab: VocabDir,
@@ -85,9 +85,7 @@ def build_pairs_command(
     language: Language = "en",
     line_breaks: LineBreaks = "auto",
     seed: Seed = 12345,
-    workers: Workers = 0,
-    engine: Engine = "local",
-    ray_address: RayAddress = None,
+    executor: Executor | None = None,  # --workers, --engine, --ray-address (with_executor)
     overwrite: Overwrite = False,
     progress: Progress = True,
     input_format: Format = "auto",
@@ -126,9 +124,7 @@ def build_pairs_command(
         options,
         read_options(input_format, one_sentence_per_line, text_field, on_error,
                              max_document_mb, document_per_file),
-        workers=workers or None,
-        engine=engine,
-        ray_address=ray_address,
+        executor=executor,
         overwrite=overwrite,
         progress=progress,
     )

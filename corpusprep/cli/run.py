@@ -8,13 +8,13 @@ from typing import Annotated
 import typer
 
 from corpusprep.cli.app import app
-from corpusprep.cli.options import Overwrite, Workers
+from corpusprep.cli.options import Overwrite, with_executor
 from corpusprep.console import refuse_stdout
-from corpusprep.engine.executor import ENGINES
-from corpusprep.errors import UsageError
+from corpusprep.engine.executor import Executor
 
 
 @app.command("run")
+@with_executor
 def run(
     pipeline: Annotated[
         Path, typer.Argument(help="Pipeline file, e.g. pipelines/demo.toml (see pipelines/template.toml).")
@@ -31,14 +31,7 @@ def run(
             show_default=False,
         ),
     ] = None,
-    engine: Annotated[str, typer.Option(help=f"Data-preparation engine: {' or '.join(ENGINES)}.")] = "local",
-    ray_address: Annotated[
-        str | None,
-        typer.Option(
-            help="Ray cluster to join ('auto': the one this node belongs to); none: start a local one."
-        ),
-    ] = None,
-    workers: Workers = 0,
+    executor: Executor | None = None,  # --workers, --engine, --ray-address (with_executor): data prep
     until: Annotated[
         str | None,
         typer.Option(
@@ -57,18 +50,12 @@ def run(
     from pipelines.config import load_pipeline
     from pipelines.runner import run_pipeline
 
-    if engine not in ENGINES:
-        raise UsageError(f"--engine {engine!r}: choose {' or '.join(ENGINES)}")
-    if ray_address and engine != "ray":
-        raise UsageError("--ray-address needs --engine ray")
     refuse_stdout(run_dir, "--run-dir", "a directory")
     spec = load_pipeline(pipeline, set_ or [])
     run_pipeline(
         spec,
         run_dir or Path("runs") / spec.name,
-        engine=engine,
-        ray_address=ray_address,
-        workers=workers or None,
+        executor=executor,
         until=until,
         overwrite=overwrite,
         progress=progress,

@@ -9,14 +9,16 @@ from typing import Annotated
 import typer
 
 from corpusprep.cli.app import app
-from corpusprep.cli.options import Engine, Overwrite, Progress, RayAddress, Seed, VocabDir, Workers
+from corpusprep.cli.options import Overwrite, Progress, Seed, VocabDir, with_executor
 from corpusprep.console import console, refuse_stdout
+from corpusprep.engine.executor import Executor
 from corpusprep.errors import DataError, UsageError, plural, printable
 
 SplitOpt = Annotated[str, typer.Option(help="Split to read: train or validation.")]
 
 
 @app.command()
+@with_executor
 def shard(
     pairs_dir: Annotated[Path, typer.Argument(help="Pairs directory written by `corpusprep build-pairs`.")],
     vocab: VocabDir,
@@ -49,9 +51,7 @@ def shard(
     row_group_size: Annotated[int, typer.Option(help="Parquet rows per row group (read unit).")] = 256,
     compression: Annotated[str, typer.Option(help="Parquet compression: lz4, zstd, snappy, none.")] = "lz4",
     seed: Seed = 12345,
-    workers: Workers = 0,
-    engine: Engine = "local",
-    ray_address: RayAddress = None,
+    executor: Executor | None = None,  # --workers, --engine, --ray-address (with_executor)
     overwrite: Overwrite = False,
     progress: Progress = True,
 ) -> None:
@@ -73,7 +73,7 @@ def shard(
         seed=seed, row_group_size=row_group_size, compression=compression,
     )
     manifest = build_shards(
-        pairs_dir, vocab, output, options, workers=workers or None, engine=engine, ray_address=ray_address,
+        pairs_dir, vocab, output, options, executor=executor,
         overwrite=overwrite, progress=progress,
     )
     parts = [

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import faults, records
-from corpusprep.engine.executor import load_marker, run_tasks
+from corpusprep.engine.executor import Executor, load_marker, run_tasks
 from corpusprep.engine.files import remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir, shared_dir
 from corpusprep.engine.records import inside
@@ -583,14 +583,16 @@ class Artifact:
 
     # -- building --------------------------------------------------------------------------------------
 
-    def run(self, fn: Callable, tasks: Sequence, **executor: Any) -> list[dict]:
-        """Run the tasks not yet done (executor.run_tasks) with markers in the work directory."""
+    def run(self, fn: Callable, tasks: Sequence, executor: Executor | None = None,
+            **options: Any) -> list[dict]:  # fmt: skip
+        """Run the tasks not yet done on `executor` (default: the local pool; `Executor.run`'s `options`)
+        with markers in the work directory."""
         names = [name for task in tasks for name in task.outputs]
         self.claim(names)
         for name in names:  # a linked folder or file in the way would send a write elsewhere
             inside(self.directory, name, write=True)
-        return run_tasks(fn, tasks, marker_dir=self.work / "markers", root=self.directory,
-                         known=self._records, **executor)  # stats_kind among them: what `fn` returns
+        return run_tasks(fn, tasks, executor=executor, marker_dir=self.work / "markers", root=self.directory,
+                         known=self._records, **options)  # stats_kind among them: what `fn` returns
 
     def outputs(self) -> dict[str, dict]:
         """Size and sha256 of every task output recorded so far (hashed once, when its marker was written)."""

@@ -632,7 +632,7 @@ SCHEMAS: dict[str, Schema] = {
     "demo_stats": DEMO_STATS,  # RUN_DIR/corpus/demo_stats.json
     "safetensors_header": SAFETENSORS_HEADER,  # the JSON header of a .safetensors file
     "evaluation": EVALUATION,  # EVAL_DIR/evaluation.json (trainer.evaluate)
-    # the stats in a task's marker, by the stage that reuses them (engine.executor.run_tasks, `stats_kind`)
+    # the stats in a task's marker, by the stage that reuses them (Executor.run, `stats_kind`)
     "read_task": READ_TASK,  # build-pairs: reading the documents into chunks
     "tokens_task": TOKENS_TASK,  # build-pairs: a chunk split and tokenized
     "pairs_task": PAIRS_TASK,  # build-pairs: a partition's dupe pass

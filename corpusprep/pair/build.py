@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from corpusprep.console import console
 from corpusprep.engine import arrow
 from corpusprep.engine.artifact import WORK, Artifact, input_files
-from corpusprep.engine.executor import OUTPUTS_KEY, Task, check_engine, merge_stats, stage_workers
+from corpusprep.engine.executor import OUTPUTS_KEY, Executor, LocalExecutor, Task, executor_for, merge_stats
 from corpusprep.engine.files import atomic_path, write_json
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for, stable_hash, unit_interval
@@ -63,7 +63,7 @@ OWNS = ("stats.json", "train/part-*.parquet", "validation/part-*.parquet")  # wh
 # changes the output: partitions take their documents in input order whatever the chunks.
 CHUNK_CHARS = 32 * 2**20
 # One process's rates on the reference machine (2 vCPU EPYC): with default workers, a stage estimated to take
-# too little for a pool to pay its start-up runs in-process (`stage_workers`).
+# too little for a pool to pay its start-up runs in-process (`Executor.sized`).
 TOKENIZE_CHARS_PER_SECOND = 7e6  # split, tokenize, write the caches
 PAIR_TOKENS_PER_SECOND = 12e6  # tokens x dupe passes: pair, write Parquet
 
@@ -270,22 +270,22 @@ def build_pairs(
     options: PairOptions,
     read_options,
     *,
+    executor: Executor | None = None,
     workers: int | None = None,
-    engine: str = "local",
-    ray_address: str | None = None,
     overwrite: bool = False,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Build NSP pairs from `inputs` into `out_dir`; return the stats also written to `out_dir/stats.json`.
 
-    Same inputs, vocab, options and seed give the same files whatever `workers` and `engine` are. The output
+    Same inputs, vocab, options and seed give the same files whatever the executor (engine, `workers`: a
+    local pool's shorthand) is. The output
     directory is an artifact (`engine.artifact`): an interrupted run resumes, a damaged one is repaired, a
     finished one with the same inputs and settings is left as it is.
     """
     from corpusprep.read import resolve_inputs
 
     started = time.perf_counter()
-    engine = check_engine(engine)  # every option is checked before any work (and any progress bar)
+    executor = executor_for(executor, workers)
     resolve_inputs(inputs)  # a typo fails before the output dir exists
     vocab = VocabInfo.verified(vocab_dir)
     tokenizer_json = vocab.tokenizer_json()
@@ -306,11 +306,10 @@ def build_pairs(
         if artifact.complete is not None:
             return {**load_record(out_dir / "stats.json", "pairs_stats"), "nothing_to_do": True}
         work = out_dir / WORK
-        run = functools.partial(artifact.run, workers=workers, engine=engine, ray_address=ray_address)
-
         read_task = Task("read", ReadArgs(tuple(map(str, inputs)), read_options, options, work))
-        (read,) = run(functools.partial(read_stage, bar=bar), [read_task], workers=1, engine="local",
-                      stats_kind="read_task")  # fmt: skip
+        # in this process whatever the engine: the read stage drives the progress bar
+        (read,) = artifact.run(functools.partial(read_stage, bar=bar), [read_task], LocalExecutor(1),
+                               stats_kind="read_task")  # fmt: skip
         if not any(read["documents"].values()):
             shutil.rmtree(work)  # nothing to resume: a rerun with other read options starts clean
             raise no_usable_documents(inputs, read["read"])
@@ -337,9 +336,8 @@ def build_pairs(
             "tokenize", len(token_tasks), lambda s: sum(s[x]["documents"] for x in SPLITS), "docs"
         )
         seconds = read.get("chars", math.inf) / TOKENIZE_CHARS_PER_SECOND  # a resumed read may lack chars
-        token_workers = stage_workers(workers, engine, seconds)
-        token_stats = merge_stats(run(tokenize_task, token_tasks, on_done=on_done, workers=token_workers,
-                                      stats_kind="tokens_task"))  # fmt: skip
+        token_stats = merge_stats(artifact.run(tokenize_task, token_tasks, executor.sized(seconds),
+                                               on_done=on_done, stats_kind="tokens_task"))  # fmt: skip
 
         docs_in = token_stats.get("partition_documents", {})  # absent when no document has a sentence
         tokens = {k: sum(token_stats.get(s, {}).get(k, 0) for s in SPLITS) for k in ("tokens", "unk_tokens")}
@@ -377,9 +375,9 @@ def build_pairs(
         ]
         on_done = bar.stage("pairs", len(pair_tasks), lambda s: sum(v["pairs"] for v in s.values()), "pairs")
         work = options.dupe_factor * sum(token_stats.get(split, {}).get("tokens", 0) for split in SPLITS)
-        pair_workers = stage_workers(workers, engine, work / PAIR_TOKENS_PER_SECOND)
-        pair_stats = merge_stats(run(pair_task, pair_tasks, on_done=on_done, workers=pair_workers,
-                                     stats_kind="pairs_task"))  # fmt: skip
+        pairing = executor.sized(work / PAIR_TOKENS_PER_SECOND)
+        pair_stats = merge_stats(artifact.run(pair_task, pair_tasks, pairing, on_done=on_done,
+                                              stats_kind="pairs_task"))  # fmt: skip
 
         stats = _assemble_stats(read, token_stats, pair_stats, partitions, identity, vocab, options)
         if warning := imbalance_warning(stats, str(out_dir)):

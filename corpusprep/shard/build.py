@@ -36,7 +36,7 @@ from corpusprep import __version__
 from corpusprep.console import console
 from corpusprep.engine import artifact
 from corpusprep.engine.artifact import WORK
-from corpusprep.engine.executor import Task, check_engine, stage_workers
+from corpusprep.engine.executor import Executor, Task, executor_for
 from corpusprep.engine.files import atomic_path, write_json
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
@@ -60,7 +60,7 @@ DEFAULT_MAX_SEQ_LENGTH = 512
 TOKEN_TYPES = (pa.uint16(), pa.uint32())  # of the pairs' token lists
 
 # One process's rate (mask, scatter, shuffle, write) on the reference machine (2 vCPU EPYC): with default
-# workers, a shard run too small for a pool to pay its start-up runs in-process (`stage_workers`).
+# workers, a shard run too small for a pool to pay its start-up runs in-process (`Executor.sized`).
 EXAMPLES_PER_SECOND = 90_000
 
 
@@ -303,19 +303,19 @@ def build_shards(
     out_dir: Path,
     options: ShardOptions,
     *,
+    executor: Executor | None = None,
     workers: int | None = None,
-    engine: str = "local",
-    ray_address: str | None = None,
     overwrite: bool = False,
     progress: bool = True,
 ) -> dict:
     """Mask, shuffle and shard a pairs directory; return the manifest (also written as out_dir/manifest.json).
 
-    Deterministic: the same pairs, vocab, options and seed give byte-identical shards for any `workers` or
-    `engine`. An interrupted run resumes from its completion markers; a finished one is not redone.
+    Deterministic: the same pairs, vocab, options and seed give byte-identical shards for any executor
+    (engine, `workers`: a local pool's shorthand). An interrupted run resumes from its completion markers;
+    a finished one is not redone.
     """
     pairs_dir, out_dir = Path(pairs_dir), Path(out_dir)
-    engine = check_engine(engine)  # every option is checked before any work (and any progress bar)
+    executor = executor_for(executor, workers)
     vocab = VocabInfo.verified(vocab_dir)
     if not pairs_dir.is_dir():
         raise InputError(f"{pairs_dir}: no such pairs directory (run `corpusprep build-pairs` first)")
@@ -371,11 +371,10 @@ def build_shards(
                     spec.name, sha256,
                 )
                 mask_tasks.append(Task(f"mask-{split}-{path.stem}", args))
-        workers = stage_workers(workers, engine, sum(map(sum, examples.values())) / EXAMPLES_PER_SECOND)
-        run = {"workers": workers, "engine": engine, "ray_address": ray_address}
+        executor = executor.sized(sum(map(sum, examples.values())) / EXAMPLES_PER_SECOND)
         with _progress(progress) as bar:
-            masked = art.run(mask_file, mask_tasks, on_done=bar("mask + scatter", len(mask_tasks)),
-                             stats_kind="mask_task", **run)  # fmt: skip
+            masked = art.run(mask_file, mask_tasks, executor, on_done=bar("mask + scatter", len(mask_tasks)),
+                             stats_kind="mask_task")  # fmt: skip
             for split in inputs:
                 done = zip(mask_tasks, masked, strict=True)
                 mine = [(t.args.out, st) for t, st in done if t.args.split == split]
@@ -386,7 +385,7 @@ def build_shards(
                     name = f"{split}/{shard_name(index)}"
                     shard_tasks.append(Task(f"shard-{split}-{index:05d}", args, outputs=(name,)))
             on_done = bar("shuffle + write", len(shard_tasks))
-            shards = art.run(write_shard, shard_tasks, on_done=on_done, stats_kind="shard_task", **run)
+            shards = art.run(write_shard, shard_tasks, executor, on_done=on_done, stats_kind="shard_task")
 
         splits, written, keys = {}, art.outputs(), count_keys(spec.name)
         for split in inputs:

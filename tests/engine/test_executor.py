@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from corpusprep.engine.executor import Task, marker_path, merge_stats, run_tasks
+from corpusprep.engine.executor import ExecutorOptions, Task, marker_path, merge_stats, run_tasks
 from corpusprep.engine.files import atomic_path
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
@@ -75,7 +75,7 @@ def test_stage_error_reaches_the_caller_unchanged(tmp_path, workers):
 
 def test_bad_engine_and_duplicate_ids_are_refused(tmp_path):
     with pytest.raises(UsageError, match="unknown engine 'spark'"):
-        run_tasks(toy_stage, tasks_for(tmp_path), marker_dir=tmp_path / "m", engine="spark")
+        ExecutorOptions(engine="spark")
     with pytest.raises(ValueError, match="unique"):
         run_tasks(toy_stage, [Task("a", None), Task("a", None)], marker_dir=tmp_path / "m")
 
@@ -89,7 +89,7 @@ def test_merge_stats_adds_numbers_merges_dicts_concatenates_lists():
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray")
-    from corpusprep.engine.executor import init_ray
+    from corpusprep.engine.executor.ray import init_ray
 
     init_ray(None, num_cpus=2)
     yield ray
@@ -100,11 +100,12 @@ def ray_cluster():
 @pytest.mark.xdist_group("ray")
 def test_ray_gives_the_local_outputs_and_errors(tmp_path, ray_cluster):
     stats_local, files_local = run(tmp_path, "local", workers=1)
-    stats_ray, files_ray = run(tmp_path, "ray", engine="ray")
+    stats_ray, files_ray = run(tmp_path, "ray", executor=ExecutorOptions("ray").build())
     assert files_ray == files_local
     assert stats_ray == stats_local
     # At most one task in flight still runs them all.
-    stats_capped, files_capped = run(tmp_path, "capped", engine="ray", workers=1)
+    stats_capped, files_capped = run(tmp_path, "capped", executor=ExecutorOptions("ray", 1).build())
     assert (stats_capped, files_capped) == (stats_local, files_local)
     with pytest.raises(DataError, match="bad: negative row count"):
-        run_tasks(toy_stage, [Task("bad", (str(tmp_path), -1))], marker_dir=tmp_path / "m", engine="ray")
+        run_tasks(toy_stage, [Task("bad", (str(tmp_path), -1))], marker_dir=tmp_path / "m",
+                  executor=ExecutorOptions("ray").build())
