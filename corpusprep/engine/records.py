@@ -476,6 +476,14 @@ def _special_ids_fit(vocab: dict) -> tuple[str, str] | None:
     return None
 
 
+def _one_strategy(options: dict) -> tuple[str, str] | None:
+    """`whole_word_mask` (older manifests' name of the whole-word strategy) agrees with `mask_strategy`."""
+    strategy = options.get("mask_strategy")
+    if options.get("whole_word_mask") and strategy not in (None, strategies.WHOLE_WORD_ALIAS):
+        return "whole_word_mask", f"true (the whole-word strategy) contradicts mask_strategy {strategy!r}"
+    return None
+
+
 PAIRS_SPLIT = Obj({"pairs": COUNT}, {"rows": COUNT, "documents": COUNT})
 PAIRS_STATS = Obj(
     {},
@@ -495,8 +503,10 @@ SHARDS_MANIFEST = Obj(
         "schema_version": Int(1),
         "max_seq_length": SEQ_LENGTH,
         "token_dtype": Str(("uint16", "uint32")),
-        "options": Obj({"masked_lm_prob": Num(0, 1), "max_predictions_per_seq": Int(0, 2**16)},
-                       {"mask_strategy": MASK_STRATEGY, "whole_word_mask": Bool(), "dupe_masks": Int(1)}),
+        "options": Rule(Obj({"masked_lm_prob": Num(0, 1), "max_predictions_per_seq": Int(0, 2**16)},
+                            {"mask_strategy": MASK_STRATEGY, "whole_word_mask": Bool(),
+                             "dupe_masks": Int(1)}),
+                        _one_strategy),
         "vocab": Rule(Obj({"path": Str(), "sha256": SHA256, "size": Int(1, 2**32),
                            "special_ids": Lazy(_special_ids)}),
                       _special_ids_fit),

@@ -185,3 +185,23 @@ def test_validate_calls_a_lying_hugging_face_directory_invalid(damage, says, out
 
 def _edit_json(path: Path, **change) -> None:
     path.write_text(json.dumps(json.loads(path.read_text()) | change))
+
+
+def test_a_manifest_whose_two_strategy_names_disagree_is_data_naming_the_file(outputs, tmp_path):
+    """`whole_word_mask` (older manifests' name of the whole-word strategy) beside another `mask_strategy`:
+    which masking made these shards is unknown, so validate and the trainer refuse the manifest as data
+    (exit 1, naming the file and field), not as a command-line contradiction the user never typed."""
+    shards = copy(outputs.shards, tmp_path / "shards")
+    manifest = json.loads((shards / "manifest.json").read_text())
+    manifest["options"].update(mask_strategy="span", whole_word_mask=True)
+    (shards / "manifest.json").write_text(json.dumps(manifest))
+    _record_file(shards / "artifact.json", "manifest.json", shards / "manifest.json")
+    with pytest.raises(DataError, match="whole_word_mask.*contradicts mask_strategy 'span'"):
+        records.check_record(manifest, "shards_manifest", shards / "manifest.json")
+    checked = corpusprep("validate", shards)  # the problem listed, then the verdict's line
+    assert checked.code == 1 and "INVALID" in checked.line, checked
+    assert "manifest.json" in checked.err and "whole_word_mask" in checked.err, checked
+    trained = trainer_run(*train_args(shards, tmp_path / "run"))
+    assert trained.code == 1 and len(trained.err.strip().splitlines()) == 1, trained
+    assert "manifest.json" in trained.line and "whole_word_mask" in trained.line, trained
+    assert "--" not in checked.err + trained.err, (checked, trained)  # no command-line option named

@@ -34,7 +34,7 @@ def names() -> tuple[str, ...]:
 
 def get(name: str) -> Strategy:
     """The strategy of this name (its module imported now); UsageError for an unknown name."""
-    if name not in REGISTRY:
+    if not isinstance(name, str) or name not in REGISTRY:
         raise UsageError(f"unknown mask strategy {name!r}: choose one of {', '.join(REGISTRY)}")
     return importlib.import_module(REGISTRY[name]).STRATEGY
 
@@ -44,7 +44,7 @@ def resolve(options: Mapping[str, Any]) -> str:
     `whole_word_mask` (manifests from before strategies have only that), else DEFAULT. UsageError for an
     unknown name or a contradiction."""
     name, alias = options.get("mask_strategy"), options.get("whole_word_mask")
-    if name is not None and name not in REGISTRY:
+    if name is not None and (not isinstance(name, str) or name not in REGISTRY):
         raise UsageError(f"--mask-strategy must be one of {', '.join(REGISTRY)}, not {name!r}")
     if alias and name not in (None, WHOLE_WORD_ALIAS):
         raise UsageError(f"--whole-word-mask means --mask-strategy {WHOLE_WORD_ALIAS}: it contradicts "
