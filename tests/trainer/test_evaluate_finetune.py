@@ -3,6 +3,7 @@ their initial encoder weights, determinism for a seed, and the pre-training cost
 
 from __future__ import annotations
 
+import logging
 import random
 from pathlib import Path
 
@@ -70,6 +71,24 @@ def test_a_long_sentence_is_tagged_in_windows_of_whole_words(tokenizer):
                       ["[CLS]", "he", "##s", "cat", "[SEP]"]]  # fmt: skip
     assert sorted(wi for where in encoded.words for _, _, wi in where) == [0, 1, 2, 3, 4]  # each word once
     assert all(len(f["input_ids"]) <= 5 for f in encoded.features)
+
+
+def test_a_word_longer_than_the_model_raises_no_false_alarm(tokenizer, monkeypatch):
+    """A word of more pieces than the model takes (a URL) is cut by the windows above: transformers' warning
+    that running it "will result in indexing errors" would be false, and is not given."""
+    said: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = said.append
+    root = finetune.require_transformers().utils.logging.get_logger()  # the library's own root logger
+    root.addHandler(handler)
+    monkeypatch.setattr(tokenizer, "model_max_length", 1)  # "walking" is 2 pieces
+    try:
+        sentence = Sentence(("walking", "dog"), ("VERB", "NOUN"), (1, 2))
+        encoded = finetune.encode_tagging(tokenizer, [sentence], {"NOUN": 0, "VERB": 1}, max_length=32)
+    finally:
+        root.removeHandler(handler)
+    assert len(encoded.features) == 1
+    assert not [r for r in said if "indexing errors" in r.getMessage()]
 
 
 def test_pretrained_and_random_models_differ_only_by_their_initial_weights(toy, hf, tmp_path):

@@ -81,7 +81,9 @@ class Encoded:
 def encode_tagging(tokenizer, sentences: list[Sentence], label_ids: dict[str, int],
                    max_length: int) -> Encoded:  # fmt: skip
     flat = [w for s in sentences for w in s.words]
-    pieces = tokenizer(flat, add_special_tokens=False)["input_ids"] if flat else []
+    # verbose=False: a word longer than the model (a URL) is cut below; transformers' "indexing errors"
+    # warning about it would be a false alarm
+    pieces = tokenizer(flat, add_special_tokens=False, verbose=False)["input_ids"] if flat else []
     room = max_length - 2  # [CLS] ... [SEP]
     encoded = Encoded([], [])
     k = 0
