@@ -1,6 +1,7 @@
 """Learning fidelity: does our data teach a BERT at least as well as the peers' data, at equal compute?
 
     PYTHONPATH=. .venv/bin/python bench/fidelity.py [--mb 4] [--steps 1500] [--seeds 2]
+        [--length 128] [--vocab-size 0] [--no-dropout]
         [--arms ours-nsp google-nsp ours-mlm hf-grouped hf-lines] [--work DIR]
         [--google-dir DIR] [--downstream UD_DIR]
 
@@ -71,7 +72,7 @@ from corpusprep.engine.artifact import Artifact, sha256_file
 from corpusprep.engine.rng import rng_for, unit_interval
 from corpusprep.mask import MaskVocab
 from corpusprep.read import ReadOptions, iter_documents
-from corpusprep.shard.schema import shard_schema
+from corpusprep.shard.schema import SCHEMA_VERSION, shard_schema
 from corpusprep.split import get_splitter
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
 from trainer import checkpoint
@@ -183,6 +184,8 @@ def write_shards(out: Path, vocab_dir: Path, objective: str, rows: dict[str, lis
                         "bytes": path.stat().st_size, "sha256": sha256_file(path)})  # fmt: skip
     shutil.copyfile(vocab_dir / "vocab.txt", out / "vocab.txt")
     manifest = {
+        "schema_version": SCHEMA_VERSION,  # the trainer checks a manifest as any other untrusted file
+        "token_dtype": "uint16",
         "objective": objective,
         "options": {
             "masked_lm_prob": MASKED_LM_PROB,
@@ -196,7 +199,8 @@ def write_shards(out: Path, vocab_dir: Path, objective: str, rows: dict[str, lis
             "size": vocab.size,
             "special_ids": {t: vocab.ids[t] for t in SPECIAL_TOKENS},
         },  # fmt: skip
-        "splits": {"train": {"shards": entries}},
+        "splits": {"train": {"shards": entries, "examples": n}},
+        "totals": {"examples": n},
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     names = [e["path"] for e in entries] + ["vocab.txt", "manifest.json"]
@@ -267,6 +271,8 @@ def train(shards: Path, run_dir: Path, seed: int, args, dynamic: bool, env: dict
                "--lr", str(args.lr), "--seed", str(seed), "--device", "cpu", "--log-every", "100",
                "--checkpoint-every", str(args.steps), "--set", "checkpoint.keep=1", "--resume"]  # fmt: skip
     command += ["--dynamic-masking"] if dynamic else []
+    if args.no_dropout:
+        command += ["--set", "model.dropout=0.0", "--set", "model.attention_dropout=0.0"]
     log_path = run_dir.with_suffix(".log")
     started = time.perf_counter()
     with open(log_path, "w") as log:  # a file, not a pipe: wait4 gives this child's own CPU time
@@ -334,7 +340,8 @@ def downstream(run_dir: Path, ud: Path, out: Path) -> str:
         return ""
     files = {s: next(iter(sorted(ud.glob(f"*-ud-{s}.conllu*"))), None) for s in ("train", "dev")}
     command = [sys.executable, "-m", "trainer.evaluate", str(run_dir), "--train", str(files["train"]),
-               "--dev", str(files["dev"]), "--seeds", "3", "-o", str(out)]  # fmt: skip
+               "--dev", str(files["dev"]), "--seeds", "3", "--max-length", str(LENGTH),
+               "-o", str(out)]  # fmt: skip
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return (out / "evaluation.md").read_text() if (out / "evaluation.md").exists() else ""
 
@@ -385,6 +392,7 @@ def baseline(heldout: Path, maskings: int) -> dict[str, float]:
 
 
 def main() -> None:
+    global LENGTH, PREDICTIONS  # --length: every arm's rows, the held-out set and the evaluation follow it
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=4, help="MB of the enwiki prefix")
     parser.add_argument("--heldout", type=float, default=0.1, help="share of documents held out")
@@ -397,6 +405,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--preset", default="tiny")
+    parser.add_argument("--length", type=int, default=LENGTH, help="tokens a row (15%% predicted)")
+    parser.add_argument("--no-dropout", action="store_true", help="train without dropout (the CPU recipe's)")
     parser.add_argument("--maskings", type=int, default=8, help="maskings of the held-out rows")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per training run")
     parser.add_argument("--parallel", type=int, default=2, help="training runs at a time")
@@ -405,6 +415,7 @@ def main() -> None:
     parser.add_argument("--google-dir", type=Path, help="Google's script: folder or git dir")
     parser.add_argument("--downstream", type=Path, help="UD English-EWT dir: UPOS via trainer.evaluate")
     args = parser.parse_args()
+    LENGTH, PREDICTIONS = args.length, math.ceil(args.length * MASKED_LM_PROB)  # Google: 20 at 128
     torch.set_num_threads(args.threads)
     print("reproduce:", shlex.join([sys.executable, *sys.argv]))
     print(f"{len(os.sched_getaffinity(0))} cores, load {os.getloadavg()[0]:.1f} at start; torch "
@@ -424,7 +435,7 @@ def main() -> None:
             args.arms.remove("google-nsp")
     paths = prepare_text(work, args.mb, args.heldout, args.shared)
     vocab = build_vocab(work, paths, args.vocab_size, args.shared)
-    work = work / f"with-{vocab.name}"  # everything below depends on the vocab
+    work = work / (f"with-{vocab.name}" + (f"-L{LENGTH}" if LENGTH != 128 else ""))  # all below follows them
     work.mkdir(exist_ok=True)
     heldout = {"mlm": work / "heldout-mlm", "nsp": work / "heldout-nsp"}
     for name, objective in (("mlm", "none"), ("nsp", "nsp")):
