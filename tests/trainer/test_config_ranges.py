@@ -12,8 +12,7 @@ from corpusprep.errors import DataError, UsageError
 from tests.interop.helpers import random_model, write_checkpoint, write_vocab
 from trainer import checkpoint
 from trainer import export as ex
-from trainer.config import load_config
-from trainer.model import preset
+from trainer.config import load_config, preset
 from trainer.run import main
 
 BAD = [

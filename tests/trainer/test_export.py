@@ -21,9 +21,9 @@ from tests.interop.helpers import (
 )
 from trainer import checkpoint
 from trainer import export as ex
+from trainer.config import preset
 from trainer.import_hf import import_hf
 from trainer.import_hf import main as import_main
-from trainer.model import preset
 
 FILES = {
     "config.json",

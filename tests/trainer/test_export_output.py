@@ -14,8 +14,8 @@ import pytest
 
 from tests.interop.helpers import one_thread, random_model, write_checkpoint, write_vocab
 from trainer import export as ex
+from trainer.config import preset
 from trainer.import_hf import main as import_main
-from trainer.model import preset
 
 FILES = set(ex.EXPORT_FILES)
 

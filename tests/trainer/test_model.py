@@ -3,12 +3,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from trainer.config import PRESETS, preset
 from trainer.model import (
-    PRESETS,
     BertForPreTraining,
     Layout,
     flops_per_token,
-    preset,
     pretraining_loss,
     unpad,
 )

@@ -13,8 +13,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import torch
 
+from trainer.config import preset
 from trainer.data import ShardStream, open_shards
-from trainer.model import BertForPreTraining, preset
+from trainer.model import BertForPreTraining
 from trainer.train import forward_loss
 
 
