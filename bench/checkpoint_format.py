@@ -19,7 +19,8 @@ from pathlib import Path
 import torch
 
 from trainer import checkpoint
-from trainer.model import BertForPreTraining, preset
+from trainer.config import preset
+from trainer.model import BertForPreTraining
 
 
 def states(name: str) -> dict:

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/sentences.py                 # 20 MB speed sample, slow peers on 1 MB
     .venv/bin/python bench/sentences.py --mb 100 --slow-mb 2
+    .venv/bin/python bench/sentences.py --long-lines      # linear time in a line's length (no ../shared)
 
 Columns:
 - golden: pySBD's 48 English golden rules (../shared/sbd/pysbd_golden_rules_en.jsonl) split exactly right.
@@ -22,6 +23,10 @@ Columns:
   ours (told the language) and each peer (told the language where it takes one; pySBD only in its languages).
 - Long line: the first --long-mb megabytes of the Wikipedia sample split as one line against the same text in
   its own lines (the split of a single line must stay linear in its length).
+- --long-lines alone: a synthetic paragraph (abbreviations, numbers, bullets, CJK, "?!") of 125 kB and 4x
+  that, as one line and in short lines; prints the CPU-time ratios. Linear code gives ~4x and ~1x; the
+  quadratic code this replaced (copying the text before each candidate) gave 16x and 60x. Was a unit test
+  (timing asserts are flaky on a shared machine): a regression shows here as a ratio far above those.
 """
 
 from __future__ import annotations
@@ -170,6 +175,34 @@ def long_line(docs: list[str], megabytes: float) -> None:
           f"{lines:.2f} s (ratio {single / lines:.2f})")
 
 
+LONG_LINE_UNIT = (
+    "Dr. Smith met 3 people at 5 p.m. in the U.S. capital. They discussed items 1. and 2. of the plan. "
+    "• A bullet point • and another 1) first 2) second. 中文句子。日本語です！ Wait... what?! "
+)
+
+
+def _cpu_seconds(text: str, repeats: int = 3) -> float:
+    """The best of `repeats` splits' CPU time: a busy machine only ever adds time."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        get_splitter("default")(text)
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def long_lines_scaling() -> None:
+    """A paragraph 4x longer should take ~4x the time, one long line ~the time of the same text in lines."""
+    small = LONG_LINE_UNIT * (125_000 // len(LONG_LINE_UNIT))
+    large = small * 4
+    in_lines = large.replace("?! ", "?!\n")
+    one_line, short, lines = _cpu_seconds(large), _cpu_seconds(small), _cpu_seconds(in_lines)
+    print("# .venv/bin/python bench/sentences.py --long-lines  (CPU seconds, best of 3)")
+    print(f"{len(small.encode()) / 1e3:.0f} kB paragraph {short:.3f} s; 4x as one line {one_line:.3f} s "
+          f"(ratio {one_line / short:.2f}, linear ~4); the same in {in_lines.count(chr(10)) + 1:,} lines "
+          f"{lines:.3f} s (one line / lines {one_line / lines:.2f}, linear ~1)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=20, help="Wikipedia sample for the speed column (MB)")
@@ -177,7 +210,11 @@ def main() -> None:
     parser.add_argument("--splitters", default="default,blingfire,pysbd,sentencex,syntok")
     parser.add_argument("--long-mb", type=float, default=40, help="text split as one line (MB; 0: skip)")
     parser.add_argument("--shared", type=Path, default=SHARED, help="folder holding corpus/ and sbd/")
+    parser.add_argument("--long-lines", action="store_true", help="only the synthetic linear-time check")
     args = parser.parse_args()
+    if args.long_lines:
+        long_lines_scaling()
+        return
 
     rules = load_golden_rules(args.shared / "sbd/pysbd_golden_rules_en.jsonl")
     ewt = load_ewt_documents(args.shared / "sbd/ewt_dev_documents_sentences.jsonl")

@@ -36,8 +36,9 @@ from corpusprep.interop.hf import PreTrainingCollator  # noqa: E402
 from corpusprep.objectives import objective  # noqa: E402
 from corpusprep.shard.schema import shard_schema  # noqa: E402
 from trainer import model as model_module  # noqa: E402
+from trainer.config import preset  # noqa: E402
 from trainer.data import collate  # noqa: E402
-from trainer.model import BertForPreTraining, preset  # noqa: E402
+from trainer.model import BertForPreTraining  # noqa: E402
 from trainer.train import forward_loss  # noqa: E402
 
 VOCAB, PAD, CLS, SEP = 30522, 0, 101, 102

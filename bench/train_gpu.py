@@ -31,8 +31,9 @@ from step import PAD, VOCAB, hf_model, synthetic_rows  # noqa: E402
 
 from corpusprep.interop.hf import PreTrainingCollator  # noqa: E402
 from corpusprep.objectives import objective  # noqa: E402
+from trainer.config import preset  # noqa: E402
 from trainer.data import collate  # noqa: E402
-from trainer.model import BertForPreTraining, compile_model, flops_per_token, preset  # noqa: E402
+from trainer.model import BertForPreTraining, compile_model, flops_per_token  # noqa: E402
 from trainer.train import forward_loss, to_device  # noqa: E402
 
 

@@ -26,6 +26,7 @@ def default_corpus(tmp_path_factory):
     return path, stats
 
 
+@pytest.mark.slow  # ~8.7 s idle
 def test_default_size_and_counts(default_corpus):
     path, stats = default_corpus
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
@@ -54,6 +55,7 @@ def test_prose_is_clean(default_corpus):
     assert words.count("the") / len(words) > 0.03
 
 
+@pytest.mark.slow  # ~3.7 s idle
 def test_deterministic_across_builds(tmp_path):
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     write_demo_corpus(first, max_mb=0.5)
@@ -73,6 +75,7 @@ def test_readable_by_the_read_stage(default_corpus):
     assert [d.text for d in docs] == [r["text"] for r in records]
 
 
+@pytest.mark.slow  # ~3.9 s idle
 def test_cli_builds_then_reuses(tmp_path):
     command = [sys.executable, "-m", "corpusprep", "demo-corpus", "-o", "d.jsonl", "--max-mb", "0.2"]
     first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
@@ -143,6 +146,7 @@ def test_a_directory_is_refused_before_the_build(tmp_path):
         update_demo_corpus(tmp_path, 1000)  # refused at once, not after building 1000 MB
 
 
+@pytest.mark.slow  # ~2.7 s idle
 def test_an_existing_file_is_reused_only_when_it_is_this_corpus(tmp_path):
     path = tmp_path / "d.jsonl"
     assert "documents" in update_demo_corpus(path, 0.05)

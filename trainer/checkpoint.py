@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from corpusprep import objectives
 from corpusprep.engine import faults, records
 from corpusprep.engine.artifact import sha256_file
 from corpusprep.engine.files import atomic_dir, remove_stale_temps
@@ -375,7 +376,7 @@ def init_weights(
     vocab_size: int,
     vocab_sha256: str | None,
     where: Path,
-    objective: str = "nsp",
+    objective: str = objectives.DEFAULT,
 ) -> tuple[BertConfig, dict[str, torch.Tensor], Path]:
     """checkpoint.init_from: (architecture, weights, checkpoint dir) to start a run from.
 

@@ -1,4 +1,6 @@
-"""Training configuration: one dataclass per component, filled from TOML and `section.key=value` overrides."""
+"""Training configuration: one dataclass per component, filled from TOML and `section.key=value` overrides;
+and the model's architecture (`BertConfig`, the presets), which trainer.model builds. Torch-free: reading a
+config, checking it or printing --help imports no torch."""
 
 from __future__ import annotations
 
@@ -8,17 +10,65 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args, get_type_hints
+from typing import Any, get_args, get_type_hints
 
+from corpusprep import objectives
 from corpusprep.engine.records import parse_json
 from corpusprep.errors import DataError, UsageError
 from corpusprep.settings import machine_memory, read_toml
 
-if TYPE_CHECKING:  # trainer.model imports torch: not needed to read a config or print --help
-    from trainer.model import BertConfig
-
 # fields that shape the weights; with checkpoint.init_from they come from the saved model
 ARCHITECTURE = ("num_layers", "hidden_size", "num_heads", "intermediate_size", "max_position", "pre_ln")
+
+
+@dataclass
+class BertConfig:
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_layers: int = 12
+    num_heads: int = 12
+    intermediate_size: int = 0  # 0: 4 * hidden_size
+    max_position: int = 512
+    type_vocab_size: int = 2
+    dropout: float = 0.1  # hidden states (embeddings, attention output, MLP output)
+    attention_dropout: float = 0.1  # attention probabilities
+    layer_norm_eps: float = 1e-12
+    pre_ln: bool = False  # LayerNorm before each sublayer (+ a final one): more stable at depth/high lr
+    init_std: float = 0.02
+    objective: str = objectives.DEFAULT  # with a sentence task (nsp, sop): pooler + sentence head
+
+    @property
+    def sentence_head(self) -> bool:
+        return objectives.objective(self.objective).shard_label is not None
+
+    def __post_init__(self) -> None:
+        if self.intermediate_size == 0 and isinstance(self.hidden_size, int):
+            self.intermediate_size = 4 * self.hidden_size
+        check_model({f.name: getattr(self, f.name) for f in fields(self)})  # a config, --set, a checkpoint
+
+
+# (layers, hidden, heads); intermediate is 4 * hidden unless overridden. tiny..medium as in Turc et al. 2019.
+PRESETS: dict[str, tuple[int, int, int]] = {
+    "tiny": (2, 128, 2),
+    "mini": (4, 256, 4),
+    "small": (4, 512, 8),
+    "medium": (8, 512, 8),
+    "base": (12, 768, 12),
+    "large": (24, 1024, 16),
+}
+
+
+def preset(name: str, **overrides) -> BertConfig:
+    """A config from a named preset; any BertConfig field can be overridden."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown model preset {name!r} (choose from {', '.join(PRESETS)})")
+    layers, hidden, heads = PRESETS[name]
+    known = {f.name for f in fields(BertConfig)}
+    unknown = set(overrides) - known
+    if unknown:
+        raise ValueError(f"unknown model option(s): {', '.join(sorted(unknown))}")
+    args = {"num_layers": layers, "hidden_size": hidden, "num_heads": heads} | overrides
+    return BertConfig(**args)
 
 
 @dataclass
@@ -34,18 +84,14 @@ class ModelConfig:
     attention_dropout: float = 0.1
     pre_ln: bool | None = None  # default false (post-LN, as BERT)
 
-    def bert_config(self, vocab_size: int, objective: str = "nsp") -> BertConfig:
+    def bert_config(self, vocab_size: int, objective: str = objectives.DEFAULT) -> BertConfig:
         """The architecture for a vocab and an objective (the shards' manifest gives both)."""
-        from trainer.model import preset
-
         overrides = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "preset"}
         set_fields = {k: v for k, v in overrides.items() if v is not None}
         return preset(self.preset or DEFAULT_PRESET, vocab_size=vocab_size, objective=objective, **set_fields)
 
     def conflicts(self, saved: BertConfig) -> list[str]:
         """The architecture this config sets explicitly (preset or fields) where `saved` differs."""
-        from trainer.model import PRESETS
-
         wanted: dict = {}
         if self.preset is not None:
             wanted = dict(zip(ARCHITECTURE[:3], PRESETS[self.preset], strict=True))

@@ -41,64 +41,12 @@ The MLM decoder weight *is* embeddings.word_embeddings.weight (tied), so it has 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from corpusprep import objectives
-from trainer.config import check_model
-
-
-@dataclass
-class BertConfig:
-    vocab_size: int = 30522
-    hidden_size: int = 768
-    num_layers: int = 12
-    num_heads: int = 12
-    intermediate_size: int = 0  # 0: 4 * hidden_size
-    max_position: int = 512
-    type_vocab_size: int = 2
-    dropout: float = 0.1  # hidden states (embeddings, attention output, MLP output)
-    attention_dropout: float = 0.1  # attention probabilities
-    layer_norm_eps: float = 1e-12
-    pre_ln: bool = False  # LayerNorm before each sublayer (+ a final one): more stable at depth/high lr
-    init_std: float = 0.02
-    objective: str = objectives.DEFAULT  # with a sentence task (nsp, sop): pooler + sentence head
-
-    @property
-    def sentence_head(self) -> bool:
-        return objectives.objective(self.objective).shard_label is not None
-
-    def __post_init__(self) -> None:
-        if self.intermediate_size == 0 and isinstance(self.hidden_size, int):
-            self.intermediate_size = 4 * self.hidden_size
-        check_model({f.name: getattr(self, f.name) for f in fields(self)})  # a config, --set, a checkpoint
-
-
-# (layers, hidden, heads); intermediate is 4 * hidden unless overridden. tiny..medium as in Turc et al. 2019.
-PRESETS: dict[str, tuple[int, int, int]] = {
-    "tiny": (2, 128, 2),
-    "mini": (4, 256, 4),
-    "small": (4, 512, 8),
-    "medium": (8, 512, 8),
-    "base": (12, 768, 12),
-    "large": (24, 1024, 16),
-}
-
-
-def preset(name: str, **overrides) -> BertConfig:
-    """A config from a named preset; any BertConfig field can be overridden."""
-    if name not in PRESETS:
-        raise ValueError(f"unknown model preset {name!r} (choose from {', '.join(PRESETS)})")
-    layers, hidden, heads = PRESETS[name]
-    known = {f.name for f in fields(BertConfig)}
-    unknown = set(overrides) - known
-    if unknown:
-        raise ValueError(f"unknown model option(s): {', '.join(sorted(unknown))}")
-    args = {"num_layers": layers, "hidden_size": hidden, "num_heads": heads} | overrides
-    return BertConfig(**args)
+from trainer.config import BertConfig
 
 
 class Embeddings(nn.Module):

@@ -30,8 +30,10 @@ import torch
 
 from corpusprep.engine.records import inside, load_record
 from corpusprep.errors import UsageError
+from corpusprep.objectives import objective
 
 IGNORE_INDEX = -100  # transformers' cross-entropy skips labels equal to this
+MASKED_LM_ALONE = dict(nsp=False)  # the collator's argument for BertForMaskedLM: no sentence label
 
 
 def read_manifest(shards_dir: str | Path) -> dict:
@@ -72,13 +74,11 @@ class PreTrainingCollator:
     @classmethod
     def from_shards(cls, shards_dir: str | Path, **kwargs: Any) -> PreTrainingCollator:
         """The collator for a shard directory: [PAD]'s id and the objective's columns from its manifest."""
-        from corpusprep.objectives import objective
-
         manifest = read_manifest(shards_dir)
         spec = objective(manifest.get("objective"))
         defaults = {"nsp": not spec.packs, "label_column": spec.shard_label or "", "packed": spec.packs}
-        for key, value in kwargs.items():  # nsp=False (masked LM alone) suits any shards; no other change
-            if key in defaults and value != defaults[key] and (key, value) != ("nsp", False):
+        for key, value in kwargs.items():  # masked LM alone suits any shards; no other change does
+            if key in defaults and value != defaults[key] and {key: value} != MASKED_LM_ALONE:
                 raise UsageError(f"{shards_dir}: {key}={value!r} contradicts these {spec.name} shards "
                                  f"(theirs: {defaults[key]!r})")  # fmt: skip
         return cls(pad_token_id=int(manifest["vocab"]["special_ids"]["[PAD]"]), **(defaults | kwargs))

@@ -9,7 +9,7 @@ end, with numpy.
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -85,22 +85,65 @@ def make_pairs(
     if part.num_documents < 2:
         raise ValueError("a partition needs at least two documents to draw NotNext segments from")
     max_tokens = max_seq_length - 3
-    off = part.sent_offsets.tolist()
-    doc_off = part.doc_offsets.tolist()
-    n_docs = part.num_documents
     by_segment = check_short_seq_by(short_seq_by)
     # Draws are taken from one block of uniforms: at most 2 per document (by document) and 4 per chunk (6
     # by segment), and every chunk consumes at least one sentence. Scalar Generator calls would cost more
     # than the rest of the loop. (The block's size is part of the output: the truncation draws follow it.)
-    u = rng.random(2 * n_docs + (6 if by_segment else 4) * (len(off) - 1) + 1).tolist()
-    k = 0
-    a_first, a_stop, b_first, b_stop, a_doc, b_doc, rand, short = [], [], [], [], [], [], [], []
-    balance = 0
-    for d in range(n_docs):
-        first, last = doc_off[d], doc_off[d + 1]
+    n_sentences = len(part.sent_offsets) - 1
+    u = rng.random(2 * part.num_documents + (6 if by_segment else 4) * n_sentences + 1).tolist()
+    rows = _nsp_rows(part, u, max_tokens, short_seq_prob, by_segment)
+    a_start, a_end, b_start, b_end, truncated = _truncated(part, rows, max_tokens, rng)
+    return Pairs(
+        a_start=a_start,
+        a_end=a_end,
+        b_start=b_start,
+        b_end=b_end,
+        a_sentence=np.asarray(rows.a_first, dtype=np.int64),
+        b_sentence=np.asarray(rows.b_first, dtype=np.int64),
+        a_doc=np.asarray(rows.a_doc, dtype=np.int64),
+        b_doc=np.asarray(rows.b_doc, dtype=np.int64),
+        label=np.asarray(rows.label, dtype=bool),
+        truncated_tokens=truncated,
+        short_target=np.asarray(rows.short, dtype=bool),
+    )
+
+
+@dataclass
+class _Rows:
+    """The rows of one pass as the chunk loops find them: A = sentences [a_first, a_stop) of document a_doc,
+    B = [b_first, b_stop) of b_doc (partition-wide sentence indices), the label and whether the target was
+    short."""
+
+    a_first: list[int] = field(default_factory=list)
+    a_stop: list[int] = field(default_factory=list)
+    b_first: list[int] = field(default_factory=list)
+    b_stop: list[int] = field(default_factory=list)
+    a_doc: list[int] = field(default_factory=list)
+    b_doc: list[int] = field(default_factory=list)
+    label: list[bool] = field(default_factory=list)
+    short: list[bool] = field(default_factory=list)
+
+    def add(self, a_first: int, a_stop: int, a_doc: int, b_first: int, b_stop: int, b_doc: int, label: bool,
+            short: bool) -> None:  # fmt: skip
+        self.a_first.append(a_first)
+        self.a_stop.append(a_stop)
+        self.a_doc.append(a_doc)
+        self.b_first.append(b_first)
+        self.b_stop.append(b_stop)
+        self.b_doc.append(b_doc)
+        self.label.append(label)
+        self.short.append(short)
+
+
+def _nsp_rows(part: PartitionTokens, u: list[float], max_tokens: int, short_seq_prob: float,
+              by_segment: bool) -> _Rows:  # fmt: skip
+    """`make_pairs`' chunks and their B segments, reading the uniforms `u` in order."""
+    off, doc_off = part.sent_offsets.tolist(), part.doc_offsets.tolist()
+    rows, k, balance = _Rows(), 0, 0
+    for d in range(part.num_documents):
+        c, last = doc_off[d], doc_off[d + 1]
         if not by_segment:
             target, k = draw_target(u, k, max_tokens, short_seq_prob)
-        c = first
         while c < last:
             if by_segment:
                 target, k = draw_target(u, k, max_tokens, short_seq_prob)
@@ -108,60 +151,55 @@ def make_pairs(
             end = min(bisect_left(off, off[c] + target, c + 1, last + 1), last)
             if end - c == 1 and balance > 0 and end < last:
                 end += 1  # owed IsNext pairs: give the chunk a B (truncation keeps the pair in bounds)
-            n = end - c
-            split = c + 1
-            if n >= 2:
-                split += int(u[k] * (n - 1))  # A = sentences [c, split), split - c uniform in [1, n - 1]
+            split = c + 1  # A = sentences [c, split), split - c uniform in [1, n - 1] for a chunk of n
+            if end - c >= 2:
+                split += int(u[k] * (end - c - 1))
                 k += 1
-            if n == 1:
+                random_next, k = _balanced_choice(u, k, balance)
+            else:
                 random_next = True
-            elif balance:
-                random_next = balance < 0
-            else:
-                random_next = u[k] < 0.5
-                k += 1
-            a_first.append(c)
-            a_stop.append(split)
-            a_doc.append(d)
-            rand.append(random_next)
-            short.append(target < max_tokens)
             if random_next:
-                r = int(u[k] * (n_docs - 1))
-                r += r >= d  # any document but this one
-                r_first, r_last = doc_off[r], doc_off[r + 1]
-                start = r_first + int(u[k + 1] * (r_last - r_first))
-                k += 2
                 target_b = target - (off[split] - off[c])
-                stop = min(bisect_left(off, off[start] + target_b, start + 1, r_last + 1), r_last)
-                b_first.append(start)
-                b_stop.append(stop)
-                b_doc.append(r)
-                balance += 1
-                c = split  # the chunk's unused sentences go back
+                b_first, b_stop, b_doc, k = _random_segment(off, doc_off, d, target_b, u, k)
+                rows.add(c, split, d, b_first, b_stop, b_doc, True, target < max_tokens)
+                balance, c = balance + 1, split  # the chunk's unused sentences go back
             else:
-                b_first.append(split)
-                b_stop.append(end)
-                b_doc.append(d)
-                balance -= 1
-                c = end
+                rows.add(c, split, d, split, end, d, False, target < max_tokens)
+                balance, c = balance - 1, end
+    return rows
+
+
+def _balanced_choice(u: list[float], k: int, balance: int) -> tuple[bool, int]:
+    """A label kept balanced: the running balance (labelled - unlabelled) decides, a coin from `u[k]` at zero;
+    and where the next draw is."""
+    if balance:
+        return balance < 0, k
+    return u[k] < 0.5, k + 1
+
+
+def _random_segment(off: list[int], doc_off: list[int], d: int, target: int, u: list[float],
+                    k: int) -> tuple[int, int, int, int]:  # fmt: skip
+    """A NotNext B: from a uniformly drawn sentence of a uniformly drawn document other than `d`, whole
+    sentences up to `target` tokens: its first sentence, stop sentence and document, and the next draw."""
+    r = int(u[k] * (len(doc_off) - 2))
+    r += r >= d  # any document but this one
+    r_first, r_last = doc_off[r], doc_off[r + 1]
+    start = r_first + int(u[k + 1] * (r_last - r_first))
+    stop = min(bisect_left(off, off[start] + target, start + 1, r_last + 1), r_last)
+    return start, stop, r, k + 2
+
+
+def _truncated(part: PartitionTokens, rows: _Rows, max_tokens: int,
+               rng: np.random.Generator) -> tuple[np.ndarray, ...]:  # fmt: skip
+    """Token ranges a_start, a_end, b_start, b_end of the rows truncated to `max_tokens` (`truncation`, the
+    tokens cut from the front drawn from `rng`, A's then B's), and the tokens cut from each row."""
     sent_off = part.sent_offsets
-    a_start, a_end = sent_off[a_first], sent_off[a_stop]
-    b_start, b_end = sent_off[b_first], sent_off[b_stop]
+    a_start, a_end = sent_off[rows.a_first], sent_off[rows.a_stop]
+    b_start, b_end = sent_off[rows.b_first], sent_off[rows.b_stop]
     cut_a, cut_b = truncation(a_end - a_start, b_end - b_start, max_tokens)
     front_a, front_b = rng.binomial(cut_a, 0.5), rng.binomial(cut_b, 0.5)
-    return Pairs(
-        a_start=a_start + front_a,
-        a_end=a_end - (cut_a - front_a),
-        b_start=b_start + front_b,
-        b_end=b_end - (cut_b - front_b),
-        a_sentence=np.asarray(a_first, dtype=np.int64),
-        b_sentence=np.asarray(b_first, dtype=np.int64),
-        a_doc=np.asarray(a_doc, dtype=np.int64),
-        b_doc=np.asarray(b_doc, dtype=np.int64),
-        label=np.asarray(rand, dtype=bool),
-        truncated_tokens=cut_a + cut_b,
-        short_target=np.asarray(short, dtype=bool),
-    )
+    return (a_start + front_a, a_end - (cut_a - front_a), b_start + front_b, b_end - (cut_b - front_b),
+            cut_a + cut_b)  # fmt: skip
 
 
 def make_sop_pairs(
@@ -174,25 +212,46 @@ def make_sop_pairs(
     """One dupe pass of ALBERT's sentence-order pairs, and the count of sentences left out of them.
 
     Chunks as `make_pairs` cuts them (target length, short_seq_prob by segment or document, A = the chunk's
-    first 1..n-1 sentences,
-    B = the rest), always from one document: a one-sentence chunk takes its document's next sentence, so
-    every chunk has a B; a document's lone last sentence (the chunk before it took the rest) has no partner
-    and is left out of this pass, and a one-sentence document gives no pair (the caller counts it as
-    skipped). A and B are swapped in exactly half of the rows: every choice is free, so a running balance
-    (swapped - kept) decides it, as in `make_pairs`, and each pass is balanced to one row. Truncation is
-    `make_pairs`' (on A and B in text order), then the swap; provenance follows the segments as written.
+    first 1..n-1 sentences, B = the rest), always from one document: a one-sentence chunk takes its
+    document's next sentence, so every chunk has a B; a document's lone last sentence (the chunk before it
+    took the rest) has no partner and is left out of this pass, and a one-sentence document gives no pair
+    (the caller counts it as skipped). A and B are swapped in exactly half of the rows: every choice is free,
+    so a running balance (swapped - kept) decides it, as in `make_pairs`, and each pass is balanced to one
+    row. Truncation is `make_pairs`' (on A and B in text order), then the swap; provenance follows the
+    segments as written.
     """
     max_tokens = max_seq_length - 3
-    off = part.sent_offsets.tolist()
-    doc_off = part.doc_offsets.tolist()
-    n_docs = part.num_documents
     by_segment = check_short_seq_by(short_seq_by)
     # At most 2 draws per document and 2 per chunk (4 by segment; a chunk takes at least two sentences).
-    u = rng.random(2 * n_docs + (2 if by_segment else 1) * len(off)).tolist()
-    k = 0
-    first, middle, stop, doc, swapped, short = [], [], [], [], [], []
-    balance = unpaired = 0
-    for d in range(n_docs):
+    u = rng.random(2 * part.num_documents + (2 if by_segment else 1) * len(part.sent_offsets)).tolist()
+    rows, unpaired = _sop_rows(part, u, max_tokens, short_seq_prob, by_segment)
+    a_start, a_end, b_start, b_end, truncated = _truncated(part, rows, max_tokens, rng)
+    swap = np.asarray(rows.label, dtype=bool)
+    first, middle = np.asarray(rows.a_first, dtype=np.int64), np.asarray(rows.b_first, dtype=np.int64)
+    docs = np.asarray(rows.a_doc, dtype=np.int64)
+    pairs = Pairs(
+        a_start=np.where(swap, b_start, a_start),
+        a_end=np.where(swap, b_end, a_end),
+        b_start=np.where(swap, a_start, b_start),
+        b_end=np.where(swap, a_end, b_end),
+        a_sentence=np.where(swap, middle, first),
+        b_sentence=np.where(swap, first, middle),
+        a_doc=docs,
+        b_doc=docs,
+        label=swap,
+        truncated_tokens=truncated,
+        short_target=np.asarray(rows.short, dtype=bool),
+    )
+    return pairs, unpaired
+
+
+def _sop_rows(part: PartitionTokens, u: list[float], max_tokens: int, short_seq_prob: float,
+              by_segment: bool) -> tuple[_Rows, int]:  # fmt: skip
+    """`make_sop_pairs`' chunks (A, B and whether to swap them), reading the uniforms `u` in order; and the
+    count of sentences left without a partner."""
+    off, doc_off = part.sent_offsets.tolist(), part.doc_offsets.tolist()
+    rows, k, balance, unpaired = _Rows(), 0, 0, 0
+    for d in range(part.num_documents):
         c, last = doc_off[d], doc_off[d + 1]
         if not by_segment:
             target, k = draw_target(u, k, max_tokens, short_seq_prob)
@@ -203,45 +262,12 @@ def make_sop_pairs(
                 target, k = draw_target(u, k, max_tokens, short_seq_prob)
             end = max(min(bisect_left(off, off[c] + target, c + 1, last + 1), last), c + 2)
             split = c + 1 + int(u[k] * (end - c - 1))  # A = sentences [c, split), B = [split, end)
-            k += 1
-            if balance:
-                swap = balance < 0
-            else:
-                swap = u[k] < 0.5
-                k += 1
+            swap, k = _balanced_choice(u, k + 1, balance)
             balance += 1 if swap else -1
-            first.append(c)
-            middle.append(split)
-            stop.append(end)
-            doc.append(d)
-            swapped.append(swap)
-            short.append(target < max_tokens)
+            rows.add(c, split, d, split, end, d, swap, target < max_tokens)
             c = end
         unpaired += c < last
-    sent_off = part.sent_offsets
-    first_, middle_, stop_ = (np.asarray(x, dtype=np.int64) for x in (first, middle, stop))
-    a_start, a_end = sent_off[first_], sent_off[middle_]
-    b_start, b_end = sent_off[middle_], sent_off[stop_]
-    cut_a, cut_b = truncation(a_end - a_start, b_end - b_start, max_tokens)
-    front_a, front_b = rng.binomial(cut_a, 0.5), rng.binomial(cut_b, 0.5)
-    a_start, a_end = a_start + front_a, a_end - (cut_a - front_a)
-    b_start, b_end = b_start + front_b, b_end - (cut_b - front_b)
-    swap = np.asarray(swapped, dtype=bool)
-    docs = np.asarray(doc, dtype=np.int64)
-    pairs = Pairs(
-        a_start=np.where(swap, b_start, a_start),
-        a_end=np.where(swap, b_end, a_end),
-        b_start=np.where(swap, a_start, b_start),
-        b_end=np.where(swap, a_end, b_end),
-        a_sentence=np.where(swap, middle_, first_),
-        b_sentence=np.where(swap, first_, middle_),
-        a_doc=docs,
-        b_doc=docs,
-        label=swap,
-        truncated_tokens=cut_a + cut_b,
-        short_target=np.asarray(short, dtype=bool),
-    )
-    return pairs, int(unpaired)
+    return rows, unpaired
 
 
 def check_short_seq_by(value: str) -> bool:

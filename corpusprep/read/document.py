@@ -10,9 +10,34 @@ from typing import Any
 from corpusprep.errors import DataError, InputError, UsageError, printable
 from corpusprep.settings import choice
 
-FORMATS = ("auto", "text", "bert", "jsonl", "parquet", "wiki")
+
+@dataclass(frozen=True)
+class Format:
+    """An input format: its parser in formats.py and how `--input-format auto` knows its files (a name
+    suffix, else the sign its first bytes start with). Adding a format: a parser in formats.py and one entry
+    in FORMAT_TABLE."""
+
+    name: str
+    parser: str  # the name of its function in corpusprep/read/formats.py: (lines, path, options, stats)
+    suffixes: tuple[str, ...] = ()  # lower case, before any compression suffix
+    sign: bytes = b""  # what the file starts with (a BOM and leading blanks removed; a binary format: as is)
+    binary: bool = False  # parsed from the uncompressed file, not lines; under auto its sign beats a suffix
+    plain_text: bool = False  # no document boundaries of its own: --document-per-file applies
+    # (reason, message) of the skip of a file without a document; None: an empty file
+    no_documents: tuple[str, str] | None = None
+
+
+FORMAT_TABLE = {f.name: f for f in (  # in the order of the choices in --help and messages
+    Format("text", "parse_text", plain_text=True),  # also anything auto cannot place
+    Format("bert", "parse_bert", plain_text=True),  # one sentence a line: told from text only by the user
+    Format("jsonl", "parse_jsonl", (".jsonl", ".ndjson", ".json"), b"{"),
+    Format("parquet", "parse_parquet", (".parquet", ".pq"), b"PAR1", binary=True),
+    Format("wiki", "parse_wiki", sign=b"<doc ", no_documents=("no_documents", "skipped: no <doc> blocks")),
+)}  # fmt: skip
+FORMATS = ("auto", *FORMAT_TABLE)  # auto: each file's from its name or first bytes (formats.detect_format)
 ON_ERROR = ("auto", "skip", "fail")
-PER_FILE_FORMATS = ("auto", "text", "bert")  # --document-per-file: plain text (auto: the files read as text)
+# --document-per-file: plain text (auto: the files read as text)
+PER_FILE_FORMATS = ("auto", *(name for name, f in FORMAT_TABLE.items() if f.plain_text))
 # The document size bound (MB = 10^6 bytes). A longer document is cut into parts, so memory stays bounded
 # whatever the shape of the input (one 1 GB line, 1 GB of lines without a blank one). 16 MB is 5x War and
 # Peace and 10x the longest Wikipedia article: real documents are never cut; a part still costs a stage

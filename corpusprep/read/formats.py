@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from itertools import chain
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from corpusprep.engine.records import parse_json
 from corpusprep.errors import DataError
-from corpusprep.read.document import ReadOptions, ReadStats
+from corpusprep.read.document import FORMAT_TABLE, Format, ReadOptions, ReadStats
 from corpusprep.read.streams import COMPRESSION_SUFFIXES, Piece, Unreadable, cut_bytes, numbered, utf8_size
 
 
@@ -27,30 +28,8 @@ class Record(NamedTuple):
     part: int = 0  # 0: a whole document; 1, 2, ...: a part of one cut at the size bound
 
 
-SUFFIX_FORMATS = {
-    ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".pq": "parquet"
-}
-PARQUET_MAGIC = b"PAR1"
 _BLANK_LINE = re.compile(r"(?:^|\n)[^\S\n]*(?:\n|$)")  # an empty or whitespace-only line
 _TITLE = re.compile(r'\btitle="([^"]*)"')
-
-
-def detect_format(name: str, head: bytes) -> str:
-    """Format by extension (.jsonl, .parquet, ...), else by content: `<doc ` -> wiki, `{` -> jsonl,
-    Parquet magic -> parquet, anything else -> text. BERT format cannot be told from text by content."""
-    suffixes = [s.lower() for s in Path(name).suffixes]
-    while suffixes and suffixes[-1] in COMPRESSION_SUFFIXES:
-        suffixes.pop()
-    if suffixes and suffixes[-1] in SUFFIX_FORMATS:
-        return SUFFIX_FORMATS[suffixes[-1]]
-    if head.startswith(PARQUET_MAGIC):
-        return "parquet"
-    start = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-    if start.startswith(b"<doc "):
-        return "wiki"
-    if start.startswith(b"{"):
-        return "jsonl"
-    return "text"
 
 
 class _Bounded:
@@ -321,3 +300,30 @@ def parse_wiki(lines: Iterator[str], path: Path, options: ReadOptions, stats: Re
         yield record(document.end())
     if stray:
         stats.warn("text_outside_doc", f"{path}: {stray} line(s) outside <doc> blocks ignored")
+
+
+# ---------------------------------------------------------------- the formats (document.FORMAT_TABLE)
+
+SUFFIX_FORMATS = {suffix: f.name for f in FORMAT_TABLE.values() for suffix in f.suffixes}
+
+
+def detect_format(name: str, head: bytes) -> str:
+    """Format by the sign of a binary format (Parquet's magic), else by extension (.jsonl, .parquet, ...),
+    else by the sign of a text format (`<doc ` -> wiki, `{` -> jsonl, after a BOM and blanks), else text.
+    BERT format cannot be told from text by content."""
+    formats = FORMAT_TABLE.values()
+    suffixes = [s.lower() for s in Path(name).suffixes]
+    while suffixes and suffixes[-1] in COMPRESSION_SUFFIXES:
+        suffixes.pop()
+    start = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    found = chain(
+        (f for f in formats if f.binary and f.sign and head.startswith(f.sign)),
+        (f for f in formats if suffixes and suffixes[-1] in f.suffixes),
+        (f for f in formats if not f.binary and f.sign and start.startswith(f.sign)),
+    )
+    return next(found, FORMAT_TABLE["text"]).name
+
+
+def parser(fmt: Format) -> Callable[..., Iterator[Record]]:
+    """The format's parser: `fmt.parser`, a function of this module."""
+    return globals()[fmt.parser]

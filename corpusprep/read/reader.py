@@ -16,17 +16,8 @@ from itertools import chain
 from pathlib import Path
 
 from corpusprep.errors import DataError, InputError
-from corpusprep.read.document import Document, ReadOptions, ReadStats
-from corpusprep.read.formats import (
-    PARQUET_MAGIC,
-    Record,
-    detect_format,
-    parse_bert,
-    parse_jsonl,
-    parse_parquet,
-    parse_text,
-    parse_wiki,
-)
+from corpusprep.read.document import FORMAT_TABLE, Document, ReadOptions, ReadStats
+from corpusprep.read.formats import Record, detect_format, parser
 from corpusprep.read.inputs import resolve_inputs
 from corpusprep.read.streams import (
     SNIFF,
@@ -37,8 +28,6 @@ from corpusprep.read.streams import (
     read_blocks,
     sniff_binary,
 )
-
-LINE_PARSERS = {"text": parse_text, "bert": parse_bert, "jsonl": parse_jsonl, "wiki": parse_wiki}
 
 
 class _Skipped(Unreadable):
@@ -81,15 +70,16 @@ def _iter_file(path: Path, source: str, options: ReadOptions, stats: ReadStats) 
         head = next(blocks, b"")
         if not head:
             raise _Skipped("empty_file", f"{path}: empty file")
-        fmt = options.format if options.format != "auto" else detect_format(path.name, head[:SNIFF])
-        # Under auto the magic wins over a misleading extension; a format the user gave wins over both
-        # (a text file may begin with "PAR1").
-        if fmt == "parquet" or (options.format == "auto" and head.startswith(PARQUET_MAGIC)):
+        # Under auto the sign of a binary format wins over a misleading extension; a format the user gave
+        # wins over both (a text file may begin with "PAR1").
+        name = options.format if options.format != "auto" else detect_format(path.name, head[:SNIFF])
+        fmt = FORMAT_TABLE[name]
+        if fmt.binary:
             if kind:
                 raise Unreadable("unreadable", f"{path}: compressed Parquet ({kind}) is not supported; "
                                                "Parquet compresses its pages itself")
             stream.seek(0)
-            records = parse_parquet(stream, path, options, stats)
+            records = parser(fmt)(stream, path, options, stats)
             unit = ": row "
         else:
             binary = sniff_binary(head[:SNIFF])
@@ -97,18 +87,17 @@ def _iter_file(path: Path, source: str, options: ReadOptions, stats: ReadStats) 
                 if options.on_error == "fail":
                     raise DataError(f"{path}: byte 0: {binary}, not text")
                 raise _Skipped("binary", f"{path}: skipped: looks like {binary}, not text")
-            if options.document_per_file and fmt not in ("text", "bert"):
+            if options.document_per_file and not fmt.plain_text:
                 options = dataclasses.replace(options, document_per_file=False)  # auto: a JSONL file, say
             lines = iter_lines(chain([head], blocks), path, stats, options.max_document_bytes)
-            records = LINE_PARSERS[fmt](lines, path, options, stats)
+            records = parser(fmt)(lines, path, options, stats)
             unit = ":"
         seen = stats.documents_seen
         yield from _documents(records, path, source, unit, options, stats)
         if stats.documents_seen == seen:  # not a file with 0 documents and no word why
-            if fmt == "wiki":
-                raise _Skipped("no_documents", f"{path}: skipped: no <doc> blocks")
-            why = "no rows" if unit == ": row " else "only whitespace"
-            raise _Skipped("empty_file", f"{path}: empty file ({why})")
+            empty = f"empty file ({'no rows' if fmt.binary else 'only whitespace'})"
+            reason, why = fmt.no_documents or ("empty_file", empty)
+            raise _Skipped(reason, f"{path}: {why}")
 
 
 def _documents(records: Iterator[Record], path: Path, source: str, unit: str, options: ReadOptions,

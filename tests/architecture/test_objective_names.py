@@ -2,8 +2,9 @@
 objective or a masking strategy instead of branching on its name. Counted by `ast` over corpusprep/, trainer/
 and pipelines/: comparisons with a name (`==`, `!=`, `in`), `match` cases, subscripts and dict literals keyed
 by names, and defaults that repeat one (argument and field defaults, `.get(key, name)`: a second source of
-the default). Each file may keep at most the places ALLOWED lists (what is left to move, and the false friends
-such as `compression == "none"`); lower a number when you move a branch, never raise one."""
+the default). Each file may keep at most the places ALLOWED lists (what is left to move); comparisons with a
+setting in FALSE_FRIENDS (`compression == "none"`) are not counted. Lower a number when you move a branch,
+never raise one."""
 
 from __future__ import annotations
 
@@ -17,16 +18,22 @@ SCANNED = ("corpusprep", "trainer", "pipelines")
 OWNERS = ("corpusprep/objectives/", "corpusprep/mask/strategies/")
 ALLOWED = {
     "corpusprep/cli/pairs.py": 1,  # --objective's default "nsp" (cli options: objectives.DEFAULT)
-    "corpusprep/interop/hf.py": 1,  # ("nsp", False): the collator's `nsp` argument, a false friend
-    "corpusprep/shard/build.py": 1,  # compression == "none": a false friend
     "pipelines/stages.py": 1,  # stats.get("objective", "nsp")
-    "trainer/checkpoint.py": 1,  # objective: str = "nsp"
-    "trainer/config.py": 1,  # objective="nsp"
 }
+# Settings whose values share a name with an objective or strategy (`compression == "none"`): a comparison
+# with one of these attributes or variables is not a branch on an objective.
+FALSE_FRIENDS = {"compression"}
 
 
 def _name(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value in NAMES
+
+
+def _false_friend(node: ast.AST) -> bool:
+    """`options.compression` or `compression`: a setting whose values only look like our names."""
+    return (isinstance(node, ast.Attribute) and node.attr in FALSE_FRIENDS) or (
+        isinstance(node, ast.Name) and node.id in FALSE_FRIENDS
+    )
 
 
 def places(tree: ast.AST) -> list[int]:
@@ -35,8 +42,10 @@ def places(tree: ast.AST) -> list[int]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
-            hit = any(_name(o) or isinstance(o, (ast.Tuple, ast.Set, ast.List)) and any(map(_name, o.elts))
-                      for o in operands)  # fmt: skip
+            hit = not any(map(_false_friend, operands)) and any(
+                _name(o) or isinstance(o, (ast.Tuple, ast.Set, ast.List)) and any(map(_name, o.elts))
+                for o in operands
+            )
         elif isinstance(node, ast.Dict):
             hit = sum(map(_name, node.keys)) >= 2
         elif isinstance(node, ast.match_case):
@@ -71,7 +80,7 @@ def test_no_new_branch_on_an_objective_or_strategy_name():
     counts = count()
     over = {f: n for f, n in counts.items() if n > ALLOWED.get(f, 0)}
     assert not over, f"branches on objective/strategy names (ask the objective or strategy instead): {over}"
-    assert sum(counts.values()) <= sum(ALLOWED.values()) == 6
+    assert sum(counts.values()) <= sum(ALLOWED.values()) == 2
 
 
 def test_the_scanner_finds_each_kind_of_branch():
@@ -87,3 +96,4 @@ match name:
 '''
     assert places(ast.parse(code)) and len(places(ast.parse(code))) == 7
     assert places(ast.parse('if kind == "tokens": pass\nplural(n, "token")')) == []
+    assert places(ast.parse('a = options.compression == "none"\nb = compression != "none"')) == []

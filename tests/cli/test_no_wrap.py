@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -20,6 +22,7 @@ def piped(*args: str | Path) -> list[str]:
     return [line for line in (run.stdout + run.stderr).splitlines() if line.strip()]
 
 
+@pytest.mark.slow  # ~5.7 s idle
 def test_messages_naming_a_long_path_are_one_line_each(tmp_path):
     deep = tmp_path.joinpath(*["a-directory-with-a-rather-long-name"] * 6)  # ~250 characters
     deep.mkdir(parents=True)

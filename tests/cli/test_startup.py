@@ -32,6 +32,7 @@ def test_help_imports_no_heavy_library():
     assert loaded_after("--help") == set()
 
 
+@pytest.mark.slow  # ~3.8 s idle (all cases)
 @pytest.mark.parametrize("objective", ["nsp", "sop", "none"])
 def test_build_pairs_and_shard_never_import_pandas_nor_rich_without_progress(tmp_path: Path, objective: str):
     vocab = make_vocab(tmp_path / "vocab")

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from corpusprep import __version__
 from corpusprep.errors import guarded
 from trainer.export import main as export_main
@@ -36,6 +38,7 @@ def test_every_entry_point_says_its_version(capsys):
         assert capsys.readouterr().out == f"python -m trainer.{name} (corpusprep {__version__})\n"
 
 
+@pytest.mark.slow  # ~1.8 s idle
 def test_sentences_and_the_demo_corpus_go_to_standard_output(tmp_path):
     text = tmp_path / "in.txt"
     text.write_text("Dr. Smith came home. He slept.\n\nA second document. It ends here.\n")
@@ -64,6 +67,7 @@ def test_a_reader_that_stops_early_is_no_error(tmp_path):
         assert p.stderr.read() == ""
 
 
+@pytest.mark.slow  # ~2.2 s idle
 def test_outputs_that_cannot_be_standard_output_are_refused_in_one_line(tmp_path, capsys):
     text = tmp_path / "in.txt"
     text.write_text("One sentence. Two.\n")

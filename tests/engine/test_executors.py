@@ -70,6 +70,7 @@ def digests(directory: Path, root: Path | None = None) -> dict[str, str]:
             if p.is_file() and not any(part in skip for part in p.relative_to(directory).parts)}  # fmt: skip
 
 
+@pytest.mark.slow  # ~1.1 s idle (all cases)
 @pytest.mark.parametrize("objective", ["nsp", "none"])
 def test_a_toy_engine_builds_pairs_and_shards_to_the_local_bytes(tmp_path, toy_engine, objective):
     vocab = make_vocab(tmp_path / "vocab")

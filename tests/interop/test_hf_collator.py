@@ -28,6 +28,7 @@ def rows_of(shards: Path, tmp_path: Path, split: str = "train"):
     return datasets.load_dataset("parquet", data_files=files, cache_dir=str(tmp_path / "cache"))[split]
 
 
+@pytest.mark.slow  # module fixture: shards (~3 s)
 def test_collator_builds_labels_at_the_masked_positions_only(shards, tmp_path):
     ds = rows_of(shards, tmp_path)
     rows = ds.select(range(6)).to_list()
@@ -65,6 +66,7 @@ def tiny_bert_config(transformers, vocab_size: int):
     )
 
 
+@pytest.mark.slow  # module fixture: shards (~3 s)
 def test_bert_for_masked_lm_takes_the_batch(shards, tmp_path):
     transformers = pytest.importorskip("transformers")
     rows = rows_of(shards, tmp_path).select(range(8)).to_list()
@@ -75,6 +77,7 @@ def test_bert_for_masked_lm_takes_the_batch(shards, tmp_path):
     assert 5.0 < loss < 9.0  # ~ln(1000) at init
 
 
+@pytest.mark.slow  # module fixture: shards (~3 s)
 def test_transformers_trainer_learns_from_our_shards(shards, tmp_path, monkeypatch):
     transformers = pytest.importorskip("transformers")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
@@ -109,6 +112,7 @@ def test_transformers_trainer_learns_from_our_shards(shards, tmp_path, monkeypat
     assert last < first - 0.5, (first, last)
 
 
+@pytest.mark.slow  # ~2.6 s idle
 def test_the_collator_needs_only_torch_and_numpy():
     import subprocess
     import sys
@@ -122,6 +126,7 @@ def test_the_collator_needs_only_torch_and_numpy():
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
 
 
+@pytest.mark.slow  # ~1.6 s idle
 def test_packed_rows_give_transformers_each_pieces_own_logits(tmp_path):
     """Objective `none`, packed: the collator's position ids and 4-D mask make transformers' BertForMaskedLM
     compute, for every piece of a packed row, the logits it computes for that piece alone."""
@@ -148,6 +153,7 @@ def test_packed_rows_give_transformers_each_pieces_own_logits(tmp_path):
                 torch.testing.assert_close(packed[i, start:end], alone, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.slow  # module fixture: shards (~3 s)
 def test_the_collator_refuses_settings_that_contradict_the_shards(shards, tmp_path):
     """Masked LM alone (nsp=False) suits any shards; packing, a sentence label on `none` rows or another
     label column would train something else than the shards hold: refused, naming the objective."""

@@ -129,8 +129,8 @@ def test_export_takes_the_vocab_the_shards_name(shards, tmp_path):
     """A checkpoint's saved config names its shards; their manifest names (and pins by sha256) the vocab."""
     from corpusprep.errors import UsageError
     from tests.interop.helpers import random_model, write_checkpoint
+    from trainer.config import preset
     from trainer.export import export
-    from trainer.model import preset
 
     manifest = read_json(shards / "manifest.json")
     vocab_dir = Path(manifest["vocab"]["path"])

@@ -51,6 +51,7 @@ def check_predictions(masked, original, mask_vocab):
     return original.offsets[row] + position
 
 
+@pytest.mark.slow  # ~1.2 s idle
 def test_bert_statistics_on_100k_examples(examples, mask_vocab):
     assert len(examples) >= 100_000
     budget = num_predictions(examples.lengths, 0.15, 20)
@@ -97,6 +98,7 @@ def test_long_examples(stream, vocab, mask_vocab):
     assert abs(late - (399 - 256) / 397) < 0.01  # columns 256..398 of the 397 candidates of a full row
 
 
+@pytest.mark.slow  # ~2.9 s idle
 def test_whole_word_masking_chooses_words_and_decides_once_per_word(examples, mask_vocab):
     masked = mask_examples(examples, mask_vocab, rng_for(7, "mask", "wwm"), strategy="whole-word")
     flat = check_predictions(masked, examples, mask_vocab)

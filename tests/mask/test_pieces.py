@@ -54,6 +54,7 @@ def test_broken_rows_name_the_file_and_row(tokens, lengths, message):
         examples_from_pieces(rows(tokens, lengths), max_seq_length=15, **KW)
 
 
+@pytest.mark.slow  # ~5.2 s idle (all cases)
 @pytest.mark.parametrize("strategy", strategies.names())
 def test_masking_rows_of_pieces_never_touches_their_specials(stream, vocab_dir, strategy):
     vocab = VocabInfo.load(vocab_dir)

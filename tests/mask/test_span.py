@@ -41,6 +41,7 @@ def spans_of(examples, mask_vocab, seed, prob=0.15, cap=20):
     return spans, masked, candidate, start, budget
 
 
+@pytest.mark.slow  # ~4.5 s idle
 def test_spans_statistics_on_100k_examples(examples, mask_vocab):
     spans, masked, candidate, start, budget = spans_of(examples, mask_vocab, 1)
     flat = check_predictions(masked, examples, mask_vocab)
@@ -104,6 +105,7 @@ def test_long_rows_keep_longer_spans(stream, vocab, mask_vocab):
     assert 3.2 < spans.words.mean() < 3.8
 
 
+@pytest.mark.slow  # ~7.1 s idle (all cases)
 @pytest.mark.parametrize("strategy", strategies.names())
 def test_masked_lm_prob_04_with_a_large_cap(examples, mask_vocab, strategy):
     masked = mask_examples(examples, mask_vocab, rng_for(3, strategy), masked_lm_prob=0.4,
@@ -113,6 +115,7 @@ def test_masked_lm_prob_04_with_a_large_cap(examples, mask_vocab, strategy):
     assert np.allclose(np.array(list(masked.counts().values())) / len(flat), [0.8, 0.1, 0.1], atol=0.02)
 
 
+@pytest.mark.slow  # ~2.9 s idle (all cases)
 @pytest.mark.parametrize("strategy", strategies.names())
 def test_cap_binds(examples, mask_vocab, strategy):
     masked = mask_examples(examples, mask_vocab, rng_for(7, "cap"), masked_lm_prob=0.4,

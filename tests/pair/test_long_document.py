@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from corpusprep.pair import build as build_module
 from corpusprep.pair.build import PairOptions, build_pairs
@@ -18,6 +19,7 @@ def parquet_bytes(out):
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*.parquet"))}
 
 
+@pytest.mark.slow  # ~1.0 s idle
 def test_chunk_boundaries_do_not_change_the_pairs(tmp_path, monkeypatch):
     vocab = make_vocab(tmp_path / "vocab")
     corpus = write_bert(tmp_path / "corpus.txt", synthetic_documents(120, seed=3))
@@ -49,6 +51,7 @@ print(json.dumps({"growth": after - before, "documents": stats["documents"], "pa
 """
 
 
+@pytest.mark.slow  # ~2.9 s idle
 def test_one_long_document_is_built_in_memory_bounded_per_byte(tmp_path):
     """8 MB in one document (one paragraph a line): peak memory grows by a bounded number of bytes per byte
     of text (before the fix: over 100, the tokenizer holding the whole document at once)."""

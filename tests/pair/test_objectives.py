@@ -108,6 +108,7 @@ def docs3(demo):
     return Documents(demo, MAX_LEN - 3)
 
 
+@pytest.mark.slow  # module fixture: 2 MB demo corpus + vocab (~11 s)
 def test_sop_swaps_exactly_half_and_documents_add_up(sop, docs3):
     out, stats = sop
     assert stats["objective"] == "sop" and stats["pairs"] == stats["swapped"] + stats["not_swapped"] > 10_000
@@ -131,6 +132,7 @@ def find(haystack: np.ndarray, needle: np.ndarray, lo: int, hi: int) -> int | No
     return None
 
 
+@pytest.mark.slow  # module fixture: 2 MB demo corpus + vocab (~11 s)
 def test_sop_a_and_b_are_adjacent_segments_of_one_document_in_the_labelled_order(sop, docs3):
     out, _ = sop
     checked = truncated = 0
@@ -161,6 +163,7 @@ def test_sop_a_and_b_are_adjacent_segments_of_one_document_in_the_labelled_order
     assert checked > 10_000 and truncated > 0
 
 
+@pytest.mark.slow  # module fixture: 2 MB demo corpus + vocab (~11 s)
 def test_sop_one_document_corpus_works_and_nsp_refuses_it(demo, tmp_path):
     _, vocab = demo
     text = write_jsonl(tmp_path / "one.jsonl", [("only", "The first sentence is here. A second one follows. "
@@ -178,6 +181,7 @@ def test_sop_one_document_corpus_works_and_nsp_refuses_it(demo, tmp_path):
                     ReadOptions(), workers=1, progress=False)
 
 
+@pytest.mark.slow  # module fixture: 2 MB demo corpus + vocab (~11 s)
 def test_one_document_per_partition_is_allowed_where_no_other_document_is_drawn(demo, tmp_path):
     _, vocab = demo
     few = write_jsonl(tmp_path / "few.jsonl", list(iter_demo_documents(0.05)))
@@ -204,6 +208,7 @@ def docs2(demo):
     return Documents(demo, MAX_LEN - 2)
 
 
+@pytest.mark.slow  # module fixture: 2 MB demo corpus + vocab (~11 s)
 def test_none_pieces_are_whole_sentences_of_one_document_each_once_per_pass(none, docs2):
     pack, out, stats = none
     assert stats["objective"] == "none" and stats["options"]["pack"] is pack
@@ -250,12 +255,14 @@ def test_none_pieces_are_whole_sentences_of_one_document_each_once_per_pass(none
         assert stats["pieces"] == stats["rows"]
 
 
+@pytest.mark.slow  # module fixture: 2 MB demo corpus + vocab (~11 s)
 def test_none_cuts_long_sentences_to_max_seq_length_minus_two(none, docs2):
     _, _, stats = none
     truncated = sum(split["sentence_tokens_truncated"] for split in stats["splits"].values())
     assert truncated == docs2.counts["sentence_tokens_truncated"] > 0  # [CLS] s [SEP] fits a row
 
 
+@pytest.mark.slow  # module fixture: 2 MB demo corpus + vocab (~11 s)
 def test_every_pass_gives_other_rows(sop, none):
     for out in (sop[0], none[1]):
         for d0 in parquet_files(out):
@@ -267,6 +274,7 @@ def test_every_pass_gives_other_rows(sop, none):
 # ------------------------------------------------------------------------------------------ every objective
 
 
+@pytest.mark.slow  # module fixture: 2 MB demo corpus + vocab (~11 s)
 @pytest.mark.parametrize("objective,pack", [("sop", None), ("none", True), ("none", False)])
 def test_workers_do_not_change_the_output(demo, tmp_path, objective, pack):
     text, vocab = demo
@@ -290,6 +298,7 @@ def test_options_resolve_pack_and_case():
     assert PairOptions().pack is False and PairOptions(objective="sop", pack=False).pack is False
 
 
+@pytest.mark.slow  # module fixture: 2 MB demo corpus + vocab (~11 s)
 @pytest.mark.parametrize(
     "args,message",
     [
@@ -310,6 +319,7 @@ def test_bad_objective_options_are_one_line_usage_errors(demo, tmp_path, args, m
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # module fixture: 2 MB demo corpus + vocab (~11 s)
 @pytest.mark.parametrize("objective,summary", [("sop", "SOP pairs ("), ("None", "pieces, ")])
 def test_cli_builds_each_objective_and_says_what_it_built(demo, tmp_path, objective, summary):
     text, vocab = demo

@@ -57,6 +57,7 @@ def test_bert_format_and_auto_detection(tmp_path):
             ReadOptions(format=fmt, document_per_file=True)
 
 
+@pytest.mark.slow  # ~2.1 s idle
 def test_every_reading_command_takes_the_flag(tmp_path):
     for number in range(3):
         story(tmp_path, number)

@@ -8,7 +8,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from corpusprep.read.formats import detect_format, normalize_text
+from corpusprep.read import document, formats
+from corpusprep.read.document import Format
+from corpusprep.read.formats import Record, detect_format, normalize_text
+from corpusprep.read.streams import numbered
 from tests.read.helpers import read_all
 
 WIKI = """<doc id="12" url="http://en.wikipedia.org/wiki?curid=12" title="Anarchism">
@@ -142,6 +145,29 @@ def test_files_without_documents_are_skipped_with_a_reason(tmp_path):
 )
 def test_detect_format(name, head, expected):
     assert detect_format(name, head) == expected
+
+
+def parse_shout(lines, path, options, stats):
+    """A toy format: one document a line after its `SHOUT:` sign, upper-cased."""
+    for lineno, line in numbered(lines):
+        if line.strip():
+            yield Record(lineno, line.removeprefix("SHOUT:").strip().upper())
+
+
+def test_an_input_format_is_its_parser_and_one_entry_in_the_table(tmp_path, monkeypatch):
+    """docs/extension.md's promise: a parser in formats.py and one FORMAT_TABLE entry; auto then finds the
+    format by its suffix and by its sign, beside the others."""
+    monkeypatch.setattr(formats, "parse_shout", parse_shout, raising=False)
+    shout = Format("shout", "parse_shout", suffixes=(".shout",), sign=b"SHOUT:")
+    monkeypatch.setitem(document.FORMAT_TABLE, "shout", shout)
+    (tmp_path / "a.shout").write_text("quiet words\n\nmore\n")
+    (tmp_path / "b").write_text("SHOUT: a sign\n")
+    (tmp_path / "c.txt").write_text("Plain doc.\n")
+    docs, stats = read_all(tmp_path)
+    assert [(d.id, d.text) for d in docs] == [
+        ("a.shout:0", "QUIET WORDS"), ("a.shout:1", "MORE"), ("b:0", "A SIGN"), ("c.txt:0", "Plain doc.")
+    ]
+    assert detect_format("x.shout.gz", b"") == "shout" and detect_format("x.jsonl", b"SHOUT:") == "jsonl"
 
 
 def test_auto_detects_each_file_of_a_mixed_directory(tmp_path):

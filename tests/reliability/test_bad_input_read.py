@@ -163,6 +163,7 @@ def test_corrupt_parquet(tmp_path):
     assert stats.skipped_files == {"unreadable": 1}
 
 
+@pytest.mark.slow  # ~3.2 s idle (all cases)
 @pytest.mark.parametrize(
     ("suffix", "compress", "decompressor"),
     [
@@ -277,6 +278,7 @@ def test_counts_add_up_across_a_messy_directory(tmp_path):
     assert stats.to_dict()["documents"] == 4
 
 
+@pytest.mark.slow  # ~1.2 s idle
 def test_a_file_name_that_is_not_utf8_is_named_one_way_everywhere(tmp_path):
     """Its warning, its skip, its error and the stats' examples all write `b\\xe9d.txt` (as its document
     ids do); Python's own rendering of the name (`b\\udce9d.txt`) used to appear beside it."""

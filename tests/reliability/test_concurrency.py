@@ -57,6 +57,7 @@ def lock_holder(out: Path, proc: subprocess.Popen) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.slow  # ~4.9 s idle (all cases)
 @pytest.mark.parametrize("make_args", [pairs_args, shard_args], ids=["build-pairs", "shard"])
 def test_second_writer_fails_at_start_and_the_first_finishes_untouched(setup, make_args, tmp_path):
     reference = tmp_path / "reference"
@@ -81,6 +82,7 @@ def test_second_writer_fails_at_start_and_the_first_finishes_untouched(setup, ma
     assert without_run_time(output_files(out)) == without_run_time(output_files(reference))
 
 
+@pytest.mark.slow  # ~2.2 s idle (all cases)
 @pytest.mark.parametrize("make_args", [pairs_args, shard_args], ids=["build-pairs", "shard"])
 def test_foreign_files_are_never_deleted(setup, make_args, tmp_path):
     """The same rule for every command (engine.artifact): refused; with --overwrite, written beside."""
@@ -96,6 +98,7 @@ def test_foreign_files_are_never_deleted(setup, make_args, tmp_path):
     assert (out / "notes.txt").read_text() == "precious\n"
 
 
+@pytest.mark.slow  # ~3.6 s idle (all cases)
 @pytest.mark.parametrize("make_args", [pairs_args, shard_args], ids=["build-pairs", "shard"])
 def test_different_output_is_replaced_only_with_overwrite(setup, make_args, tmp_path):
     out = tmp_path / "out"
@@ -109,6 +112,7 @@ def test_different_output_is_replaced_only_with_overwrite(setup, make_args, tmp_
     assert output_files(out) != before
 
 
+@pytest.mark.slow  # ~1.9 s idle
 def test_vocab_and_sentences_outputs_are_replaced_only_with_overwrite(setup, tmp_path):
     corpus = setup["corpus"]
     vocab = tmp_path / "vocab"

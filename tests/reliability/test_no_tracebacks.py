@@ -282,6 +282,7 @@ def expand(argv: tuple[str, ...], world: Path, out: Path) -> list[str]:
 
 # Fixed on the trainer's side (a check of max_position against the shards before the model is built) in a
 # parallel change: strict, so the mark must go when that lands.
+@pytest.mark.slow  # module fixture `world`: every stage's output and a trained run (~11 s)
 @pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
 def test_one_line_and_the_right_exit_code(c: Case, world: Path, tmp_path: Path):
     if any("{READ_ONLY}" in a for a in c.argv) and not Path("/sys/kernel").is_dir():
@@ -295,6 +296,7 @@ def test_one_line_and_the_right_exit_code(c: Case, world: Path, tmp_path: Path):
         assert len(lines[-1]) < 400, lines[-1]
 
 
+@pytest.mark.slow  # module fixture `world`: every stage's output and a trained run (~11 s)
 def test_latin1_file_name_is_read_and_named_with_escapes(world: Path, tmp_path: Path):
     argv = corpusprep("sentences", str(world / "latin1"), "-o", "s.parquet", "--stats", "s.json")
     result = run(argv, tmp_path)
@@ -309,6 +311,7 @@ def test_latin1_file_name_is_read_and_named_with_escapes(world: Path, tmp_path: 
     assert ids == {"good.txt:0", "good.txt:1", "caf\\xe9.txt:0", "caf\\xe9.txt:1"}
 
 
+@pytest.mark.slow  # module fixture `world`: every stage's output and a trained run (~11 s)
 def test_settings_of_the_wrong_type_fail_before_anything_is_written(world: Path, tmp_path: Path):
     for name in ("dupe", "vocabsize", "shardtype", "format", "cased", "missing"):
         result = run(corpusprep("run", str(world / "pipes" / f"{name}.toml"), "--run-dir", "r"), cwd=tmp_path)
@@ -321,6 +324,7 @@ def test_settings_of_the_wrong_type_fail_before_anything_is_written(world: Path,
     assert "pairs.max_seq_length" in result.stderr and "integer" in result.stderr
 
 
+@pytest.mark.slow  # module fixture `world`: every stage's output and a trained run (~11 s)
 def test_relative_paths_in_a_pipeline_resolve_from_its_directory(world: Path, tmp_path: Path):
     # good.toml names ../corpus.jsonl: right from pipes/, wrong from tmp_path (the current directory)
     result = run(corpusprep("run", str(world / "pipes" / "good.toml"), "--run-dir", "r", "--until", "vocab"),
@@ -334,6 +338,7 @@ def test_relative_paths_in_a_pipeline_resolve_from_its_directory(world: Path, tm
     assert result.stdout.startswith("r: valid pipeline run directory (1 stage output"), result.stdout
 
 
+@pytest.mark.slow  # module fixture `world`: every stage's output and a trained run (~11 s)
 def test_validate_recognises_trainer_outputs(world: Path):
     result = run(corpusprep("validate", "train"), cwd=world)
     assert result.returncode == 0, result.stderr
@@ -411,6 +416,7 @@ def shard_argv(big: dict[str, Path]) -> list[str]:
                       "--dupe-masks", "8", "--workers", "2", "--no-progress")
 
 
+@pytest.mark.slow  # ~13 s idle (all cases): a large module input, then a signal
 @pytest.mark.parametrize("which", ["build-pairs", "shard"])
 def test_ctrl_c_says_interrupted_and_exits_130(which: str, big: dict[str, Path], tmp_path: Path):
     process = start(pairs_argv(big) if which == "build-pairs" else shard_argv(big), tmp_path)
@@ -422,6 +428,7 @@ def test_ctrl_c_says_interrupted_and_exits_130(which: str, big: dict[str, Path],
     assert stderr.strip().splitlines()[-1].endswith("interrupted; rerun to continue"), stderr
 
 
+@pytest.mark.slow  # ~13 s idle (all cases): a large module input, then a signal
 @pytest.mark.parametrize("which", ["build-pairs", "shard"])
 def test_a_killed_worker_is_one_line_naming_the_task_and_memory(which: str, big: dict[str, Path],
                                                                 tmp_path: Path):
@@ -458,6 +465,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow  # module fixture `world`: every stage's output and a trained run (~11 s)
 def test_ctrl_c_during_a_checkpoint_write(world: Path, tmp_path: Path):
     shards = str(world / "shards")
     argv = [sys.executable, "-c", _INTERRUPTED_SAVE, "--shards", shards, "--run-dir", "t", *TRAIN]

@@ -37,6 +37,7 @@ def refused(result, *words: str) -> str:
     return line
 
 
+@pytest.mark.slow  # ~6.2 s idle
 def test_stats_plot_is_never_written_into_the_shards_and_names_the_formats(built, tmp_path):
     shards = built["shards"]
     before = output_files(shards)
@@ -51,6 +52,7 @@ def test_stats_plot_is_never_written_into_the_shards_and_names_the_formats(built
     assert corpusprep("validate", shards).returncode == 0
 
 
+@pytest.mark.slow  # ~1.5 s idle
 def test_from_vocab_refuses_the_options_it_would_ignore(built, tmp_path):
     vocab_txt = built["vocab"] / "vocab.txt"
     for extra, named in ((["--vocab-size", "100"], "--vocab-size"), (["--reserved", "3"], "--reserved"),

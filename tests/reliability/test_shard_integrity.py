@@ -41,6 +41,7 @@ def reference(tmp_path_factory, pairs_dir, vocab_dir):  # noqa: F811
     return files(out)
 
 
+@pytest.mark.slow  # ~1.4 s idle
 def test_task_failing_mid_run_then_rerun_is_identical(
     tmp_path, pairs_dir, vocab_dir, reference, monkeypatch  # noqa: F811
 ):
@@ -63,6 +64,7 @@ def test_task_failing_mid_run_then_rerun_is_identical(
     assert files(tmp_path) == reference
 
 
+@pytest.mark.slow  # ~1.3 s idle
 def test_killed_process_then_rerun_is_identical(tmp_path, pairs_dir, vocab_dir, reference):  # noqa: F811
     command = [sys.executable, "-m", "corpusprep", "shard", str(pairs_dir), "--vocab", str(vocab_dir),
                "-o", str(tmp_path), "--num-shards", "4", "--dupe-masks", "2", "--seed", "11",

@@ -38,6 +38,7 @@ def last_line(result: subprocess.CompletedProcess) -> str:
     return result.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.slow  # ~4.1 s idle (all cases)
 @pytest.mark.parametrize("command", ["vocab", "sentences", "build-pairs"])
 def test_a_wrong_input_format_is_an_error_naming_the_skips(command: str, w: Path, tmp_path: Path):
     out = tmp_path / "out"
@@ -54,6 +55,7 @@ def test_a_wrong_input_format_is_an_error_naming_the_skips(command: str, w: Path
     assert not out.exists() or not [p for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")]
 
 
+@pytest.mark.slow  # ~1.6 s idle
 def test_an_empty_corpus_is_an_error_in_every_reading_command(w: Path, tmp_path: Path):
     (tmp_path / "blank.txt").write_text("\n  \n\n\t\n")
     for args in (["vocab", "blank.txt", "-o", "v"], ["sentences", "blank.txt", "-o", "s.txt"],
@@ -70,6 +72,7 @@ def test_the_right_format_is_not_warned_about(w: Path, tmp_path: Path):
     assert "[UNK]" not in result.stderr, result.stderr
 
 
+@pytest.mark.slow  # ~1.1 s idle
 def test_unk_above_5_percent_is_a_loud_warning(w: Path, tmp_path: Path):
     # build-pairs: Greek text with an English vocab
     result = run(corpusprep("build-pairs", str(w / "greek.txt"), "--vocab", str(w / "vocab"), "-o", "p",
@@ -87,6 +90,7 @@ def test_unk_above_5_percent_is_a_loud_warning(w: Path, tmp_path: Path):
     assert sum("[UNK] (over 5%)" in line for line in result.stderr.splitlines()) == 1, result.stderr
 
 
+@pytest.mark.slow  # ~7.2 s idle
 def test_validate_says_what_it_found(w: Path, tmp_path: Path):
     ok(corpusprep("build-pairs", str(w / "corpus.jsonl"), "--vocab", str(w / "vocab"), "-o", "pairs",
                   "--dupe-factor", "1", "--workers", "1", "--no-progress"), tmp_path)
@@ -122,6 +126,7 @@ def test_validate_says_what_it_found(w: Path, tmp_path: Path):
     assert result.returncode == 2 and "not a corpusprep output" in last_line(result)
 
 
+@pytest.mark.slow  # ~1.1 s idle
 def test_stats_plot_shows_every_bin_integer_shards_and_a_legend_off_the_bars():
     from corpusprep.shard.report import stats_figure
 

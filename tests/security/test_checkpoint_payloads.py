@@ -48,6 +48,7 @@ def one_line_or_clean(result) -> None:
         assert len(errors) == 1 and errors[0] == result.line, result.err
 
 
+@pytest.mark.slow  # ~5.2 s idle (all cases)
 @pytest.mark.parametrize("target", FILES)
 def test_a_payload_in_any_checkpoint_file_never_runs(outputs, tmp_path, target):
     run, marker = poisoned_run(outputs, tmp_path, target)

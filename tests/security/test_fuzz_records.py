@@ -276,6 +276,7 @@ def run(args) -> object:
     return corpusprep(*args)
 
 
+@pytest.mark.slow  # ~6.0 s idle
 def test_damaged_records_end_in_a_clean_run_or_one_line(outputs, tmp_path):
     rng = random.Random(SEED)
     w = outputs["world"]

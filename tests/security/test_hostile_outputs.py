@@ -99,6 +99,7 @@ def test_import_hf_of_a_config_lying_about_its_sizes_is_one_line(change, says, o
     assert not (tmp_path / "init").exists()
 
 
+@pytest.mark.slow  # ~1.7 s idle
 def test_plot_replaces_a_linked_curves_png_never_writing_through_it(outputs, tmp_path, capsys):
     """`ln -s ~/victim run/curves.png`: the figure is a new file renamed into place; the victim is intact
     (the pipeline's plot stage runs this same command)."""
@@ -112,6 +113,7 @@ def test_plot_replaces_a_linked_curves_png_never_writing_through_it(outputs, tmp
     assert not png.is_symlink() and png.read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.slow  # ~2.0 s idle (all cases)
 @pytest.mark.parametrize("line", [b'{"step": 1, "mlm_loss": 2.0, "x": "\xff\xfe"}',
                                   b'{"step": 1e308, "mlm_loss": 1e308}', b'{"step": 3, "mlm_loss": 1e300}'])
 def test_plot_of_metrics_with_bad_bytes_or_absurd_numbers_is_one_line_or_a_skip(line, outputs, tmp_path,

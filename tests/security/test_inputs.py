@@ -103,6 +103,7 @@ def test_every_format_keeps_the_bound(tmp_path):
         read_all(tmp_path / "j.jsonl", max_document_mb=LIMIT_MB, on_error="fail")
 
 
+@pytest.mark.slow  # ~1.2 s idle
 def test_one_sentence_per_line_streams_through_every_reading_command(tmp_path):
     """The manual's advice for one sentence a line (`--splitter lines`): every line comes out, from
     documents cut at the bound, and the summary says how many were cut."""

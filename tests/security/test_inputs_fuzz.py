@@ -13,6 +13,8 @@ import random
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from corpusprep.errors import CorpusprepError, printable
 from corpusprep.read import ReadOptions, ReadStats, iter_documents
 from tests.read.helpers import check_counts
@@ -131,6 +133,7 @@ def test_reading_messy_corpora_adds_up_or_fails_in_one_line(tmp_path):
             raise AssertionError(f"seed {seed}: {type(error).__name__}: {error}") from error
 
 
+@pytest.mark.slow  # ~2.2 s idle
 def test_the_sentences_command_on_messy_corpora_exits_cleanly(tmp_path):
     """As a user runs it: exit 0 and counts that add up, or 1/2 with one error line naming a corpus file;
     every line on stderr is one of ours (a newline in a file name never starts a line of its own), and no

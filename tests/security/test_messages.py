@@ -25,6 +25,7 @@ def test_printable_escapes_control_characters_and_bytes_that_are_not_utf8():
     assert printable("plain ünïcödé, 猫, and a space") == "plain ünïcödé, 猫, and a space"
 
 
+@pytest.mark.slow  # ~1.3 s idle
 def test_a_file_name_holding_a_newline_keeps_every_message_on_one_line(tmp_path):
     bad = tmp_path / "two\nlines\r.jsonl"
     bad.write_text('{"text": "A good line."}\nnot json\n')
@@ -54,6 +55,7 @@ def terminate_own_worker(task: Task) -> dict:
     return {}
 
 
+@pytest.mark.slow  # ~1.1 s idle
 def test_a_worker_killed_by_sigterm_is_reported_as_such(tmp_path):
     tasks = [Task(f"t{i}", i) for i in range(2)]
     with pytest.raises(DataError) as caught:
@@ -117,6 +119,7 @@ def signalled(how: str, argv: list[str]) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60, start_new_session=True)
 
 
+@pytest.mark.slow  # ~4.5 s idle
 def test_sigterm_is_one_line_exit_143_and_the_rerun_continues(corpus, tmp_path):
     """A job scheduler's time limit sends SIGTERM: said as such (not a silent 143), and resumable."""
     result = signalled("term", pairs(corpus, tmp_path / "out"))
@@ -128,6 +131,7 @@ def test_sigterm_is_one_line_exit_143_and_the_rerun_continues(corpus, tmp_path):
     assert clean.returncode == 0 and output_files(tmp_path / "out") == output_files(tmp_path / "clean")
 
 
+@pytest.mark.slow  # ~1.7 s idle
 def test_ctrl_c_with_a_stopped_worker_does_not_hang(corpus, tmp_path):
     """A worker stopped (SIGSTOP, a debugger) acts on no signal but SIGKILL and SIGCONT: the first Ctrl-C
     used to wait for it forever."""

@@ -35,6 +35,7 @@ def wait_for(condition, process: subprocess.Popen, timeout: float = 120) -> None
         time.sleep(0.2)
 
 
+@pytest.mark.slow  # ~5.8 s idle
 def test_shard_overwrite_refuses_while_a_trainer_reads_the_shards(outputs, tmp_path):
     shards = copy(outputs.shards, tmp_path / "shards")
     before = tree_digest(shards, skip=shards / LOCK_NAME)

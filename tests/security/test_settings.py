@@ -95,6 +95,7 @@ def test_the_read_settings_of_a_pipeline_are_checked_as_the_flags_are(inputs, sa
         plan({"input": {"paths": ["c.txt"], **inputs}}, Path("p.toml"))
 
 
+@pytest.mark.slow  # ~1.0 s idle
 def test_a_vocab_size_the_tokenizers_trainer_cannot_hold_is_refused_before_anything_is_written(tmp_path):
     """`--vocab-size 100000000000` aborted inside the Rust trainer (exit 134, a backtrace, .work left)."""
     (tmp_path / "c.txt").write_text("Some text.\n")
@@ -122,6 +123,7 @@ def test_passes_over_the_data_are_bounded():
         stages.check(plan({"pairs": {"dupe_factor": 10**9}}, Path("p.toml")).stage("pairs"))
 
 
+@pytest.mark.slow  # ~2.9 s idle
 def test_a_model_no_machine_holds_is_one_line_before_torch_allocates():
     """hidden_size 10^6: ~10^13 parameters; refused from the config, before shards are even looked at."""
     result = subprocess.run([sys.executable, "-m", "trainer.run", "--shards", "nowhere", "--set",

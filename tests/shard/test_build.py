@@ -86,6 +86,7 @@ def test_plan_is_balanced_and_proportional():
     assert np.all(np.abs(plan - expected)[:3] < 5 * np.sqrt(expected[:3]))  # hypergeometric spread
 
 
+@pytest.mark.slow  # ~1.4 s idle
 def test_same_bytes_whatever_the_workers(tmp_path, pairs_dir, vocab_dir, built):
     options = ShardOptions(examples_per_shard=1000, seed=3)
     build_shards(pairs_dir, vocab_dir, tmp_path / "two", options, workers=2, progress=False)
@@ -142,6 +143,7 @@ def test_readable_by_pyarrow_polars_and_duckdb(built):
     assert rows == table.num_rows and masked == len(table["masked_lm_ids"].combine_chunks().values)
 
 
+@pytest.mark.slow  # ~2.2 s idle
 def test_cli_shard_validate_stats_inspect(tmp_path, pairs_dir, vocab_dir):
     runner = CliRunner()
     out = tmp_path / "cli"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from corpusprep.shard.validate import validate_output
@@ -35,6 +36,7 @@ def write_step(run: Path, step: int) -> Path:
     return checkpoint.save(run, step, states, checkpoint.config_record(train, bert), keep=5)
 
 
+@pytest.mark.slow  # ~1.6 s idle
 def test_a_truncated_or_damaged_checkpoint_file_is_reported(tmp_path):
     run = tmp_path / "run"
     first, newest = write_step(run, 1), write_step(run, 2)

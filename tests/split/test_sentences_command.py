@@ -141,6 +141,7 @@ def one_error(result: subprocess.CompletedProcess) -> str:
     return lines[-1]
 
 
+@pytest.mark.slow  # ~1.6 s idle
 def test_every_output_is_checked_before_any_work(corpus, tmp_path):
     """--stats is an output like -o: never an input, never -o, never under a file; refused before -o is
     written (it used to overwrite the input, or fail after the sentences were written)."""
@@ -183,6 +184,7 @@ def _dead_pid() -> int:
     return child.pid
 
 
+@pytest.mark.slow  # ~3.3 s idle
 def test_a_rerun_is_up_to_date_and_a_changed_one_names_the_change(corpus, tmp_path):
     out, stats = tmp_path / "s.txt", tmp_path / "stats.json"
     assert cli(corpus / "a.txt", "-o", out, "--stats", stats).returncode == 0

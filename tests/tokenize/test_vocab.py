@@ -33,6 +33,7 @@ def tokens_of(vocab_dir: Path) -> list[str]:
 # layout -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_specials_and_reserved_slots_in_googles_order(trained_vocab):
     tokens = tokens_of(trained_vocab)
     assert tokens[:15] == ["[PAD]", *(f"[unused{i}]" for i in range(10)), "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -46,6 +47,7 @@ def test_specials_and_reserved_slots_in_googles_order(trained_vocab):
     assert {t.content for t in added} == set(SPECIAL_TOKENS)
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_vocab_size_counts_every_line(trained_vocab):
     report = json.loads((trained_vocab / "vocab_report.json").read_text())
     assert len(tokens_of(trained_vocab)) == report["vocab_size"] == 4000  # 1.5 MB easily fills 4,000 tokens
@@ -54,6 +56,7 @@ def test_vocab_size_counts_every_line(trained_vocab):
     assert report["special_ids"] == {"[PAD]": 0, "[UNK]": 11, "[CLS]": 12, "[SEP]": 13, "[MASK]": 14}
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_uncased_vocab_has_no_uppercase_or_accents(trained_vocab, cased_vocab):
     uncased, cased = tokens_of(trained_vocab)[15:], tokens_of(cased_vocab)[5:]
     assert all(t == t.lower() for t in uncased)
@@ -66,6 +69,7 @@ def test_uncased_vocab_has_no_uppercase_or_accents(trained_vocab, cased_vocab):
     assert low.encode("The Fîle").tokens == low.encode("the file").tokens
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_tokenizer_json_has_bert_template_and_decoder(trained_vocab):
     tokenizer = Tokenizer.from_file(str(trained_vocab / "tokenizer.json"))
     info = VocabInfo.load(trained_vocab)
@@ -86,6 +90,7 @@ build_vocab([corpus], out + "/cased", VocabOptions(vocab_size=3000, cased=True, 
 """
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_training_gives_the_same_bytes_in_every_process(demo_jsonl, trained_vocab, tmp_path):
     """The upstream trainer alone numbers "##x" pieces in hash-map order, so equally frequent merges come out
     in another order (or another set) from one process to the next (huggingface/tokenizers#1794); with the
@@ -109,6 +114,7 @@ def test_training_gives_the_same_bytes_in_every_process(demo_jsonl, trained_voca
     assert all(t[2:] in {cased[i] for i in singles} for t in (cased[i] for i in continuing))
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_larger_vocab_needs_fewer_pieces_per_word(demo_jsonl):
     text = head_lines(demo_jsonl, 800)
     small = train_tokenizer(text, VocabOptions(vocab_size=600))
@@ -142,14 +148,17 @@ def hard_sentences(demo_jsonl) -> list[str]:
     return sentences
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_ids_agree_with_bert_tokenizer_fast_trained(trained_vocab, hard_sentences):
     assert_same_ids(trained_vocab, hard_sentences)
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_ids_agree_with_bert_tokenizer_fast_cased(cased_vocab, hard_sentences):
     assert_same_ids(cased_vocab, hard_sentences, lowercase=False)
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 @pytest.mark.parametrize("cased", [False, True])
 def test_auto_tokenizer_loads_the_directory_as_bert(trained_vocab, cased_vocab, hard_sentences, cased):
     transformers = pytest.importorskip("transformers")
@@ -166,6 +175,7 @@ def test_auto_tokenizer_loads_the_directory_as_bert(trained_vocab, cased_vocab, 
     assert any(t != t.lower() for t in tokenizer.tokenize("The File")) is cased
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_from_vocab_google(bert_vocab_txt, tmp_path, hard_sentences):
     out = tmp_path / "google"
     report = vocab_from_file(bert_vocab_txt, out)
@@ -182,6 +192,7 @@ def test_from_vocab_google(bert_vocab_txt, tmp_path, hard_sentences):
     ]
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_from_vocab_measures_coverage_on_inputs(bert_vocab_txt, demo_jsonl, tmp_path):
     report = vocab_from_file(bert_vocab_txt, tmp_path / "google", inputs=[demo_jsonl])
     sample = report["sample"]
@@ -194,6 +205,7 @@ def test_from_vocab_measures_coverage_on_inputs(bert_vocab_txt, demo_jsonl, tmp_
 # reruns --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_rerun_reuses_and_different_options_refuse(demo_jsonl, tmp_path):
     small = tmp_path / "small.jsonl"
     small.write_text("".join(head_lines(demo_jsonl, 300)), encoding="utf-8")
@@ -234,6 +246,7 @@ def test_a_vocab_edited_in_place_is_rebuilt_by_a_rerun(bert_vocab_txt, tmp_path)
     assert vocab_from_file(bert_vocab_txt, out)["reused"]  # intact: up to date
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_refuses_a_foreign_vocab_without_overwrite(bert_vocab_txt, demo_jsonl, tmp_path):
     out = tmp_path / "someone_elses"
     out.mkdir()
@@ -248,6 +261,7 @@ def test_refuses_a_foreign_vocab_without_overwrite(bert_vocab_txt, demo_jsonl, t
 # counts and bad input ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_counts_add_up_with_skipped_documents(demo_jsonl, tmp_path):
     lines = head_lines(demo_jsonl, 200)
     bad = lines[:100] + ["{not json\n", '{"id": "x", "text": ""}\n', '{"id": "y"}\n'] + lines[100:]
@@ -260,6 +274,7 @@ def test_counts_add_up_with_skipped_documents(demo_jsonl, tmp_path):
     assert report["characters"] == sum(len(json.loads(line)["text"]) for line in lines)
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_bad_document_under_fail_names_file_and_line(demo_jsonl, tmp_path):
     corpus = tmp_path / "bad.jsonl"
     corpus.write_text("".join(head_lines(demo_jsonl, 50)) + "{oops\n", encoding="utf-8")
@@ -323,6 +338,7 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True)
 
 
+@pytest.mark.slow  # session fixture: 1.5 MB demo corpus + two vocabs (~9 s)
 def test_cli_trains_then_reuses(demo_jsonl, tmp_path):
     small = tmp_path / "small.jsonl"
     small.write_text("".join(head_lines(demo_jsonl, 300)), encoding="utf-8")

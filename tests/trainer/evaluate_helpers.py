@@ -12,8 +12,9 @@ import numpy as np
 import torch
 
 from tests.interop.helpers import SPECIALS
+from trainer.config import preset
 from trainer.evaluate.settings import EvalSettings
-from trainer.model import BertForPreTraining, preset
+from trainer.model import BertForPreTraining
 
 LEXICON = {
     "DET": ["the", "a", "every"],

@@ -92,6 +92,7 @@ def test_the_lr_follows_the_elapsed_share_of_the_budget():
         [0, 0.5, 1, 0.5, 0, 0])
 
 
+@pytest.mark.slow  # ~2.8 s idle
 def test_a_budgeted_run_stops_on_time_and_evaluation_is_not_counted(tiny_shards, tmp_path, slow_evaluation):
     clock = FakeClock()
     summary = train(load_config(None, budget_run(tiny_shards, tmp_path)), clock)

@@ -12,8 +12,7 @@ from corpusprep.errors import DataError, UsageError
 from tests.interop.helpers import random_model, write_checkpoint, write_vocab
 from trainer import checkpoint
 from trainer import export as ex
-from trainer.config import load_config
-from trainer.model import preset
+from trainer.config import load_config, preset
 from trainer.run import main
 
 BAD = [
@@ -45,6 +44,7 @@ BAD = [
 ]
 
 
+@pytest.mark.slow  # ~8.8 s idle (all cases)
 @pytest.mark.parametrize("argv, message", BAD, ids=[" ".join(a) for a, _ in BAD])
 def test_a_setting_out_of_range_is_one_line_and_no_run_dir(argv, message, tiny_shards, tmp_path, capsys):
     run_dir = tmp_path / "run"

@@ -39,6 +39,7 @@ def all_rows(shards_dir: Path, split: str = "train") -> Counter:
     return keys
 
 
+@pytest.mark.slow  # ~4.2 s idle
 def test_ranks_and_workers_cover_every_row_exactly_once(tiny_shards):
     shards = open_shards(tiny_shards)
     seen = Counter()
@@ -78,6 +79,7 @@ def test_order_is_seeded_and_changes_every_epoch(tiny_shards):
     assert first_rows(1) != first_rows(1, skip_epochs=1)
 
 
+@pytest.mark.slow  # ~1.1 s idle
 def test_an_epoch_in_the_endless_stream_is_a_permutation(tiny_shards):
     """Training mode: the first n rows of one consumer's stream are exactly the split, then it goes on."""
     shards = open_shards(tiny_shards)
@@ -103,6 +105,7 @@ def test_resume_position_gives_the_same_batches(tiny_shards, workers):
     assert batches(250, 1) != uninterrupted[:1]  # a later epoch, another order
 
 
+@pytest.mark.slow  # ~1.2 s idle (all cases)
 @pytest.mark.parametrize("workers", [0, 2])
 def test_a_resume_with_another_batch_size_neither_skips_nor_repeats_a_row(tiny_shards, workers):
     """The position is kept in rows: 7 batches of 48, then batches of 80 from there, give each worker role
@@ -270,6 +273,7 @@ def masking_statistics(tables: list, vocab) -> dict[str, float]:
             "special_drawn": totals["special_drawn"], "orphans": totals["orphans"]}  # fmt: skip
 
 
+@pytest.mark.slow  # ~1.9 s idle
 def test_the_loaders_dynamic_masking_follows_the_shards_rule(whole_word_shards):
     """One masking rule: the trainer's dynamic masking, over an epoch of the same rows, gives what the
     shard stage's static masking gave (rate, 80/10/10, the per-row cap, whole words, never a special or

@@ -21,9 +21,9 @@ from tests.interop.helpers import (
 )
 from trainer import checkpoint
 from trainer import export as ex
+from trainer.config import preset
 from trainer.import_hf import import_hf
 from trainer.import_hf import main as import_main
-from trainer.model import preset
 
 FILES = {
     "config.json",
@@ -62,6 +62,7 @@ def test_to_hf_and_back_is_identity(config):
     assert torch.equal(hf["bert.encoder.layer.1.attention.self.key.weight"], qkv[H : 2 * H])
 
 
+@pytest.mark.slow  # ~4.3 s idle
 @pytest.mark.filterwarnings(
     "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"
 )  # torch's own
@@ -201,6 +202,7 @@ def test_export_writes_the_hugging_face_files(exported, tiny_shards):
     assert config["architectures"] == ["BertForPreTraining"] and config["num_hidden_layers"] == 2
 
 
+@pytest.mark.slow  # ~1.5 s idle
 def test_key_set_is_what_transformers_itself_saves(exported, tmp_path):
     transformers = pytest.importorskip("transformers")
     from safetensors import safe_open

@@ -65,7 +65,7 @@ def test_a_run_from_other_weights_keeps_their_positions(tiny_shards, tmp_path, c
 
 @pytest.mark.parametrize("recorded", [None, 0, 600, "64", True])
 def test_a_missing_or_damaged_record_keeps_the_whole_table(recorded):
-    from trainer.model import preset
+    from trainer.config import preset
 
     config = preset("tiny", vocab_size=100)
     saved = {"train": {"checkpoint": {"init_from": ""}}, "shards": {"max_seq_length": recorded}}

@@ -14,8 +14,8 @@ import pytest
 
 from tests.interop.helpers import one_thread, random_model, write_checkpoint, write_vocab
 from trainer import export as ex
+from trainer.config import preset
 from trainer.import_hf import main as import_main
-from trainer.model import preset
 
 FILES = set(ex.EXPORT_FILES)
 
@@ -175,6 +175,7 @@ def _export_killed_at(run: Path, vocab: Path, out: Path, overwrite: bool, kill_a
     return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
+@pytest.mark.slow  # ~4.4 s idle
 def test_exports_overwrites_and_kills_in_any_order_leave_a_complete_export_or_none(tmp_path):
     """Two models (config.json differs too); each round exports one of them, with or without --overwrite,
     killed at a random fsync or rename or not at all. After every round: the user's file is intact, and

@@ -91,6 +91,7 @@ def test_init_from_an_imported_hugging_face_model(tiny_shards, hf_dir, tmp_path)
     assert {int(s["step"]) for s in optimizer["state"].values()} == {1}
 
 
+@pytest.mark.slow  # ~1.9 s idle: trains twice
 def test_init_from_a_previous_run_then_resume(tiny_shards, previous_run, tmp_path):
     source = weights(previous_run)
     start = tmp_path / "start"

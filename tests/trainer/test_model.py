@@ -3,12 +3,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from trainer.config import PRESETS, preset
 from trainer.model import (
-    PRESETS,
     BertForPreTraining,
     Layout,
     flops_per_token,
-    preset,
     pretraining_loss,
     unpad,
 )
@@ -100,6 +99,7 @@ def test_loss_is_mean_over_masked_tokens_and_pairs():
     torch.testing.assert_close(total, mlm + nsp)
 
 
+@pytest.mark.slow  # ~1.1 s idle: trains a model
 def test_learns_one_batch():
     """A sanity check on the whole forward/backward: the tiny model memorises one batch."""
     torch.manual_seed(0)

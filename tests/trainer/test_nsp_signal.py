@@ -11,10 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 import torch
 
+from trainer.config import preset
 from trainer.data import ShardStream, open_shards
-from trainer.model import BertForPreTraining, preset
+from trainer.model import BertForPreTraining
 from trainer.train import forward_loss
 
 
@@ -51,6 +53,7 @@ def test_word_overlap_predicts_next_sentence_on_held_out_pairs(tiny_shards):
     assert accuracy > 0.6 and accuracy > majority + 3 * 0.5 / math.sqrt(len(y_val)), (accuracy, threshold)
 
 
+@pytest.mark.slow  # ~8 s idle: trains a model
 def test_the_nsp_path_can_fit_a_few_batches(tiny_shards):
     """Overfit 32 pairs: NSP accuracy on them goes from chance to > 0.9 (P(>= 29/32) by chance ~ 1e-6).
 

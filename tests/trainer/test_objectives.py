@@ -31,6 +31,7 @@ def objective_shards(request, tmp_path_factory, demo_text) -> tuple[str, Path]:
                               mask_strategy=OBJECTIVES[name][0])  # fmt: skip
 
 
+@pytest.mark.slow  # ~21 s idle (all cases): trains and exports
 def test_each_objective_trains_and_exports(objective_shards, tmp_path):
     """60 steps of the tiny model (dropout off, lr 1e-3): the mean loss of the last 10 steps is well below
     that of the first 10 (ln(2000) + ln 2 = 8.3 at the start with a sentence task, 7.6 without)."""

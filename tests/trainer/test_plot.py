@@ -25,6 +25,7 @@ def records(steps: int = 40) -> list[dict]:
     return out
 
 
+@pytest.mark.slow  # ~1.4 s idle
 def test_nsp_loss_has_its_own_axis_and_every_panel_is_labelled():
     import matplotlib.pyplot as plt
 

@@ -83,6 +83,7 @@ def test_records_it_cannot_use_are_counted_not_a_traceback(tmp_path, capsys):
                            "validation metrics (first: record 2)")  # fmt: skip
 
 
+@pytest.mark.slow  # ~7 s idle under load: subprocesses
 def test_a_file_with_no_usable_record_is_one_line(tmp_path):
     import subprocess
     import sys

@@ -4,11 +4,12 @@ small up (and for a run from other weights without a preset); `--print-config` s
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
-from trainer.config import PRESET_LR, load_config
-from trainer.model import PRESETS
+from trainer.config import PRESET_LR, PRESETS, load_config
 from trainer.run import main
 
 
@@ -43,3 +44,12 @@ def test_every_preset_has_one_default_and_help_names_them(capsys):
     assert "default: the preset's: tiny 1e-03, mini 5e-04, small 1e-04" in help_text
     assert main(["--preset", "huge", "--print-config"]) == 2  # an unknown preset: one line, as before
     assert "unknown model preset 'huge'" in capsys.readouterr().err
+
+
+def test_the_architecture_is_resolved_without_torch():
+    """trainer.config owns BertConfig and the presets (trainer.model builds from them, with no import back):
+    a config is resolved to its architecture without importing torch or the model."""
+    code = ("import sys, trainer.config as c; c.load_config(None).model.bert_config(vocab_size=8); "
+            "c.preset('base', vocab_size=8); print(sorted({'torch', 'trainer.model'} & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr

@@ -14,7 +14,7 @@ from tests.interop.helpers import random_model, write_checkpoint, write_vocab
 from trainer import checkpoint
 from trainer import export as ex
 from trainer import train as train_module
-from trainer.model import preset
+from trainer.config import preset
 from trainer.run import main
 
 

@@ -43,6 +43,7 @@ def train_losses(run_dir: Path) -> list[tuple[int, float, float]]:
     return [(r["step"], r["loss"], r["lr"]) for r in lines if "loss" in r]
 
 
+@pytest.mark.slow  # ~3.3 s idle (all cases): trains twice
 @pytest.mark.parametrize(
     "extra",
     [
@@ -125,6 +126,7 @@ def run_cli(*args: str, env: dict | None = None, timeout: int = 120) -> subproce
     )
 
 
+@pytest.mark.slow  # ~6.2 s idle
 def test_cli_prints_config_and_reports_errors_in_one_line(tmp_path):
     done = run_cli("--print-config", "--preset", "mini", "--lr", "3e-4", "--run-dir", "123")
     config = json.loads(done.stdout)
@@ -138,6 +140,7 @@ def test_cli_prints_config_and_reports_errors_in_one_line(tmp_path):
     assert bad.stderr.strip().count("\n") == 0 and "manifest" in bad.stderr
 
 
+@pytest.mark.slow  # a subprocess importing torch (~2.6 s idle)
 def test_training_import_path_needs_only_torch_numpy_pyarrow():
     code = (
         "import sys, trainer.run, trainer.train, trainer.data, trainer.checkpoint;"
@@ -194,6 +197,7 @@ def test_torchrun_two_cpu_ranks_agree_on_weights(tiny_shards, tmp_path):
     assert single["weights_sha256"] != summaries[0]["weights_sha256"]  # twice the data per step
 
 
+@pytest.mark.slow  # ~6.5 s idle
 def test_warmup_follows_steps_unless_given(tiny_shards, tmp_path):
     assert load_config(None, []).schedule.warmup == 100  # 10% of the default 1,000 steps
     assert load_config(None, ["schedule.steps=10"]).schedule.warmup == 1
@@ -209,6 +213,7 @@ def test_warmup_follows_steps_unless_given(tiny_shards, tmp_path):
     assert len(lrs) == 10 and lrs[0] == pytest.approx(1e-3) and lrs[-1] < lrs[1]  # tiny's 1e-3, then decay
 
 
+@pytest.mark.slow  # ~5.9 s idle
 def test_a_run_that_fails_at_start_leaves_no_run_directory(tiny_shards, tmp_path):
     missing = run_cli("--shards", str(tmp_path / "nope"), "--run-dir", str(tmp_path / "a"))
     assert missing.returncode == 2 and not (tmp_path / "a").exists()
@@ -220,6 +225,7 @@ def test_a_run_that_fails_at_start_leaves_no_run_directory(tiny_shards, tmp_path
     assert "up to 64 tokens" in short.stderr and "max_position 32" in short.stderr
 
 
+@pytest.mark.slow  # ~5.7 s idle
 def test_resume_refuses_shards_of_another_vocab_naming_it(tmp_path):
     """Shards rebuilt in the same place from other text, with a vocab of the same size but other tokens:
     the run would go on silently on ids that mean other words. The checkpoint records the shards' vocab
@@ -235,6 +241,7 @@ def test_resume_refuses_shards_of_another_vocab_naming_it(tmp_path):
         train(load_config(None, small_run(shards, run, "checkpoint.resume=true")))
 
 
+@pytest.mark.slow  # ~1.1 s idle
 def test_resume_with_another_batch_size_continues_at_the_next_row(tiny_shards, tmp_path):
     """4 steps of 8 rows, then resumed with batches of 12: the data position is kept in rows, so the
     resumed run reads rows 32.. of its stream, and the checkpoint's position says 32 + 8 x 12."""

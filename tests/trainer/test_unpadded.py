@@ -19,8 +19,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from corpusprep.mask.examples import list_parts
 from tests.trainer.conftest import build_shards, padded_rows
+from trainer.config import preset
 from trainer.data import TOKEN_MULTIPLE, ShardStream, collate, open_shards
-from trainer.model import BertForPreTraining, compile_model, preset, unpad
+from trainer.model import BertForPreTraining, compile_model, unpad
 from trainer.train import MODEL_INPUTS, forward_loss
 
 
@@ -169,6 +170,7 @@ def compiled_graphs(counter: CompileCounterWithBackend) -> int:
     return len([g for g in counter.graphs if len(g.graph.nodes)])  # (an empty frame is no graph)
 
 
+@pytest.mark.slow  # ~6 s idle (all cases): torch.compile
 @pytest.mark.parametrize("name", ["nsp", "sop", "none"])
 def test_forward_and_backward_compile_as_one_graph(shards_of, name, fresh_compiler):
     """fullgraph=True, so any graph break raises: the forward and backward of each objective's step compile

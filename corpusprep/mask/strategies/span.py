@@ -25,6 +25,8 @@ from corpusprep.mask.strategies.base import Strategy
 SPAN_P, SPAN_MAX_WORDS = 0.2, 10  # SpanBERT's geometric span lengths (in words) and their upper limit
 SPAN_PROBS = SPAN_P * (1 - SPAN_P) ** np.arange(SPAN_MAX_WORDS)
 SPAN_PROBS /= SPAN_PROBS.sum()  # P(length = 1 + i)
+SPAN_CDF = np.cumsum(SPAN_PROBS)
+STEPS = np.arange(SPAN_MAX_WORDS)  # a span's words after its start
 TRIES = 4  # draws per round of a span's start word before counting the row's words (choose_spans)
 
 
@@ -45,65 +47,19 @@ def choose_spans(
     """SpanBERT's span choice (see the module docstring), in rounds over the batch: in each round every row
     with budget left draws one span. A row gains at least one word per round or stops (no word left that
     fits), so there are at most max(budget) rounds."""
-    n, width = start.shape
-    word_length = word_lengths(start, candidate)
-    first = np.flatnonzero(start)  # every word's first cell, row-major
-    per_row = np.bincount(first // width, minlength=n)
-    words = int(per_row.max(initial=0))
-    # Runs of candidates between non-candidates ([CLS], [SEP], [PAD]): a span stays inside one. A run never
-    # spans two rows, as every row ends in a non-candidate.
-    flat_candidate = candidate.ravel()
-    run = np.cumsum(flat_candidate & ~np.r_[False, flat_candidate[:-1]])
-    # Each row's words as a grid: first cell; tokens, set past any budget (`never`) beyond the row's last word
-    # and once a word is taken, so that "fits the budget left" also says "exists and is free"; and whether the
-    # next word is in the same run.
-    never = width + 1
-    cell = pad_rows(first, per_row, words)
-    size = pad_rows(word_length[first], per_row, words, fill=never).ravel()
-    run_of = pad_rows(run[first], per_row, words, fill=-1).ravel()
-    same_run = np.zeros(n * words, bool)  # False after a row's last word: its run ends there
-    same_run[:-1] = run_of[1:] == run_of[:-1]
+    grid = _WordGrid.of(start, candidate)
     left = np.asarray(budget, np.int64).copy()
-    rows = np.flatnonzero(left > 0) if words else np.zeros(0, np.int64)
-    steps = np.arange(SPAN_MAX_WORDS)
-    cdf = np.cumsum(SPAN_PROBS)
+    rows = np.flatnonzero(left > 0) if grid.words else np.zeros(0, np.int64)
     found: list[tuple[np.ndarray, ...]] = []
     while len(rows):
-        # The start: a free word that fits the budget left, uniformly. First by rejection (the first of TRIES
-        # uniform draws that qualifies), and for rows where all TRIES fail by counting every word (rows where
-        # none qualifies are done). Either way uniform among the qualifying words, and cheap: the count reads
-        # the whole row of words, the draws only TRIES of them.
-        base = rows * words  # flat index of each row's first word
         u = rng.random((len(rows), TRIES + 2))
-        tries = base[:, None] + (u[:, :TRIES] * per_row[rows, None]).astype(np.int64)
-        ok = size[tries] <= left[rows, None]
-        word = tries[np.arange(len(rows)), ok.argmax(axis=1)]
-        missed = np.flatnonzero(~ok.any(axis=1))
-        if len(missed):
-            m = rows[missed]
-            count = np.cumsum(size.reshape(n, words)[m] <= left[m, None], axis=1)
-            pick = (u[missed, TRIES] * count[:, -1]).astype(np.int64)  # the pick-th word that qualifies
-            word[missed] = base[missed] + (count <= pick[:, None]).sum(axis=1)
-            keep = np.ones(len(rows), bool)
-            keep[missed[count[:, -1] == 0]] = False
-            rows, word, u, base = rows[keep], word[keep], u[keep], base[keep]
-            if not len(rows):
-                break
-        drawn = np.minimum(np.searchsorted(cdf, u[:, -1], side="right"), SPAN_MAX_WORDS - 1) + 1
-        # The span's words: the start and the words after it while the drawn length, the run (the link from
-        # the word before), the row's end and the free words last, then as many as fit the budget.
-        at = np.minimum(word[:, None] + steps, base[:, None] + words - 1)
-        tokens = size[at]
-        extend = (steps < drawn[:, None]) & (tokens < never)
-        extend[:, 1:] &= same_run[at[:, :-1]]
-        extend = np.logical_and.accumulate(extend, axis=1)
-        tokens = np.cumsum(np.where(extend, tokens, 0), axis=1)
-        extend &= tokens <= left[rows, None]  # the longest prefix of whole words that fits
-        length = extend.sum(axis=1)  # >= 1: the first word fits
-        span_tokens = tokens[np.arange(len(rows)), length - 1]
-        size[at[extend]] = never  # taken
+        rows, word, u = grid.draw_starts(rows, u, left)
+        if not len(rows):
+            break
+        drawn = np.minimum(np.searchsorted(SPAN_CDF, u[:, -1], side="right"), SPAN_MAX_WORDS - 1) + 1
+        span_tokens, length = grid.take_span(rows, word, drawn, left)
         left[rows] -= span_tokens
-        found.append((cell.ravel()[word], span_tokens, length, drawn))
+        found.append((grid.cell.ravel()[word], span_tokens, length, drawn))
         rows = rows[left[rows] > 0]
     if not found:
         empty = np.zeros(0, np.int64)
@@ -111,6 +67,77 @@ def choose_spans(
     parts = [np.concatenate(p).astype(np.int64) for p in zip(*found, strict=True)]
     order = np.argsort(parts[0], kind="stable")
     return Spans(*(p[order] for p in parts))
+
+
+@dataclass
+class _WordGrid:
+    """Each row's words as a [rows, words] grid (flat): first cell; tokens, set past any budget (`never`)
+    beyond the row's last word and once a word is taken, so that "fits the budget left" also says "exists
+    and is free"; and whether the next word is in the same run of candidates."""
+
+    per_row: np.ndarray  # words in each row
+    words: int  # the most words of a row: the grid's width
+    never: int  # a word size past any budget
+    cell: np.ndarray  # [rows, words] the flat cell of each word's first token
+    size: np.ndarray  # [rows * words] tokens of each word (`never`: no word, or taken)
+    same_run: np.ndarray  # [rows * words] the next word is in the same run
+
+    @classmethod
+    def of(cls, start: np.ndarray, candidate: np.ndarray) -> _WordGrid:
+        n, width = start.shape
+        word_length = word_lengths(start, candidate)
+        first = np.flatnonzero(start)  # every word's first cell, row-major
+        per_row = np.bincount(first // width, minlength=n)
+        words = int(per_row.max(initial=0))
+        # Runs of candidates between non-candidates ([CLS], [SEP], [PAD]): a span stays inside one. A run
+        # never spans two rows, as every row ends in a non-candidate.
+        flat_candidate = candidate.ravel()
+        run = np.cumsum(flat_candidate & ~np.r_[False, flat_candidate[:-1]])
+        never = width + 1
+        run_of = pad_rows(run[first], per_row, words, fill=-1).ravel()
+        same_run = np.zeros(n * words, bool)  # False after a row's last word: its run ends there
+        same_run[:-1] = run_of[1:] == run_of[:-1]
+        return cls(per_row, words, never, pad_rows(first, per_row, words),
+                   pad_rows(word_length[first], per_row, words, fill=never).ravel(), same_run)  # fmt: skip
+
+    def draw_starts(self, rows: np.ndarray, u: np.ndarray, left: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The start of each row's span: a free word that fits the budget left, uniformly. First by rejection
+        (the first of TRIES uniform draws in `u` that qualifies), and for rows where all TRIES fail by
+        counting every word (rows where none qualifies are done, dropped with their draws). Either way
+        uniform among the qualifying words, and cheap: the count reads the whole row of words, the draws only
+        TRIES of them. Returns (rows, start word, u) of the rows that go on."""
+        words = self.words
+        base = rows * words  # flat index of each row's first word
+        tries = base[:, None] + (u[:, :TRIES] * self.per_row[rows, None]).astype(np.int64)
+        ok = self.size[tries] <= left[rows, None]
+        word = tries[np.arange(len(rows)), ok.argmax(axis=1)]
+        missed = np.flatnonzero(~ok.any(axis=1))
+        if not len(missed):
+            return rows, word, u
+        m = rows[missed]
+        count = np.cumsum(self.size.reshape(-1, words)[m] <= left[m, None], axis=1)
+        pick = (u[missed, TRIES] * count[:, -1]).astype(np.int64)  # the pick-th word that qualifies
+        word[missed] = base[missed] + (count <= pick[:, None]).sum(axis=1)
+        keep = np.ones(len(rows), bool)
+        keep[missed[count[:, -1] == 0]] = False
+        return rows[keep], word[keep], u[keep]
+
+    def take_span(self, rows: np.ndarray, word: np.ndarray, drawn: np.ndarray,
+                  left: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """The span from each row's start `word`: it and the words after it while the drawn length, the run
+        (the link from the word before), the row's end and the free words last, then as many as fit the
+        budget. Marks its words taken; returns its tokens and words."""
+        base = rows * self.words
+        at = np.minimum(word[:, None] + STEPS, base[:, None] + self.words - 1)
+        tokens = self.size[at]
+        extend = (drawn[:, None] > STEPS) & (tokens < self.never)
+        extend[:, 1:] &= self.same_run[at[:, :-1]]
+        extend = np.logical_and.accumulate(extend, axis=1)
+        tokens = np.cumsum(np.where(extend, tokens, 0), axis=1)
+        extend &= tokens <= left[rows, None]  # the longest prefix of whole words that fits
+        length = extend.sum(axis=1)  # >= 1: the first word fits
+        self.size[at[extend]] = self.never  # taken
+        return tokens[np.arange(len(rows)), length - 1], length
 
 
 class Span(Strategy):
