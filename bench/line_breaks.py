@@ -17,8 +17,8 @@ import re
 import textwrap
 
 from corpusprep.demo_corpus import iter_demo_documents
+from corpusprep.split import make_splitter
 from corpusprep.split.linebreaks import unwrap_auto
-from corpusprep.split.stage import make_splitter
 
 FINAL = re.compile(r"[.!?…][\"'”’»)\]]*$")
 HEADING = re.compile(r"^CHAPTER \d+$")

@@ -228,6 +228,35 @@ def plan(raw: dict[str, Any], source: Path) -> Pipeline:
         raise UsageError(f"{source}: pipeline.seed must be an integer, not {seed!r}")
     config["pipeline"] = {**meta, "name": name, "seed": seed}
 
+    inputs, read = _inputs(config, source)
+    demo = inputs["paths"] == [DEMO_INPUT]
+
+    # Every stage draws from the pipeline seed unless its own table sets one.
+    def seeded(section: dict) -> dict:
+        return {"seed": seed, **section}
+
+    corpus_need = "corpus" if demo else "input"
+    stages = []
+    if demo:
+        stages.append(Stage("corpus", "corpus", {"max_mb": inputs["demo_mb"]}, {}, "corpus"))
+    vocab = _table(config, "vocab", str(source))
+    stages.append(Stage("vocab", "vocab", {"vocab": vocab, "read": read}, {"corpus": corpus_need}, "vocab"))
+
+    previous_train = None
+    named = _table(config, "phases", str(source))
+    for phase, tables in (named or {"": {}}).items():  # no [phases]: one phase of the shared tables
+        phase_stages = _phase_stages(config, source, phase, tables, read, seeded, corpus_need, previous_train,
+                                     named=bool(named))
+        stages += phase_stages
+        previous_train = phase_stages[2].name
+    if evaluate := _table(config, "evaluate", str(source)):  # the last phase's model, the pipeline's seed
+        stages.append(Stage("evaluate", "evaluate", {"evaluate": seeded(evaluate)}, {"train": previous_train},
+                            "evaluate"))
+    return Pipeline(name, source, config, tuple(stages))
+
+
+def _inputs(config: dict[str, Any], source: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The [input] table with its defaults (set back into `config`), and its read options resolved."""
     inputs = {**INPUT_DEFAULTS, **_table(config, "input", str(source))}
     if isinstance(inputs["paths"], str):
         inputs["paths"] = [inputs["paths"]]
@@ -241,8 +270,7 @@ def plan(raw: dict[str, Any], source: Path) -> Pipeline:
     if demo_mb is not None and not (number and demo_mb > 0):
         raise UsageError(f"{source}: input.demo_mb: expected a positive number of MB, got {demo_mb!r}")
     config["input"] = inputs
-    demo = inputs["paths"] == [DEMO_INPUT]
-    if DEMO_INPUT in inputs["paths"] and not demo:
+    if DEMO_INPUT in inputs["paths"] and inputs["paths"] != [DEMO_INPUT]:
         raise UsageError(f"{source}: {DEMO_INPUT} cannot be mixed with other input paths")
     try:  # the CLI's rule for the same options (any case for a choice: "PARQUET")
         read = asdict(ReadOptions(**check_settings(ReadOptions, {k: inputs[k] for k in READ_KEYS}, "input")))
@@ -250,53 +278,38 @@ def plan(raw: dict[str, Any], source: Path) -> Pipeline:
         message = str(error) if str(error).startswith("input.") else f"input: {error}"
         raise UsageError(f"{source}: {message}") from None
     inputs.update(read)
+    return inputs, read
 
-    # Every stage draws from the pipeline seed unless its own table sets one.
-    def seeded(section: dict) -> dict:
-        return {"seed": seed, **section}
 
-    corpus_need = "corpus" if demo else "input"
-    stages = []
-    if demo:
-        stages.append(Stage("corpus", "corpus", {"max_mb": inputs["demo_mb"]}, {}, "corpus"))
-    vocab = _table(config, "vocab", str(source))
-    stages.append(Stage("vocab", "vocab", {"vocab": vocab, "read": read}, {"corpus": corpus_need}, "vocab"))
-
-    named = _table(config, "phases", str(source))
-    phases = named or {"": {}}
-    previous_train = None
-    for phase, tables in phases.items():
-        where = f"{source}: phases.{phase}"
-        if named:  # each names a directory of the run dir, as the pipeline's name names the run dir
-            plain_name(phase, f"{source}: phase name", "the phase's directory RUN_DIR/NAME")
-            if phase in RUN_DIR_NAMES:
-                raise UsageError(f"{where}: a phase may not be named {phase!r}: the run dir's {phase} is not "
-                                 "the phase's")
-        if not isinstance(tables, dict) or set(tables) - set(PHASE_SECTIONS):
-            raise UsageError(f"{where}: a phase holds only the tables {', '.join(PHASE_SECTIONS)}")
-        shared = {s: _table(config, s, str(source)) for s in PHASE_SECTIONS}
-        merged = {s: deep_merge(shared[s], _table(tables, s, where)) for s in PHASE_SECTIONS}
-        check_runner_keys(merged["train"], f"{where}.train" if phase else f"{source}: train")
-        suffix = f"-{phase}" if phase else ""
-        prefix = f"{phase}/" if phase else ""
-        pairs, shard, train = (f"{kind}{suffix}" for kind in ("pairs", "shard", "train"))
-        # A phase after the first starts from the previous phase's weights (BERT: 128 then 512 tokens).
-        init = merged["train"].pop("init_from_previous", True) and previous_train
-        stages += [
-            Stage(pairs, "pairs", {"pairs": seeded(merged["pairs"]), "read": read},
-                  {"corpus": corpus_need, "vocab": "vocab"}, f"{prefix}pairs", phase),
-            Stage(shard, "shard", {"shard": seeded(merged["shard"])}, {"pairs": pairs, "vocab": "vocab"},
-                  f"{prefix}shards", phase),
-            Stage(train, "train", {"train": seeded(merged["train"])},
-                  {"shards": shard, "vocab": "vocab", **({"init": previous_train} if init else {})},
-                  f"{prefix}train", phase),
-            Stage(f"plot{suffix}", "plot", {}, {"train": train}, f"{prefix}train", phase),
-        ]
-        previous_train = train
-    if evaluate := _table(config, "evaluate", str(source)):  # the last phase's model, the pipeline's seed
-        stages.append(Stage("evaluate", "evaluate", {"evaluate": seeded(evaluate)}, {"train": previous_train},
-                            "evaluate"))
-    return Pipeline(name, source, config, tuple(stages))
+def _phase_stages(config: dict[str, Any], source: Path, phase: str, tables: dict, read: dict, seeded,
+                  corpus_need: str, previous_train: str | None, *, named: bool) -> list[Stage]:  # fmt: skip
+    """A phase's pairs -> shard -> train -> plot stages, its tables overriding the shared ones."""
+    where = f"{source}: phases.{phase}"
+    if named:  # each names a directory of the run dir, as the pipeline's name names the run dir
+        plain_name(phase, f"{source}: phase name", "the phase's directory RUN_DIR/NAME")
+        if phase in RUN_DIR_NAMES:
+            raise UsageError(f"{where}: a phase may not be named {phase!r}: the run dir's {phase} is not "
+                             "the phase's")
+    if not isinstance(tables, dict) or set(tables) - set(PHASE_SECTIONS):
+        raise UsageError(f"{where}: a phase holds only the tables {', '.join(PHASE_SECTIONS)}")
+    shared = {s: _table(config, s, str(source)) for s in PHASE_SECTIONS}
+    merged = {s: deep_merge(shared[s], _table(tables, s, where)) for s in PHASE_SECTIONS}
+    check_runner_keys(merged["train"], f"{where}.train" if phase else f"{source}: train")
+    suffix = f"-{phase}" if phase else ""
+    prefix = f"{phase}/" if phase else ""
+    pairs, shard, train = (f"{kind}{suffix}" for kind in ("pairs", "shard", "train"))
+    # A phase after the first starts from the previous phase's weights (BERT: 128 then 512 tokens).
+    init = merged["train"].pop("init_from_previous", True) and previous_train
+    return [
+        Stage(pairs, "pairs", {"pairs": seeded(merged["pairs"]), "read": read},
+              {"corpus": corpus_need, "vocab": "vocab"}, f"{prefix}pairs", phase),
+        Stage(shard, "shard", {"shard": seeded(merged["shard"])}, {"pairs": pairs, "vocab": "vocab"},
+              f"{prefix}shards", phase),
+        Stage(train, "train", {"train": seeded(merged["train"])},
+              {"shards": shard, "vocab": "vocab", **({"init": previous_train} if init else {})},
+              f"{prefix}train", phase),
+        Stage(f"plot{suffix}", "plot", {}, {"train": train}, f"{prefix}train", phase),
+    ]
 
 
 def fingerprint(kind: str, settings: dict[str, Any], inputs: dict[str, str], version: str) -> str:

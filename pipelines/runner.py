@@ -11,6 +11,7 @@ or repairs at task granularity. Training launched by hand with torchrun into the
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -112,22 +113,8 @@ def run_pipeline(
     run_dir = Path(run_dir)
     selected = select(pipeline.stages, until)
     started = time.perf_counter()
-    # Everything is checked before anything is written: settings (of every stage, also those after --until:
-    # a typo in the last phase fails now; only a train stage's trainer checks, which import torch, wait for
-    # a run that trains), input paths, the run dir's place.
-    for stage in pipeline.stages:
-        if stage.kind != "train" or stage in selected:
-            stages.check(stage)
-    check_paths(pipeline)
     dirs = {s.name: run_dir / s.output for s in pipeline.stages}
-    demo = pipeline.demo_input
-    inputs = [str(dirs["corpus"] / "demo.jsonl")] if demo else pipeline.config["input"]["paths"]
-    fingerprints = {} if pipeline.demo_input else {"input": input_fingerprint(inputs)}
-    if not pipeline.demo_input:
-        artifact.check_not_nested(run_dir, inputs, "run")
-    if run_dir.exists() and not run_dir.is_dir():
-        raise UsageError(f"{run_dir}: exists and is not a directory; pick another --run-dir")
-    artifact.check_not_inside(run_dir, None, "pick another --run-dir")  # before the lock makes the dir
+    inputs, fingerprints = _check_before_writing(pipeline, run_dir, dirs, selected)
     with exclusive_dir(run_dir), artifact.pipeline_stages(run_dir):
         check_run_dir(run_dir, pipeline.name, overwrite)
         removed = remove_stale_temps(run_dir, RUN_FILES)
@@ -138,54 +125,9 @@ def run_pipeline(
         stages.write_train_configs(pipeline.stages, dirs)
         records = []
         for number, stage in enumerate(selected, 1):
-            needs = {name: fingerprints[name] for name in stage.needs.values()}
-            kind = stages.KINDS[stage.kind]
-            needs |= {path: input_fingerprint([path]) for path in kind.input_files(stage)}
-            fp = fingerprints[stage.name] = fingerprint(
-                stage.kind, stage.settings, needs, corpusprep.__version__
-            )
             label = f"[{number}/{len(selected)}] {stage.name}"
-            done_file = run_dir / STAGES_DIR / f"{stage.name}.done.json"
-            done = _record(done_file, "stage_done")
-            out = dirs[stage.name]
-            intact = done is not None and done["fingerprint"] == fp
-            if not overwrite and intact and outputs_intact(out, done["outputs"]):
-                console.print(f"{label}: complete, skipped")
-                records.append({**done, "status": "skipped"})
-                continue
-            start_file = run_dir / STAGES_DIR / f"{stage.name}.started.json"
-            started_as = (_record(start_file, "stage_started") or {}).get("fingerprint")
-            # Replace the outputs only when this runner made them with other settings (or --overwrite); else
-            # the stage resumes or repairs its own work (the artifact rule), or refuses a foreign directory.
-            fresh = overwrite or started_as not in (None, fp)
-            done_file.unlink(missing_ok=True)  # the old outputs are about to change
-            write_json(start_file, {"fingerprint": fp})
-            console.rule(f"{label} ({'resuming' if started_as == fp else 'running'})", align="left")
-            ctx = StageContext(run_dir, out, inputs, dirs, executor, fresh, progress)
-            t0 = time.perf_counter()
-            result = kind.run(stage, ctx)
-            seconds = time.perf_counter() - t0
-            problems = kind.validate(stage, ctx)
-            if problems:
-                raise DataError(f"{out}: {stage.name} output failed validation: {'; '.join(problems[:3])}")
-            record = {
-                "stage": stage.name,
-                "kind": stage.kind,
-                "phase": stage.phase,
-                "fingerprint": fp,
-                "settings": stage.settings,
-                "inputs": needs,
-                "output": stage.output,
-                "outputs": list_outputs(out, result.files),
-                "counts": result.counts,
-                "unit": result.unit,
-                "seconds": round(seconds, 3),
-                "engine": executor.name if kind.parallel else LocalExecutor.name,
-                "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            }
-            write_json(done_file, record)
-            console.print(f"{label}: done in {seconds:.1f} s {report.rate_text(record)}")
-            records.append({**record, "status": "ran"})
+            ctx = StageContext(run_dir, dirs[stage.name], inputs, dirs, executor, overwrite, progress)
+            records.append(_run_stage(stage, ctx, fingerprints, label, console))
         ran = sum(r["status"] == "ran" for r in records)
         summary = report.write_report(run_dir, pipeline, records, time.perf_counter() - started)
     if ran == 0:
@@ -193,3 +135,64 @@ def run_pipeline(
     console.print(f"report: {run_dir / 'report.md'}")
     return summary
 
+
+def _check_before_writing(
+    pipeline: Pipeline, run_dir: Path, dirs: dict[str, Path], selected: list
+) -> tuple[list[str], dict[str, str]]:
+    """Everything is checked before anything is written: settings (of every stage, also those after --until:
+    a typo in the last phase fails now; only a train stage's trainer checks, which import torch, wait for
+    a run that trains), input paths, the run dir's place. Returns the corpus's paths and fingerprint."""
+    for stage in pipeline.stages:
+        if stage.kind != "train" or stage in selected:
+            stages.check(stage)
+    check_paths(pipeline)
+    demo = pipeline.demo_input
+    inputs = [str(dirs["corpus"] / "demo.jsonl")] if demo else pipeline.config["input"]["paths"]
+    fingerprints = {} if demo else {"input": input_fingerprint(inputs)}
+    if not demo:
+        artifact.check_not_nested(run_dir, inputs, "run")
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: exists and is not a directory; pick another --run-dir")
+    artifact.check_not_inside(run_dir, None, "pick another --run-dir")  # before the lock makes the dir
+    return inputs, fingerprints
+
+
+def _run_stage(stage, ctx: StageContext, fingerprints: dict[str, str], label: str, console: Console) -> dict:
+    """Skip the stage when its record says it is complete with this fingerprint, else run and validate it
+    and write its record; its report record ("status": skipped | ran). `ctx.overwrite` is --overwrite."""
+    run_dir, out, overwrite = ctx.run_dir, ctx.out, ctx.overwrite
+    needs = {name: fingerprints[name] for name in stage.needs.values()}
+    kind = stages.KINDS[stage.kind]
+    needs |= {path: input_fingerprint([path]) for path in kind.input_files(stage)}
+    fp = fingerprints[stage.name] = fingerprint(stage.kind, stage.settings, needs, corpusprep.__version__)
+    done_file = run_dir / STAGES_DIR / f"{stage.name}.done.json"
+    done = _record(done_file, "stage_done")
+    intact = done is not None and done["fingerprint"] == fp
+    if not overwrite and intact and outputs_intact(out, done["outputs"]):
+        console.print(f"{label}: complete, skipped")
+        return {**done, "status": "skipped"}
+    start_file = run_dir / STAGES_DIR / f"{stage.name}.started.json"
+    started_as = (_record(start_file, "stage_started") or {}).get("fingerprint")
+    # Replace the outputs only when this runner made them with other settings (or --overwrite); else
+    # the stage resumes or repairs its own work (the artifact rule), or refuses a foreign directory.
+    fresh = overwrite or started_as not in (None, fp)
+    done_file.unlink(missing_ok=True)  # the old outputs are about to change
+    write_json(start_file, {"fingerprint": fp})
+    console.rule(f"{label} ({'resuming' if started_as == fp else 'running'})", align="left")
+    ctx = dataclasses.replace(ctx, overwrite=fresh)
+    t0 = time.perf_counter()
+    result = kind.run(stage, ctx)
+    seconds = time.perf_counter() - t0
+    problems = kind.validate(stage, ctx)
+    if problems:
+        raise DataError(f"{out}: {stage.name} output failed validation: {'; '.join(problems[:3])}")
+    record = {
+        "stage": stage.name, "kind": stage.kind, "phase": stage.phase, "fingerprint": fp,
+        "settings": stage.settings, "inputs": needs, "output": stage.output,
+        "outputs": list_outputs(out, result.files), "counts": result.counts, "unit": result.unit,
+        "seconds": round(seconds, 3), "engine": ctx.executor.name if kind.parallel else LocalExecutor.name,
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    write_json(done_file, record)
+    console.print(f"{label}: done in {seconds:.1f} s {report.rate_text(record)}")
+    return {**record, "status": "ran"}

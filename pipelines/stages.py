@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corpusprep import objectives
 from corpusprep.engine import artifact
 from corpusprep.engine.executor import Executor, LocalExecutor
 from corpusprep.engine.files import atomic_path, write_json
@@ -180,7 +181,7 @@ class PairsStage(StageKind):
             "skipped": dict(sorted(every_skip.items())),
             "read_skipped": stats["read"]["skipped"],
             "files_skipped": stats["read"]["skipped_files"],
-            "objective": stats.get("objective", "nsp"),
+            "objective": stats.get("objective", objectives.DEFAULT),
             "pairs": stats["pairs"],  # the rows of the files, whatever the objective
             # the objective's own counts: IsNext/NotNext, in order/swapped, or pieces and fill
             **{k: stats[k] for k in OBJECTIVE_COUNTS if k in stats},

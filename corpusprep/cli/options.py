@@ -8,14 +8,13 @@ import os
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from corpusprep.engine.executor import DEFAULT_ENGINE, ExecutorOptions
 from corpusprep.errors import UsageError
 from corpusprep.read import FORMATS, ON_ERROR, ReadOptions
-from corpusprep.read.document import MAX_DOCUMENT_MB
 
 Inputs = Annotated[
     list[str],
@@ -107,12 +106,12 @@ LineBreaks = Annotated[
 
 
 def read_options(
-    input_format: str = "auto",
+    input_format: str = ReadOptions.format,
     one_sentence_per_line: bool = False,
-    text_field: str = "text",
-    on_error: str = "auto",
-    max_document_mb: float = MAX_DOCUMENT_MB,
-    document_per_file: bool = False,
+    text_field: str = ReadOptions.text_field,
+    on_error: str = ReadOptions.on_error,
+    max_document_mb: float = ReadOptions.max_document_mb,
+    document_per_file: bool = ReadOptions.document_per_file,
 ) -> ReadOptions:
     """ReadOptions from the shared options, validated the same way for every command (UsageError, exit 2)
     and as a pipeline's [input] is (ReadOptions checks both), with the flags' names in the messages."""
@@ -169,23 +168,47 @@ def output_files(
     return checked
 
 
+# The read settings (ReadOptions' fields, and --one-sentence-per-line) as options, in this order
+# (`with_read_options` adds them)
+READ_OPTIONS = {
+    "input_format": (Format, ReadOptions.format),
+    "one_sentence_per_line": (OneSentencePerLine, False),
+    "text_field": (TextField, ReadOptions.text_field),
+    "on_error": (OnError, ReadOptions.on_error),
+    "max_document_mb": (MaxDocumentMB, ReadOptions.max_document_mb),
+    "document_per_file": (DocumentPerFile, ReadOptions.document_per_file),
+}
+
+
 def with_executor(command: Callable) -> Callable:
     """A typer command that takes `executor` gets the engine options (ENGINE_OPTIONS) in its place instead,
     and is called with the executor they describe, checked once (`ExecutorOptions`: one line, exit 2)."""
+    return _expanded(command, "executor", ENGINE_OPTIONS, lambda **given: ExecutorOptions(**given).build())
+
+
+def with_read_options(command: Callable) -> Callable:
+    """A typer command that takes `read_options` gets the read options (READ_OPTIONS) in its place instead,
+    and is called with the `ReadOptions` they describe, checked once (`read_options`: one line, exit 2)."""
+    return _expanded(command, "read_options", READ_OPTIONS, read_options)
+
+
+def _expanded(command: Callable, name: str, options: dict[str, tuple[Any, Any]], build: Callable) -> Callable:
+    """`command` with its parameter `name` replaced by `options` ({parameter: (annotation, default)}), and
+    called with `build(**their values)` as `name`: one group of options declared once for every command."""
     signature = inspect.signature(command)
     hints = typing.get_type_hints(command, include_extras=True)  # typer reads the signature's, not strings
     params = []
     for param in signature.parameters.values():
-        if param.name != "executor":
+        if param.name != name:
             params.append(param.replace(annotation=hints.get(param.name, param.annotation)))
             continue
-        params += [param.replace(name=name, default=default, annotation=kind)
-                   for name, (kind, default) in ENGINE_OPTIONS.items()]  # fmt: skip
+        params += [param.replace(name=option, default=default, annotation=kind)
+                   for option, (kind, default) in options.items()]  # fmt: skip
 
     @functools.wraps(command)
     def run(**arguments):
-        settings = {name: arguments.pop(name) for name in ENGINE_OPTIONS}
-        return command(**arguments, executor=ExecutorOptions(**settings).build())
+        settings = {option: arguments.pop(option) for option in options}
+        return command(**arguments, **{name: build(**settings)})
 
     run.__signature__ = signature.replace(parameters=params)
     run.__annotations__ = {param.name: param.annotation for param in params}

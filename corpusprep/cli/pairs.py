@@ -10,124 +10,105 @@ import typer
 
 from corpusprep.cli.app import app
 from corpusprep.cli.options import (
-    MAX_DOCUMENT_MB,
-    DocumentPerFile,
-    Format,
     Inputs,
     Language,
     LineBreaks,
-    MaxDocumentMB,
-    OnError,
-    OneSentencePerLine,
     Overwrite,
     Progress,
     Seed,
-    TextField,
     VocabDir,
     with_executor,
+    with_read_options,
 )
 from corpusprep.console import refuse_stdout
 from corpusprep.engine.executor import Executor
 from corpusprep.errors import printable
 from corpusprep.objectives import objective as objective_spec
+from corpusprep.pair.options import PairOptions
+from corpusprep.read import ReadOptions
+
+PairsDir = Annotated[Path, typer.Option("--output", "-o", help="Pairs directory to write.")]
+MaxSeqLength = Annotated[
+    int, typer.Option(help="Row length with special tokens: A+B get 3 fewer, a none piece 2.")
+]
+Objective = Annotated[
+    str,
+    typer.Option(
+        metavar="nsp|sop|none",
+        help="Sentence task: nsp (BERT), sop (ALBERT: sentence order) or none (RoBERTa: "
+        "masked LM only, rows of whole sentences).",
+    ),
+]
+Pack = Annotated[
+    bool | None,
+    typer.Option(
+        "--pack/--no-pack",
+        help="none: fill rows with pieces of several documents "
+        "(default for none; nsp and sop rows are pairs).",
+    ),
+]
+ShortSeqProb = Annotated[
+    float, typer.Option(help="Share of rows given a shorter random target length (nsp, sop).")
+]
+ShortSeqBy = Annotated[
+    str,
+    typer.Option(
+        metavar="segment|document",
+        help="Draw the short target for each new segment (the share of short rows follows "
+        "--short-seq-prob), or once per document as Google's script does.",
+    ),
+]
+DupeFactor = Annotated[int, typer.Option(help="Passes over the data, each with different random choices.")]
+DocsPerPartition = Annotated[
+    int, typer.Option(help="Documents per partition: the pool NotNext segments come from; bounds memory.")
+]
+ValidationFraction = Annotated[float, typer.Option(help="Share of documents (by id) held out.")]
+Splitter = Annotated[
+    str,
+    typer.Option(help="Sentence splitter for text that is not pre-split: default, lines, pysbd, blingfire, "
+                 "sentencex."),
+]
 
 
 @app.command("build-pairs")
 @with_executor
+@with_read_options
 def build_pairs_command(
     inputs: Inputs,
     vocab: VocabDir,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Pairs directory to write.")],
-    max_seq_length: Annotated[
-        int, typer.Option(help="Row length with special tokens: A+B get 3 fewer, a none piece 2.")
-    ] = 128,
-    objective: Annotated[
-        str,
-        typer.Option(
-            metavar="nsp|sop|none",
-            help="Sentence task: nsp (BERT), sop (ALBERT: sentence order) or none (RoBERTa: "
-            "masked LM only, rows of whole sentences).",
-        ),
-    ] = "nsp",
-    pack: Annotated[
-        bool | None,
-        typer.Option(
-            "--pack/--no-pack",
-            help="none: fill rows with pieces of several documents "
-            "(default for none; nsp and sop rows are pairs).",
-        ),
-    ] = None,
-    short_seq_prob: Annotated[
-        float, typer.Option(help="Share of rows given a shorter random target length (nsp, sop).")
-    ] = 0.1,
-    short_seq_by: Annotated[
-        str,
-        typer.Option(
-            metavar="segment|document",
-            help="Draw the short target for each new segment (the share of short rows follows "
-            "--short-seq-prob), or once per document as Google's script does.",
-        ),
-    ] = "segment",
-    dupe_factor: Annotated[
-        int, typer.Option(help="Passes over the data, each with different random choices.")
-    ] = 5,
-    docs_per_partition: Annotated[
-        int, typer.Option(help="Documents per partition: the pool NotNext segments come from; bounds memory.")
-    ] = 2048,
-    validation_fraction: Annotated[float, typer.Option(help="Share of documents (by id) held out.")] = 0.01,
-    splitter: Annotated[
-        str,
-        typer.Option(
-            help="Sentence splitter for text that is not pre-split: default, lines, pysbd, "
-            "blingfire, sentencex."
-        ),
-    ] = "default",
-    language: Language = "en",
-    line_breaks: LineBreaks = "auto",
-    seed: Seed = 12345,
+    output: PairsDir,
+    max_seq_length: MaxSeqLength = PairOptions.max_seq_length,
+    objective: Objective = PairOptions.objective,
+    pack: Pack = PairOptions.pack,
+    short_seq_prob: ShortSeqProb = PairOptions.short_seq_prob,
+    short_seq_by: ShortSeqBy = PairOptions.short_seq_by,
+    dupe_factor: DupeFactor = PairOptions.dupe_factor,
+    docs_per_partition: DocsPerPartition = PairOptions.docs_per_partition,
+    validation_fraction: ValidationFraction = PairOptions.validation_fraction,
+    splitter: Splitter = PairOptions.splitter,
+    language: Language = PairOptions.language,
+    line_breaks: LineBreaks = PairOptions.line_breaks,
+    seed: Seed = PairOptions.seed,
     executor: Executor | None = None,  # --workers, --engine, --ray-address (with_executor)
     overwrite: Overwrite = False,
     progress: Progress = True,
-    input_format: Format = "auto",
-    one_sentence_per_line: OneSentencePerLine = False,
-    text_field: TextField = "text",
-    on_error: OnError = "auto",
-    max_document_mb: MaxDocumentMB = MAX_DOCUMENT_MB,
-    document_per_file: DocumentPerFile = False,
+    read_options: ReadOptions | None = None,  # --input-format ... --document-per-file (with_read_options)
 ) -> None:
     """Build NSP or SOP sentence pairs, or rows of whole sentences (none):
     PAIRS_DIR/{train,validation}/part-*.parquet + stats.json."""
-    from corpusprep.cli.options import read_options
-    from corpusprep.pair.build import PairOptions, build_pairs
+    from corpusprep.pair.build import build_pairs
     from corpusprep.read.document import read_notes
 
     refuse_stdout(output, "-o", "a directory of Parquet files")
-
     options = PairOptions(
-        max_seq_length=max_seq_length,
-        short_seq_prob=short_seq_prob,
-        short_seq_by=short_seq_by.lower(),
-        dupe_factor=dupe_factor,
-        docs_per_partition=docs_per_partition,
-        validation_fraction=validation_fraction,
-        seed=seed,
-        splitter=splitter,
-        language=language,
+        max_seq_length=max_seq_length, short_seq_prob=short_seq_prob, short_seq_by=short_seq_by.lower(),
+        dupe_factor=dupe_factor, docs_per_partition=docs_per_partition,
+        validation_fraction=validation_fraction, seed=seed, splitter=splitter, language=language,
         line_breaks=line_breaks.lower(),
-        objective=objective.lower(),
-        pack=pack,
+        objective=objective.lower(), pack=pack,
     )
-    stats = build_pairs(
-        inputs,
-        vocab,
-        output,
-        options,
-        read_options(input_format, one_sentence_per_line, text_field, on_error,
-                             max_document_mb, document_per_file),
-        executor=executor,
-        overwrite=overwrite,
-        progress=progress,
-    )
+    stats = build_pairs(inputs, vocab, output, options, read_options, executor=executor, overwrite=overwrite,
+                        progress=progress)  # fmt: skip
     if stats.get("nothing_to_do"):
         typer.echo(f"{printable(str(output))}: already built with these inputs, vocab and options; "
                    "nothing to do", err=True)

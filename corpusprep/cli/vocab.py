@@ -9,9 +9,11 @@ import typer
 
 from corpusprep.cli import options as opt
 from corpusprep.cli.app import app
-from corpusprep.console import STDOUT, console, refuse_stdout, show_progress, write_stdout
+from corpusprep.console import STDOUT, console, refuse_stdout, write_stdout
 from corpusprep.demo_corpus import DEFAULT_MAX_MB, DemoStats, update_demo_corpus, write_demo_jsonl
+from corpusprep.engine.progress import Reporter
 from corpusprep.errors import UsageError, printable
+from corpusprep.read import ReadOptions
 
 VOCAB_HELP = (
     "Train a BERT WordPiece vocab on the input documents (streamed) and write it to --output.\n\n"
@@ -24,55 +26,62 @@ VOCAB_HELP = (
 TRAINING_OPTIONS = ("vocab_size", "min_frequency", "limit_alphabet", "reserved")  # unused by --from-vocab
 
 
+VocabOut = Annotated[
+    Path, typer.Option("--output", "-o", help="Vocab directory: vocab.txt, tokenizer.json, report.")
+]
+VocabInputs = Annotated[
+    list[str] | None,
+    typer.Argument(help="Input files, directories (read recursively) or globs.", show_default=False),
+]
+VocabSize = Annotated[
+    int, typer.Option(help="Tokens in vocab.txt, specials and reserved slots included (BERT: 30522).")
+]
+MinFrequency = Annotated[
+    int, typer.Option(help="A pair of pieces must occur this often to be merged.")
+]
+LimitAlphabet = Annotated[
+    int, typer.Option(help="Keep at most this many characters (most frequent first); rarer ones: [UNK].")
+]
+Reserved = Annotated[
+    int,
+    typer.Option(help="Extra [unused0..N-1] tokens after [PAD], free for later use (Google: 99)."),
+]
+Cased = Annotated[
+    bool, typer.Option("--cased", help="Keep case (default: lowercase). Accents: see --strip-accents.")
+]
+StripAccents = Annotated[
+    bool | None,
+    typer.Option(
+        "--strip-accents/--keep-accents",
+        help="Remove accents (é -> e) before tokenizing. Default: strip when lowercasing (BERT-uncased, "
+        "fine for English), keep with --cased. Most other languages should pass --keep-accents.",
+        show_default=False,
+    ),
+]
+FromVocab = Annotated[
+    Path | None,
+    typer.Option(
+        help="Build the directory from an existing vocab.txt (e.g. Google's) instead of training; "
+        "inputs, if given, are only read to measure its [UNK] rate and pieces per word.",
+        show_default=False,
+    ),
+]
+
+
 @app.command("vocab", help=VOCAB_HELP)
+@opt.with_read_options
 def vocab(
     ctx: typer.Context,
-    output: Annotated[
-        Path, typer.Option("--output", "-o", help="Vocab directory: vocab.txt, tokenizer.json, report.")
-    ],
-    inputs: Annotated[
-        list[str] | None,
-        typer.Argument(help="Input files, directories (read recursively) or globs.", show_default=False),
-    ] = None,
-    vocab_size: Annotated[
-        int, typer.Option(help="Tokens in vocab.txt, specials and reserved slots included (BERT: 30522).")
-    ] = 30000,
-    min_frequency: Annotated[
-        int, typer.Option(help="A pair of pieces must occur this often to be merged.")
-    ] = 2,
-    limit_alphabet: Annotated[
-        int, typer.Option(help="Keep at most this many characters (most frequent first); rarer ones: [UNK].")
-    ] = 1000,
-    reserved: Annotated[
-        int,
-        typer.Option(help="Extra [unused0..N-1] tokens after [PAD], free for later use (Google: 99)."),
-    ] = 0,
-    cased: Annotated[
-        bool, typer.Option("--cased", help="Keep case (default: lowercase). Accents: see --strip-accents.")
-    ] = False,
-    strip_accents: Annotated[
-        bool | None,
-        typer.Option(
-            "--strip-accents/--keep-accents",
-            help="Remove accents (é -> e) before tokenizing. Default: strip when lowercasing (BERT-uncased, "
-            "fine for English), keep with --cased. Most other languages should pass --keep-accents.",
-            show_default=False,
-        ),
-    ] = None,
-    from_vocab: Annotated[
-        Path | None,
-        typer.Option(
-            help="Build the directory from an existing vocab.txt (e.g. Google's) instead of training; "
-            "inputs, if given, are only read to measure its [UNK] rate and pieces per word.",
-            show_default=False,
-        ),
-    ] = None,
-    input_format: opt.Format = "auto",
-    one_sentence_per_line: opt.OneSentencePerLine = False,
-    text_field: opt.TextField = "text",
-    on_error: opt.OnError = "auto",
-    max_document_mb: opt.MaxDocumentMB = opt.MAX_DOCUMENT_MB,
-    document_per_file: opt.DocumentPerFile = False,
+    output: VocabOut,
+    inputs: VocabInputs = None,
+    vocab_size: VocabSize = 30000,
+    min_frequency: MinFrequency = 2,
+    limit_alphabet: LimitAlphabet = 1000,
+    reserved: Reserved = 0,
+    cased: Cased = False,
+    strip_accents: StripAccents = None,
+    from_vocab: FromVocab = None,
+    read_options: ReadOptions | None = None,  # --input-format ... --document-per-file (with_read_options)
     overwrite: opt.Overwrite = False,
     progress: opt.Progress = True,
 ) -> None:
@@ -99,29 +108,12 @@ def vocab(
         strip_accents=strip_accents,
         from_vocab=str(from_vocab.absolute()) if from_vocab else None,
     )
-    read = opt.read_options(input_format, one_sentence_per_line, text_field, on_error,
-                             max_document_mb, document_per_file)
     if not inputs and from_vocab is None:
         raise UsageError("give input paths to train on, or --from-vocab FILE")
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    columns = (
-        SpinnerColumn(),
-        TextColumn("{task.description:<9}"),
-        TextColumn("{task.fields[documents]:>10,} documents"),
-        TextColumn("{task.fields[mb]:>9.1f} MB"),
-        TextColumn("{task.fields[rate]:>6.1f} MB/s"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console(), transient=True, disable=not show_progress(progress)) as bar:
-        task = bar.add_task("reading", documents=0, mb=0.0, rate=0.0)
-
-        def progress(phase: str, documents: int, nbytes: int) -> None:
-            elapsed = bar.tasks[0].elapsed or 1e-9
-            mb = nbytes / 1e6
-            bar.update(task, description=phase, documents=documents, mb=mb, rate=mb / elapsed)
-
-        report = build_vocab(inputs, output, options, read, overwrite=overwrite, progress=progress)
+    with Reporter(progress, transient=True) as reporter:
+        tick = reporter.stream("reading")
+        report = build_vocab(inputs, output, options, read_options, overwrite=overwrite,
+                             progress=lambda phase, documents, nbytes: tick(documents, nbytes, phase=phase))
     _print_summary(output, report)
 
 

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from corpusprep.engine import arrow
 from corpusprep.objectives import DEFAULT
+from corpusprep.pair.options import SHORT_SEQ_BY  # when short_seq_prob is drawn: each chunk, or per document
 from corpusprep.pair.schema import pairs_schema
 
 
@@ -56,7 +57,6 @@ class Pairs:
         return len(self.a_start)
 
 
-SHORT_SEQ_BY = ("segment", "document")  # when short_seq_prob is drawn: each new chunk, or once per document
 
 
 def make_pairs(

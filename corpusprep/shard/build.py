@@ -22,7 +22,7 @@ examples to equal-sized shards, i.e. a global shuffle, without ever holding more
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,13 +33,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from corpusprep import __version__
-from corpusprep.console import console
 from corpusprep.engine import artifact
-from corpusprep.engine.artifact import WORK
 from corpusprep.engine.executor import Executor, Task, executor_for
 from corpusprep.engine.files import atomic_path, write_json
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
+from corpusprep.engine.stage import StageRun, stage_run
 from corpusprep.errors import CorpusprepError, DataError, InputError, UsageError
 from corpusprep.mask import ACTIONS, MaskVocab, examples_from_pairs, examples_from_pieces, mask_examples
 from corpusprep.mask.strategies import get as mask_strategy
@@ -280,23 +279,6 @@ def resolve_max_seq_length(options: ShardOptions, pairs_stats: dict) -> int:
 # --- the run ----------------------------------------------------------------------------------------------
 
 
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[str, int], Callable]]:
-    """Yields `bar(label, total)` -> an `on_done` callback for run_tasks."""
-    if not enabled:
-        yield lambda label, total: None
-        return
-    from rich.progress import Progress
-
-    with Progress(transient=False, console=console()) as progress:
-
-        def bar(label: str, total: int):
-            task_id = progress.add_task(label, total=total)
-            return lambda task, stats, skipped: progress.advance(task_id)
-
-        yield bar
-
-
 def build_shards(
     pairs_dir: Path,
     vocab_dir: Path,
@@ -317,13 +299,55 @@ def build_shards(
     pairs_dir, out_dir = Path(pairs_dir), Path(out_dir)
     executor = executor_for(executor, workers)
     vocab = VocabInfo.verified(vocab_dir)
+    plan = plan_inputs(pairs_dir, vocab_dir, vocab, options)
+    with stage_run(out_dir, "shards", plan.identity, owns=OWNS, inputs=[pairs_dir, vocab_dir],
+                   executor=executor, progress=progress, overwrite=overwrite, command="shard") as run:
+        if run.complete is not None:
+            if progress:
+                print(f"{out_dir}: already holds these shards (same pairs, vocab and options): nothing to do")
+            return load_record(out_dir / MANIFEST, "shards_manifest")
+        dupes = {split: options.dupe_masks if split == "train" else 1 for split in plan.inputs}
+        examples = {s: [n * dupes[s] for _, n in files] for s, files in plan.inputs.items()}
+        num_shards = shard_counts({s: sum(n) for s, n in examples.items()}, options)
+        seconds = sum(map(sum, examples.values())) / EXAMPLES_PER_SECOND
+        masks = mask_tasks(plan, run.work, examples, num_shards, dupes, options)
+        masked = run.phase("mask + scatter", mask_file, masks, unit="examples", seconds=seconds,
+                           count=lambda s: s["examples"], stats_kind="mask_task")
+        shards = shard_tasks(plan, out_dir, masks, masked, num_shards, vocab, options)
+        written = run.phase("shuffle + write", write_shard, shards, unit="examples", seconds=seconds,
+                            count=lambda s: s["rows"], stats_kind="shard_task")
+        manifest = shards_manifest(plan, run, shards, written, masked, vocab, vocab_dir, options)
+        with atomic_path(out_dir / VOCAB_COPY) as tmp:
+            source = Path(vocab_dir) / "vocab.txt" if Path(vocab_dir).is_dir() else Path(vocab_dir)
+            tmp.write_bytes(source.read_bytes())
+        write_json(out_dir / MANIFEST, manifest)
+        run.commit(files=[VOCAB_COPY, MANIFEST])
+    return manifest
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """What a shard run reads and is (before anything is written): the pairs, their objective, the files of
+    each split with their rows, the masking vocab and the output's identity."""
+
+    pairs_dir: Path
+    pairs_artifact: dict
+    pairs_stats: dict
+    spec: Objective
+    inputs: dict[str, list[tuple[Path, int]]]
+    max_seq_length: int
+    mask_vocab: MaskVocab
+    identity: dict
+
+
+def plan_inputs(pairs_dir: Path, vocab_dir: Path, vocab: VocabInfo, options: ShardOptions) -> ShardPlan:
+    """Check the pairs (complete, their stats.json unchanged, built with this vocab) and plan the run."""
     if not pairs_dir.is_dir():
         raise InputError(f"{pairs_dir}: no such pairs directory (run `corpusprep build-pairs` first)")
     # complete: every file there with its size; stats.json unchanged too (each pairs file is checked by the
     # task that reads it, in parallel)
     pairs_artifact = artifact.require(pairs_dir, "pairs", checksums=["stats.json"])
-    stats_path = pairs_dir / "stats.json"
-    pairs_stats = load_record(stats_path, "pairs_stats")
+    pairs_stats = load_record(pairs_dir / "stats.json", "pairs_stats")
     spec = pairs_objective(pairs_stats)
     inputs = find_inputs(pairs_dir, pairs_artifact["files"], spec)
     pairs_vocab = pairs_stats.get("vocab", {}).get("sha256")
@@ -344,81 +368,73 @@ def build_shards(
         "pairs": artifact.content_digest(pairs_dir),
         **({"word_segmenter": f"jieba {_version('jieba')}"} if chinese_words else {}),
     }
-    files_record = {s: [[p.name, p.stat().st_size, n] for p, n in files] for s, files in inputs.items()}
+    return ShardPlan(pairs_dir, pairs_artifact, pairs_stats, spec, inputs, max_seq_length, mask_vocab,
+                     identity)  # fmt: skip
 
-    art = artifact.Artifact(
-        out_dir, "shards", identity, owns=OWNS, inputs=[pairs_dir, vocab_dir], overwrite=overwrite,
-        command="shard"
-    )
-    with art:
-        if art.complete is not None:
-            if progress:
-                print(f"{out_dir}: already holds these shards (same pairs, vocab and options): nothing to do")
-            return load_record(out_dir / MANIFEST, "shards_manifest")
-        work = out_dir / WORK
-        fingerprint = art.fingerprint
-        dupes = {split: options.dupe_masks if split == "train" else 1 for split in inputs}
-        examples = {s: [n * dupes[s] for _, n in files] for s, files in inputs.items()}
-        num_shards = shard_counts({s: sum(n) for s, n in examples.items()}, options)
-        mask_tasks, shard_tasks = [], []
-        for split, files in inputs.items():
-            plan = plan_split(examples[split], num_shards[split], rng_for(options.seed, "plan", split))
-            for (path, _), counts in zip(files, plan, strict=True):
-                out = work / "masked" / split / f"{path.stem}.spill"
-                sha256 = pairs_artifact["files"][f"{split}/{path.name}"]["sha256"]
-                args = MaskTask(
-                    split, str(path), str(out), counts, dupes[split], options, mask_vocab, max_seq_length,
-                    spec.name, sha256,
-                )
-                mask_tasks.append(Task(f"mask-{split}-{path.stem}", args))
-        executor = executor.sized(sum(map(sum, examples.values())) / EXAMPLES_PER_SECOND)
-        with _progress(progress) as bar:
-            masked = art.run(mask_file, mask_tasks, executor, on_done=bar("mask + scatter", len(mask_tasks)),
-                             stats_kind="mask_task")  # fmt: skip
-            for split in inputs:
-                done = zip(mask_tasks, masked, strict=True)
-                mine = [(t.args.out, st) for t, st in done if t.args.split == split]
-                for index in range(num_shards[split]):
-                    groups = tuple((out, entry) for out, st in mine for entry in st["groups"][index])
-                    args = ShardTask(split, index, groups, str(out_dir / split / shard_name(index)), options,
-                                     str(vocab.token_dtype), vocab.pad_id, vocab.cls_id, spec.name)
-                    name = f"{split}/{shard_name(index)}"
-                    shard_tasks.append(Task(f"shard-{split}-{index:05d}", args, outputs=(name,)))
-            on_done = bar("shuffle + write", len(shard_tasks))
-            shards = art.run(write_shard, shard_tasks, executor, on_done=on_done, stats_kind="shard_task")
 
-        splits, written, keys = {}, art.outputs(), count_keys(spec.name)
-        for split in inputs:
-            mine = [s for t, s in zip(shard_tasks, shards, strict=True) if t.args.split == split]
-            splits[split] = {
-                "shards": [shard_entry(s, written[s["path"]]) for s in mine],
-                **{k: sum(s[k] for s in mine) for k in keys},
-            }
-        manifest = {
-            "schema_version": SCHEMA_VERSION,
-            "created_by": f"corpusprep {__version__}",
-            "fingerprint": fingerprint,
-            "objective": spec.name,
-            "options": asdict(options),
-            "word_segmenter": mask_vocab.segmenter,  # None or "jieba": for MaskVocab.from_vocab
-            "seed": options.seed,
-            "max_seq_length": max_seq_length,
-            "token_dtype": str(vocab.token_dtype),
-            "vocab": {
-                "path": str(Path(vocab_dir).resolve()),
-                "sha256": vocab.sha256,
-                "size": vocab.size,
-                "special_ids": {token: vocab.ids[token] for token in SPECIAL_TOKENS},
-            },
-            "pairs": {"path": str(pairs_dir.resolve()), "files": files_record},
-            "pairs_stats": pairs_stats,
-            "mask_decisions": {k: sum(stats[k] for stats in masked) for k in ACTIONS},
-            "splits": splits,
-            "totals": {k: sum(s[k] for s in splits.values()) for k in keys},
+def mask_tasks(plan: ShardPlan, work: Path, examples: dict[str, list[int]], num_shards: dict[str, int],
+               dupes: dict[str, int], options: ShardOptions) -> list[Task]:  # fmt: skip
+    """Pass 1: a task per pairs file, with the examples it gives each shard (`plan_split`)."""
+    tasks = []
+    for split, files in plan.inputs.items():
+        counts = plan_split(examples[split], num_shards[split], rng_for(options.seed, "plan", split))
+        for (path, _), shard_counts_ in zip(files, counts, strict=True):
+            out = work / "masked" / split / f"{path.stem}.spill"
+            sha256 = plan.pairs_artifact["files"][f"{split}/{path.name}"]["sha256"]
+            args = MaskTask(split, str(path), str(out), shard_counts_, dupes[split], options, plan.mask_vocab,
+                            plan.max_seq_length, plan.spec.name, sha256)  # fmt: skip
+            tasks.append(Task(f"mask-{split}-{path.stem}", args))
+    return tasks
+
+
+def shard_tasks(
+    plan: ShardPlan, out_dir: Path, masks: list[Task], masked: list[dict], num_shards: dict[str, int],
+    vocab: VocabInfo, options: ShardOptions,
+) -> list[Task]:
+    """Pass 2: a task per shard, gathering its groups from every spill file of its split."""
+    tasks = []
+    for split in plan.inputs:
+        mine = [(t.args.out, st) for t, st in zip(masks, masked, strict=True) if t.args.split == split]
+        for index in range(num_shards[split]):
+            groups = tuple((out, entry) for out, st in mine for entry in st["groups"][index])
+            args = ShardTask(split, index, groups, str(out_dir / split / shard_name(index)), options,
+                             str(vocab.token_dtype), vocab.pad_id, vocab.cls_id, plan.spec.name)  # fmt: skip
+            name = f"{split}/{shard_name(index)}"
+            tasks.append(Task(f"shard-{split}-{index:05d}", args, outputs=(name,)))
+    return tasks
+
+
+def shards_manifest(plan: ShardPlan, run: StageRun, shards: list[Task], written: list[dict],
+                    masked: list[dict], vocab: VocabInfo, vocab_dir: Path, options: ShardOptions) -> dict:
+    """manifest.json: what the shards are, what they were made from, and their counts."""
+    splits, files, keys = {}, run.outputs(), count_keys(plan.spec.name)
+    for split in plan.inputs:
+        mine = [s for t, s in zip(shards, written, strict=True) if t.args.split == split]
+        splits[split] = {
+            "shards": [shard_entry(s, files[s["path"]]) for s in mine],
+            **{k: sum(s[k] for s in mine) for k in keys},
         }
-        with atomic_path(out_dir / VOCAB_COPY) as tmp:
-            source = Path(vocab_dir) / "vocab.txt" if Path(vocab_dir).is_dir() else Path(vocab_dir)
-            tmp.write_bytes(source.read_bytes())
-        write_json(out_dir / MANIFEST, manifest)
-        art.commit(files=[VOCAB_COPY, MANIFEST])
-    return manifest
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "created_by": f"corpusprep {__version__}",
+        "fingerprint": run.artifact.fingerprint,
+        "objective": plan.spec.name,
+        "options": asdict(options),
+        "word_segmenter": plan.mask_vocab.segmenter,  # None or "jieba": for MaskVocab.from_vocab
+        "seed": options.seed,
+        "max_seq_length": plan.max_seq_length,
+        "token_dtype": str(vocab.token_dtype),
+        "vocab": {
+            "path": str(Path(vocab_dir).resolve()),
+            "sha256": vocab.sha256,
+            "size": vocab.size,
+            "special_ids": {token: vocab.ids[token] for token in SPECIAL_TOKENS},
+        },
+        "pairs": {"path": str(plan.pairs_dir.resolve()),
+                  "files": {s: [[p.name, p.stat().st_size, n] for p, n in files_]
+                            for s, files_ in plan.inputs.items()}},  # fmt: skip
+        "pairs_stats": plan.pairs_stats,
+        "mask_decisions": {k: sum(stats[k] for stats in masked) for k in ACTIONS},
+        "splits": splits,
+        "totals": {k: sum(s[k] for s in splits.values()) for k in keys},
+    }

@@ -12,11 +12,14 @@ Every splitter returns stripped, non-empty sentences whose concatenation keeps e
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 from corpusprep.errors import UsageError
 from corpusprep.split.languages import ENGLISH, LANGUAGES, base_code, find_language
+from corpusprep.split.linebreaks import LINE_BREAKS, with_line_breaks
 from corpusprep.split.peers import blingfire_splitter, pysbd_splitter, sentencex_splitter
 from corpusprep.split.rules import split_sentences
 
@@ -50,4 +53,42 @@ def get_splitter(name: str = "default", language: str = "en") -> Splitter:
     raise UsageError(f"unknown splitter {name!r}: choose one of {', '.join(SPLITTERS)}")
 
 
-__all__ = ["SPLITTERS", "Splitter", "get_splitter", "split_lines", "split_sentences"]
+@dataclass(frozen=True)
+class SentencesOptions:
+    """The `sentences` options that decide the output's bytes (besides the read options)."""
+
+    format: str = "text"  # text (a sentence a line) or parquet (doc_id, sentence_index, text)
+    splitter: str = "default"
+    language: str = "en"
+    line_breaks: str = "auto"
+
+
+def check_language(code: str) -> str:
+    """An ISO 639-1 code, any case, with an optional region or script (`pt-BR`, `zh_Hant`), or a
+    UsageError. Returned as given: the splitter reads the language from its first two letters."""
+    primary, sep, rest = code.replace("_", "-").partition("-")
+    ok_rest = not sep or (rest.isascii() and rest.replace("-", "").isalnum())
+    if not (len(primary) == 2 and primary.isascii() and primary.isalpha() and ok_rest):
+        raise UsageError(f"--language {code!r}: expected an ISO 639-1 code such as en, de, zh, pt-BR")
+    return code
+
+
+def make_splitter(
+    name: str = "default", language: str = "en", line_breaks: str = "auto"
+) -> Callable[[str], list[str]]:
+    """The splitter `name` for `language` (ISO 639-1), behind the `line_breaks` rule (see split.linebreaks).
+
+    The `lines` splitter takes every line as a sentence, so no line is ever joined for it.
+    """
+    check_language(language)
+    if line_breaks not in LINE_BREAKS:
+        raise UsageError(f"--line-breaks {line_breaks!r}: choose one of {', '.join(LINE_BREAKS)}")
+    if "language" in inspect.signature(get_splitter).parameters:
+        split = get_splitter(name, language=language)
+    else:  # a splitter registry without per-language rules: its language-independent splitter
+        split = get_splitter(name)
+    return with_line_breaks(split, "sentence" if name == "lines" else line_breaks)
+
+
+__all__ = ["SPLITTERS", "SentencesOptions", "Splitter", "check_language", "get_splitter", "make_splitter",
+           "split_lines", "split_sentences"]

@@ -22,7 +22,6 @@ from corpusprep.errors import UsageError
 from corpusprep.read import Document
 from corpusprep.read.formats import SUFFIX_FORMATS
 from corpusprep.read.inputs import MARKER_SUFFIX
-from corpusprep.split.linebreaks import LINE_BREAKS, with_line_breaks
 
 OUTPUT_FORMATS = ("text", "parquet")
 SENTENCES_SCHEMA = pa.schema(
@@ -67,37 +66,6 @@ def write_output_record(output: Path, identity: dict, report: dict) -> None:
     st = output.stat()
     write_json(record_path(output), {"identity": identity, "output": [st.st_size, st.st_mtime_ns],
                                      "report": report})
-
-
-def check_language(code: str) -> str:
-    """An ISO 639-1 code, any case, with an optional region or script (`pt-BR`, `zh_Hant`), or a
-    UsageError. Returned as given: the splitter reads the language from its first two letters."""
-    primary, sep, rest = code.replace("_", "-").partition("-")
-    ok_rest = not sep or (rest.isascii() and rest.replace("-", "").isalnum())
-    if not (len(primary) == 2 and primary.isascii() and primary.isalpha() and ok_rest):
-        raise UsageError(f"--language {code!r}: expected an ISO 639-1 code such as en, de, zh, pt-BR")
-    return code
-
-
-def make_splitter(
-    name: str = "default", language: str = "en", line_breaks: str = "auto"
-) -> Callable[[str], list[str]]:
-    """The splitter `name` for `language` (ISO 639-1), behind the `line_breaks` rule (see split.linebreaks).
-
-    The `lines` splitter takes every line as a sentence, so no line is ever joined for it.
-    """
-    import inspect
-
-    from corpusprep.split import get_splitter
-
-    check_language(language)
-    if line_breaks not in LINE_BREAKS:
-        raise UsageError(f"--line-breaks {line_breaks!r}: choose one of {', '.join(LINE_BREAKS)}")
-    if "language" in inspect.signature(get_splitter).parameters:
-        split = get_splitter(name, language=language)
-    else:  # a splitter registry without per-language rules: its language-independent splitter
-        split = get_splitter(name)
-    return with_line_breaks(split, "sentence" if name == "lines" else line_breaks)
 
 
 @dataclass

@@ -28,10 +28,11 @@ from typing import Any
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from tokenizers import trainers as hf_trainers
 
-from corpusprep.engine.artifact import Artifact, input_files
+from corpusprep.engine.artifact import input_files
 from corpusprep.engine.files import atomic_path, write_json
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import stable_hash
+from corpusprep.engine.stage import stage_run
 from corpusprep.errors import UsageError
 from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents
 from corpusprep.read.document import no_usable_documents, unk_warning
@@ -388,14 +389,12 @@ def build_vocab(
     if options.from_vocab is not None:
         vocab_data, tokens = read_vocab_txt(options.from_vocab)
     sources = [*(inputs or []), *([options.from_vocab] if options.from_vocab else [])]
-    artifact = Artifact(
-        vocab_dir, "vocab", key, owns=FILES, inputs=sources, overwrite=overwrite, command="vocab",
-        part_of=part_of, checksums=True,  # a few MB: a vocab edited in place is rebuilt, as stages refuse it
-    )
-    with artifact:
-        if artifact.complete is not None:
+    # checksums: a few MB, so a vocab edited in place is rebuilt, as stages refuse it
+    with stage_run(vocab_dir, "vocab", key, owns=FILES, inputs=sources, overwrite=overwrite, command="vocab",
+                   part_of=part_of, checksums=True, progress=False) as run:  # fmt: skip
+        if run.complete is not None:
             return {**load_record(vocab_dir / "vocab_report.json", "vocab_report"), "reused": True}
-        artifact.claim(FILES)
+        run.artifact.claim(FILES)
         counts = {"characters": 0}
         sample = _Sample()
         batches = _batches(documents, read_stats, counts, sample, progress)
@@ -414,39 +413,57 @@ def build_vocab(
             raise no_usable_documents(inputs, read_stats.to_dict())
         if progress:
             progress("measuring", read_stats.documents, read_stats.bytes)
-        report = {
-            **key,
-            "vocab_size": len(tokens),
-            "reserved": sum(map(is_reserved, tokens)),
-            "special_ids": {t: tokens.index(t) for t in SPECIAL_TOKENS},
-            "documents": {
-                "read": read_stats.documents_seen,
-                "used": read_stats.documents,
-                "skipped": dict(sorted(read_stats.skipped.items())),
-            },
-            "characters": counts["characters"],
-            "bytes_read": read_stats.bytes,
-            "read_stats": read_stats.to_dict(),
-            "seconds": {"train": train_seconds},
-            "sample": measure(tokenizer, sample.texts()) if sample.heap else None,
-        }
-        sample_stats = report["sample"] or {"unk_tokens": 0, "tokens": 0}
-        if warning := unk_warning(sample_stats["unk_tokens"], sample_stats["tokens"], f"{vocab_dir}: sample"):
-            log.warning(warning)
-        with atomic_path(vocab_dir / "vocab.txt") as tmp:
-            tmp.write_bytes(vocab_data)
-        with atomic_path(vocab_dir / "tokenizer.json") as tmp:
-            tokenizer.save(str(tmp))
-        for name, text in hf_tokenizer_files(options.cased, strip_accents=options.strip_accents).items():
-            with atomic_path(vocab_dir / name) as tmp:
-                tmp.write_text(text, encoding="utf-8")
-        info = VocabInfo.load(vocab_dir)
-        assert info.tokens == tuple(tokens), "vocab.txt must read back as written"
-        report["sha256"] = info.sha256
+        report = _report(key, tokens, read_stats, counts["characters"], train_seconds,
+                         measure(tokenizer, sample.texts()) if sample.heap else None)  # fmt: skip
+        _warn_unknown(report, vocab_dir)
+        report["sha256"] = _write_files(vocab_dir, vocab_data, tokenizer, tokens, options)
         report["seconds"]["total"] = time.perf_counter() - started
         write_json(vocab_dir / "vocab_report.json", report)
-        artifact.commit(files=FILES)  # last: marks the directory complete
+        run.commit(files=FILES)  # last: marks the directory complete
     return {**report, "reused": False}
+
+
+def _report(key: dict, tokens: list[str], read_stats: ReadStats, characters: int, train_seconds: float | None,
+            sample: dict | None) -> dict[str, Any]:  # fmt: skip
+    """vocab_report.json (but its sha256 and total time): what was read, the tokens, the sample's figures."""
+    return {
+        **key,
+        "vocab_size": len(tokens),
+        "reserved": sum(map(is_reserved, tokens)),
+        "special_ids": {t: tokens.index(t) for t in SPECIAL_TOKENS},
+        "documents": {
+            "read": read_stats.documents_seen,
+            "used": read_stats.documents,
+            "skipped": dict(sorted(read_stats.skipped.items())),
+        },
+        "characters": characters,
+        "bytes_read": read_stats.bytes,
+        "read_stats": read_stats.to_dict(),
+        "seconds": {"train": train_seconds},
+        "sample": sample,
+    }
+
+
+def _warn_unknown(report: dict, vocab_dir: Path) -> None:
+    """A warning when the sample has many [UNK] tokens (the vocab misses much of the text)."""
+    sample = report["sample"] or {"unk_tokens": 0, "tokens": 0}
+    if warning := unk_warning(sample["unk_tokens"], sample["tokens"], f"{vocab_dir}: sample"):
+        log.warning(warning)
+
+
+def _write_files(vocab_dir: Path, vocab_data: bytes, tokenizer: Tokenizer, tokens: list[str],
+                 options: VocabOptions) -> str:  # fmt: skip
+    """vocab.txt, tokenizer.json and transformers' two files, each atomically; the vocab's sha256."""
+    with atomic_path(vocab_dir / "vocab.txt") as tmp:
+        tmp.write_bytes(vocab_data)
+    with atomic_path(vocab_dir / "tokenizer.json") as tmp:
+        tokenizer.save(str(tmp))
+    for name, text in hf_tokenizer_files(options.cased, strip_accents=options.strip_accents).items():
+        with atomic_path(vocab_dir / name) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+    info = VocabInfo.load(vocab_dir)
+    assert info.tokens == tuple(tokens), "vocab.txt must read back as written"
+    return info.sha256
 
 
 def train_vocab(

@@ -11,17 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("corpusprep", "trainer", "pipelines")
 LIMIT = 60
 ALLOWED = {
-    "corpusprep/cli/sentences.py:sentences": 157,
-    "corpusprep/shard/build.py:build_shards": 125,
-    "corpusprep/pair/build.py:build_pairs": 122,
-    "corpusprep/cli/pairs.py:build_pairs_command": 112,
-    "corpusprep/cli/vocab.py:vocab": 99,
-    "pipelines/runner.py:run_pipeline": 98,
-    "corpusprep/tokenize/vocab.py:build_vocab": 86,
-    "pipelines/config.py:plan": 85,
     "corpusprep/shard/validate.py:validate_shards": 80,
     "corpusprep/engine/artifact.py:Artifact._decide": 79,
-    "corpusprep/cli/shard.py:shard": 64,
 }
 
 

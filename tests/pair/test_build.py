@@ -11,6 +11,7 @@ from tokenizers import Tokenizer
 
 from corpusprep.errors import DataError, UsageError
 from corpusprep.pair import build as build_module
+from corpusprep.pair import tasks as tasks_module
 from corpusprep.pair.build import PairOptions, build_pairs, document_partition
 from corpusprep.read import ReadOptions
 from tests.pair.helpers import make_vocab, synthetic_documents, write_bert
@@ -198,13 +199,13 @@ def test_a_partition_is_loaded_once_for_its_passes_and_again_when_its_caches_cha
     save_cache(tmp_path / "p0" / "c000000.npz", part(5))
     save_cache(tmp_path / "p1" / "c000000.npz", part(7))
     loads = []
-    monkeypatch.setattr(build_module, "load_cache", lambda path: loads.append(path) or load_cache(path))
-    monkeypatch.setattr(build_module, "_LOADED", {})
-    first = build_module._partition(tmp_path / "p0", np.dtype(np.uint16))
-    assert build_module._partition(tmp_path / "p0", np.dtype(np.uint16)) is first and len(loads) == 1
+    monkeypatch.setattr(tasks_module, "load_cache", lambda path: loads.append(path) or load_cache(path))
+    cache = tasks_module.PartitionCache()  # an object, not module state: a fresh one holds nothing
+    first = cache.get(tmp_path / "p0", np.dtype(np.uint16))
+    assert cache.get(tmp_path / "p0", np.dtype(np.uint16)) is first and len(loads) == 1
     with pytest.raises(ValueError):  # read-only: no pass can change what the next one sees
         first.tokens[0] = 1
-    assert build_module._partition(tmp_path / "p1", np.dtype(np.uint16)).tokens.tolist() == list(range(7))
+    assert cache.get(tmp_path / "p1", np.dtype(np.uint16)).tokens.tolist() == list(range(7))
     save_cache(tmp_path / "p0" / "c000000.npz", part(6))  # rewritten (a repaired run): loaded again
-    assert build_module._partition(tmp_path / "p0", np.dtype(np.uint16)).tokens.tolist() == list(range(6))
+    assert cache.get(tmp_path / "p0", np.dtype(np.uint16)).tokens.tolist() == list(range(6))
     assert len(loads) == 3

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from corpusprep.pair import build as build_module
+from corpusprep.pair import tasks as tasks_module
 from corpusprep.pair.build import PairOptions, build_pairs
 from corpusprep.read import ReadOptions
 from tests.pair.helpers import make_vocab, synthetic_documents, write_bert
@@ -27,7 +27,7 @@ def test_chunk_boundaries_do_not_change_the_pairs(tmp_path, monkeypatch):
     runs = {}
     cases = [("docs", 256, 2**25), ("small", 7, 2**25), ("bytes", 256, 2000)]
     for name, docs_per_chunk, chunk_chars in cases:
-        monkeypatch.setattr(build_module, "CHUNK_CHARS", chunk_chars)
+        monkeypatch.setattr(tasks_module, "CHUNK_CHARS", chunk_chars)
         out = tmp_path / name
         options = PairOptions(**base, docs_per_chunk=docs_per_chunk)
         build_pairs([corpus], vocab, out, options, ReadOptions(format="bert"), workers=1, progress=False)

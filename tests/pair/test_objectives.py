@@ -24,7 +24,7 @@ from corpusprep.errors import DataError, UsageError
 from corpusprep.pair.build import ONE_SENTENCE, PairOptions, build_pairs
 from corpusprep.pair.tokens import encode_documents
 from corpusprep.read import ReadOptions, iter_documents
-from corpusprep.split.stage import make_splitter
+from corpusprep.split import make_splitter
 from corpusprep.tokenize.vocab import VocabOptions, train_vocab
 
 REPO = Path(__file__).resolve().parents[2]

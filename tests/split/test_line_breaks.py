@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from corpusprep.cli import app
 from corpusprep.errors import UsageError
 from corpusprep.read import ReadOptions, ReadStats, iter_documents
+from corpusprep.split import make_splitter
 from corpusprep.split.linebreaks import join_paragraphs, unwrap_auto, unwrap_paragraph
-from corpusprep.split.stage import make_splitter
 
 PROSE = (
     "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
