@@ -14,8 +14,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from corpusprep.engine import artifact, records
-from corpusprep.engine.artifact import sha256_file
+from corpusprep.engine import records
+from corpusprep.engine.manifest import MANIFEST as ARTIFACT_MANIFEST
+from corpusprep.engine.manifest import problems as artifact_problems
+from corpusprep.engine.manifest import read_manifest, sha256_file
 from corpusprep.engine.records import inside, load_record
 from corpusprep.errors import CorpusprepError, DataError, InputError, UsageError, plural
 from corpusprep.mask import num_predictions, strategies
@@ -243,7 +245,7 @@ def validate_shards(directory: str | Path) -> list[str]:
             problems.append(f"{manifest_path}: totals.{key} is not the sum of the splits")
     problems += _lost_pairs(manifest, splits)
     checked = {str(directory / s["path"]) for split in splits.values() for s in split["shards"]}
-    problems += [p for p in artifact.problems(directory, checksums=True) if p.split(": ")[0] not in checked]
+    problems += [p for p in artifact_problems(directory, checksums=True) if p.split(": ")[0] not in checked]
     return problems
 
 
@@ -288,12 +290,12 @@ ARTIFACT_KINDS = {"vocab": "vocab directory", "pairs": "pairs directory", "shard
 def _owned_problems(directory: Path, reported: list[str]) -> list[str]:
     """Files the artifact manifest lists that are missing or changed, unless `reported` names them already;
     a missing manifest is itself a problem: the stages that read a vocab or pairs refuse the directory."""
-    if not (directory / artifact.MANIFEST).exists():
-        return [f"{artifact.MANIFEST}: missing, so build-pairs and shard refuse this directory (not a "
+    if not (directory / ARTIFACT_MANIFEST).exists():
+        return [f"{ARTIFACT_MANIFEST}: missing, so build-pairs and shard refuse this directory (not a "
                 "finished corpusprep output); build it again in a new directory"]
     named = {line.split(":")[0] for line in reported}
     found = [str(Path(p).relative_to(directory)) if p.startswith(str(directory)) else p
-             for p in artifact.problems(directory, checksums=True)]
+             for p in artifact_problems(directory, checksums=True)]
     return [line for line in found if line.split(":")[0] not in named]
 
 
@@ -507,7 +509,7 @@ def _shards_summary(directory: Path) -> str:
 def output_kind(directory: Path) -> str | None:
     """Which corpusprep output a directory holds, from its artifact manifest or the files that mark each
     kind; None if none."""
-    found = artifact.read_manifest(directory)
+    found = read_manifest(directory)
     if found is not None and found["kind"] in ARTIFACT_KINDS:
         return ARTIFACT_KINDS[found["kind"]]
     if (directory / "run.json").is_file() and (directory / "stages").is_dir():

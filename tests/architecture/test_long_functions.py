@@ -21,7 +21,6 @@ ALLOWED = {
     "corpusprep/tokenize/vocab.py:build_vocab": 86,
     "pipelines/config.py:plan": 85,
     "corpusprep/shard/validate.py:validate_shards": 80,
-    "corpusprep/engine/artifact.py:Artifact._decide": 79,
     "corpusprep/pair/instances.py:make_sop_pairs": 78,
     "corpusprep/mask/strategies/span.py:choose_spans": 72,
     "corpusprep/cli/shard.py:shard": 64,

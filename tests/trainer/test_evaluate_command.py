@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from corpusprep.engine.artifact import sha256_file
+from corpusprep.engine.manifest import sha256_file
 from corpusprep.errors import UsageError
 from corpusprep.shard.validate import validate_output
 from tests.interop.helpers import one_thread
