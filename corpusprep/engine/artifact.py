@@ -15,7 +15,7 @@ One rule decides what a run does with its output directory (`Artifact.__enter__`
 - a manifest or unfinished build of another identity: refuse with one line naming what changed (options,
   input files added, removed or modified); `--overwrite` rebuilds;
 - another kind's manifest, or another kind of corpusprep output that is not an artifact (a pipeline run
-  directory, a training run or a model checkpoint: `other_output`): refuse, even with `--overwrite`;
+  directory, a training run or a model checkpoint: `engine.outputs`): refuse, even with `--overwrite`;
 - files no corpusprep run wrote: refuse; `--overwrite` builds beside them and never deletes them;
 - nothing: build.
 
@@ -59,13 +59,14 @@ from corpusprep.engine.manifest import (
     describe_changes,
     fingerprint,
     load_manifest,
+    owned_files,
     problems,
     read_manifest,
     require,
     sha256_file,
     verify_file,
 )
-from corpusprep.engine.outputs import is_artifact_dir, other_output, owned_files
+from corpusprep.engine.outputs import is_artifact_dir, recognise
 from corpusprep.engine.placement import (
     check_not_inside,
     check_not_nested,
@@ -223,10 +224,10 @@ class Artifact:
             raise UsageError(
                 f"{self.directory}: holds {manifest['kind']}, not {self.kind}; pick another output directory"
             )
-        other = other_output(self.directory)
-        if other is not None and other[0] != self.kind:  # another kind's output, manifest or not
+        other = recognise(self.directory)
+        if other is not None and other.kind != self.kind:  # another kind's output, manifest or not
             raise UsageError(
-                f"{self.directory}: holds {other[1]}, not {self.kind}; pick another output directory"
+                f"{self.directory}: holds {other.what}, not {self.kind}; pick another output directory"
             )
 
     def _complete_or_repair(self, manifest: dict) -> None:
@@ -417,6 +418,12 @@ class Artifact:
         self.complete = manifest
         return manifest
 
+
+
+def other_output(directory: str | Path) -> tuple[str, str] | None:
+    """(kind, description) of `outputs.recognise`: for pipelines/runner.py until it calls that."""
+    found = recognise(directory)
+    return (found.kind, found.what) if found is not None else None
 
 
 # Moved to engine.manifest, engine.placement, engine.outputs and read.inputs; re-exported here while

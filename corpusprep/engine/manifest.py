@@ -53,6 +53,12 @@ def read_manifest(directory: str | Path) -> dict | None:
         return None
 
 
+def owned_files(directory: str | Path) -> list[str]:
+    """The files a finished artifact's manifest lists (relative paths); none without one."""
+    manifest = read_manifest(directory)
+    return sorted(manifest["files"]) if manifest else []
+
+
 def content_digest(directory: str | Path) -> str:
     """A finished artifact's content digest, for the fingerprint of a stage that reads it."""
     manifest = load_manifest(directory)

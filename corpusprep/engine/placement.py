@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from corpusprep.engine.manifest import read_manifest
-from corpusprep.engine.outputs import is_artifact_dir, other_output
+from corpusprep.engine.outputs import is_artifact_dir, recognise
 from corpusprep.errors import UsageError
 
 
@@ -93,14 +93,14 @@ def enclosing_output(directories: Iterable[Path], *, pipeline_runs: bool = True)
     """The first of `directories` that holds a corpusprep output (an artifact, finished or not, a pipeline
     run, a training run, a model checkpoint) and what it is; None where none does. Every output checks the
     directories above it with this (an artifact, a pipeline or training run dir, an export, a single output
-    file), by `other_output`'s strict signs: a home directory with a `checkpoints/` folder of its own is no
-    training run. The pipeline running now (`pipeline_stages`) is passed over: its stages live inside it;
+    file), by `outputs.recognise`'s strict signs: a home directory with a `checkpoints/` folder of its own is
+    no training run. The pipeline running now (`pipeline_stages`) is passed over: its stages live inside it;
     `pipeline_runs=False` passes over every pipeline run (the trainer: its run dir may be a pipeline's train
     stage, launched by hand with torchrun from the config the pipeline wrote)."""
     own = os.environ.get(PIPELINE_RUN_ENV)
     for directory in directories:
-        found = other_output(directory, strict=True)
-        if found and found[0] == "pipeline" and (
+        found = recognise(directory, strict=True)
+        if found and found.name == "pipeline" and (
             not pipeline_runs or (own and Path(directory).resolve() == Path(own))
         ):
             continue
@@ -108,7 +108,7 @@ def enclosing_output(directories: Iterable[Path], *, pipeline_runs: bool = True)
             manifest = read_manifest(directory)
             return directory, f"corpusprep {manifest['kind']}" if manifest else "a corpusprep output"
         if found:
-            return directory, found[1]
+            return directory, found.what
     return None
 
 

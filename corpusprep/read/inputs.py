@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from corpusprep.engine.outputs import is_artifact_dir, other_output
+from corpusprep.engine.outputs import is_artifact_dir, recognise
 from corpusprep.errors import InputError
 
 MARKER_SUFFIX = ".done.json"  # engine completion markers; temp files and locks are hidden (".name")
@@ -49,9 +49,9 @@ def not_corpus(directory: Path, subdirs: list[str], files: list[str]) -> str | N
     or tokenizer, safetensors weights; None for anything else. Never read as corpus."""
     if is_artifact_dir(directory):
         return "a corpusprep output (vocab, pairs, shards...)"
-    found = other_output(directory, strict=True)
+    found = recognise(directory, strict=True)
     if found is not None:
-        return found[1]
+        return found.what
     names = set(files)
     if "checkpoints" in subdirs and "metrics.jsonl" in names:
         return "a training run"
