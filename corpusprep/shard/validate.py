@@ -7,6 +7,7 @@ complete and valid. The pipeline runner uses it to decide whether a stage's outp
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -163,34 +164,67 @@ def load_manifest(directory: str | Path) -> dict:
     return manifest
 
 
+class _Layout(NamedTuple):
+    """What a shards manifest says every shard holds."""
+
+    manifest: dict
+    schema: pa.Schema
+    objective: str
+    mask_id: int
+    keys: tuple[str, ...]  # the counts of this objective (count_keys)
+
+
 def validate_shards(directory: str | Path) -> list[str]:
     """Every problem found in a shards directory, one line each; [] when it is complete and valid."""
     directory = Path(directory)
     manifest_path = directory / MANIFEST
-    if not manifest_path.is_file():
-        return [f"{manifest_path}: missing (unfinished or not a shards directory)"]
-    try:
-        manifest = load_manifest(directory)
-        splits = manifest["splits"]
-        if manifest.get("schema_version") != SCHEMA_VERSION:
-            found = manifest.get("schema_version")
-            return [f"{manifest_path}: schema_version {found}, this corpusprep reads {SCHEMA_VERSION}"]
-        objective = objective_spec(manifest.get("objective")).name
-        schema = shard_schema(np.dtype(manifest["token_dtype"]), objective)
-        mask_id = manifest["vocab"]["special_ids"]["[MASK]"]
-        keys = count_keys(objective)
-    except DataError as error:
-        return [str(error)]
-    except (ValueError, KeyError, TypeError) as error:
-        return [f"{manifest_path}: unreadable manifest ({type(error).__name__}: {error})"]
-
-    problems: list[str] = []
+    layout = _layout(directory)
+    if isinstance(layout, str):
+        return [layout]
+    manifest, splits = layout.manifest, layout.manifest["splits"]
     try:  # every shard a manifest names lies inside the directory (records.inside): nothing else is read
         for split in splits.values():
             for entry in split["shards"]:
                 inside(directory, entry["path"])
     except DataError as error:
         return [str(error)]
+    problems = _unlisted(directory, splits)
+    totals = dict.fromkeys(layout.keys, 0)
+    for split_name, split in splits.items():
+        problems += _check_split(directory, split_name, split, layout)
+        for key in layout.keys:
+            totals[key] += split.get(key, 0)
+    problems += [f"{manifest_path}: totals.{key} is not the sum of the splits" for key in layout.keys
+                 if manifest.get("totals", {}).get(key) != totals[key]]  # fmt: skip
+    problems += _lost_pairs(manifest, splits)
+    checked = {str(directory / s["path"]) for split in splits.values() for s in split["shards"]}
+    problems += [p for p in artifact_problems(directory, checksums=True) if p.split(": ")[0] not in checked]
+    return problems
+
+
+def _layout(directory: Path) -> _Layout | str:
+    """The manifest's promises, or the one problem that makes it unusable."""
+    manifest_path = directory / MANIFEST
+    if not manifest_path.is_file():
+        return f"{manifest_path}: missing (unfinished or not a shards directory)"
+    try:
+        manifest = load_manifest(directory)
+        if manifest.get("schema_version") != SCHEMA_VERSION:
+            found = manifest.get("schema_version")
+            return f"{manifest_path}: schema_version {found}, this corpusprep reads {SCHEMA_VERSION}"
+        objective = objective_spec(manifest.get("objective")).name
+        schema = shard_schema(np.dtype(manifest["token_dtype"]), objective)
+        return _Layout(manifest, schema, objective, manifest["vocab"]["special_ids"]["[MASK]"],
+                       tuple(count_keys(objective)))  # fmt: skip
+    except DataError as error:
+        return str(error)
+    except (ValueError, KeyError, TypeError) as error:
+        return f"{manifest_path}: unreadable manifest ({type(error).__name__}: {error})"
+
+
+def _unlisted(directory: Path, splits: dict) -> list[str]:
+    """Files in the split folders the manifest does not list, and splits it should not have."""
+    problems = []
     listed = {s["path"] for split in splits.values() for s in split["shards"]}
     for split in SPLITS:
         folder = directory / split
@@ -201,47 +235,46 @@ def validate_shards(directory: str | Path) -> list[str]:
             elif name not in listed:
                 problems.append(f"{name}: file not in the manifest")
     if set(splits) - set(SPLITS):
-        problems.append(f"{manifest_path}: unknown splits {sorted(set(splits) - set(SPLITS))}")
+        problems.append(f"{directory / MANIFEST}: unknown splits {sorted(set(splits) - set(SPLITS))}")
+    return problems
 
-    totals = dict.fromkeys(keys, 0)
-    for split_name, split in splits.items():
-        sums = dict.fromkeys(keys, 0)
-        rows = [s["rows"] for s in split["shards"]]
-        if rows and max(rows) - min(rows) > 1:
-            problems.append(f"{split_name}: unbalanced shards ({min(rows)} to {max(rows)} rows)")
-        for entry in split["shards"]:
-            path, name = directory / entry["path"], entry["path"]
-            if not path.is_file():
-                problems.append(f"{name}: missing")
-                continue
-            if path.stat().st_size != entry["bytes"]:
-                problems.append(f"{name}: {path.stat().st_size} bytes, manifest says {entry['bytes']}")
-            if sha256_file(path) != entry["sha256"]:
-                problems.append(f"{name}: sha256 differs from the manifest (corrupted or replaced)")
-            try:
-                table = pq.read_table(path)
-            except (OSError, pa.ArrowException) as error:
-                problems.append(f"{name}: unreadable Parquet ({error})")
-                continue
-            if not table.schema.equals(schema):
-                problems.append(f"{name}: schema differs from shard_schema({manifest['token_dtype']}, "
-                                f"{objective})")
-                continue
-            if table.num_rows != entry["rows"]:
-                problems.append(f"{name}: {table.num_rows} rows, manifest says {entry['rows']}")
-            problems += [f"{name} {p}" for p in check_rows(table, manifest)]
-            for key, value in count_table(table, mask_id, objective).items():
-                sums[key] += value
-        for key in keys:
-            totals[key] += split.get(key, 0)
-            if sums[key] != split.get(key):
-                problems.append(f"{split_name}: manifest {key} {split.get(key)}, the files hold {sums[key]}")
-    for key in keys:
-        if manifest.get("totals", {}).get(key) != totals[key]:
-            problems.append(f"{manifest_path}: totals.{key} is not the sum of the splits")
-    problems += _lost_pairs(manifest, splits)
-    checked = {str(directory / s["path"]) for split in splits.values() for s in split["shards"]}
-    problems += [p for p in artifact_problems(directory, checksums=True) if p.split(": ")[0] not in checked]
+
+def _check_split(directory: Path, split_name: str, split: dict, layout: _Layout) -> list[str]:
+    """A split's shards: balanced, each whole and valid, and holding the counts the manifest gives."""
+    problems = []
+    sums = dict.fromkeys(layout.keys, 0)
+    rows = [s["rows"] for s in split["shards"]]
+    if rows and max(rows) - min(rows) > 1:
+        problems.append(f"{split_name}: unbalanced shards ({min(rows)} to {max(rows)} rows)")
+    for entry in split["shards"]:
+        problems += _check_shard(directory, entry, layout, sums)
+    problems += [f"{split_name}: manifest {key} {split.get(key)}, the files hold {sums[key]}"
+                 for key in layout.keys if sums[key] != split.get(key)]  # fmt: skip
+    return problems
+
+
+def _check_shard(directory: Path, entry: dict, layout: _Layout, sums: dict[str, int]) -> list[str]:
+    """One shard against its manifest entry and the row invariants; its counts are added to `sums`."""
+    path, name = directory / entry["path"], entry["path"]
+    if not path.is_file():
+        return [f"{name}: missing"]
+    problems = []
+    if path.stat().st_size != entry["bytes"]:
+        problems.append(f"{name}: {path.stat().st_size} bytes, manifest says {entry['bytes']}")
+    if sha256_file(path) != entry["sha256"]:
+        problems.append(f"{name}: sha256 differs from the manifest (corrupted or replaced)")
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as error:
+        return [*problems, f"{name}: unreadable Parquet ({error})"]
+    if not table.schema.equals(layout.schema):
+        return [*problems, f"{name}: schema differs from shard_schema({layout.manifest['token_dtype']}, "
+                           f"{layout.objective})"]  # fmt: skip
+    if table.num_rows != entry["rows"]:
+        problems.append(f"{name}: {table.num_rows} rows, manifest says {entry['rows']}")
+    problems += [f"{name} {p}" for p in check_rows(table, layout.manifest)]
+    for key, value in count_table(table, layout.mask_id, layout.objective).items():
+        sums[key] += value
     return problems
 
 

@@ -20,7 +20,6 @@ ALLOWED = {
     "pipelines/runner.py:run_pipeline": 98,
     "corpusprep/tokenize/vocab.py:build_vocab": 86,
     "pipelines/config.py:plan": 85,
-    "corpusprep/shard/validate.py:validate_shards": 80,
     "corpusprep/pair/instances.py:make_sop_pairs": 78,
     "corpusprep/mask/strategies/span.py:choose_spans": 72,
     "corpusprep/cli/shard.py:shard": 64,
