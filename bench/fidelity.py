@@ -68,7 +68,8 @@ import torch
 from build_pairs import SHARED, make_vocab, prefix_corpus
 from google_script import create_pretraining_data, script_dir
 
-from corpusprep.engine.artifact import Artifact, sha256_file
+from corpusprep.engine.artifact import Artifact
+from corpusprep.engine.manifest import sha256_file
 from corpusprep.engine.rng import rng_for, unit_interval
 from corpusprep.mask import MaskVocab
 from corpusprep.read import ReadOptions, iter_documents

@@ -34,8 +34,8 @@ import torch
 
 from corpusprep import objectives
 from corpusprep.engine import faults, records
-from corpusprep.engine.artifact import sha256_file
 from corpusprep.engine.files import atomic_dir, remove_stale_temps
+from corpusprep.engine.manifest import sha256_file
 from corpusprep.errors import DataError, UsageError, os_error_in
 from trainer.config import MAX_BATCH_SIZE, WARMUP_SHARE, ModelConfig, TrainConfig, load_config
 from trainer.model import BertConfig, BertForPreTraining

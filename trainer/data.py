@@ -16,7 +16,6 @@ word segmenter): one masking rule, whichever stage applies it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,8 +27,9 @@ import pyarrow.parquet as pq
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from corpusprep.engine import artifact, records
+from corpusprep.engine import records
 from corpusprep.engine.arrow import to_numpy
+from corpusprep.engine.manifest import require, sha256_file
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab, strategies
@@ -158,7 +158,7 @@ def open_shards(directory: str | Path, splits: tuple[str, ...] = ("train",), ver
     manifest_path = directory / "manifest.json"
     if not manifest_path.is_file():
         raise UsageError(f"{manifest_path}: no manifest (not a finished `corpusprep shard` output)")
-    artifact.require(directory, "shards")  # every owned file there with its size (sha256 below, with verify)
+    require(directory, "shards")  # every owned file there with its size (sha256 below, with verify)
     manifest = records.load_record(manifest_path, "shards_manifest")
     shards = Shards(directory, manifest, _vocab_ids(manifest["vocab"], manifest_path))
     for split in splits:
@@ -179,14 +179,6 @@ def open_shards(directory: str | Path, splits: tuple[str, ...] = ("train",), ver
                 if path.resolve() not in listed:
                     raise DataError(f"{path}: not in the manifest")
     return shards
-
-
-def sha256_file(path: Path, block: int = 1 << 22) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while data := f.read(block):
-            h.update(data)
-    return h.hexdigest()
 
 
 # ---------------------------------------------------------------- chunks and their order

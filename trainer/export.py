@@ -29,8 +29,9 @@ import torch
 
 from corpusprep.console import refuse_stdout
 from corpusprep.engine import records
-from corpusprep.engine.artifact import PIPELINE_RUN_FILES, check_not_nested, enclosing_output
 from corpusprep.engine.files import fsync_dir
+from corpusprep.engine.outputs import PIPELINE_RUN_FILES
+from corpusprep.engine.placement import check_not_nested, enclosing_output
 from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError, printable
 from corpusprep.objectives import objective
 from trainer.checkpoint import WEIGHTS, check_state, find_checkpoint, load_checkpoint

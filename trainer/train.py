@@ -23,8 +23,10 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
-from corpusprep.engine import artifact, records
+from corpusprep.engine import records
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir, shared_dir
+from corpusprep.engine.outputs import held_output
+from corpusprep.engine.placement import check_not_inside, check_not_nested, in_running_pipeline
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab
@@ -560,7 +562,7 @@ def train(config: TrainConfig, clock: Callable[[], float] = time.monotonic) -> d
     with distributed(config) as (d, device), contextlib.ExitStack() as locks:
         try:
             check_run_dir(config)  # before the lock makes the directory
-            if d.main and not artifact.in_running_pipeline(run_dir):  # a pipeline's stage holds it already
+            if d.main and not in_running_pipeline(run_dir):  # a pipeline's stage holds it already
                 locks.enter_context(exclusive_dir(run_dir))
             if config.data.shards:
                 locks.enter_context(shared_dir(config.data.shards))
@@ -584,10 +586,10 @@ def check_run_dir(config: TrainConfig) -> None:
     now is refused by the lock `train` takes next."""
     run_dir = Path(config.logging.run_dir)
     if config.data.shards:
-        artifact.check_not_nested(run_dir, [config.data.shards], "trainer")  # never write into its input
+        check_not_nested(run_dir, [config.data.shards], "trainer")  # never write into its input
     # another run, a checkpoint, an artifact; not a pipeline run (its train stage, started by hand)
-    artifact.check_not_inside(run_dir, None, "pick another run dir", pipeline_runs=False)
-    found = artifact.held_output(run_dir)
+    check_not_inside(run_dir, None, "pick another run dir", pipeline_runs=False)
+    found = held_output(run_dir)
     if found is not None and (found[0] != "train" or found[1] == "a model checkpoint"):
         raise UsageError(f"{run_dir}: holds {found[1]}, not a training run; pick another run dir")
     for path, plain in ((run_dir / "checkpoints", Path.is_dir), (run_dir / "metrics.jsonl", Path.is_file)):

@@ -462,10 +462,11 @@ MASK_STRATEGY = Str(strategies.REGISTRY)  # the registry itself: a strategy regi
 SEQ_LENGTH = Int(1, 2**16)  # token positions are uint16 in the shards
 
 
-def _special_ids() -> Schema:
-    # imported here: corpusprep.tokenize imports numpy, which commands such as `--help` do without
-    from corpusprep.tokenize import SPECIAL_TOKENS
+# a vocab's special tokens (corpusprep.tokenize re-exports them), named by a shards manifest's special_ids
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
+
+def _special_ids() -> Schema:
     return Obj({t: Int(0, 2**32) for t in SPECIAL_TOKENS})
 
 

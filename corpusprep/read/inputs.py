@@ -7,7 +7,9 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+from corpusprep.engine.outputs import is_artifact_dir, recognise
 from corpusprep.errors import InputError
 
 MARKER_SUFFIX = ".done.json"  # engine completion markers; temp files and locks are hidden (".name")
@@ -45,13 +47,11 @@ def not_corpus(directory: Path, subdirs: list[str], files: list[str]) -> str | N
     """What `directory` (whose listing is `subdirs`, `files`) holds when it is a model or an output rather
     than a corpus: a corpusprep output (artifact, pipeline or training run, checkpoint), a Hugging Face model
     or tokenizer, safetensors weights; None for anything else. Never read as corpus."""
-    from corpusprep.engine.artifact import is_artifact_dir, other_output  # engine imports this module
-
     if is_artifact_dir(directory):
         return "a corpusprep output (vocab, pairs, shards...)"
-    found = other_output(directory, strict=True)
+    found = recognise(directory, strict=True)
     if found is not None:
-        return found[1]
+        return found.what
     names = set(files)
     if "checkpoints" in subdirs and "metrics.jsonl" in names:
         return "a training run"
@@ -156,3 +156,21 @@ def resolve_inputs(
                 found.append((file, printable_source(source)))
     passed_over[:] = list(dict.fromkeys(passed_over))  # a directory reached twice is noted once
     return found
+
+
+def input_files(inputs: Sequence[str | Path], output: str | Path | None = None) -> list[list[Any]]:
+    """[path, source name, size, mtime_ns] of every file the readers would read from `inputs`, in reading
+    order (the source name is what document ids are made of: the same files given as a directory or as a
+    glob make other ids, so another output). The path is absolute, except for a file of another corpusprep
+    output beside `output` (a pipeline's demo corpus, in the run dir that holds every stage's output): it is
+    relative to their common parent, so a moved run dir still resumes and repairs."""
+    base = Path(output).resolve().parent if output is not None else None
+    rows = []
+    for path, source in resolve_inputs(inputs):
+        st, where = path.stat(), path.resolve()
+        if (base is not None and base in where.parents
+                and is_artifact_dir(base / where.relative_to(base).parts[0])):
+            where = where.relative_to(base)
+        rows.append([str(where), source, st.st_size, st.st_mtime_ns])
+    return rows
+

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from corpusprep.engine.records import read_bytes
+from corpusprep.engine.manifest import require
+from corpusprep.engine.records import SPECIAL_TOKENS, read_bytes
 from corpusprep.errors import UsageError
-
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def is_reserved(token: str) -> bool:
@@ -73,8 +72,6 @@ class VocabInfo:
         """A vocab directory `corpusprep vocab` wrote, for a stage that builds on it: complete and unchanged
         (every file against its manifest's sha256: a few MB at most), then loaded; else one line naming the
         file."""
-        from corpusprep.engine.artifact import require
-
         path = Path(vocab_dir)
         if not path.is_dir():
             what = "is a file" if path.exists() else "no such directory"

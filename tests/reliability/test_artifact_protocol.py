@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from corpusprep.engine import faults
-from corpusprep.engine.artifact import MANIFEST
+from corpusprep.engine.manifest import MANIFEST
 from corpusprep.engine.rng import rng_for
 from tests.pair.helpers import make_vocab, synthetic_documents, write_bert
 from tests.pipelines.helpers import group_alive
@@ -183,7 +183,7 @@ def test_an_output_inside_another_is_refused_but_a_running_pipelines_stages(refe
     google = vocab / "vocab.txt"
     refused = corpusprep("vocab", "--from-vocab", google, "-o", pipeline / "vocab", "--overwrite")
     assert refused.returncode == 2 and "is inside a pipeline run" in error_line(refused)
-    from corpusprep.engine.artifact import pipeline_stages
+    from corpusprep.engine.placement import pipeline_stages
     from corpusprep.tokenize.vocab import vocab_from_file
 
     with pipeline_stages(pipeline):

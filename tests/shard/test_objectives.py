@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from corpusprep.cli import app
-from corpusprep.engine.artifact import sha256_file
 from corpusprep.engine.files import read_json, write_json
+from corpusprep.engine.manifest import sha256_file
 from corpusprep.errors import InputError
 from corpusprep.mask import strategies
 from corpusprep.shard.build import build_shards

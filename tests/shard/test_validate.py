@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from corpusprep.engine.artifact import sha256_file
 from corpusprep.engine.files import read_json, write_json
+from corpusprep.engine.manifest import sha256_file
 from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
 from corpusprep.shard.validate import validate_shards

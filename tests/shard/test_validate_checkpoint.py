@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from corpusprep.shard.validate import validate_output
+from corpusprep.engine.outputs import validate as validate_output
 from trainer import checkpoint
 from trainer.config import load_config
 from trainer.model import BertForPreTraining

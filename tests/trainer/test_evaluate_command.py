@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from corpusprep.engine.artifact import sha256_file
+from corpusprep.engine.manifest import sha256_file
+from corpusprep.engine.outputs import validate as validate_output
 from corpusprep.errors import UsageError
-from corpusprep.shard.validate import validate_output
 from tests.interop.helpers import one_thread
 from tests.trainer.evaluate_helpers import fast_settings, write_run, write_toy_task, write_toy_vocab
 from trainer.evaluate import compare, finetune

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import sys
 
-from corpusprep.shard.validate import validate_output
+from corpusprep.engine.outputs import validate as validate_output
 from tests.trainer.test_export_length import run
 from trainer.export import main as export_main
 from trainer.import_hf import main as import_main

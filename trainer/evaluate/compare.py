@@ -20,11 +20,12 @@ from typing import Any
 
 import torch
 
-from corpusprep.engine import artifact
+from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.executor import Task, default_workers, marker_path
 from corpusprep.engine.files import atomic_path, write_json
 from corpusprep.engine.records import load_record
 from corpusprep.errors import DataError
+from corpusprep.read.inputs import input_files
 from trainer.evaluate import finetune, summary
 from trainer.evaluate.data import TaskData, most_frequent_baseline, read_task
 from trainer.evaluate.model import model_files, pretrained
@@ -97,7 +98,7 @@ def evaluate(
     """Evaluate the model at `source` (a run dir, a checkpoint or a Hugging Face directory); returns the
     result (`evaluation.json`'s content). `out`: the output directory (an artifact; None: a temporary one).
     `model_identity`: what fingerprints the model (default: its files' paths, sizes and times); the data
-    files are fingerprinted as every input is (`artifact.input_files`). `workers`: runs at once (None:
+    files are fingerprinted as every input is (`read.inputs.input_files`). `workers`: runs at once (None:
     `workers_for`); they do not change the numbers."""
     settings = settings.check()
     model_identity = model_identity if model_identity is not None else {"files": model_files(source)}
@@ -105,20 +106,20 @@ def evaluate(
     data = read_task(settings)  # every fault before the first run
     files = [p for p in (settings.train, settings.dev, settings.test) if p]
     identity = {"settings": asdict(settings), "model": model_identity,
-                "inputs": {"files": artifact.input_files(files)}}  # fmt: skip
+                "inputs": {"files": input_files(files)}}  # fmt: skip
     if out is None:
         with tempfile.TemporaryDirectory(prefix="corpusprep-evaluate-") as scratch, \
-                artifact.Artifact(scratch, KIND, identity, owns=OWNS, quiet=True) as art:  # fmt: skip
+                Artifact(scratch, KIND, identity, owns=OWNS, quiet=True) as art:  # fmt: skip
             return _build(art, source, data, settings, workers)
     inputs = [*files, source]
-    with artifact.Artifact(out, KIND, identity, owns=OWNS, inputs=inputs, overwrite=overwrite) as art:
+    with Artifact(out, KIND, identity, owns=OWNS, inputs=inputs, overwrite=overwrite) as art:
         if art.complete is not None:
             log(f"{out}: complete, nothing to do")
             return load_record(Path(out) / RESULT, "evaluation")
         return _build(art, source, data, settings, workers)
 
 
-def _build(art: artifact.Artifact, source: str | Path, data: TaskData, settings: EvalSettings,
+def _build(art: Artifact, source: str | Path, data: TaskData, settings: EvalSettings,
            workers: int | None) -> dict[str, Any]:  # fmt: skip
     """Run what is not done yet (pool workers), summarise, write the result and the page, commit."""
     load, started = os.getloadavg()[0], time.perf_counter()

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from corpusprep.engine import faults, records
 from corpusprep.engine.files import write_json
+from corpusprep.engine.manifest import sha256_file
 from corpusprep.errors import DataError
 
 Stats = dict[str, Any]
@@ -139,8 +140,6 @@ def load_marker(path: Path) -> dict | None:
 
 def run_and_mark(fn: Callable[[Task], Stats], task: Task, marker_dir: Path, root: Path) -> dict:
     """Run one task, then write its marker: its stats and the size and sha256 of each output."""
-    from corpusprep.engine.artifact import sha256_file
-
     stats = fn(task)
     names = [*task.outputs, *stats.pop(OUTPUTS_KEY, ())]
     outputs = {}

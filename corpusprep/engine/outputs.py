@@ -1,0 +1,168 @@
+"""Output kinds: THE registry of what corpusprep and its trainer write, how each is recognised, and how
+`corpusprep validate` checks it.
+
+An artifact (vocab, pairs, shards, a demo corpus, a training stage, an evaluation) is recognised by its
+record: `artifact.json` when finished, `.work/run.json` while it is built. The other outputs (a pipeline
+run directory, a training run, a model checkpoint, a Hugging Face export) are recognised by their signs:
+declarative file and folder names, loose ones (anything named like that is never written into by another
+command) and strict ones (for the directories above an output and the directories a corpus walk passes over,
+where a user's folder may have a `checkpoints/` of its own). An artifact kind's signs recognise an older
+output without a manifest, for `corpusprep validate` only.
+
+Each kind names its validator as "module:function", imported when a directory of that kind is validated:
+the engine imports no producer, and `corpusprep --help` loads no torch, numpy or pyarrow.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from corpusprep.engine import records
+from corpusprep.engine.lock import LOCK_NAME
+from corpusprep.engine.manifest import MANIFEST, RUN_RECORD, read_manifest
+from corpusprep.errors import DataError, InputError
+
+Validator = Callable[[Path], "tuple[list[str], str]"]  # directory -> (problems, one-line summary)
+
+
+@dataclass(frozen=True)
+class Sign:
+    """Names relative to a directory, every given condition holding: each of `files` a file, each of
+    `dirs` a folder, one of `any_of` there (file or folder), one of `any_file` a file, one of `any_dir` a
+    folder, one of `globs` matching something."""
+
+    files: tuple[str, ...] = ()
+    dirs: tuple[str, ...] = ()
+    any_of: tuple[str, ...] = ()
+    any_file: tuple[str, ...] = ()
+    any_dir: tuple[str, ...] = ()
+    globs: tuple[str, ...] = ()
+
+    def found(self, d: Path) -> bool:
+        return (all((d / n).is_file() for n in self.files) and all((d / n).is_dir() for n in self.dirs)
+                and (not self.any_of or any((d / n).exists() for n in self.any_of))
+                and (not self.any_file or any((d / n).is_file() for n in self.any_file))
+                and (not self.any_dir or any((d / n).is_dir() for n in self.any_dir))
+                and (not self.globs or any(any(d.glob(g)) for g in self.globs)))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class OutputKind:
+    name: str  # the registry's key
+    kind: str  # the artifact kind it counts as: an Artifact of this kind may be written over it
+    what: str  # "a training run": in messages, "holds a training run"
+    title: str  # "trainer run directory": what `corpusprep validate` says it is
+    validator: str  # "module:function" (Validator), imported on use
+    artifact: bool = False  # recognised by its manifest; `signs` only for an older one without
+    signs: Sign | None = None  # loose
+    strict: Sign | None = None  # no user folder has these by chance
+
+    def validate(self, directory: Path) -> tuple[list[str], str]:
+        module, function = self.validator.split(":")
+        found: Validator = getattr(importlib.import_module(module), function)
+        return found(directory)
+
+
+# the trainer's files (trainer/checkpoint.py, trainer/train.py), as names: the engine imports no trainer
+WEIGHTS = (records.CHECKPOINT_WEIGHTS, *records.PICKLED_CHECKPOINT)  # model.pt & co.: the format before
+STEP_WEIGHTS = tuple(f"checkpoints/step-*/{n}" for n in WEIGHTS[:2])
+PIPELINE_RUN_FILES = ("pipeline.json", "stages")  # beside run.json, written before the first stage
+HF_MODEL_FILES = ("config.json", "model.safetensors")  # trainer.export's, or any save_pretrained BERT
+
+# In the order recognition tries them (an export and a shards directory hold a vocab.txt too).
+KINDS = {k.name: k for k in (
+    OutputKind("pipeline", "pipeline", "a pipeline run", "pipeline run directory",
+               "corpusprep.validate:validate_pipeline", signs=Sign(any_of=PIPELINE_RUN_FILES),
+               strict=Sign(dirs=("stages",), any_file=("pipeline.json", "run.json"))),
+    OutputKind("train", "train", "a training run", "trainer run directory",
+               "trainer.outputs:validate_run", signs=Sign(any_of=("checkpoints", "metrics.jsonl")),
+               strict=Sign(globs=STEP_WEIGHTS)),
+    OutputKind("checkpoint", "train", "a model checkpoint", "trainer checkpoint",
+               "trainer.outputs:validate_checkpoint", signs=Sign(any_of=WEIGHTS),
+               strict=Sign(files=(records.CHECKPOINT_CONFIG,), any_file=WEIGHTS[:2])),
+    OutputKind("export", "export", "a Hugging Face model", "Hugging Face export",
+               "trainer.outputs:validate_export", signs=Sign(files=HF_MODEL_FILES),
+               strict=Sign(files=HF_MODEL_FILES)),
+    OutputKind("shards", "shards", "corpusprep shards", "shards directory",
+               "corpusprep.shard.validate:validate_shards_dir", artifact=True,
+               signs=Sign(files=("manifest.json",))),
+    OutputKind("vocab", "vocab", "corpusprep vocab", "vocab directory",
+               "corpusprep.tokenize.validate:validate_vocab", artifact=True,
+               signs=Sign(files=("vocab.txt",))),
+    OutputKind("pairs", "pairs", "corpusprep pairs", "pairs directory",
+               "corpusprep.pair.validate:validate_pairs", artifact=True,
+               signs=Sign(files=("stats.json",), any_dir=("train", "validation"))),
+    OutputKind("evaluate", "evaluate", "corpusprep evaluate", "evaluation directory",
+               "trainer.outputs:validate_evaluation", artifact=True),
+    OutputKind("corpus", "corpus", "corpusprep corpus", "demo corpus directory",
+               "corpusprep.validate:validate_artifact", artifact=True),
+)}  # fmt: skip
+
+
+def recognise(directory: str | Path, *, strict: bool = False) -> OutputKind | None:
+    """The output that is not an artifact `directory` holds (a pipeline run, a training run, a model
+    checkpoint, a Hugging Face model), by its signs; None for anything else. `strict` (for the directories
+    above an output, and a corpus walk): only signs no user folder has by chance (a checkpoint's weights
+    inside checkpoints/step-*, a pipeline's record beside stages/), not a folder merely named
+    `checkpoints`."""
+    d = Path(directory)
+    for kind in KINDS.values():
+        sign = kind.strict if strict else kind.signs
+        if not kind.artifact and sign is not None and sign.found(d):
+            return kind
+    return None
+
+
+def held_output(directory: str | Path) -> tuple[str, str] | None:
+    """(kind, description) of the corpusprep output `directory` holds: an artifact, finished or not (its
+    kind from the manifest or from `.work/run.json`; "damaged" when the record is), else `recognise`'s
+    signs; None for none."""
+    d = Path(directory)
+    for path, record_kind, prefix in ((d / MANIFEST, "artifact", ""),
+                                      (d / RUN_RECORD, "artifact_run", "an unfinished ")):  # fmt: skip
+        try:
+            record = records.load_record(path, record_kind, missing_ok=True)
+        except (DataError, OSError):
+            return "damaged", f"a corpusprep output whose {path.relative_to(d)} is damaged"
+        if record is not None:
+            kind = str(record["kind"] if record_kind == "artifact" else record["identity"].get("kind"))
+            return kind, f"{prefix}corpusprep {kind}"
+    found = recognise(d)
+    return (found.kind, found.what) if found else None
+
+
+def is_artifact_dir(path: str | Path, *, lock: bool = True) -> bool:
+    """A directory holding a corpusprep artifact, finished or not: never read as corpus. `lock=False`: a lock
+    alone is no sign (a refused command leaves one wherever it was pointed)."""
+    path = Path(path)
+    built = (path / MANIFEST).is_file() or (path / RUN_RECORD).is_file()
+    return built or (lock and (path / LOCK_NAME).exists())
+
+
+def kind_of(directory: Path) -> OutputKind | None:
+    """Which output `directory` holds, for `validate`: its manifest's kind, else the first kind whose signs
+    it has (an artifact's: an older one without a manifest, whose check then names the missing manifest)."""
+    manifest = read_manifest(directory)
+    if manifest is not None and manifest["kind"] in KINDS:
+        return KINDS[manifest["kind"]]
+    return next((k for k in KINDS.values() if k.signs is not None and k.signs.found(directory)), None)
+
+
+def validate(path: str | Path) -> tuple[str, list[str], str]:
+    """(what it is, problems, summary) of any output in the registry, by its kind's validator; one line
+    (InputError) for a path that is none of them."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such directory")
+    if not path.is_dir():
+        raise InputError(f"{path}: is a file; validate takes a directory corpusprep or the trainer wrote")
+    kind = kind_of(path)
+    if kind is None:
+        raise InputError(
+            f"{path}: not a corpusprep output (no manifest.json, vocab.txt, stats.json, checkpoints/...)"
+        )
+    problems, summary = kind.validate(path)
+    return kind.title, problems, summary

@@ -1,0 +1,151 @@
+"""`corpusprep validate` of the trainer's outputs (engine.outputs' "train", "checkpoint", "export" and
+"evaluate" kinds), without torch but for the last check of a checkpoint: a training run's checkpoints, a model
+checkpoint, a Hugging Face export, an evaluation directory."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from corpusprep.engine import records
+from corpusprep.engine.manifest import sha256_file
+from corpusprep.engine.records import inside, load_record
+from corpusprep.errors import CorpusprepError, DataError, UsageError, plural
+from corpusprep.tokenize import read_vocab_txt
+from corpusprep.validate import owned_problems, relative
+
+CHECKPOINT_FILES = (records.CHECKPOINT_WEIGHTS, records.CHECKPOINT_TENSORS, records.CHECKPOINT_STATE,
+                    records.CHECKPOINT_CONFIG)  # fmt: skip
+
+
+def check_checkpoint_files(step: Path, training: bool = True) -> list[str]:
+    """A checkpoint read as the trainer, export and --init-from read it (trainer/checkpoint.py), without
+    torch: config.json and trainer.json by their loaders, each tensor file's header, and every file against
+    the size and sha256 config.json records. `training`: a run's step-N (its trainer state too), not a model
+    checkpoint (an import's). A checkpoint of the earlier, pickled format is invalid: nothing loads it."""
+    name = f"{step.name}/" if training else ""
+    if found := [n for n in records.PICKLED_CHECKPOINT if (step / n).exists()]:
+        return [f"{name}{found[0]}: a checkpoint in the earlier pickled format, which corpusprep no longer "
+                "loads (unpickling a file can run code)"]  # fmt: skip
+    wanted = CHECKPOINT_FILES[:-1] if training else CHECKPOINT_FILES[:1]
+    if missing := [f for f in (*wanted, records.CHECKPOINT_CONFIG) if not (step / f).is_file()]:
+        return [f"{name}{f}: missing" for f in missing]
+    try:
+        config = load_record(step / records.CHECKPOINT_CONFIG, "checkpoint_config")
+        for file in wanted:
+            entry = config.get("files", {}).get(file)
+            if entry is None:
+                raise DataError(f"{step / records.CHECKPOINT_CONFIG}: files: no record of {file}")
+            path = step / file
+            same = path.is_file() and path.stat().st_size == entry["size"]
+            if not same or sha256_file(path) != entry["sha256"]:
+                raise DataError(f"{path}: missing, or not the file config.json records (size, sha256)")
+        tensors = {f: records.safetensors_header(step / f) for f in wanted if f.endswith(".safetensors")}
+        weights = tensors[records.CHECKPOINT_WEIGHTS]
+        if bad := [t for t, (dtype, _) in weights.items() if dtype not in records.FLOAT_DTYPES]:
+            raise DataError(f"{step / records.CHECKPOINT_WEIGHTS}: {json.dumps(bad[0])}: not floating point")
+        if training:
+            _check_trainer_state(step, tensors[records.CHECKPOINT_TENSORS])
+        vocab = config.get("vocab", {})
+        if vocab.get("path"):  # an import's own vocab, inside it: the one the model was trained with
+            path = inside(step, vocab["path"]) / "vocab.txt"
+            if vocab.get("sha256") and (not path.is_file() or sha256_file(path) != vocab["sha256"]):
+                raise DataError(f"{path}: missing, or not the vocab config.json records (sha256)")
+        # what only the trainer knows (the model's weights, its optimizer), by the checks its commands make:
+        # imported here, as torch is, only for a checkpoint
+        from trainer.checkpoint import check_checkpoint
+
+        check_checkpoint(step)
+    except (OSError, CorpusprepError) as error:
+        return [f"{name}{relative(str(error), step)}"]
+    own = {*CHECKPOINT_FILES, vocab.get("path", "").split("/")[0]}
+    foreign = sorted(p.name for p in step.iterdir() if p.name not in own)
+    return [f"{name}{f}: not a file of a checkpoint" for f in foreign[:1]]
+
+
+def _check_trainer_state(step: Path, tensors: dict) -> None:
+    """trainer.json by its loader: the step of its directory, as many RNG states as positions, and every
+    tensor it names held by trainer.safetensors."""
+    path = step / records.CHECKPOINT_STATE
+    state = load_record(path, "trainer_state")
+    if step.name.startswith("step-") and state["step"] != int(step.name.removeprefix("step-") or -1):
+        raise DataError(f"{path}: step: {state['step']}, not the step of {step.name}")
+    if len(state["rng"]) != len(state["positions"]):
+        raise DataError(f"{path}: rng: {len(state['rng'])} ranks, positions: {len(state['positions'])}")
+    named = []
+    stack = [state]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict) and set(value) == {"tensor"}:
+            named.append(value["tensor"])
+        elif isinstance(value, (dict, list)):
+            stack.extend(value.values() if isinstance(value, dict) else value)
+    if missing := sorted(set(named) - set(tensors)):
+        raise DataError(f"{path}: names tensor {missing[0]!r}, not in {records.CHECKPOINT_TENSORS}")
+
+
+def validate_run(directory: Path) -> tuple[list[str], str]:
+    found = (directory / "checkpoints").glob("step-*")
+    steps = sorted(p for p in found if p.is_dir() and not p.is_symlink())
+    if not steps:
+        return ["checkpoints/: no checkpoint"], ""
+    problems = [p for step in steps for p in check_checkpoint_files(step)]
+    return problems, f"{plural(len(steps), 'checkpoint')}, newest {steps[-1].name}"
+
+
+def validate_checkpoint(directory: Path) -> tuple[list[str], str]:
+    """A model checkpoint: a run's step-N (with its trainer state), or an import's."""
+    return check_checkpoint_files(directory, (directory / records.CHECKPOINT_STATE).is_file()), directory.name
+
+
+def _check_hf_sizes(config: dict, header: dict, directory: Path) -> None:
+    """The sizes config.json gives against the weights' (without torch: the trainer's full check of a
+    Hugging Face model, `trainer.export.check_hf_model`, builds the model's shapes): the word embeddings
+    [vocab_size, hidden_size] and as many encoder layers as num_hidden_layers."""
+    words = next((shape for name, (_, shape) in header.items() if name.endswith("word_embeddings.weight")),
+                 None)  # fmt: skip
+    layers = {int(m[1]) for name in header if (m := re.search(r"encoder\.layer\.(\d+)\.", name))}
+    if words != (config["vocab_size"], config["hidden_size"]):
+        raise DataError(f"{directory / 'config.json'}: vocab_size {config['vocab_size']}, hidden_size "
+                        f"{config['hidden_size']}; model.safetensors' word embeddings: {list(words or [])}")
+    if len(layers) != config["num_hidden_layers"] or layers != set(range(len(layers))):
+        raise DataError(f"{directory / 'config.json'}: num_hidden_layers {config['num_hidden_layers']}; "
+                        f"model.safetensors holds {len(layers)} encoder layers")
+
+
+def validate_export(directory: Path) -> tuple[list[str], str]:
+    """A `python -m trainer.export` directory (in a pipeline run, the export of its training): the files
+    from_pretrained reads, config.json readable, model.safetensors whole (its header's tensors tile the file;
+    both by the records' loaders, without torch)."""
+    names = ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json")
+    problems = [f"{n}: missing or empty" for n in names if not (directory / n).is_file()
+                or not (directory / n).stat().st_size]  # fmt: skip
+    if problems:
+        return problems, ""
+    try:
+        config = load_record(directory / "config.json", "hf_config")
+        header = records.safetensors_header(directory / "model.safetensors")  # tensors tile the file exactly
+        _check_hf_sizes(config, header, directory)
+        read_vocab_txt(directory / "vocab.txt")
+    except (OSError, DataError, UsageError) as error:
+        return [relative(str(error), directory)], ""
+    return problems, f"BERT, {config.get('max_position_embeddings')} positions"
+
+
+def validate_evaluation(directory: Path) -> tuple[list[str], str]:
+    """A `python -m trainer.evaluate -o` directory: evaluation.json and each run's record by their loaders,
+    and every file its manifest lists unchanged."""
+    checked = [(directory / "evaluation.json", "evaluation")]
+    checked += [(p, "evaluate_run") for p in sorted((directory / "runs").glob("*.json"))]
+    problems, result = [], None
+    for path, kind in checked:
+        try:
+            record = load_record(path, kind)
+            result = record if kind == "evaluation" else result
+        except (OSError, DataError) as error:
+            problems.append(relative(str(error), directory))
+    problems += owned_problems(directory, problems)
+    dev = result["splits"]["dev"] if result else None
+    return problems, (f"{len(result['seeds'])} seeds, dev gain {dev['gain']['mean']:+.4f} ({dev['outcome']})"
+                      if dev else "")  # fmt: skip
