@@ -21,11 +21,13 @@ from rich.console import Console
 
 import corpusprep
 from corpusprep.console import console as stderr_console
-from corpusprep.engine import artifact, records
+from corpusprep.engine import manifest as manifests
+from corpusprep.engine import outputs, placement, records
 from corpusprep.engine.executor import Executor, LocalExecutor, executor_for
 from corpusprep.engine.files import remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
 from corpusprep.errors import DataError, UsageError
+from corpusprep.read.inputs import input_files
 from pipelines import report, stages
 from pipelines.config import Pipeline, check_paths, fingerprint, select
 from pipelines.stages import StageContext
@@ -40,14 +42,14 @@ RUN_FILES = (RUN_FILE, "pipeline.json", "report.json", "report.md", f"{STAGES_DI
 
 def input_fingerprint(paths: list[str]) -> str:
     """Files as (path, size, mtime), as every stage fingerprints its inputs (`engine.artifact`)."""
-    return fingerprint("input", {"files": artifact.input_files(paths)}, {}, "")
+    return fingerprint("input", {"files": input_files(paths)}, {}, "")
 
 
 def list_outputs(out: Path, files: tuple[str, ...] | None) -> dict[str, int]:
     """Relative path -> size of a stage's outputs: the files its artifact owns (and its manifest), or the
     files it names."""
     if files is None:
-        files = (*artifact.owned_files(out), artifact.MANIFEST)
+        files = (*manifests.owned_files(out), manifests.MANIFEST)
     return {f: records.inside(out, f).stat().st_size for f in sorted(files)}
 
 
@@ -70,13 +72,13 @@ def _record(path: Path, kind: str) -> dict | None:
 def check_run_dir(run_dir: Path, name: str, overwrite: bool) -> None:
     """A run dir holds one pipeline's run: refuse a foreign or another pipeline's one without --overwrite."""
     run_file = run_dir / RUN_FILE
-    found = artifact.read_manifest(run_dir)
-    if found is not None or (run_dir / artifact.MANIFEST).exists():  # never, even with --overwrite
+    found = manifests.read_manifest(run_dir)
+    if found is not None or (run_dir / manifests.MANIFEST).exists():  # never, even with --overwrite
         kind = found["kind"] if found else "an output"
         raise UsageError(f"{run_dir}: holds corpusprep {kind}, not a pipeline run; pick another --run-dir")
-    other = artifact.other_output(run_dir)
-    if other is not None and other[0] != "pipeline":  # never, even with --overwrite
-        raise UsageError(f"{run_dir}: holds {other[1]}, not a pipeline run; pick another --run-dir")
+    other = outputs.recognise(run_dir)
+    if other is not None and other.kind != "pipeline":  # never, even with --overwrite
+        raise UsageError(f"{run_dir}: holds {other.what}, not a pipeline run; pick another --run-dir")
     if run_file.is_file():
         try:
             owner = records.load_record(run_file, "pipeline_run")["pipeline"]
@@ -115,7 +117,7 @@ def run_pipeline(
     started = time.perf_counter()
     dirs = {s.name: run_dir / s.output for s in pipeline.stages}
     inputs, fingerprints = _check_before_writing(pipeline, run_dir, dirs, selected)
-    with exclusive_dir(run_dir), artifact.pipeline_stages(run_dir):
+    with exclusive_dir(run_dir), placement.pipeline_stages(run_dir):
         check_run_dir(run_dir, pipeline.name, overwrite)
         removed = remove_stale_temps(run_dir, RUN_FILES)
         if removed:
@@ -150,10 +152,10 @@ def _check_before_writing(
     inputs = [str(dirs["corpus"] / "demo.jsonl")] if demo else pipeline.config["input"]["paths"]
     fingerprints = {} if demo else {"input": input_fingerprint(inputs)}
     if not demo:
-        artifact.check_not_nested(run_dir, inputs, "run")
+        placement.check_not_nested(run_dir, inputs, "run")
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"{run_dir}: exists and is not a directory; pick another --run-dir")
-    artifact.check_not_inside(run_dir, None, "pick another --run-dir")  # before the lock makes the dir
+    placement.check_not_inside(run_dir, None, "pick another --run-dir")  # before the lock makes the dir
     return inputs, fingerprints
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from corpusprep import objectives
 from corpusprep.engine import artifact
+from corpusprep.engine import manifest as manifests
 from corpusprep.engine.executor import Executor, LocalExecutor
 from corpusprep.engine.files import atomic_path, write_json
 from corpusprep.engine.records import load_record, parse_json, read_bytes
@@ -85,7 +86,7 @@ class StageKind(abc.ABC):
 
     def validate(self, stage: Stage, ctx: StageContext) -> list[str]:
         """Problems with the finished output, one line each ([] when it is complete and valid)."""
-        return artifact.problems(ctx.out)
+        return manifests.problems(ctx.out)
 
     def input_files(self, stage: Stage) -> list[str]:
         """Files outside the run the stage reads besides the corpus: the runner fingerprints them (path,
@@ -301,9 +302,9 @@ class TrainStage(StageKind):
             raise UsageError(f"{stage.name}: {str(error).removeprefix('config: ')}") from None
 
     def run(self, stage: Stage, ctx: StageContext) -> StageResult:
-        identity = {"settings": stage.settings, "shards": artifact.content_digest(ctx.need(stage, "shards"))}
+        identity = {"settings": stage.settings, "shards": manifests.content_digest(ctx.need(stage, "shards"))}
         if "init" in stage.needs:
-            identity["init"] = artifact.content_digest(ctx.need(stage, "init"))
+            identity["init"] = manifests.content_digest(ctx.need(stage, "init"))
         # adopt: checkpoints of a run launched by hand (torchrun, docs/cluster.md) are resumed, not refused
         with artifact.Artifact(ctx.out, "train", identity, owns=self.OWNS, overwrite=ctx.overwrite,
                                adopt=True) as out:
@@ -318,7 +319,7 @@ class TrainStage(StageKind):
                          for name in CHECKPOINT_FILES]
                 files += [name for name in ("metrics.jsonl",) if (ctx.out / name).is_file()]
                 out.commit(files=files, record={"summary": summary})
-        summary = (artifact.load_manifest(ctx.out) or {}).get("summary", {})
+        summary = (manifests.load_manifest(ctx.out) or {}).get("summary", {})
         counts = {k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         return StageResult(counts, unit="steps")
 
@@ -404,7 +405,7 @@ class EvaluateStage(StageKind):
 
         model = ctx.need(stage, "train")
         result = evaluate(model, self.settings(stage), ctx.out, overwrite=ctx.overwrite,
-                          model_identity=artifact.content_digest(model),
+                          model_identity=manifests.content_digest(model),
                           workers=ctx.executor.workers)  # fmt: skip
         dev = result["splits"]["dev"]
         # the dev means for the counts table; the whole result for report.md's evaluation section

@@ -142,8 +142,8 @@ def output_files(
     symlinks too: `check_output_file`, the rule every command follows), and no two options naming one file.
     Where the directory exists, a probe file (the name the atomic write uses) is created and removed, so a
     read-only or forbidden location fails now, in one line, not after the work."""
-    from corpusprep.engine.artifact import check_output_file
     from corpusprep.engine.files import temp_name
+    from corpusprep.engine.placement import check_output_file
 
     checked: dict[str, Path] = {}
     for option, raw in outputs.items():

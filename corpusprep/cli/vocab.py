@@ -154,7 +154,7 @@ def demo_corpus(
         help="Replace an existing file that is not this demo corpus (another --max-mb, say).")] = False,
 ) -> None:
     """Write the demo corpus (see DEMO_HELP)."""
-    from corpusprep.engine.artifact import check_output_file
+    from corpusprep.engine.placement import check_output_file
 
     if str(output) == STDOUT:  # for a pipe: built as it streams, no file to compare or keep
         stats = DemoStats()

@@ -54,28 +54,19 @@ from corpusprep.engine.manifest import (
     FORMAT_VERSION,
     MANIFEST,
     WORK,
-    content_digest,
     damaged,
     describe_changes,
     fingerprint,
     load_manifest,
-    owned_files,
-    problems,
-    read_manifest,
-    require,
     sha256_file,
-    verify_file,
 )
 from corpusprep.engine.outputs import is_artifact_dir, recognise
 from corpusprep.engine.placement import (
     check_not_inside,
     check_not_nested,
-    check_output_file,
-    pipeline_stages,
 )
 from corpusprep.engine.records import inside
 from corpusprep.errors import DataError, UsageError
-from corpusprep.read.inputs import input_files
 
 # where an artifact's work files live, down to the deepest (a pairs build's .work/tokens/SPLIT/PART/FILE):
 # the folders whose killed writes' temporaries a rerun removes, with those of the files the kind owns
@@ -417,38 +408,3 @@ class Artifact:
         _remove(self.work)
         self.complete = manifest
         return manifest
-
-
-
-def other_output(directory: str | Path) -> tuple[str, str] | None:
-    """(kind, description) of `outputs.recognise`: for pipelines/runner.py until it calls that."""
-    found = recognise(directory)
-    return (found.kind, found.what) if found is not None else None
-
-
-# Moved to engine.manifest, engine.placement, engine.outputs and read.inputs; re-exported here while
-# files of other owners (pair/build, shard/build, tokenize/vocab, cli/*, pipelines/*, shard/report) still
-# import them from this module. New code imports them from their homes.
-__all__ = [
-    "MANIFEST",
-    "WORK",
-    "Artifact",
-    "State",
-    "check_not_inside",
-    "check_not_nested",
-    "check_output_file",
-    "content_digest",
-    "describe_changes",
-    "fingerprint",
-    "input_files",
-    "is_artifact_dir",
-    "load_manifest",
-    "other_output",
-    "owned_files",
-    "pipeline_stages",
-    "problems",
-    "read_manifest",
-    "require",
-    "sha256_file",
-    "verify_file",
-]

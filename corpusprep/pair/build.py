@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from corpusprep.engine.artifact import input_files
 from corpusprep.engine.executor import Executor, Task, executor_for, merge_stats
 from corpusprep.engine.files import write_json
 from corpusprep.engine.records import load_record
@@ -46,6 +45,7 @@ from corpusprep.pair.tasks import (  # noqa: F401  (document_split, document_par
 )
 from corpusprep.read import resolve_inputs
 from corpusprep.read.document import no_usable_documents, skip_summary, unk_warning
+from corpusprep.read.inputs import input_files
 from corpusprep.tokenize import VocabInfo
 
 __all__ = ["OWNS", "PairOptions", "build_pairs", "document_partition", "document_split", "imbalance_warning"]

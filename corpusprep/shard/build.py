@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from corpusprep import __version__
-from corpusprep.engine import artifact
+from corpusprep.engine import manifest as manifests
 from corpusprep.engine.executor import Executor, Task, executor_for
 from corpusprep.engine.files import atomic_path, write_json
 from corpusprep.engine.records import load_record
@@ -116,7 +116,7 @@ def mask_file(task: Task) -> dict[str, Any]:
     dtype = token_dtype(t.vocab)
     spec = objective_spec(t.objective)
     if t.sha256 is not None:  # a pairs file changed in place keeps its size: only its content tells
-        artifact.verify_file(t.source, t.sha256, Path(t.source).parent.parent)
+        manifests.verify_file(t.source, t.sha256, Path(t.source).parent.parent)
     with _writing(t.out), atomic_path(t.out) as tmp, open(tmp, "wb") as spill:
         source = pq.ParquetFile(t.source)
         for dupe in range(t.dupes):
@@ -346,7 +346,7 @@ def plan_inputs(pairs_dir: Path, vocab_dir: Path, vocab: VocabInfo, options: Sha
         raise InputError(f"{pairs_dir}: no such pairs directory (run `corpusprep build-pairs` first)")
     # complete: every file there with its size; stats.json unchanged too (each pairs file is checked by the
     # task that reads it, in parallel)
-    pairs_artifact = artifact.require(pairs_dir, "pairs", checksums=["stats.json"])
+    pairs_artifact = manifests.require(pairs_dir, "pairs", checksums=["stats.json"])
     pairs_stats = load_record(pairs_dir / "stats.json", "pairs_stats")
     spec = pairs_objective(pairs_stats)
     inputs = find_inputs(pairs_dir, pairs_artifact["files"], spec)
@@ -365,7 +365,7 @@ def plan_inputs(pairs_dir: Path, vocab_dir: Path, vocab: VocabInfo, options: Sha
         "options": asdict(options),
         "max_seq_length": max_seq_length,
         "vocab_sha256": vocab.sha256,
-        "pairs": artifact.content_digest(pairs_dir),
+        "pairs": manifests.content_digest(pairs_dir),
         **({"word_segmenter": f"jieba {_version('jieba')}"} if chinese_words else {}),
     }
     return ShardPlan(pairs_dir, pairs_artifact, pairs_stats, spec, inputs, max_seq_length, mask_vocab,

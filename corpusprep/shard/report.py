@@ -180,7 +180,7 @@ def check_plot_path(path: Path, shards_dir: Path) -> str:
     another corpusprep output."""
     from matplotlib.backend_bases import FigureCanvasBase
 
-    from corpusprep.engine.artifact import check_output_file
+    from corpusprep.engine.placement import check_output_file
 
     path = Path(path)
     if path.is_dir():

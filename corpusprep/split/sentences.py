@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.console import console, write_stdout
-from corpusprep.engine.artifact import describe_changes, input_files
 from corpusprep.engine.files import remove_stale_temps_of, write_json
+from corpusprep.engine.manifest import describe_changes
 from corpusprep.engine.progress import Reporter, Tick
 from corpusprep.errors import UsageError, printable
 from corpusprep.read import ReadOptions, ReadStats, iter_documents
 from corpusprep.read.document import no_usable_documents
+from corpusprep.read.inputs import input_files
 from corpusprep.split import SentencesOptions, make_splitter
 from corpusprep.split.stage import (
     SentenceStats,

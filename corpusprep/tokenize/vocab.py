@@ -28,7 +28,6 @@ from typing import Any
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from tokenizers import trainers as hf_trainers
 
-from corpusprep.engine.artifact import input_files
 from corpusprep.engine.files import atomic_path, write_json
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import stable_hash
@@ -36,6 +35,7 @@ from corpusprep.engine.stage import stage_run
 from corpusprep.errors import UsageError
 from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents
 from corpusprep.read.document import no_usable_documents, unk_warning
+from corpusprep.read.inputs import input_files
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo, is_reserved, read_vocab_txt
 
 log = logging.getLogger("corpusprep.tokenize")
