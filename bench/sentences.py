@@ -181,26 +181,41 @@ LONG_LINE_UNIT = (
 )
 
 
-def _cpu_seconds(text: str, repeats: int = 3) -> float:
+# French dialogue typeset with no-break spaces inside guillemets and before ? ! : (the quote rules look at a
+# bounded window too, whatever the language).
+NBSP = "\u00a0"
+DIALOGUE_UNIT = (
+    f"Il demanda{NBSP}: «{NBSP}Vous venez ce soir{NBSP}?{NBSP}» Elle rit. «{NBSP}Peut-être, si le temps le "
+    f"permet{NBSP}!{NBSP}» Puis elle partit. "
+)
+
+
+def _cpu_seconds(text: str, language: str = "en", repeats: int = 3) -> float:
     """The best of `repeats` splits' CPU time: a busy machine only ever adds time."""
+    split = get_splitter("default", language)
     best = float("inf")
     for _ in range(repeats):
         start = time.process_time()
-        get_splitter("default")(text)
+        split(text)
         best = min(best, time.process_time() - start)
     return best
 
 
 def long_lines_scaling() -> None:
-    """A paragraph 4x longer should take ~4x the time, one long line ~the time of the same text in lines."""
-    small = LONG_LINE_UNIT * (125_000 // len(LONG_LINE_UNIT))
-    large = small * 4
-    in_lines = large.replace("?! ", "?!\n")
-    one_line, short, lines = _cpu_seconds(large), _cpu_seconds(small), _cpu_seconds(in_lines)
+    """A paragraph 4x longer should take ~4x the time, one long line ~the time of the same text in lines: an
+    English paragraph (abbreviations, numbers, bullets, CJK) and French dialogue (guillemets)."""
     print("# .venv/bin/python bench/sentences.py --long-lines  (CPU seconds, best of 3)")
-    print(f"{len(small.encode()) / 1e3:.0f} kB paragraph {short:.3f} s; 4x as one line {one_line:.3f} s "
-          f"(ratio {one_line / short:.2f}, linear ~4); the same in {in_lines.count(chr(10)) + 1:,} lines "
-          f"{lines:.3f} s (one line / lines {one_line / lines:.2f}, linear ~1)")
+    for name, unit, language, end in (("English", LONG_LINE_UNIT, "en", "?! "),
+                                      ("French dialogue", DIALOGUE_UNIT, "fr", f"{NBSP}» ")):  # fmt: skip
+        small = unit * (125_000 // len(unit))
+        large = small * 4
+        in_lines = large.replace(end, end.rstrip() + "\n")
+        one_line, short = _cpu_seconds(large, language), _cpu_seconds(small, language)
+        lines = _cpu_seconds(in_lines, language)
+        count = in_lines.count("\n") + 1
+        print(f"{name}: {len(small.encode()) / 1e3:.0f} kB paragraph {short:.3f} s; 4x as one line "
+              f"{one_line:.3f} s (ratio {one_line / short:.2f}, linear ~4); the same in {count:,} lines "
+              f"{lines:.3f} s (one line / lines {one_line / lines:.2f}, linear ~1)")  # fmt: skip
 
 
 def main() -> None:

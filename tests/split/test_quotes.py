@@ -9,7 +9,6 @@ import pytest
 
 from corpusprep.engine.rng import rng_for
 from corpusprep.split import get_splitter
-from tests.split.test_rules import _cpu_seconds as cpu_seconds
 from tests.split.test_rules import keeps_every_character
 
 NBSP, NNBSP = "\u00a0", "\u202f"
@@ -218,15 +217,3 @@ def test_quote_soup_loses_nothing(case, language):
     single-line, and keep every non-whitespace character in order."""
     split = get_splitter("default", language)
     keeps_every_character(split, QUOTE_PIECES, rng_for(0, "split", "quote-soup", case))
-
-
-def test_a_long_line_of_dialogue_takes_linear_time():
-    """A line of French dialogue 4x longer takes about 4x the time, and about the time of the same text in
-    short lines (every rule looks at a bounded window around a candidate; the quote rules are the same in
-    every language)."""
-    unit = _typeset(" ".join(text for text, _ in BEL_AMI), NBSP) + " "
-    small = unit * (120_000 // len(unit))
-    large = small * 4
-    long_line = cpu_seconds(large)
-    assert long_line < 8 * cpu_seconds(small)
-    assert long_line < 3 * cpu_seconds(large.replace("» ", "»\n"))
