@@ -40,6 +40,7 @@ def test_default_size_and_counts(default_corpus):
     assert stats.sources[0].startswith("python ")
 
 
+@pytest.mark.slow  # the default-size corpus fixture: ~15 s
 def test_prose_is_clean(default_corpus):
     path, _ = default_corpus
     texts = [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines()]

@@ -69,6 +69,7 @@ def uninterrupted(shards, tmp_path_factory) -> dict[int, Path]:
     return runs
 
 
+@pytest.mark.slow  # trains a model: ~27 s with its module fixtures (2 cores, idle)
 def test_sigkill_during_checkpoint_write(shards, uninterrupted, tmp_path):
     killed = run(command(shards, tmp_path, 12), env=faults.spec("checkpoint_file", 5))
     assert killed.returncode == -signal.SIGKILL
@@ -101,6 +102,7 @@ def test_sigkill_at_a_random_time_during_training(shards, uninterrupted, tmp_pat
     assert_same_weights(tmp_path, uninterrupted[40])
 
 
+@pytest.mark.slow  # a module fixture that builds shards: ~6.6 s
 def test_verify_catches_a_corrupted_shard(shards, tmp_path):
     corrupted = tmp_path / "shards"
     shutil.copytree(shards, corrupted)

@@ -110,6 +110,7 @@ def test_a_budgeted_run_stops_on_time_and_evaluation_is_not_counted(tiny_shards,
     assert train(load_config(None, budget_run(tiny_shards, tmp_path)), FakeClock())["status"] == "done"
 
 
+@pytest.mark.slow  # trains a model (the tiny_shards fixture ~9 s)
 def test_steps_and_budget_whichever_ends_first_and_the_lr_reaches_zero_there(tiny_shards, tmp_path):
     steps_first = train(load_config(None, budget_run(tiny_shards, tmp_path / "a", "schedule.steps=10")),
                         FakeClock())  # fmt: skip
@@ -120,6 +121,7 @@ def test_steps_and_budget_whichever_ends_first_and_the_lr_reaches_zero_there(tin
     assert time_first["steps"] == 15
 
 
+@pytest.mark.slow  # trains a model (the tiny_shards fixture ~9 s)
 def test_checkpoints_on_time_as_well_as_steps(tiny_shards, tmp_path):
     extra = ['checkpoint.every_time="5s"', "checkpoint.every=7", "checkpoint.keep=100"]
     train(load_config(None, budget_run(tiny_shards, tmp_path, *extra)), FakeClock())
@@ -128,6 +130,7 @@ def test_checkpoints_on_time_as_well_as_steps(tiny_shards, tmp_path):
     assert [s for s, _ in checkpoint.list_checkpoints(tmp_path)] == [3, 5, 7, 8, 10, 13, 14, 15]
 
 
+@pytest.mark.slow  # trains a model (the tiny_shards fixture ~9 s)
 def test_a_resumed_budgeted_run_continues_the_same_time_schedule(tiny_shards, tmp_path):
     whole = tmp_path / "whole"
     train(load_config(None, budget_run(tiny_shards, whole)), FakeClock())
@@ -145,6 +148,7 @@ def test_a_resumed_budgeted_run_continues_the_same_time_schedule(tiny_shards, tm
     assert same == [(r["step"], r["lr"], r["loss"]) for r in records(whole)]
 
 
+@pytest.mark.slow  # trains a model (the tiny_shards fixture ~9 s)
 def test_the_budget_flag(tiny_shards, capsys):
     assert run_main(["--shards", str(tiny_shards), "--budget", "2h", "--print-config"]) == 0
     schedule = json.loads(capsys.readouterr().out)["schedule"]
