@@ -96,6 +96,7 @@ ARMS = {  # name: (objective the model learns, group compared within, how its ro
 REFERENCE = {"NSP data": "ours-nsp", "MLM-only data": "ours-mlm"}  # the paired differences are against ours
 LENGTH, DUPE, PREDICTIONS, MASKED_LM_PROB = 128, 5, 20, 0.15
 DATA_SEED = 12345
+CHECKPOINT_EVERY = 500  # a killed bench resumes each run from its last checkpoint (--resume)
 
 
 def corpusprep(*args: str) -> None:
@@ -270,7 +271,8 @@ def train(shards: Path, run_dir: Path, seed: int, args, dynamic: bool, env: dict
     command = [sys.executable, "-m", "trainer.run", "--shards", str(shards), "--run-dir", str(run_dir),
                "--preset", args.preset, "--steps", str(args.steps), "--batch-size", str(args.batch_size),
                "--lr", str(args.lr), "--seed", str(seed), "--device", "cpu", "--log-every", "100",
-               "--checkpoint-every", str(args.steps), "--set", "checkpoint.keep=1", "--resume"]  # fmt: skip
+               "--checkpoint-every", str(min(args.steps, CHECKPOINT_EVERY)), "--set", "checkpoint.keep=1",
+               "--resume"]  # fmt: skip
     command += ["--dynamic-masking"] if dynamic else []
     if args.no_dropout:
         command += ["--set", "model.dropout=0.0", "--set", "model.attention_dropout=0.0"]
@@ -334,17 +336,18 @@ def accuracy(rows: torch.Tensor, column: int = 1) -> tuple[float, float]:
     return float(correct.sum() / count.sum()), ratio_se(ratio_moments(correct, count).tolist())
 
 
-def downstream(run_dir: Path, ud: Path, out: Path) -> str:
+def downstream(run_dir: Path, ud: Path, out: Path, seeds: int, first_seed: int) -> dict | None:
     """UPOS on UD English-EWT through `python -m trainer.evaluate` (the evaluate command), pre-trained
-    beside random init; '' when this checkout has no such command."""
+    beside random init, fine-tuning seeds first_seed, first_seed + 1, ...: its evaluation.json's dev split
+    (None when this checkout has no such command)."""
     if importlib.util.find_spec("trainer.evaluate") is None:
-        return ""
+        return None
     files = {s: next(iter(sorted(ud.glob(f"*-ud-{s}.conllu*"))), None) for s in ("train", "dev")}
     command = [sys.executable, "-m", "trainer.evaluate", str(run_dir), "--train", str(files["train"]),
-               "--dev", str(files["dev"]), "--seeds", "3", "--max-length", str(LENGTH),
-               "-o", str(out)]  # fmt: skip
+               "--dev", str(files["dev"]), "--seeds", str(seeds), "--seed", str(first_seed),
+               "--max-length", str(LENGTH), "--workers", "2", "-o", str(out)]  # fmt: skip
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return (out / "evaluation.md").read_text() if (out / "evaluation.md").exists() else ""
+    return json.loads((out / "evaluation.json").read_text())["splits"]["dev"]
 
 
 def summarize(values: list[float]) -> str:
@@ -415,6 +418,12 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/fidelity"), help="kept between runs")
     parser.add_argument("--google-dir", type=Path, help="Google's script: folder or git dir")
     parser.add_argument("--downstream", type=Path, help="UD English-EWT dir: UPOS via trainer.evaluate")
+    parser.add_argument(
+        "--downstream-seeds",
+        type=int,
+        default=1,
+        help="fine-tuning runs per model and init (the pre-training seeds give the spread)",
+    )
     args = parser.parse_args()
     LENGTH, PREDICTIONS = args.length, math.ceil(args.length * MASKED_LM_PROB)  # Google: 20 at 128
     torch.set_num_threads(args.threads)
@@ -445,7 +454,7 @@ def main() -> None:
     rows = sum(f.rows for f in open_shards(heldout["mlm"]).files("train"))
     pairs = sum(f.rows for f in open_shards(heldout["nsp"]).files("train"))
     print(f"held-out: {rows:,} rows of one segment x {args.maskings} maskings; {pairs:,} NSP pairs")
-    runs = [(arm, i) for arm in args.arms for i in range(args.seeds)]
+    runs = [(arm, i) for i in range(args.seeds) for arm in args.arms]  # seed-major: a partial bench is paired
     data = {run: build_data(*run, work, paths, vocab, args) for run in runs}
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
 
@@ -474,7 +483,9 @@ def main() -> None:
             nsp_rows = scores[run_dir, "nsp"]
             result |= {"pairs_mlm": accuracy(nsp_rows), "pairs_nsp": accuracy(nsp_rows, 4)}
         if args.downstream:
-            result["downstream"] = downstream(run_dir, args.downstream, work / f"{arm}-ewt{i}")
+            result["downstream"] = downstream(
+                run_dir, args.downstream, work / f"{arm}-ewt{i}", args.downstream_seeds, 12345 + i
+            )
         results.setdefault(arm, []).append(result)
         cost = result["cost"]
         print(
@@ -516,10 +527,30 @@ def report(results: dict[str, list[dict]], args, floors: dict[str, float]) -> No
         )
     print("\nfloors on the same held-out set: " + ", ".join(f"{k} {v:.4f}" for k, v in floors.items()))
     if args.downstream:
-        for arm, runs in results.items():
-            for r in runs:
-                shown = r["downstream"] or "trainer.evaluate is not in this checkout: not scored"
-                print(f"\n{arm} seed {r['seed']} downstream:\n{shown}")
+        report_downstream(results, args)
+
+
+def report_downstream(results: dict[str, list[dict]], args) -> None:
+    """UPOS dev accuracy of each arm's models fine-tuned, beside the same model randomly initialised (fine-
+    tuned with the same seeds); paired differences against ours by pre-training seed."""
+    if any(r["downstream"] is None for runs in results.values() for r in runs):
+        print("\ndownstream: trainer.evaluate is not in this checkout: not scored")
+        return
+    print(f"\nDownstream: UD English-EWT UPOS dev accuracy, mean over {args.seeds} pre-training seed(s) x "
+          f"{args.downstream_seeds} fine-tuning seed(s) (sd over pre-training seeds)\n")  # fmt: skip
+    print("| group | arm | pre-trained | random init | gain over random init | diff vs ours |")
+    print("|---|---|---:|---:|---:|---:|")
+    mean_of = {arm: [r["downstream"]["pretrained"]["mean"] for r in runs] for arm, runs in results.items()}
+    for arm, runs in results.items():
+        group = ARMS[arm][1]
+        random_init = [r["downstream"]["random"]["mean"] for r in runs]
+        gains = [r["downstream"]["gain"]["mean"] for r in runs]
+        reference = mean_of.get(REFERENCE[group])
+        diff = "reference"
+        if reference and arm != REFERENCE[group]:
+            diff = summarize([a - b for a, b in zip(mean_of[arm], reference, strict=False)])
+        print(f"| {group} | {arm} | {summarize(mean_of[arm])} | {summarize(random_init)} | "
+              f"{summarize(gains)} | {diff} |")  # fmt: skip
 
 
 if __name__ == "__main__":
