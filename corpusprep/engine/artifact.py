@@ -60,7 +60,7 @@ from corpusprep.engine.manifest import (
     load_manifest,
     sha256_file,
 )
-from corpusprep.engine.outputs import is_artifact_dir, recognise
+from corpusprep.engine.outputs import KINDS, is_artifact_dir, recognise
 from corpusprep.engine.placement import (
     check_not_inside,
     check_not_nested,
@@ -177,7 +177,7 @@ class Artifact:
 
     def _decide(self) -> None:
         manifest, run, why = self._read_records()
-        self._refuse_other_kind(manifest)
+        self._refuse_other_kind(manifest, run)
         if manifest is not None and manifest["fingerprint"] == self.fingerprint:
             self._complete_or_repair(manifest)
             return
@@ -210,13 +210,17 @@ class Artifact:
             run = run or {}  # the directory is ours, its identity unknown
         return manifest, run, why
 
-    def _refuse_other_kind(self, manifest: dict | None) -> None:
+    def _refuse_other_kind(self, manifest: dict | None, run: dict | None) -> None:
         if manifest is not None and manifest["kind"] != self.kind:
             raise UsageError(
                 f"{self.directory}: holds {manifest['kind']}, not {self.kind}; pick another output directory"
             )
         other = recognise(self.directory)
-        if other is not None and other.kind != self.kind:  # another kind's output, manifest or not
+        # a record of this kind, finished or not, may look like what the kind writes (an import: a checkpoint)
+        ours = manifest is not None or (run or {}).get("identity", {}).get("kind") == self.kind
+        row = KINDS.get(self.kind)
+        own_look = ours and row is not None and other is not None and other.name in row.looks_like
+        if other is not None and other.kind != self.kind and not own_look:  # another kind's output
             raise UsageError(
                 f"{self.directory}: holds {other.what}, not {self.kind}; pick another output directory"
             )

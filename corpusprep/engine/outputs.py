@@ -22,7 +22,7 @@ from pathlib import Path
 
 from corpusprep.engine import records
 from corpusprep.engine.lock import LOCK_NAME
-from corpusprep.engine.manifest import MANIFEST, RUN_RECORD, read_manifest
+from corpusprep.engine.manifest import MANIFEST, RUN_RECORD
 from corpusprep.errors import DataError, InputError
 
 Validator = Callable[[Path], "tuple[list[str], str]"]  # directory -> (problems, one-line summary)
@@ -56,9 +56,14 @@ class OutputKind:
     what: str  # "a training run": in messages, "holds a training run"
     title: str  # "trainer run directory": what `corpusprep validate` says it is
     validator: str  # "module:function" (Validator), imported on use
-    artifact: bool = False  # recognised by its manifest; `signs` only for an older one without
+    artifact: bool = False  # recognised by its manifest alone; `signs` only for an older one without
     signs: Sign | None = None  # loose
     strict: Sign | None = None  # no user folder has these by chance
+    # what a producer of this kind writes (engine.artifact.Artifact): glob patterns of the relative paths it
+    # owns (--overwrite removes them, a file so named that it did not write is refused), and the outputs
+    # recognised by signs that its own directory is (an import is a model checkpoint)
+    owns: tuple[str, ...] = ()
+    looks_like: tuple[str, ...] = ()
 
     def validate(self, directory: Path) -> tuple[list[str], str]:
         module, function = self.validator.split(":")
@@ -71,6 +76,11 @@ WEIGHTS = (records.CHECKPOINT_WEIGHTS, *records.PICKLED_CHECKPOINT)  # model.pt 
 STEP_WEIGHTS = tuple(f"checkpoints/step-*/{n}" for n in WEIGHTS[:2])
 PIPELINE_RUN_FILES = ("pipeline.json", "stages")  # beside run.json, written before the first stage
 HF_MODEL_FILES = ("config.json", "model.safetensors")  # trainer.export's, or any save_pretrained BERT
+# trainer.export's files, in the order it writes them: config.json last (from_pretrained opens it first)
+EXPORT_FILES = ("model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
+                "special_tokens_map.json", "config.json")  # fmt: skip
+# trainer.import_hf's: a model checkpoint (weights, config.json) holding its vocab directory
+IMPORT_FILES = ("vocab/*", records.CHECKPOINT_WEIGHTS, records.CHECKPOINT_CONFIG)
 
 # In the order recognition tries them (an export and a shards directory hold a vocab.txt too).
 KINDS = {k.name: k for k in (
@@ -83,9 +93,14 @@ KINDS = {k.name: k for k in (
     OutputKind("checkpoint", "train", "a model checkpoint", "trainer checkpoint",
                "trainer.outputs:validate_checkpoint", signs=Sign(any_of=WEIGHTS),
                strict=Sign(files=(records.CHECKPOINT_CONFIG,), any_file=WEIGHTS[:2])),
+    # an export is written as an artifact, and recognised by its signs too: any Hugging Face model is an
+    # output no other command writes into
     OutputKind("export", "export", "a Hugging Face model", "Hugging Face export",
                "trainer.outputs:validate_export", signs=Sign(files=HF_MODEL_FILES),
-               strict=Sign(files=HF_MODEL_FILES)),
+               strict=Sign(files=HF_MODEL_FILES), owns=EXPORT_FILES),
+    OutputKind("import", "import", "an imported model", "imported model checkpoint",
+               "trainer.outputs:validate_import", artifact=True, owns=IMPORT_FILES,
+               looks_like=("checkpoint",)),
     OutputKind("shards", "shards", "corpusprep shards", "shards directory",
                "corpusprep.shard.validate:validate_shards_dir", artifact=True,
                signs=Sign(files=("manifest.json",))),
@@ -129,7 +144,8 @@ def held_output(directory: str | Path) -> tuple[str, str] | None:
             return "damaged", f"a corpusprep output whose {path.relative_to(d)} is damaged"
         if record is not None:
             kind = str(record["kind"] if record_kind == "artifact" else record["identity"].get("kind"))
-            return kind, f"{prefix}corpusprep {kind}"
+            finished = KINDS[kind].what if kind in KINDS and not prefix else ""  # "a Hugging Face model"
+            return kind, finished or f"{prefix}corpusprep {kind}"
     found = recognise(d)
     return (found.kind, found.what) if found else None
 
@@ -143,11 +159,12 @@ def is_artifact_dir(path: str | Path, *, lock: bool = True) -> bool:
 
 
 def kind_of(directory: Path) -> OutputKind | None:
-    """Which output `directory` holds, for `validate`: its manifest's kind, else the first kind whose signs
-    it has (an artifact's: an older one without a manifest, whose check then names the missing manifest)."""
-    manifest = read_manifest(directory)
-    if manifest is not None and manifest["kind"] in KINDS:
-        return KINDS[manifest["kind"]]
+    """Which output `directory` holds, for `validate`: its manifest's kind, or an unfinished build's, else
+    the first kind whose signs it has (an artifact's: an older one without a manifest, whose check then
+    names the missing manifest)."""
+    found = held_output(directory) if is_artifact_dir(directory, lock=False) else None
+    if found is not None and found[0] in KINDS:  # a damaged record: by the signs
+        return KINDS[found[0]]
     return next((k for k in KINDS.values() if k.signs is not None and k.signs.found(directory)), None)
 
 
