@@ -115,13 +115,14 @@ class VocabStage(StageKind):
     kind = "vocab"
 
     def check(self, stage: Stage) -> None:
-        from corpusprep.tokenize.vocab import VocabOptions
+        from corpusprep.tokenize.options import VocabOptions
 
         super().check(stage)
         _options(VocabOptions, stage.settings["vocab"], "vocab")
 
     def run(self, stage: Stage, ctx: StageContext) -> StageResult:
-        from corpusprep.tokenize.vocab import VocabOptions, build_vocab
+        from corpusprep.tokenize.options import VocabOptions
+        from corpusprep.tokenize.vocab import build_vocab
 
         options = _options(VocabOptions, stage.settings["vocab"], "vocab")
         report = build_vocab(ctx.inputs, ctx.out, options, _read_options(stage), overwrite=ctx.overwrite)
