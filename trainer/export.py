@@ -363,8 +363,8 @@ def output_artifact(out: Path, kind: str, identity: dict, inputs: list[Path], ov
     """`out` as an artifact of `kind` (engine.outputs.KINDS: "export", "import"): up to date when built from
     the same identity, resumed after a kill, refused when it holds another identity's output (--overwrite
     replaces what it owns) or another command's, written beside files it does not own with --overwrite."""
-    return Artifact(out, kind, identity, owns=KINDS[kind].owns, inputs=inputs, overwrite=overwrite,
-                    command=command, part_of=beside_stages(out, inputs))  # fmt: skip
+    return Artifact(out, kind, identity, inputs=inputs, overwrite=overwrite, command=command,
+                    part_of=beside_stages(out, inputs))
 
 
 def write_files(art: Artifact, files: dict[str, Callable[[Path], None]]) -> None:

@@ -15,8 +15,9 @@ the engine imports no producer, and `corpusprep --help` loads no torch, numpy or
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,11 +60,21 @@ class OutputKind:
     artifact: bool = False  # recognised by its manifest alone; `signs` only for an older one without
     signs: Sign | None = None  # loose
     strict: Sign | None = None  # no user folder has these by chance
-    # what a producer of this kind writes (engine.artifact.Artifact): glob patterns of the relative paths it
-    # owns (--overwrite removes them, a file so named that it did not write is refused), and the outputs
-    # recognised by signs that its own directory is (an import is a model checkpoint)
+    # What an Artifact of this kind (engine.artifact) takes from its row, so that a producer names its kind
+    # and nothing more: `owns`, glob patterns of the relative paths it writes (--overwrite removes them; a
+    # file so named that it did not write is refused); `adopt`, such files in a directory without a record
+    # are its own (a training run launched by hand, then resumed by its pipeline stage); `checksums`, a
+    # rerun compares the files' sha256 too, not only their sizes (small outputs: a vocab); `looks_like`,
+    # the outputs recognised by signs that its own directory is (an import is a model checkpoint).
     owns: tuple[str, ...] = ()
+    adopt: bool = False
+    checksums: bool = False
     looks_like: tuple[str, ...] = ()
+
+    def adopting(self, owns: Sequence[str] | None = None) -> OutputKind:
+        """This kind for files written before its artifact is opened (by hand: a test's fixture, a
+        benchmark's peer output), which the artifact then takes as its own: `owns` (default: the kind's)."""
+        return dataclasses.replace(self, owns=tuple(self.owns if owns is None else owns), adopt=True)
 
     def validate(self, directory: Path) -> tuple[list[str], str]:
         module, function = self.validator.split(":")
@@ -81,6 +92,14 @@ EXPORT_FILES = ("model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_c
                 "special_tokens_map.json", "config.json")  # fmt: skip
 # trainer.import_hf's: a model checkpoint (weights, config.json) holding its vocab directory
 IMPORT_FILES = ("vocab/*", records.CHECKPOINT_WEIGHTS, records.CHECKPOINT_CONFIG)
+# a pipeline's train stage: the trainer's run directory (trainer/train.py, checkpoint.py, plot.py)
+TRAIN_FILES = ("checkpoints/*", "checkpoints/*/*", "metrics.jsonl", "config.toml", "*.png")
+# the stages' own files (corpusprep/tokenize/vocab.py, pair/build.py, shard/build.py, trainer/evaluate)
+VOCAB_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+               "vocab_report.json")  # fmt: skip
+PAIRS_FILES = ("stats.json", "train/part-*.parquet", "validation/part-*.parquet")
+SHARDS_FILES = ("manifest.json", "vocab.txt", "train/shard-*.parquet", "validation/shard-*.parquet")
+EVALUATION_FILES = ("runs/*.json", "evaluation.json", "evaluation.md")
 
 # In the order recognition tries them (an export and a shards directory hold a vocab.txt too).
 KINDS = {k.name: k for k in (
@@ -89,7 +108,7 @@ KINDS = {k.name: k for k in (
                strict=Sign(dirs=("stages",), any_file=("pipeline.json", "run.json"))),
     OutputKind("train", "train", "a training run", "trainer run directory",
                "trainer.outputs:validate_run", signs=Sign(any_of=("checkpoints", "metrics.jsonl")),
-               strict=Sign(globs=STEP_WEIGHTS)),
+               strict=Sign(globs=STEP_WEIGHTS), owns=TRAIN_FILES, adopt=True),
     OutputKind("checkpoint", "train", "a model checkpoint", "trainer checkpoint",
                "trainer.outputs:validate_checkpoint", signs=Sign(any_of=WEIGHTS),
                strict=Sign(files=(records.CHECKPOINT_CONFIG,), any_file=WEIGHTS[:2])),
@@ -103,17 +122,17 @@ KINDS = {k.name: k for k in (
                looks_like=("checkpoint",)),
     OutputKind("shards", "shards", "corpusprep shards", "shards directory",
                "corpusprep.shard.validate:validate_shards_dir", artifact=True,
-               signs=Sign(files=("manifest.json",))),
+               signs=Sign(files=("manifest.json",)), owns=SHARDS_FILES),
     OutputKind("vocab", "vocab", "corpusprep vocab", "vocab directory",
                "corpusprep.tokenize.validate:validate_vocab", artifact=True,
-               signs=Sign(files=("vocab.txt",))),
+               signs=Sign(files=("vocab.txt",)), owns=VOCAB_FILES, checksums=True),
     OutputKind("pairs", "pairs", "corpusprep pairs", "pairs directory",
                "corpusprep.pair.validate:validate_pairs", artifact=True,
-               signs=Sign(files=("stats.json",), any_dir=("train", "validation"))),
+               signs=Sign(files=("stats.json",), any_dir=("train", "validation")), owns=PAIRS_FILES),
     OutputKind("evaluate", "evaluate", "corpusprep evaluate", "evaluation directory",
-               "trainer.outputs:validate_evaluation", artifact=True),
+               "trainer.outputs:validate_evaluation", artifact=True, owns=EVALUATION_FILES),
     OutputKind("corpus", "corpus", "corpusprep corpus", "demo corpus directory",
-               "corpusprep.validate:validate_artifact", artifact=True),
+               "corpusprep.validate:validate_artifact", artifact=True, owns=("demo*.json*",)),
 )}  # fmt: skip
 
 

@@ -29,6 +29,7 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre
 from tokenizers import trainers as hf_trainers
 
 from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.outputs import KINDS
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import stable_hash
 from corpusprep.engine.stage import stage_run
@@ -41,13 +42,7 @@ from corpusprep.tokenize.options import VocabOptions
 
 log = logging.getLogger("corpusprep.tokenize")
 
-FILES = (
-    "vocab.txt",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "vocab_report.json",
-)
+FILES = KINDS["vocab"].owns  # vocab.txt, tokenizer.json, the Hugging Face configs, vocab_report.json
 # transformers' names for BERT's special tokens (special_tokens_map.json, tokenizer_config.json)
 HF_SPECIAL_TOKENS = {
     "unk_token": "[UNK]",
@@ -346,9 +341,10 @@ def build_vocab(
     if options.from_vocab is not None:
         vocab_data, tokens = read_vocab_txt(options.from_vocab)
     sources = [*(inputs or []), *([options.from_vocab] if options.from_vocab else [])]
-    # checksums: a few MB, so a vocab edited in place is rebuilt, as stages refuse it
-    with stage_run(vocab_dir, "vocab", key, owns=FILES, inputs=sources, overwrite=overwrite, command="vocab",
-                   part_of=part_of, checksums=True, progress=False) as run:  # fmt: skip
+    # a vocab's rerun compares its files' sha256 (KINDS["vocab"].checksums): a few MB, so a vocab edited in
+    # place is rebuilt, as stages refuse it
+    with stage_run(vocab_dir, "vocab", key, inputs=sources, overwrite=overwrite, command="vocab",
+                   part_of=part_of, progress=False) as run:  # fmt: skip
         if run.complete is not None:
             return {**load_record(vocab_dir / "vocab_report.json", "vocab_report"), "reused": True}
         run.artifact.claim(FILES)
