@@ -7,8 +7,11 @@ is `cls.seq_relationship`; config.json says which task it learnt, `corpusprep_ob
 masked LM alone (`none`) as `BertForMaskedLM`, with no pooler and no sentence head, so nothing is missing.
 OUT_DIR loads with `transformers` `AutoModelForPreTraining` (nsp, sop) / `AutoModelForMaskedLM` /
 `AutoModel` / `AutoTokenizer` / `pipeline("fill-mask")`: config.json, model.safetensors,
-vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json. Writing needs torch,
-safetensors and corpusprep's `tokenizers`; `--verify` (optional) imports transformers to compare logits.
+vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json; OUT_DIR is an artifact of kind
+"export" (corpusprep.engine.artifact, with its artifact.json): a rerun of the same checkpoint and vocab is up
+to date, another is refused until --overwrite, a killed export is finished by the next run. Writing needs
+torch, safetensors and corpusprep's `tokenizers`; `--verify` (optional) imports transformers to compare
+logits.
 """
 
 from __future__ import annotations

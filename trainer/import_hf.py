@@ -10,6 +10,8 @@ trainer checkpoint:
     OUT/config.json   {"model": BertConfig fields, "vocab": {sha256, size}, "source": {...}, "files": ...}
     OUT/vocab/        the model's vocab as a corpusprep vocab directory (vocab.txt byte for byte,
                       tokenizer.json): build pairs and shards with `--vocab OUT/vocab`
+    OUT/artifact.json OUT is an artifact of kind "import" (corpusprep.engine.artifact): a rerun of the same
+                      model files and seed is up to date, another is refused until --overwrite
 
 `python -m trainer.export OUT HF_DIR` turns it back into the same Hugging Face weights.
 """

@@ -3,7 +3,8 @@
 
 An artifact (vocab, pairs, shards, a demo corpus, a training stage, an evaluation) is recognised by its
 record: `artifact.json` when finished, `.work/run.json` while it is built. The other outputs (a pipeline
-run directory, a training run, a model checkpoint, a Hugging Face export) are recognised by their signs:
+run directory, a training run, a model checkpoint, a Hugging Face model: trainer.export writes one as an
+artifact, but any other is an output too) are recognised by their signs:
 declarative file and folder names, loose ones (anything named like that is never written into by another
 command) and strict ones (for the directories above an output and the directories a corpus walk passes over,
 where a user's folder may have a `checkpoints/` of its own). An artifact kind's signs recognise an older
