@@ -132,6 +132,13 @@ def test_import_follows_the_same_rules(tmp_path, capsys):
     # an import output is a model checkpoint, not an export: export never writes into it
     assert export_main(run, init, "--vocab", vocab, "--overwrite") == 2
     assert "holds import, not export" in capsys.readouterr().err
+    # an import looks like a model checkpoint (KINDS["import"].looks_like), but one it did not write is not
+    # its own: a run's step-N is refused, even with --overwrite
+    step = run / "checkpoints" / "step-0000001"
+    copy = shutil.copytree(step, tmp_path / "step-copy")
+    assert import_main([str(hf), str(copy), "--overwrite"]) == 2
+    assert "holds a model checkpoint, not import" in capsys.readouterr().err
+    assert tree(copy) == tree(step)
 
 
 def test_another_commands_output_is_never_written_into_even_with_overwrite(tmp_path, capsys):
