@@ -24,6 +24,7 @@ from corpusprep.errors import InputError
 from tests.interop.helpers import one_thread, random_model, write_checkpoint, write_vocab
 from trainer import export as ex
 from trainer.config import preset
+from trainer.evaluate.model import model_files
 from trainer.import_hf import main as import_main
 
 FILES = {*ex.EXPORT_FILES, MANIFEST}
@@ -252,10 +253,12 @@ def test_a_rerun_is_up_to_date_and_another_checkpoint_is_refused_until_overwrite
     assert export_main(run, out, "--vocab", vocab) == 0
     assert capsys.readouterr().out.startswith(f"wrote {out}")
     first = tree(out)
+    files = model_files(out)
     stamps = {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.name != LOCK_NAME}
     assert export_main(run, out, "--vocab", vocab) == 0  # does nothing: no file rewritten
     assert capsys.readouterr().out == f"{out}: up to date (the same checkpoint and vocab); nothing to do\n"
     assert tree(out) == first and {n: (out / n).stat().st_mtime_ns for n in stamps} == stamps
+    assert model_files(out) == files  # an evaluation of the export is not invalidated by the rerun
     config = preset("tiny", vocab_size=300, hidden_size=32, num_heads=4, max_position=64)
     write_checkpoint(ckpt, random_model(config, seed=5))  # the run's checkpoint, trained further, say
     assert export_main(run, out, "--vocab", vocab) == 2
