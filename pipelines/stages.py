@@ -100,8 +100,8 @@ class CorpusStage(StageKind):
     def run(self, stage: Stage, ctx: StageContext) -> StageResult:
         from corpusprep.demo_corpus import DEFAULT_MAX_MB, write_demo_corpus
 
-        with artifact.Artifact(ctx.out, "corpus", {"settings": stage.settings}, owns=("demo*.json*",),
-                               overwrite=ctx.overwrite) as out:
+        settings = {"settings": stage.settings}
+        with artifact.Artifact(ctx.out, "corpus", settings, overwrite=ctx.overwrite) as out:
             if out.complete is None:
                 stats = write_demo_corpus(ctx.out / "demo.jsonl", stage.settings["max_mb"] or DEFAULT_MAX_MB)
                 write_json(ctx.out / "demo_stats.json", stats.to_dict())
@@ -115,13 +115,14 @@ class VocabStage(StageKind):
     kind = "vocab"
 
     def check(self, stage: Stage) -> None:
-        from corpusprep.tokenize.vocab import VocabOptions
+        from corpusprep.tokenize.options import VocabOptions
 
         super().check(stage)
         _options(VocabOptions, stage.settings["vocab"], "vocab")
 
     def run(self, stage: Stage, ctx: StageContext) -> StageResult:
-        from corpusprep.tokenize.vocab import VocabOptions, build_vocab
+        from corpusprep.tokenize.options import VocabOptions
+        from corpusprep.tokenize.vocab import build_vocab
 
         options = _options(VocabOptions, stage.settings["vocab"], "vocab")
         report = build_vocab(ctx.inputs, ctx.out, options, _read_options(stage), overwrite=ctx.overwrite)
@@ -291,7 +292,6 @@ class TrainStage(StageKind):
     """The trainer resumes from its own checkpoints; the run dir becomes an artifact once training is done."""
 
     kind = "train"
-    OWNS = ("checkpoints/*", "checkpoints/*/*", "metrics.jsonl", "config.toml", "*.png")
 
     def check(self, stage: Stage) -> None:
         from trainer.config import load_config
@@ -305,9 +305,9 @@ class TrainStage(StageKind):
         identity = {"settings": stage.settings, "shards": manifests.content_digest(ctx.need(stage, "shards"))}
         if "init" in stage.needs:
             identity["init"] = manifests.content_digest(ctx.need(stage, "init"))
-        # adopt: checkpoints of a run launched by hand (torchrun, docs/cluster.md) are resumed, not refused
-        with artifact.Artifact(ctx.out, "train", identity, owns=self.OWNS, overwrite=ctx.overwrite,
-                               adopt=True) as out:
+        # KINDS["train"].adopt: checkpoints of a run launched by hand (torchrun, docs/cluster.md) are
+        # resumed, not refused
+        with artifact.Artifact(ctx.out, "train", identity, overwrite=ctx.overwrite) as out:
             if out.complete is None:
                 summary = self._train(stage, ctx)
                 from trainer.checkpoint import FILES as CHECKPOINT_FILES

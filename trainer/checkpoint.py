@@ -163,7 +163,7 @@ def remove_partial(run_dir: Path) -> int:
 # ---------------------------------------------------------------- writing
 
 
-def _write_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
+def write_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
     """safetensors, fsynced; a failure (torch and safetensors report a full disk in their own ways) names
     the file."""
     from safetensors.torch import save_file
@@ -207,7 +207,7 @@ def save_model(directory: Path, state: dict[str, torch.Tensor], record: dict) ->
     """A model checkpoint into `directory` (existing, being filled: a temporary one): `weights.safetensors`
     and `config.json` (`record`: at least {"model": BertConfig fields}, plus the file's size and sha256).
     What `trainer.import_hf` writes; `save` writes a training checkpoint the same way."""
-    _write_tensors(state, directory / WEIGHTS)
+    write_tensors(state, directory / WEIGHTS)
     _write_config(directory, record, [WEIGHTS])
 
 
@@ -240,9 +240,9 @@ def save(run_dir: Path, step: int, states: dict[str, Any], config: dict, keep: i
         "scheduler": encode_state(states["scheduler"], tensors, "scheduler"),
     }
     with atomic_dir(final) as tmp:
-        _write_tensors(states["model"], tmp / WEIGHTS)
+        write_tensors(states["model"], tmp / WEIGHTS)
         faults.reached("checkpoint_file")  # a kill here (tests) leaves a half-written checkpoint directory
-        _write_tensors(tensors, tmp / STATE_TENSORS)
+        write_tensors(tensors, tmp / STATE_TENSORS)
         faults.reached("checkpoint_file")
         (tmp / STATE).write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
         faults.reached("checkpoint_file")

@@ -7,34 +7,35 @@ is `cls.seq_relationship`; config.json says which task it learnt, `corpusprep_ob
 masked LM alone (`none`) as `BertForMaskedLM`, with no pooler and no sentence head, so nothing is missing.
 OUT_DIR loads with `transformers` `AutoModelForPreTraining` (nsp, sop) / `AutoModelForMaskedLM` /
 `AutoModel` / `AutoTokenizer` / `pipeline("fill-mask")`: config.json, model.safetensors,
-vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json. Writing needs torch,
-safetensors and corpusprep's `tokenizers`; `--verify` (optional) imports transformers to compare logits.
+vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json; OUT_DIR is an artifact of kind
+"export" (corpusprep.engine.artifact, with its artifact.json): a rerun of the same checkpoint and vocab is up
+to date, another is refused until --overwrite, a killed export is finished by the next run. Writing needs
+torch, safetensors and corpusprep's `tokenizers`; `--verify` (optional) imports transformers to compare
+logits.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import fnmatch
+import hashlib
 import importlib.util
 import json
-import os
-import shutil
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from corpusprep.console import refuse_stdout
-from corpusprep.engine import records
-from corpusprep.engine.files import fsync_dir
-from corpusprep.engine.outputs import PIPELINE_RUN_FILES
+from corpusprep.engine import faults, records
+from corpusprep.engine.artifact import Artifact
+from corpusprep.engine.files import atomic_path
+from corpusprep.engine.outputs import KINDS, PIPELINE_RUN_FILES
 from corpusprep.engine.placement import check_not_nested, enclosing_output
 from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError, printable
 from corpusprep.objectives import objective
-from trainer.checkpoint import WEIGHTS, check_state, find_checkpoint, load_checkpoint
+from trainer.checkpoint import WEIGHTS, check_state, find_checkpoint, load_checkpoint, write_tensors
 from trainer.model import BertConfig, BertForPreTraining
 
 # wrappers whose state_dict prefixes every key: torch.compile (OptimizedModule) and DDP, in either order
@@ -338,155 +339,59 @@ def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
 
 # ---------------------------------------------------------------- writing
 
-# What an export writes (`export`'s write()); config.json is written last and marks a finished output
-EXPORT_FILES = ("model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
-                "special_tokens_map.json", "config.json")  # fmt: skip
-COMMIT = "config.json"  # from_pretrained and find_checkpoint need it: a directory holding it is complete
+# What an export writes, in this order: config.json last, so that a directory holding it holds every file
+# from_pretrained reads; the artifact's manifest, written after them, marks the output complete
+EXPORT_FILES = KINDS["export"].owns
+COMMIT = "config.json"  # what from_pretrained and find_checkpoint open first
+COMMAND = "trainer.export"  # in messages
+FAULT_POINT = "model_file"  # engine.faults: an export's or import's file is in place, the manifest not yet
 
 
-@dataclass(frozen=True)
-class Output:
-    """What a command writes into its output directory, under the artifact protocol's ownership rules
-    (`corpusprep.engine.artifact`): it owns only the files it writes, recognised by its own config.json."""
-
-    command: str  # for messages and the temporary directory's name
-    owns: tuple[str, ...]  # fnmatch patterns of the relative paths it writes
-    ours: Callable[[dict], bool]  # is this config.json one this command wrote?
-
-    def finished(self, out: Path) -> bool:
-        try:
-            saved = records.parse_json(records.read_bytes(out / COMMIT), out / COMMIT)
-            return isinstance(saved, dict) and self.ours(saved)
-        except (OSError, DataError):
-            return False
-
-
-EXPORT = Output("export", EXPORT_FILES, lambda saved: "corpusprep_objective" in saved)
-
-
-def claim_output(out: Path, output: Output, inputs: Iterable[Path], overwrite: bool) -> None:
-    """Decide, before anything is touched, whether `output` may be written into `out`.
-
-    Refused: an output that is, contains or lies inside an input; a file named like this command's output
-    that it did not write (a config.json of another kind); an earlier output of this command without
-    `--overwrite`; files it does not write without `--overwrite`. With `--overwrite`, only this command's
-    files are replaced: the others are left in place and mentioned (the artifact protocol's rule)."""
-    command = f"trainer.{output.command}"
-    check_not_nested(out, inputs, command)
-    # Another command's output, or inside one (a training run, a pipeline run, shards...): never written
-    # into, even with --overwrite, as every stage refuses another kind. The exceptions: an earlier import or
-    # export, which has a model checkpoint's or a Hugging Face model's signs because it is one; and a
-    # pipeline run's own model, exported beside its stages (`runs/demo/hf` from `runs/demo/train`, as the
-    # README does).
+def beside_stages(out: Path, inputs: Iterable[Path]) -> Path | None:
+    """The pipeline run `out` may lie in: the one whose output the command reads, with `out` a directory of
+    it beside its stages (`runs/demo/hf` from `runs/demo/train`, as the README does); else None, and the
+    artifact refuses any output `out` lies in, as every command does (engine.placement)."""
     target = out.resolve()
-    found = enclosing_output([target, *target.parents])
-    if found in ((target, "a model checkpoint"), (target, "a Hugging Face model")) and output.finished(out):
-        found = enclosing_output(target.parents)
-    if found and found[1] == "a pipeline run" and _beside_stages(target, found[0], inputs):
-        found = enclosing_output(found[0].parents)
-    if found:
-        where = "is" if found[0] == target else "lies inside"
-        raise UsageError(f"{out}: {where} {found[1]} ({found[0]}); pick another directory (never written "
-                         "into, even with --overwrite)")
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"{out}: exists and is not a directory; pick another output")
-    if not out.is_dir():
-        return
-    tops = {pattern.split("/")[0] for pattern in output.owns}
-    entries = sorted(p.name for p in out.iterdir())
-    unfinished = any(name.startswith(f".{output.command}.tmp-") for name in entries)  # a killed write
-    named = [name for name in entries if name in tops]
-    foreign = [n for n in entries if n not in tops and not n.startswith(f".{output.command}.tmp-")]
-    finished = output.finished(out)
-    if named and not finished and not unfinished:
-        raise UsageError(
-            f"{out / named[0]}: named like {command} output, but {out / COMMIT} is not one it wrote; move it "
-            "away or pick another directory (it is never written over)"
-        )
-    if finished and not overwrite:
-        raise UsageError(f"{out}: holds an earlier {command} output; pass --overwrite to replace it")
-    visible = [name for name in foreign if not name.startswith(".")]
-    if visible and not overwrite:
-        raise UsageError(
-            f"{out}: holds files {command} does not write ({', '.join(visible[:3])}); pick another "
-            "directory, or pass --overwrite to write beside them (they are never deleted)"
-        )
-    if visible:
-        print(f"{out}: left in place, not written by {command}: {', '.join(visible[:5])}", file=sys.stderr)
+    found = enclosing_output(target.parents)
+    if found is None or found[1] != "a pipeline run":
+        return None
+    pipeline = found[0]
+    reads_it = any(pipeline in Path(path).resolve().parents for path in inputs)
+    beside = target.parent == pipeline and target.name not in PIPELINE_RUN_FILES
+    return pipeline if reads_it and beside else None
 
 
-def _beside_stages(target: Path, pipeline: Path, inputs: Iterable[Path]) -> bool:
-    """`target` is a new directory of the pipeline run `pipeline` (not one of the runner's own files) and
-    the command reads that run's output: its model, exported beside the stages that made it."""
-    return (target.parent == pipeline and target.name not in PIPELINE_RUN_FILES
-            and any(pipeline in Path(path).resolve().parents for path in inputs))  # fmt: skip
+def output_artifact(out: Path, kind: str, identity: dict, inputs: list[Path], overwrite: bool,
+                    command: str) -> Artifact:  # fmt: skip
+    """`out` as an artifact of `kind` (engine.outputs.KINDS: "export", "import"): up to date when built from
+    the same identity, resumed after a kill, refused when it holds another identity's output (--overwrite
+    replaces what it owns) or another command's, written beside files it does not own with --overwrite."""
+    return Artifact(out, kind, identity, inputs=inputs, overwrite=overwrite, command=command,
+                    part_of=beside_stages(out, inputs))
 
 
-def write_dir(
-    out_dir: Path, write: Callable[[Path], None], overwrite: bool, output: Output = EXPORT,
-    inputs: Iterable[Path] = (),
-) -> Path:  # fmt: skip
-    """Call write(tmp) in a temporary directory inside out_dir, then move its files into out_dir, config.json
-    last (removed first when replacing): a directory holding config.json holds a complete output, and a
-    killed write leaves none (the next run rebuilds). Files the command does not write are never touched."""
-    out = Path(out_dir)
-    claim_output(out, output, list(inputs), overwrite)
-    target = out.resolve()  # `.` has no name to build a temporary name from
-    created = not target.exists()
-    target.mkdir(parents=True, exist_ok=True)
-    for stale in target.glob(f".{output.command}.tmp-*"):  # what a killed write left: never a final name
-        shutil.rmtree(stale, ignore_errors=True)
-    tmp = target / f".{output.command}.tmp-{os.getpid()}"
-    tmp.mkdir()
-    committing = False
-    try:
-        write(tmp)
-        new = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
-        if stray := [name for name in new if not any(fnmatch.fnmatch(name, p) for p in output.owns)]:
-            raise AssertionError(f"{output.command} wrote {stray}, which its ownership rule does not list")
-        for name in new:
-            with open(tmp / name, "rb") as fh:
-                os.fsync(fh.fileno())
-            records.inside(target, name, write=True)  # a linked folder or file in the way: refused, named
-        committing = True  # from here on the temporary directory marks an unfinished output: kept on failure
-        (target / COMMIT).unlink(missing_ok=True)
-        for name in new:
-            if name != COMMIT:
-                (target / name).parent.mkdir(parents=True, exist_ok=True)
-                os.replace(tmp / name, target / name)
-        for name in owned_files(target, output):  # an earlier output's files this one no longer writes
-            if name not in new:
-                records.inside(target, name, write=True).unlink()
-        os.replace(tmp / COMMIT, target / COMMIT)
-        fsync_dir(target)
-        shutil.rmtree(tmp)
-    except BaseException:
-        if not committing:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if created and not any(target.iterdir()):
-                target.rmdir()
-        raise
-    return out
-
-
-def owned_files(out: Path, output: Output) -> list[str]:
-    """The files under `out` that `output` writes (relative paths), e.g. an import's vocab/ contents."""
-    found = []
-    for top in sorted({pattern.split("/")[0] for pattern in output.owns}):
-        path = out / top
-        for p in [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []:
-            name = p.relative_to(out).as_posix()
-            if p.is_file() and any(fnmatch.fnmatch(name, pattern) for pattern in output.owns):
-                found.append(name)
-    return found
+def write_files(art: Artifact, files: dict[str, Callable[[Path], None]]) -> None:
+    """Each of `files` (relative name -> writer of it at the temporary path given), in order, renamed into
+    place when whole (engine.files.atomic_path); never over a file the artifact does not own."""
+    art.claim(files)
+    for name, write in files.items():
+        with atomic_path(records.inside(art.directory, name, write=True)) as tmp:
+            write(tmp)
+        faults.reached(FAULT_POINT)
 
 
 def export(
     checkpoint: str | Path, out_dir: str | Path, vocab: str | Path | None = None, overwrite: bool = False
 ) -> Path:
     """Write the Hugging Face directory of a trainer checkpoint (or run directory's newest one)."""
-    from safetensors.torch import save_file
+    return export_dir(checkpoint, out_dir, vocab, overwrite)[0]
 
+
+def export_dir(
+    checkpoint: str | Path, out_dir: str | Path, vocab: str | Path | None = None, overwrite: bool = False
+) -> tuple[Path, bool]:
+    """(the export, True when it was up to date): everything is read and checked before the output is
+    touched; the identity is what its bytes depend on (the weights, config.json, the tokenizer files)."""
     path = find_checkpoint(Path(checkpoint))
     config, state, saved = load_checkpoint(path)
     check_state(state, config, path / WEIGHTS)
@@ -500,24 +405,37 @@ def export(
         table = "bert.embeddings.position_embeddings.weight"
         weights[table] = weights[table][:trained].clone()
         config = dataclasses.replace(config, max_position=trained)
-    files = tokenizer_files(vocab_dir, config.max_position)
-    pad_id = files["vocab.txt"].splitlines().index("[PAD]")
-    record = hf_config(config, pad_id) | {"corpusprep_trained_length": trained}
+    texts = tokenizer_files(vocab_dir, config.max_position)
+    record = hf_config(config, texts["vocab.txt"].splitlines().index("[PAD]"))
+    record["corpusprep_trained_length"] = trained
+    identity = {
+        "checkpoint": {"name": path.name, "weights_sha256": saved["files"][WEIGHTS]["sha256"]},
+        "config": record,
+        "tokenizer": {name: hashlib.sha256(text.encode()).hexdigest() for name, text in texts.items()},
+    }
 
-    def write(tmp: Path) -> None:
-        (tmp / "config.json").write_text(json.dumps(record, indent=2) + "\n")
-        save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-        # safetensors creates its file with mode 0600; give it the umask's mode, as every other file has
-        shutil.copymode(tmp / "config.json", tmp / "model.safetensors")
-        for name, text in files.items():
-            (tmp / name).write_text(text, encoding="utf-8")
+    def save_weights(tmp: Path) -> None:
+        write_tensors(weights, tmp)  # the umask's mode, as every other file (safetensors alone: 0600)
 
-    return write_dir(Path(out_dir), write, overwrite, EXPORT, inputs(path, saved, vocab_dir))
+    files: dict[str, Callable[[Path], None]] = {"model.safetensors": save_weights}
+    for name, text in texts.items():
+        files[name] = lambda tmp, text=text: tmp.write_text(text, encoding="utf-8")
+    files[COMMIT] = lambda tmp: tmp.write_text(json.dumps(record, indent=2) + "\n")
+    assert tuple(files) == EXPORT_FILES, "the export writes what the registry says it owns"
+    out = Path(out_dir)
+    read = inputs(path, saved, vocab_dir)
+    check_not_nested(out, read, COMMAND)  # the run dir and the shards too: read, but not locked
+    with output_artifact(out, "export", identity, read[:2], overwrite, COMMAND) as art:
+        if art.complete is not None:
+            return out, True
+        write_files(art, files)
+        art.commit(files=EXPORT_FILES)
+    return out, False
 
 
 def inputs(path: Path, saved: dict, vocab_dir: Path) -> list[Path]:
-    """What an export reads, which its output must not overlap: the checkpoint, its run directory, the
-    vocab directory and the shards that named it."""
+    """What an export reads, which its output must not overlap: the checkpoint and the vocab directory
+    (held with a reader's lock while it is read), its run directory and the shards that named the vocab."""
     found = [path, vocab_dir]
     if path.parent.name == "checkpoints":
         found.append(path.parent.parent)
@@ -583,7 +501,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("checkpoint", type=Path, help="checkpoint directory (step-NNNNNNN) or run directory")
     p.add_argument("out_dir", type=Path, help="output directory for transformers' from_pretrained")
     p.add_argument("--vocab", type=Path, help="vocab directory (default: the one the shards name)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT_DIR")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an export of another checkpoint or vocab in OUT_DIR (only its own files)")
     p.add_argument("--verify", action="store_true", help="load with transformers and compare logits")
     return p
 
@@ -595,8 +514,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.verify and importlib.util.find_spec("transformers") is None:  # before anything is written
             raise UsageError("--verify loads the export with transformers, which is not installed here: pip "
                              "install transformers (the export itself does not need it)")
-        out = export(args.checkpoint, args.out_dir, args.vocab, args.overwrite)
-        print(f"wrote {out} ({positions_note(out)})")
+        out, reused = export_dir(args.checkpoint, args.out_dir, args.vocab, args.overwrite)
+        if reused:
+            print(f"{out}: up to date (the same checkpoint and vocab); nothing to do")
+        else:
+            print(f"wrote {out} ({positions_note(out)})")
         if args.verify:
             config, state, _ = load_checkpoint(args.checkpoint)
             report = verify(out, our_model(config, state))

@@ -10,6 +10,8 @@ trainer checkpoint:
     OUT/config.json   {"model": BertConfig fields, "vocab": {sha256, size}, "source": {...}, "files": ...}
     OUT/vocab/        the model's vocab as a corpusprep vocab directory (vocab.txt byte for byte,
                       tokenizer.json): build pairs and shards with `--vocab OUT/vocab`
+    OUT/artifact.json OUT is an artifact of kind "import" (corpusprep.engine.artifact): a rerun of the same
+                      model files and seed is up to date, another is refused until --overwrite
 
 `python -m trainer.export OUT HF_DIR` turns it back into the same Hugging Face weights.
 """
@@ -18,25 +20,28 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import sys
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 import torch
 
 from corpusprep.console import refuse_stdout
+from corpusprep.engine import faults
+from corpusprep.engine.manifest import MANIFEST, owned_files
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, OneLineParser, UsageError, printable
-from trainer.checkpoint import WEIGHTS, check_state, load_tensors, save_model
-from trainer.export import HF_WEIGHTS, Output, check_hf_model, from_hf, write_dir
+from corpusprep.tokenize import VocabInfo
+from corpusprep.tokenize.vocab import vocab_from_file
+from trainer.checkpoint import CONFIG, WEIGHTS, check_state, load_tensors, save_model
+from trainer.export import FAULT_POINT, HF_WEIGHTS, check_hf_model, from_hf, output_artifact, write_files
 from trainer.model import BertConfig, BertForPreTraining
 
-# what an import writes (the whole vocab/ directory is its own); config.json, written last, says "source"
-OUTPUT = Output(
-    "import_hf", (WEIGHTS, "config.json", "vocab/*"),
-    lambda saved: isinstance(saved.get("source"), dict) and "huggingface" in saved["source"],
-)  # fmt: skip
+COMMAND = "trainer.import_hf"  # in messages
+READ = ("config.json", HF_WEIGHTS, "vocab.txt", "tokenizer_config.json")  # what an import reads
 
 
 def lowercases(hf_dir: Path) -> bool:
@@ -64,10 +69,16 @@ def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Te
 
 def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed: int = 0) -> dict:
     """Write OUT (weights.safetensors, config.json, vocab/); return the record saved as config.json."""
-    from corpusprep.tokenize import VocabInfo
-    from corpusprep.tokenize.vocab import vocab_from_file
+    return import_dir(hf_dir, out, overwrite, seed)[0]
 
-    hf_dir = Path(hf_dir)
+
+def import_dir(
+    hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed: int = 0
+) -> tuple[dict, bool]:
+    """(the record saved as config.json, True when OUT was up to date): the model is read and checked
+    before OUT is touched; OUT is an artifact of kind "import" whose identity is the files read (path,
+    size, mtime, as every input) and the seed."""
+    hf_dir, out = Path(hf_dir), Path(out)
     if not (hf_dir / "vocab.txt").is_file():
         raise UsageError(f"{hf_dir}: no vocab.txt (only WordPiece BERT tokenizers can be imported)")
     cased = not lowercases(hf_dir)  # the small files first: a bad one fails before the weights are read
@@ -80,16 +91,28 @@ def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed
         "vocab": {"sha256": vocab.sha256, "size": vocab.size, "path": "vocab"},
         "source": {"huggingface": str(hf_dir.resolve()), "initialized_fresh": fresh},
     }
-
-    def write(tmp: Path) -> None:
-        save_model(tmp, state, record)  # weights.safetensors + config.json: no pickle
-        # the vocab directory is part of the checkpoint being written, not inside another output
-        vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=cased, part_of=tmp)
-
-    write_dir(Path(out), write, overwrite, OUTPUT, [hf_dir])
-    copied = hashlib.sha256((Path(out) / "vocab" / "vocab.txt").read_bytes()).hexdigest()
+    read = [hf_dir / name for name in READ if (hf_dir / name).is_file()]
+    files = [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in read]
+    identity = {"inputs": {"files": files}, "options": {"seed": seed}}
+    with output_artifact(out, "import", identity, [hf_dir], overwrite, COMMAND) as art:
+        if art.complete is not None:
+            return record, True
+        # the vocab directory first, an artifact of its own inside this one (build-pairs --vocab OUT/vocab)
+        vocab_from_file(hf_dir / "vocab.txt", out / "vocab", cased=cased, part_of=out)
+        faults.reached(FAULT_POINT)
+        model = art.work / "model"  # weights.safetensors, then config.json recording its sha256
+        model.mkdir(parents=True, exist_ok=True)
+        save_model(model, state, record)
+        vocab_files = [f"vocab/{name}" for name in (*owned_files(out / "vocab"), MANIFEST)]
+        write_files(art, {name: partial(_move, model / name) for name in (WEIGHTS, CONFIG)})
+        art.commit(files=[*vocab_files, WEIGHTS, CONFIG])
+    copied = hashlib.sha256((out / "vocab" / "vocab.txt").read_bytes()).hexdigest()
     assert copied == vocab.sha256, "vocab.txt must be copied byte for byte"
-    return record
+    return record, False
+
+
+def _move(source: Path, tmp: Path) -> None:
+    os.replace(source, tmp)  # written in the work directory: renamed to its temporary name, then into place
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("hf_dir", type=Path, help="a save_pretrained directory (config.json, weights, vocab.txt)")
     p.add_argument("out", type=Path, help="output directory: weights.safetensors, config.json, vocab/")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an import of another model or seed in OUT (only its own files)")
     p.add_argument("--seed", type=int, default=0, help="seed for heads the checkpoint lacks (default: 0)")
     return p
 
@@ -108,10 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         refuse_stdout(args.out, "OUT", "a directory (weights.safetensors, config.json, vocab/)")
-        record = import_hf(args.hf_dir, args.out, args.overwrite, args.seed)
+        record, reused = import_dir(args.hf_dir, args.out, args.overwrite, args.seed)
     except CorpusprepError as e:
         print(f"error: {printable(str(e))}", file=sys.stderr)  # one line, whatever the names hold
         return e.exit_code
+    if reused:
+        print(f"{args.out}: up to date (the same model files and seed); nothing to do")
+        return 0
     c, fresh = record["model"], record["source"]["initialized_fresh"]
     print(f"wrote {args.out}: {c['num_layers']} layers, hidden {c['hidden_size']}, vocab {c['vocab_size']}")
     if fresh:

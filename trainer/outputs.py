@@ -1,6 +1,6 @@
-"""`corpusprep validate` of the trainer's outputs (engine.outputs' "train", "checkpoint", "export" and
-"evaluate" kinds), without torch but for the last check of a checkpoint: a training run's checkpoints, a model
-checkpoint, a Hugging Face export, an evaluation directory."""
+"""`corpusprep validate` of the trainer's outputs (engine.outputs' "train", "checkpoint", "export", "import"
+and "evaluate" kinds), without torch but for the last check of a checkpoint: a training run's checkpoints, a
+model checkpoint, a Hugging Face export, an imported model, an evaluation directory."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import re
 from pathlib import Path
 
 from corpusprep.engine import records
-from corpusprep.engine.manifest import sha256_file
+from corpusprep.engine.lock import LOCK_NAME
+from corpusprep.engine.manifest import MANIFEST, RUN_RECORD, sha256_file
 from corpusprep.engine.records import inside, load_record
 from corpusprep.errors import CorpusprepError, DataError, UsageError, plural
 from corpusprep.tokenize import read_vocab_txt
@@ -59,7 +60,7 @@ def check_checkpoint_files(step: Path, training: bool = True) -> list[str]:
         check_checkpoint(step)
     except (OSError, CorpusprepError) as error:
         return [f"{name}{relative(str(error), step)}"]
-    own = {*CHECKPOINT_FILES, vocab.get("path", "").split("/")[0]}
+    own = {*CHECKPOINT_FILES, vocab.get("path", "").split("/")[0], MANIFEST, LOCK_NAME}  # an import's record
     foreign = sorted(p.name for p in step.iterdir() if p.name not in own)
     return [f"{name}{f}: not a file of a checkpoint" for f in foreign[:1]]
 
@@ -99,6 +100,22 @@ def validate_checkpoint(directory: Path) -> tuple[list[str], str]:
     return check_checkpoint_files(directory, (directory / records.CHECKPOINT_STATE).is_file()), directory.name
 
 
+def validate_import(directory: Path) -> tuple[list[str], str]:
+    """A `python -m trainer.import_hf` output: a model checkpoint holding its vocab, and every file its
+    manifest lists unchanged."""
+    if unfinished := _unfinished(directory, "trainer.import_hf"):
+        return unfinished, directory.name
+    problems = check_checkpoint_files(directory, training=False)
+    return problems + owned_problems(directory, problems), directory.name
+
+
+def _unfinished(directory: Path, command: str) -> list[str]:
+    """The one problem of an export or import a kill cut short (its build's record, no manifest yet)."""
+    if (directory / RUN_RECORD).exists() and not (directory / MANIFEST).exists():
+        return [f"{MANIFEST}: missing: an unfinished output (killed?); run {command} again to finish it"]
+    return []
+
+
 def _check_hf_sizes(config: dict, header: dict, directory: Path) -> None:
     """The sizes config.json gives against the weights' (without torch: the trainer's full check of a
     Hugging Face model, `trainer.export.check_hf_model`, builds the model's shapes): the word embeddings
@@ -118,6 +135,8 @@ def validate_export(directory: Path) -> tuple[list[str], str]:
     """A `python -m trainer.export` directory (in a pipeline run, the export of its training): the files
     from_pretrained reads, config.json readable, model.safetensors whole (its header's tensors tile the file;
     both by the records' loaders, without torch)."""
+    if unfinished := _unfinished(directory, "trainer.export"):  # what is missing: its files not yet written
+        return unfinished, ""
     names = ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json")
     problems = [f"{n}: missing or empty" for n in names if not (directory / n).is_file()
                 or not (directory / n).stat().st_size]  # fmt: skip
@@ -130,6 +149,8 @@ def validate_export(directory: Path) -> tuple[list[str], str]:
         read_vocab_txt(directory / "vocab.txt")
     except (OSError, DataError, UsageError) as error:
         return [relative(str(error), directory)], ""
+    if (directory / MANIFEST).exists():  # ours (any BERT is checked, only ours has a manifest)
+        problems += owned_problems(directory, problems)
     return problems, f"BERT, {config.get('max_position_embeddings')} positions"
 
 

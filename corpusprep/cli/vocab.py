@@ -14,6 +14,7 @@ from corpusprep.demo_corpus import DEFAULT_MAX_MB, DemoStats, update_demo_corpus
 from corpusprep.engine.progress import Reporter
 from corpusprep.errors import UsageError, printable
 from corpusprep.read import ReadOptions
+from corpusprep.tokenize.options import VocabOptions
 
 VOCAB_HELP = (
     "Train a BERT WordPiece vocab on the input documents (streamed) and write it to --output.\n\n"
@@ -74,19 +75,19 @@ def vocab(
     ctx: typer.Context,
     output: VocabOut,
     inputs: VocabInputs = None,
-    vocab_size: VocabSize = 30000,
-    min_frequency: MinFrequency = 2,
-    limit_alphabet: LimitAlphabet = 1000,
-    reserved: Reserved = 0,
-    cased: Cased = False,
-    strip_accents: StripAccents = None,
-    from_vocab: FromVocab = None,
+    vocab_size: VocabSize = VocabOptions.vocab_size,
+    min_frequency: MinFrequency = VocabOptions.min_frequency,
+    limit_alphabet: LimitAlphabet = VocabOptions.limit_alphabet,
+    reserved: Reserved = VocabOptions.reserved,
+    cased: Cased = VocabOptions.cased,
+    strip_accents: StripAccents = VocabOptions.strip_accents,
+    from_vocab: FromVocab = VocabOptions.from_vocab,
     read_options: ReadOptions | None = None,  # --input-format ... --document-per-file (with_read_options)
     overwrite: opt.Overwrite = False,
     progress: opt.Progress = True,
 ) -> None:
     """Train a WordPiece vocab (see VOCAB_HELP)."""
-    from corpusprep.tokenize.vocab import VocabOptions, build_vocab
+    from corpusprep.tokenize.vocab import build_vocab
 
     refuse_stdout(output, "-o", "a directory (vocab.txt, tokenizer.json, ...)")
 

@@ -60,7 +60,7 @@ from corpusprep.engine.manifest import (
     load_manifest,
     sha256_file,
 )
-from corpusprep.engine.outputs import is_artifact_dir, recognise
+from corpusprep.engine.outputs import KINDS, OutputKind, is_artifact_dir, recognise
 from corpusprep.engine.placement import (
     check_not_inside,
     check_not_nested,
@@ -100,40 +100,36 @@ class Artifact:
     """Build an artifact under the one rule (module docstring): `with Artifact(...) as art:` then, unless
     `art.complete` holds the finished manifest, run tasks with `art.run(...)` and finish with `art.commit()`.
 
-    `kind` names what is built ("pairs", "shards", ...); `identity` is everything the bytes depend on
-    (options, input fingerprints, format versions); `owns` are glob patterns (relative paths) of the files
-    this kind writes, used to clear an unfinished build of other settings; `inputs` are the command's input
-    paths, for the overlap check. An artifact is never made inside another output (`enclosing_output`), but
-    for the stages of the pipeline running now inside its run directory and the directory named by
-    `part_of` (the command's own output the artifact is part of: an import's checkpoint holds its vocab).
+    `kind` names what is built, a row of `engine.outputs.KINDS` ("pairs", "export", ...; or a row itself,
+    for a test's toy kind or files written by hand), which supplies what the kind owns (`owns`, `adopt`,
+    `checksums`: see OutputKind); `identity` is everything the bytes depend on (options, input
+    fingerprints, format versions); `inputs` are the command's input paths, for the overlap check and the
+    readers' locks. An artifact is never made inside another output (`enclosing_output`), but for the
+    stages of the pipeline running now inside its run directory and the directory named by `part_of` (the
+    command's own output the artifact is part of: an import's checkpoint holds its vocab).
     """
 
     def __init__(
         self,
         directory: str | Path,
-        kind: str,
+        kind: str | OutputKind,
         identity: dict,
         *,
-        owns: Sequence[str] = (),
         inputs: Iterable[str | Path] = (),
         overwrite: bool = False,
         command: str | None = None,
         quiet: bool = False,
-        adopt: bool = False,
         part_of: str | Path | None = None,
-        checksums: bool = False,
     ) -> None:
         self.directory = Path(directory)
-        self.kind = kind
-        self.identity = {"kind": kind, "format_version": FORMAT_VERSION, **identity}
+        self.row = KINDS[kind] if isinstance(kind, str) else kind
+        self.kind = self.row.kind
+        self.identity = {"kind": self.kind, "format_version": FORMAT_VERSION, **identity}
         self.fingerprint = fingerprint(self.identity)
-        self.owns = tuple(owns)
+        self.owns = self.row.owns
         self.overwrite = overwrite
-        self.command = command or kind
+        self.command = command or self.kind
         self.quiet = quiet
-        self.adopt = adopt  # files matching `owns` in a directory without a manifest are this kind's own work
-        # a rerun compares the files' sha256 too, not only their sizes (for small outputs: a vocab)
-        self.checksums = checksums
         self.complete: dict | None = None
         self.state = State.FRESH
         self.foreign: set[str] = set()
@@ -177,7 +173,7 @@ class Artifact:
 
     def _decide(self) -> None:
         manifest, run, why = self._read_records()
-        self._refuse_other_kind(manifest)
+        self._refuse_other_kind(manifest, run)
         if manifest is not None and manifest["fingerprint"] == self.fingerprint:
             self._complete_or_repair(manifest)
             return
@@ -210,20 +206,23 @@ class Artifact:
             run = run or {}  # the directory is ours, its identity unknown
         return manifest, run, why
 
-    def _refuse_other_kind(self, manifest: dict | None) -> None:
+    def _refuse_other_kind(self, manifest: dict | None, run: dict | None) -> None:
         if manifest is not None and manifest["kind"] != self.kind:
             raise UsageError(
                 f"{self.directory}: holds {manifest['kind']}, not {self.kind}; pick another output directory"
             )
         other = recognise(self.directory)
-        if other is not None and other.kind != self.kind:  # another kind's output, manifest or not
+        # a record of this kind, finished or not, may look like what the kind writes (an import: a checkpoint)
+        ours = manifest is not None or (run or {}).get("identity", {}).get("kind") == self.kind
+        own_look = ours and other is not None and other.name in self.row.looks_like
+        if other is not None and other.kind != self.kind and not own_look:  # another kind's output
             raise UsageError(
                 f"{self.directory}: holds {other.what}, not {self.kind}; pick another output directory"
             )
 
     def _complete_or_repair(self, manifest: dict) -> None:
         """The same identity: complete when every file is intact, else rebuild the missing or changed."""
-        found = damaged(self.directory, manifest, self.checksums)
+        found = damaged(self.directory, manifest, self.row.checksums)
         if not found:
             _remove(self.work)  # a kill between the manifest and this cleanup
             self.complete, self.state = manifest, State.COMPLETE
@@ -295,7 +294,7 @@ class Artifact:
         write_json(self.work / "run.json", run)
 
     def _adopted(self, name: str) -> bool:
-        return self.adopt and any(fnmatch.fnmatch(name, p.split("/")[0]) for p in self.owns)
+        return self.row.adopt and any(fnmatch.fnmatch(name, p.split("/")[0]) for p in self.owns)
 
     def _read_run(self) -> dict | None:
         return records.load_record(self.work / "run.json", "artifact_run", missing_ok=True)

@@ -7,7 +7,9 @@ Set `CORPUSPREP_FAULT="POINT:N"` in a child process's environment to kill it the
 - `pool_started`: the executor has started its worker processes (they are still booting);
 - `artifact_committed`: an artifact's manifest is written, its work directory not yet removed;
 - `checkpoint_file`: the trainer has written one state file of a checkpoint (before the directory is
-  renamed into place).
+  renamed into place);
+- `model_file`: `trainer.export` or `trainer.import_hf` has renamed one of its files (an import: its vocab
+  directory) into place, its manifest not yet written.
 
 Unset (always, outside the tests) it costs one dictionary lookup per call.
 """

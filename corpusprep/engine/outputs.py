@@ -3,7 +3,8 @@
 
 An artifact (vocab, pairs, shards, a demo corpus, a training stage, an evaluation) is recognised by its
 record: `artifact.json` when finished, `.work/run.json` while it is built. The other outputs (a pipeline
-run directory, a training run, a model checkpoint, a Hugging Face export) are recognised by their signs:
+run directory, a training run, a model checkpoint, a Hugging Face model: trainer.export writes one as an
+artifact, but any other is an output too) are recognised by their signs:
 declarative file and folder names, loose ones (anything named like that is never written into by another
 command) and strict ones (for the directories above an output and the directories a corpus walk passes over,
 where a user's folder may have a `checkpoints/` of its own). An artifact kind's signs recognise an older
@@ -15,14 +16,15 @@ the engine imports no producer, and `corpusprep --help` loads no torch, numpy or
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from corpusprep.engine import records
 from corpusprep.engine.lock import LOCK_NAME
-from corpusprep.engine.manifest import MANIFEST, RUN_RECORD, read_manifest
+from corpusprep.engine.manifest import MANIFEST, RUN_RECORD
 from corpusprep.errors import DataError, InputError
 
 Validator = Callable[[Path], "tuple[list[str], str]"]  # directory -> (problems, one-line summary)
@@ -56,9 +58,24 @@ class OutputKind:
     what: str  # "a training run": in messages, "holds a training run"
     title: str  # "trainer run directory": what `corpusprep validate` says it is
     validator: str  # "module:function" (Validator), imported on use
-    artifact: bool = False  # recognised by its manifest; `signs` only for an older one without
+    artifact: bool = False  # recognised by its manifest alone; `signs` only for an older one without
     signs: Sign | None = None  # loose
     strict: Sign | None = None  # no user folder has these by chance
+    # What an Artifact of this kind (engine.artifact) takes from its row, so that a producer names its kind
+    # and nothing more: `owns`, glob patterns of the relative paths it writes (--overwrite removes them; a
+    # file so named that it did not write is refused); `adopt`, such files in a directory without a record
+    # are its own (a training run launched by hand, then resumed by its pipeline stage); `checksums`, a
+    # rerun compares the files' sha256 too, not only their sizes (small outputs: a vocab); `looks_like`,
+    # the outputs recognised by signs that its own directory is (an import is a model checkpoint).
+    owns: tuple[str, ...] = ()
+    adopt: bool = False
+    checksums: bool = False
+    looks_like: tuple[str, ...] = ()
+
+    def adopting(self, owns: Sequence[str] | None = None) -> OutputKind:
+        """This kind for files written before its artifact is opened (by hand: a test's fixture, a
+        benchmark's peer output), which the artifact then takes as its own: `owns` (default: the kind's)."""
+        return dataclasses.replace(self, owns=tuple(self.owns if owns is None else owns), adopt=True)
 
     def validate(self, directory: Path) -> tuple[list[str], str]:
         module, function = self.validator.split(":")
@@ -71,6 +88,19 @@ WEIGHTS = (records.CHECKPOINT_WEIGHTS, *records.PICKLED_CHECKPOINT)  # model.pt 
 STEP_WEIGHTS = tuple(f"checkpoints/step-*/{n}" for n in WEIGHTS[:2])
 PIPELINE_RUN_FILES = ("pipeline.json", "stages")  # beside run.json, written before the first stage
 HF_MODEL_FILES = ("config.json", "model.safetensors")  # trainer.export's, or any save_pretrained BERT
+# trainer.export's files, in the order it writes them: config.json last (from_pretrained opens it first)
+EXPORT_FILES = ("model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
+                "special_tokens_map.json", "config.json")  # fmt: skip
+# trainer.import_hf's: a model checkpoint (weights, config.json) holding its vocab directory
+IMPORT_FILES = ("vocab/*", records.CHECKPOINT_WEIGHTS, records.CHECKPOINT_CONFIG)
+# a pipeline's train stage: the trainer's run directory (trainer/train.py, checkpoint.py, plot.py)
+TRAIN_FILES = ("checkpoints/*", "checkpoints/*/*", "metrics.jsonl", "config.toml", "*.png")
+# the stages' own files (corpusprep/tokenize/vocab.py, pair/build.py, shard/build.py, trainer/evaluate)
+VOCAB_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+               "vocab_report.json")  # fmt: skip
+PAIRS_FILES = ("stats.json", "train/part-*.parquet", "validation/part-*.parquet")
+SHARDS_FILES = ("manifest.json", "vocab.txt", "train/shard-*.parquet", "validation/shard-*.parquet")
+EVALUATION_FILES = ("runs/*.json", "evaluation.json", "evaluation.md")
 
 # In the order recognition tries them (an export and a shards directory hold a vocab.txt too).
 KINDS = {k.name: k for k in (
@@ -79,26 +109,31 @@ KINDS = {k.name: k for k in (
                strict=Sign(dirs=("stages",), any_file=("pipeline.json", "run.json"))),
     OutputKind("train", "train", "a training run", "trainer run directory",
                "trainer.outputs:validate_run", signs=Sign(any_of=("checkpoints", "metrics.jsonl")),
-               strict=Sign(globs=STEP_WEIGHTS)),
+               strict=Sign(globs=STEP_WEIGHTS), owns=TRAIN_FILES, adopt=True),
     OutputKind("checkpoint", "train", "a model checkpoint", "trainer checkpoint",
                "trainer.outputs:validate_checkpoint", signs=Sign(any_of=WEIGHTS),
                strict=Sign(files=(records.CHECKPOINT_CONFIG,), any_file=WEIGHTS[:2])),
+    # an export is written as an artifact, and recognised by its signs too: any Hugging Face model is an
+    # output no other command writes into
     OutputKind("export", "export", "a Hugging Face model", "Hugging Face export",
                "trainer.outputs:validate_export", signs=Sign(files=HF_MODEL_FILES),
-               strict=Sign(files=HF_MODEL_FILES)),
+               strict=Sign(files=HF_MODEL_FILES), owns=EXPORT_FILES),
+    OutputKind("import", "import", "an imported model", "imported model checkpoint",
+               "trainer.outputs:validate_import", artifact=True, owns=IMPORT_FILES,
+               looks_like=("checkpoint",)),
     OutputKind("shards", "shards", "corpusprep shards", "shards directory",
                "corpusprep.shard.validate:validate_shards_dir", artifact=True,
-               signs=Sign(files=("manifest.json",))),
+               signs=Sign(files=("manifest.json",)), owns=SHARDS_FILES),
     OutputKind("vocab", "vocab", "corpusprep vocab", "vocab directory",
                "corpusprep.tokenize.validate:validate_vocab", artifact=True,
-               signs=Sign(files=("vocab.txt",))),
+               signs=Sign(files=("vocab.txt",)), owns=VOCAB_FILES, checksums=True),
     OutputKind("pairs", "pairs", "corpusprep pairs", "pairs directory",
                "corpusprep.pair.validate:validate_pairs", artifact=True,
-               signs=Sign(files=("stats.json",), any_dir=("train", "validation"))),
+               signs=Sign(files=("stats.json",), any_dir=("train", "validation")), owns=PAIRS_FILES),
     OutputKind("evaluate", "evaluate", "corpusprep evaluate", "evaluation directory",
-               "trainer.outputs:validate_evaluation", artifact=True),
+               "trainer.outputs:validate_evaluation", artifact=True, owns=EVALUATION_FILES),
     OutputKind("corpus", "corpus", "corpusprep corpus", "demo corpus directory",
-               "corpusprep.validate:validate_artifact", artifact=True),
+               "corpusprep.validate:validate_artifact", artifact=True, owns=("demo*.json*",)),
 )}  # fmt: skip
 
 
@@ -129,7 +164,8 @@ def held_output(directory: str | Path) -> tuple[str, str] | None:
             return "damaged", f"a corpusprep output whose {path.relative_to(d)} is damaged"
         if record is not None:
             kind = str(record["kind"] if record_kind == "artifact" else record["identity"].get("kind"))
-            return kind, f"{prefix}corpusprep {kind}"
+            finished = KINDS[kind].what if kind in KINDS and not prefix else ""  # "a Hugging Face model"
+            return kind, finished or f"{prefix}corpusprep {kind}"
     found = recognise(d)
     return (found.kind, found.what) if found else None
 
@@ -143,11 +179,12 @@ def is_artifact_dir(path: str | Path, *, lock: bool = True) -> bool:
 
 
 def kind_of(directory: Path) -> OutputKind | None:
-    """Which output `directory` holds, for `validate`: its manifest's kind, else the first kind whose signs
-    it has (an artifact's: an older one without a manifest, whose check then names the missing manifest)."""
-    manifest = read_manifest(directory)
-    if manifest is not None and manifest["kind"] in KINDS:
-        return KINDS[manifest["kind"]]
+    """Which output `directory` holds, for `validate`: its manifest's kind, or an unfinished build's, else
+    the first kind whose signs it has (an artifact's: an older one without a manifest, whose check then
+    names the missing manifest)."""
+    found = held_output(directory) if is_artifact_dir(directory, lock=False) else None
+    if found is not None and found[0] in KINDS:  # a damaged record: by the signs
+        return KINDS[found[0]]
     return next((k for k in KINDS.values() if k.signs is not None and k.signs.found(directory)), None)
 
 

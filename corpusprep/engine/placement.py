@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from corpusprep.engine.manifest import read_manifest
-from corpusprep.engine.outputs import is_artifact_dir, recognise
+from corpusprep.engine.outputs import KINDS, is_artifact_dir, recognise
 from corpusprep.errors import UsageError
 
 
@@ -106,7 +106,10 @@ def enclosing_output(directories: Iterable[Path], *, pipeline_runs: bool = True)
             continue
         if is_artifact_dir(directory, lock=False):  # a refused command leaves a lock in any folder
             manifest = read_manifest(directory)
-            return directory, f"corpusprep {manifest['kind']}" if manifest else "a corpusprep output"
+            if manifest is None:
+                return directory, "a corpusprep output"
+            kind = KINDS.get(manifest["kind"])  # "corpusprep pairs", "a Hugging Face model"
+            return directory, kind.what if kind else f"corpusprep {manifest['kind']}"
         if found:
             return directory, found.what
     return None

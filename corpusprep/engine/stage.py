@@ -1,7 +1,7 @@
 """The skeleton every stage driver follows (build-pairs, shard, vocab):
 
     identity = {...}                                   # everything the output's bytes depend on
-    with stage_run(out, "pairs", identity, owns=OWNS, inputs=..., executor=..., progress=...) as run:
+    with stage_run(out, "pairs", identity, inputs=..., executor=..., progress=...) as run:
         if run.complete is not None:                   # built before from the same identity: reuse it
             return ...
         stats = run.phase("tokenize", tokenize_task, tasks, unit="docs", seconds=...)   # tasks, resumable
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.executor import Executor, LocalExecutor, Stats, Task
+from corpusprep.engine.outputs import OutputKind
 from corpusprep.engine.progress import Reporter
 
 
@@ -77,20 +78,19 @@ class StageRun:
 @contextmanager
 def stage_run(
     out: str | Path,
-    kind: str,
+    kind: str | OutputKind,
     identity: dict,
     *,
-    owns: Sequence[str],
     inputs: Iterable[str | Path],
     executor: Executor | None = None,
     progress: bool = True,
     overwrite: bool = False,
     command: str | None = None,
     part_of: str | Path | None = None,
-    checksums: bool = False,
 ) -> Iterator[StageRun]:
-    """The output `out` of `kind` under the artifact rule, with one progress reporter (see the module)."""
-    artifact = Artifact(out, kind, identity, owns=owns, inputs=inputs, overwrite=overwrite, command=command,
-                        part_of=part_of, checksums=checksums)  # fmt: skip
+    """The output `out` of `kind` (a row of engine.outputs.KINDS: what it owns) under the artifact rule,
+    with one progress reporter (see the module)."""
+    artifact = Artifact(out, kind, identity, inputs=inputs, overwrite=overwrite, command=command,
+                        part_of=part_of)
     with artifact, Reporter(progress) as reporter:
         yield StageRun(artifact, executor if executor is not None else LocalExecutor(), reporter)

@@ -48,10 +48,9 @@ from corpusprep.read.document import no_usable_documents, skip_summary, unk_warn
 from corpusprep.read.inputs import input_files
 from corpusprep.tokenize import VocabInfo
 
-__all__ = ["OWNS", "PairOptions", "build_pairs", "document_partition", "document_split", "imbalance_warning"]
+__all__ = ["PairOptions", "build_pairs", "document_partition", "document_split", "imbalance_warning"]
 
 log = logging.getLogger("corpusprep.pair")
-OWNS = ("stats.json", "train/part-*.parquet", "validation/part-*.parquet")  # what --overwrite may remove
 # One process's rates on the reference machine (2 vCPU EPYC): with default workers, a stage estimated to take
 # too little for a pool to pay its start-up runs in-process (`Executor.sized`).
 TOKENIZE_CHARS_PER_SECOND = 7e6  # split, tokenize, write the caches
@@ -83,7 +82,7 @@ def build_pairs(
     load_tokenizer(str(vocab.tokenizer_json()))  # fail now, not in a worker (in-process tasks reuse it)
     out_dir = Path(out_dir)
     identity = pairs_identity(inputs, out_dir, read_options, options, vocab)
-    with stage_run(out_dir, "pairs", identity, owns=OWNS, inputs=[*inputs, vocab_dir], overwrite=overwrite,
+    with stage_run(out_dir, "pairs", identity, inputs=[*inputs, vocab_dir], overwrite=overwrite,
                    executor=executor_for(executor, workers), progress=progress, command="build-pairs") as run:
         if run.complete is not None:
             return {**load_record(out_dir / "stats.json", "pairs_stats"), "nothing_to_do": True}

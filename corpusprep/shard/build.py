@@ -53,7 +53,6 @@ from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
 
 MANIFEST = "manifest.json"
 VOCAB_COPY = "vocab.txt"  # the shards' own copy: dynamic masking and export need the tokens, wherever they go
-OWNS = (MANIFEST, VOCAB_COPY, "train/shard-*.parquet", "validation/shard-*.parquet")  # --overwrite removes
 BATCH_PAIRS = 8192  # pairs masked at once; part of the RNG keys, so changing it changes the output
 DEFAULT_MAX_SEQ_LENGTH = 512
 TOKEN_TYPES = (pa.uint16(), pa.uint32())  # of the pairs' token lists
@@ -300,7 +299,7 @@ def build_shards(
     executor = executor_for(executor, workers)
     vocab = VocabInfo.verified(vocab_dir)
     plan = plan_inputs(pairs_dir, vocab_dir, vocab, options)
-    with stage_run(out_dir, "shards", plan.identity, owns=OWNS, inputs=[pairs_dir, vocab_dir],
+    with stage_run(out_dir, "shards", plan.identity, inputs=[pairs_dir, vocab_dir],
                    executor=executor, progress=progress, overwrite=overwrite, command="shard") as run:
         if run.complete is not None:
             if progress:

@@ -9,12 +9,14 @@ import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from corpusprep.engine.manifest import require
 from corpusprep.engine.records import SPECIAL_TOKENS, read_bytes
 from corpusprep.errors import UsageError
+
+if TYPE_CHECKING:
+    import numpy as np  # the arrays' properties import it when first used: `corpusprep --help` stays light
 
 
 def is_reserved(token: str) -> bool:
@@ -110,11 +112,15 @@ class VocabInfo:
     @cached_property
     def token_array(self) -> np.ndarray:
         """The tokens as a numpy string array, for vectorised lookups (not a Python loop per token)."""
+        import numpy as np
+
         return np.array(self.tokens)
 
     @cached_property
     def is_special(self) -> np.ndarray:
         """bool[size]: the five special tokens and reserved `[unusedN]` slots (never masked, never drawn)."""
+        import numpy as np
+
         tokens = self.token_array
         reserved = np.char.startswith(tokens, "[unused") & np.char.endswith(tokens, "]")
         return reserved | np.isin(tokens, SPECIAL_TOKENS)
@@ -122,16 +128,22 @@ class VocabInfo:
     @cached_property
     def random_token_ids(self) -> np.ndarray:
         """Ids a masked position may be replaced with: the non-special vocab."""
+        import numpy as np
+
         return np.flatnonzero(~self.is_special).astype(np.int64)
 
     @cached_property
     def is_continuation(self) -> np.ndarray:
         """bool[size]: word pieces that continue a word (`##...`), for whole-word masking."""
+        import numpy as np
+
         return np.char.startswith(self.token_array, "##")
 
     @property
     def token_dtype(self) -> np.dtype:
         """The narrowest unsigned type that holds every id."""
+        import numpy as np
+
         return np.dtype(np.uint16) if self.size <= 2**16 else np.dtype(np.uint32)
 
     def tokenizer_json(self) -> Path:

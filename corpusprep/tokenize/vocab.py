@@ -29,6 +29,7 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre
 from tokenizers import trainers as hf_trainers
 
 from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.outputs import KINDS
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import stable_hash
 from corpusprep.engine.stage import stage_run
@@ -37,16 +38,11 @@ from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents
 from corpusprep.read.document import no_usable_documents, unk_warning
 from corpusprep.read.inputs import input_files
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo, is_reserved, read_vocab_txt
+from corpusprep.tokenize.options import VocabOptions
 
 log = logging.getLogger("corpusprep.tokenize")
 
-FILES = (
-    "vocab.txt",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "vocab_report.json",
-)
+FILES = KINDS["vocab"].owns  # vocab.txt, tokenizer.json, the Hugging Face configs, vocab_report.json
 # transformers' names for BERT's special tokens (special_tokens_map.json, tokenizer_config.json)
 HF_SPECIAL_TOKENS = {
     "unk_token": "[UNK]",
@@ -59,52 +55,8 @@ MAX_WORD_CHARS = 100  # as Google's BERT: a longer "word" becomes [UNK]
 BATCH_CHARS = 1 << 20  # text handed to the trainer per call: large enough that Python is not the bottleneck
 SAMPLE_DOCUMENTS = 256  # for the [UNK] rate and pieces per word: a uniform sample chosen by document id
 SAMPLE_DOC_CHARS = 2000
-MIN_LEARNED = 100  # a vocab must have room for at least this many tokens besides specials and reserved slots
-# The largest vocab we build. The tokenizers trainer reserves ~70 bytes a token up front (a 10^9 vocab asks
-# for 70 GB and aborts in native code); 2^24 (16.8M, 1.2 GB) is 60x XLM-R's 250k and fits any token dtype
-# we write (uint32 above 65,536). A corpus gives fewer tokens than asked when it has fewer pieces: a warning.
-MAX_VOCAB_SIZE = 2**24
 
 Progress = Callable[[str, int, int], None]  # (phase, documents, bytes read)
-
-
-@dataclass(frozen=True)
-class VocabOptions:
-    """Options of `corpusprep vocab` (same names), e.g. from a pipeline TOML section: VocabOptions(**section).
-
-    `vocab_size` counts every line of vocab.txt (specials and reserved slots included), as the model's
-    embedding table does. `from_vocab`: build the directory from an existing vocab.txt instead of training.
-    """
-
-    vocab_size: int = 30000
-    min_frequency: int = 2
-    limit_alphabet: int = 1000
-    reserved: int = 0
-    cased: bool = False
-    strip_accents: bool | None = None  # None: strip when lowercasing (BERT-uncased); set False for most
-    # languages other than English, where accents tell words apart (French "où"/"ou", German "schön"/"schon")
-    from_vocab: str | None = None
-
-    def __post_init__(self) -> None:
-        # sizes are checked before anything is read: one the trainer cannot hold would abort in native code
-        sizes = {"--vocab-size": self.vocab_size, "--reserved": self.reserved,
-                 "--limit-alphabet": self.limit_alphabet, "--min-frequency": self.min_frequency}
-        for flag, value in sizes.items():
-            if value > MAX_VOCAB_SIZE and (flag != "--vocab-size" or self.from_vocab is None):
-                raise UsageError(f"{flag} {value:,}: at most {MAX_VOCAB_SIZE:,} (2^24; BERT's vocab has "
-                                 "30,522 tokens, XLM-R's 250,002)")
-        if self.reserved < 0:
-            raise UsageError(f"--reserved {self.reserved}: must be 0 or more")
-        floor = len(SPECIAL_TOKENS) + self.reserved + MIN_LEARNED
-        if self.from_vocab is None and self.vocab_size < floor:
-            raise UsageError(
-                f"--vocab-size {self.vocab_size} is too small: {len(SPECIAL_TOKENS)} special tokens and "
-                f"{self.reserved} reserved slots leave no room for words (at least {floor})"
-            )
-        if self.min_frequency < 1:
-            raise UsageError(f"--min-frequency {self.min_frequency}: must be 1 or more")
-        if self.limit_alphabet < 1:
-            raise UsageError(f"--limit-alphabet {self.limit_alphabet}: must be 1 or more")
 
 
 def leading_tokens(reserved: int) -> list[str]:
@@ -389,9 +341,10 @@ def build_vocab(
     if options.from_vocab is not None:
         vocab_data, tokens = read_vocab_txt(options.from_vocab)
     sources = [*(inputs or []), *([options.from_vocab] if options.from_vocab else [])]
-    # checksums: a few MB, so a vocab edited in place is rebuilt, as stages refuse it
-    with stage_run(vocab_dir, "vocab", key, owns=FILES, inputs=sources, overwrite=overwrite, command="vocab",
-                   part_of=part_of, checksums=True, progress=False) as run:  # fmt: skip
+    # a vocab's rerun compares its files' sha256 (KINDS["vocab"].checksums): a few MB, so a vocab edited in
+    # place is rebuilt, as stages refuse it
+    with stage_run(vocab_dir, "vocab", key, inputs=sources, overwrite=overwrite, command="vocab",
+                   part_of=part_of, progress=False) as run:  # fmt: skip
         if run.complete is not None:
             return {**load_record(vocab_dir / "vocab_report.json", "vocab_report"), "reused": True}
         run.artifact.claim(FILES)

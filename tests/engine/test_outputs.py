@@ -56,7 +56,7 @@ def test_a_checkpoint_counts_as_the_train_kind(tmp_path):
 
 def test_validate_goes_by_the_manifest_then_the_signs(tmp_path):
     corpus = tmp_path / "corpus"
-    with Artifact(corpus, "corpus", {"settings": {}}, owns=("demo*.json*",), quiet=True) as art:
+    with Artifact(corpus, "corpus", {"settings": {}}, quiet=True) as art:
         (corpus / "demo.jsonl").write_text('{"text": "a"}\n')
         art.commit(files=["demo.jsonl"])
     (corpus / "vocab.txt").write_text("a sign of a vocab, and no vocab: the manifest decides\n")

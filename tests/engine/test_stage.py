@@ -6,8 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from corpusprep.engine.executor import LocalExecutor, Task
+from corpusprep.engine.outputs import OutputKind
 from corpusprep.engine.stage import stage_run
 from tests.engine.test_executor import digests, toy_stage
+
+# a kind of output of this test's own: what a producer registers in engine.outputs.KINDS
+TOY = OutputKind("toy", "toy", "a toy output", "toy directory", "corpusprep.validate:validate_artifact",
+                 artifact=True, owns=("*.bin",))
 
 
 def toy_tasks(out: Path, n: int = 4) -> list[Task]:
@@ -39,7 +44,7 @@ class Reporter:
 
 def test_a_stage_runs_its_phases_commits_and_is_complete_when_run_again(tmp_path):
     out = tmp_path / "toy"
-    with stage_run(out, "toy", {"n": 4}, owns=("*.bin",), inputs=(), executor=LocalExecutor(1),
+    with stage_run(out, TOY, {"n": 4}, inputs=(), executor=LocalExecutor(1),
                    progress=False) as run:  # fmt: skip
         assert run.complete is None and run.work == out / ".work"
         stats = run.phase("toy", toy_stage, toy_tasks(out), unit="rows", stats_kind=None)
@@ -49,14 +54,14 @@ def test_a_stage_runs_its_phases_commits_and_is_complete_when_run_again(tmp_path
     assert sorted(manifest["files"]) == [f"part-{i:05d}.bin" for i in range(4)]
     assert not (out / ".work").exists()
     first = digests(out)
-    with stage_run(out, "toy", {"n": 4}, owns=("*.bin",), inputs=(), progress=False) as again:
+    with stage_run(out, TOY, {"n": 4}, inputs=(), progress=False) as again:
         assert again.complete is not None and again.complete["fingerprint"] == manifest["fingerprint"]
     assert digests(out) == first
 
 
 def test_a_phase_is_sized_reported_and_local_phases_run_here(tmp_path):
     out, Recording.sizes = tmp_path / "toy", []
-    with stage_run(out, "toy", {"n": 3}, owns=("*.bin",), inputs=(), executor=Recording(2),
+    with stage_run(out, TOY, {"n": 3}, inputs=(), executor=Recording(2),
                    progress=False) as run:  # fmt: skip
         run.reporter = reporter = Reporter()
         run.phase("toy", toy_stage, toy_tasks(out, 3), unit="rows", count=lambda s: s["rows"], seconds=0.5)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from corpusprep.errors import UsageError
-from corpusprep.tokenize.vocab import MAX_VOCAB_SIZE, VocabOptions
+from corpusprep.tokenize.options import MAX_VOCAB_SIZE, VocabOptions
 from pipelines.config import load_pipeline, plan
 from tests.reliability.helpers import REPO, corpusprep, environment, error_line
 

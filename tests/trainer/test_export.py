@@ -10,6 +10,8 @@ import pytest
 import torch
 from torch import nn
 
+from corpusprep.engine.lock import LOCK_NAME
+from corpusprep.engine.manifest import MANIFEST
 from corpusprep.errors import DataError, UsageError
 from tests.interop.helpers import (
     complaints,
@@ -131,8 +133,8 @@ def test_existing_output_is_kept_without_overwrite(config, tmp_path):
         ex.export(ckpt, out, vocab)
     assert (out / "keep.txt").read_text() == "mine"
     ex.export(ckpt, out, vocab, overwrite=True)  # written beside it, never deleting it
-    assert {p.name for p in out.iterdir()} == FILES | {"keep.txt"}
-    assert not list(out.glob(".export.tmp-*"))
+    assert {p.name for p in out.iterdir()} == FILES | {"keep.txt", MANIFEST, LOCK_NAME}
+    assert not list(out.glob(".*.tmp-*")) and not (out / ".work").exists()
 
 
 def test_vocab_must_match_the_model(config, tmp_path):
@@ -195,7 +197,7 @@ def test_a_pipeline_run_directory_exports_its_training_stage(trained_run, tmp_pa
 
 
 def test_export_writes_the_hugging_face_files(exported, tiny_shards):
-    assert {p.name for p in exported.iterdir()} == FILES
+    assert {p.name for p in exported.iterdir()} == FILES | {MANIFEST, LOCK_NAME}  # the artifact's own two
     vocab_dir = Path(json.loads((tiny_shards / "manifest.json").read_text())["vocab"]["path"])
     assert (exported / "vocab.txt").read_bytes() == (vocab_dir / "vocab.txt").read_bytes()  # the shards' own
     config = json.loads((exported / "config.json").read_text())

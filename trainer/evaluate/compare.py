@@ -32,7 +32,6 @@ from trainer.evaluate.model import model_files, pretrained
 from trainer.evaluate.settings import EvalSettings
 
 KIND = "evaluate"  # the artifact kind, as the pipeline stage is named
-OWNS = ("runs/*.json", "evaluation.json", "evaluation.md")
 RESULT, PAGE = "evaluation.json", "evaluation.md"
 
 
@@ -109,10 +108,10 @@ def evaluate(
                 "inputs": {"files": input_files(files)}}  # fmt: skip
     if out is None:
         with tempfile.TemporaryDirectory(prefix="corpusprep-evaluate-") as scratch, \
-                Artifact(scratch, KIND, identity, owns=OWNS, quiet=True) as art:  # fmt: skip
+                Artifact(scratch, KIND, identity, quiet=True) as art:  # fmt: skip
             return _build(art, source, data, settings, workers)
     inputs = [*files, source]
-    with Artifact(out, KIND, identity, owns=OWNS, inputs=inputs, overwrite=overwrite) as art:
+    with Artifact(out, KIND, identity, inputs=inputs, overwrite=overwrite) as art:
         if art.complete is not None:
             log(f"{out}: complete, nothing to do")
             return load_record(Path(out) / RESULT, "evaluation")
