@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from corpusprep.console import refuse_stdout
-from corpusprep.engine import records
+from corpusprep.engine import records, storage
 from corpusprep.engine.files import fsync_dir
 from corpusprep.engine.outputs import PIPELINE_RUN_FILES
 from corpusprep.engine.placement import check_not_nested, enclosing_output
@@ -246,7 +246,7 @@ def check_hf_model(hf_dir: Path) -> BertConfig:
                 "from_pretrained(DIR).save_pretrained(DIR, safe_serialization=True), in a trusted "
                 "environment)"
             )
-        if any(hf_dir.glob("*.index.json")):
+        if storage.glob(hf_dir, "*.index.json"):
             raise UsageError(f"{hf_dir}: sharded weights are not supported; save_pretrained with "
                              "max_shard_size")
         raise UsageError(f"{hf_dir}: no model.safetensors")
@@ -322,7 +322,7 @@ def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
 
     info = VocabInfo.load(vocab_dir)
     if (vocab_dir / "tokenizer.json").is_file():
-        tokenizer_json = (vocab_dir / "tokenizer.json").read_text(encoding="utf-8")
+        tokenizer_json = storage.read_text(vocab_dir / "tokenizer.json", encoding="utf-8")
         saved = records.load_record(vocab_dir / "tokenizer.json", "tokenizer_json")
         normalizer = saved.get("normalizer") or {}
         lowercase = bool(normalizer.get("lowercase", True))
@@ -330,7 +330,7 @@ def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
         lowercase = True
         tokenizer_json = tokenizer_from_tokens(info.tokens, cased=False).to_str()
     return {
-        "vocab.txt": (vocab_dir / "vocab.txt").read_text(encoding="utf-8"),
+        "vocab.txt": storage.read_text(vocab_dir / "vocab.txt", encoding="utf-8"),
         "tokenizer.json": tokenizer_json,
         **hf_tokenizer_files(cased=not lowercase, model_max_length=max_length),
     }
@@ -393,7 +393,7 @@ def claim_output(out: Path, output: Output, inputs: Iterable[Path], overwrite: b
     if not out.is_dir():
         return
     tops = {pattern.split("/")[0] for pattern in output.owns}
-    entries = sorted(p.name for p in out.iterdir())
+    entries = sorted(p.name for p in storage.list_dir(out))
     unfinished = any(name.startswith(f".{output.command}.tmp-") for name in entries)  # a killed write
     named = [name for name in entries if name in tops]
     foreign = [n for n in entries if n not in tops and not n.startswith(f".{output.command}.tmp-")]
@@ -433,38 +433,37 @@ def write_dir(
     claim_output(out, output, list(inputs), overwrite)
     target = out.resolve()  # `.` has no name to build a temporary name from
     created = not target.exists()
-    target.mkdir(parents=True, exist_ok=True)
-    for stale in target.glob(f".{output.command}.tmp-*"):  # what a killed write left: never a final name
-        shutil.rmtree(stale, ignore_errors=True)
+    storage.makedirs(target)
+    for stale in storage.glob(target, f".{output.command}.tmp-*"):  # a killed write's: never a final name
+        storage.remove_tree(stale)
     tmp = target / f".{output.command}.tmp-{os.getpid()}"
-    tmp.mkdir()
+    storage.makedirs(tmp)
     committing = False
     try:
         write(tmp)
-        new = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+        new = sorted(p.relative_to(tmp).as_posix() for p in storage.rglob(tmp, "*") if p.is_file())
         if stray := [name for name in new if not any(fnmatch.fnmatch(name, p) for p in output.owns)]:
             raise AssertionError(f"{output.command} wrote {stray}, which its ownership rule does not list")
         for name in new:
-            with open(tmp / name, "rb") as fh:
-                os.fsync(fh.fileno())
+            storage.fsync_file(tmp / name)
             records.inside(target, name, write=True)  # a linked folder or file in the way: refused, named
         committing = True  # from here on the temporary directory marks an unfinished output: kept on failure
-        (target / COMMIT).unlink(missing_ok=True)
+        storage.remove(target / COMMIT, missing_ok=True)
         for name in new:
             if name != COMMIT:
-                (target / name).parent.mkdir(parents=True, exist_ok=True)
-                os.replace(tmp / name, target / name)
+                storage.makedirs((target / name).parent)
+                storage.replace(tmp / name, target / name)
         for name in owned_files(target, output):  # an earlier output's files this one no longer writes
             if name not in new:
-                records.inside(target, name, write=True).unlink()
-        os.replace(tmp / COMMIT, target / COMMIT)
+                storage.remove(records.inside(target, name, write=True))
+        storage.replace(tmp / COMMIT, target / COMMIT)
         fsync_dir(target)
-        shutil.rmtree(tmp)
+        storage.remove_tree(tmp)
     except BaseException:
         if not committing:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if created and not any(target.iterdir()):
-                target.rmdir()
+            storage.remove_tree(tmp)
+            if created and not storage.list_dir(target):
+                storage.rmdir(target)
         raise
     return out
 
@@ -474,7 +473,7 @@ def owned_files(out: Path, output: Output) -> list[str]:
     found = []
     for top in sorted({pattern.split("/")[0] for pattern in output.owns}):
         path = out / top
-        for p in [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []:
+        for p in [path] if path.is_file() else storage.rglob(path, "*") if path.is_dir() else []:
             name = p.relative_to(out).as_posix()
             if p.is_file() and any(fnmatch.fnmatch(name, pattern) for pattern in output.owns):
                 found.append(name)
@@ -505,12 +504,12 @@ def export(
     record = hf_config(config, pad_id) | {"corpusprep_trained_length": trained}
 
     def write(tmp: Path) -> None:
-        (tmp / "config.json").write_text(json.dumps(record, indent=2) + "\n")
+        storage.write_text(tmp / "config.json", json.dumps(record, indent=2) + "\n")
         save_file(weights, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         # safetensors creates its file with mode 0600; give it the umask's mode, as every other file has
         shutil.copymode(tmp / "config.json", tmp / "model.safetensors")
         for name, text in files.items():
-            (tmp / name).write_text(text, encoding="utf-8")
+            storage.write_text(tmp / name, text, encoding="utf-8")
 
     return write_dir(Path(out_dir), write, overwrite, EXPORT, inputs(path, saved, vocab_dir))
 
@@ -567,7 +566,7 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
 
 def positions_note(out: Path) -> str:
     """What the export's max_position_embeddings means, from the config.json just written."""
-    hf = json.loads((Path(out) / COMMIT).read_text())
+    hf = json.loads(storage.read_text(Path(out) / COMMIT))
     positions, trained = hf["max_position_embeddings"], hf.get("corpusprep_trained_length")
     if trained is None:
         return (f"max_position_embeddings {positions}, the model's; the length it was trained on is not "

@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from corpusprep.console import refuse_stdout
+from corpusprep.engine import storage
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, OneLineParser, UsageError, printable
@@ -87,7 +88,7 @@ def import_hf(hf_dir: str | Path, out: str | Path, overwrite: bool = False, seed
         vocab_from_file(hf_dir / "vocab.txt", tmp / "vocab", cased=cased, part_of=tmp)
 
     write_dir(Path(out), write, overwrite, OUTPUT, [hf_dir])
-    copied = hashlib.sha256((Path(out) / "vocab" / "vocab.txt").read_bytes()).hexdigest()
+    copied = hashlib.sha256(storage.read_bytes(Path(out) / "vocab" / "vocab.txt")).hexdigest()
     assert copied == vocab.sha256, "vocab.txt must be copied byte for byte"
     return record
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import records as schemas
+from corpusprep.engine import storage
 from corpusprep.errors import DataError, UsageError
 from corpusprep.tokenize import VocabInfo
 from trainer.checkpoint import STEP_DIR, WEIGHTS, find_checkpoint, read_config
@@ -70,7 +71,7 @@ def locate(source: str | Path) -> Path:
 def model_files(source: str | Path) -> list[list[Any]]:
     """[path, size, mtime_ns] of the files that decide the model (an evaluation's fingerprint)."""
     return [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns]
-            for p in sorted(locate(source).iterdir()) if p.is_file()]  # fmt: skip
+            for p in storage.list_dir(locate(source)) if p.is_file()]  # fmt: skip
 
 
 @contextlib.contextmanager
