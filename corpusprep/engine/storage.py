@@ -5,8 +5,9 @@ A path is resolved to its store by its URL scheme (`store_for`): a plain path or
 another scheme is looked up in `STORES` ("module:class", imported on first use, like the engines'
 `ENGINES`), and a scheme not in the table is one line naming the path. Stage code calls the module's
 functions (`open_file`, `write_bytes`, `atomic_path`, `glob`, `replace`, `parquet_file`, ...), which
-dispatch on the path; it never calls pathlib, os, shutil or pyarrow on a path itself
-(tests/architecture/test_storage_calls.py counts what is left).
+dispatch on the path; it never opens, lists, writes, renames or removes with pathlib, os, shutil or pyarrow
+itself (tests/architecture/test_storage_calls.py counts what is left; path checks such as `is_file` or
+`resolve` are not counted yet).
 
 Writes are atomic: a file appears under its final name complete or not at all. `atomic_path` and
 `atomic_dir` hand the writer a *local* temporary path (the one thing pyarrow, safetensors and tokenizers all
@@ -202,10 +203,7 @@ class LocalStore(Store):
     in the same directory (`temp_name`), fsync, then `os.replace`."""
 
     def local(self, path: Any) -> Path:
-        text = os.fspath(path)
-        if scheme_of(text) == "file":
-            text = re.sub(r"^[A-Za-z]+:(//)?", "", text)
-        return Path(text)
+        return Path(_unwrap(path))
 
     def open(self, path: Any, mode: str = "rb", **kwargs: Any) -> IO:
         return open(self.local(path), mode, **kwargs)
@@ -221,7 +219,8 @@ class LocalStore(Store):
         return sorted(self.local(path).glob(pattern))
 
     def match(self, pattern: str) -> list[Path]:
-        return sorted(map(Path, globlib.glob(os.fspath(self.local(pattern)), recursive=True)))
+        # the pattern as given (a Path would drop a trailing `/`, which makes `**/` match directories only)
+        return sorted(map(Path, globlib.glob(_unwrap(pattern), recursive=True)))
 
     def entries(self, path: Any) -> tuple[list[str], list[str]]:
         with os.scandir(self.local(path)) as found:
@@ -329,6 +328,12 @@ class LocalStore(Store):
         import pyarrow.parquet as pq
 
         return pq.read_table(self.local(path), **kwargs)
+
+
+def _unwrap(path: Any) -> str:
+    """A local path's text, a `file://` URL's path part."""
+    text = os.fspath(path)
+    return re.sub(r"^[A-Za-z]+:(//)?", "", text) if scheme_of(text) == "file" else text
 
 
 def temp_name(path: Path) -> Path:
