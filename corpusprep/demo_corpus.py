@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from corpusprep.engine import storage
 from corpusprep.engine.files import atomic_path
 from corpusprep.errors import UsageError
 
@@ -266,7 +267,7 @@ def write_demo_corpus(path: str | Path, max_mb: float = DEFAULT_MAX_MB) -> DemoS
 
 
 def _write(path: Path, max_mb: float, stats: DemoStats) -> None:
-    with open(path, "w", encoding="utf-8") as out:
+    with storage.open_file(path, "w", encoding="utf-8") as out:  # `path`: atomic_path's temporary
         write_demo_jsonl(out, max_mb, stats)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from corpusprep.engine import outputs
+from corpusprep.engine import outputs, storage
 from corpusprep.engine.manifest import MANIFEST, problems
 from corpusprep.engine.records import load_record
 from corpusprep.errors import DataError, plural
@@ -40,14 +40,14 @@ def validate_pipeline(directory: Path) -> tuple[list[str], str]:
     checked as what it is."""
     problems, found = [], []
     checked = [(directory / "run.json", "pipeline_run")]
-    checked += [(p, "stage_done") for p in sorted((directory / "stages").glob("*.done.json"))]
-    checked += [(p, "stage_started") for p in sorted((directory / "stages").glob("*.started.json"))]
+    checked += [(p, "stage_done") for p in storage.glob(directory / "stages", "*.done.json")]
+    checked += [(p, "stage_started") for p in storage.glob(directory / "stages", "*.started.json")]
     for path, kind in checked:
         try:
             load_record(path, kind)
         except (OSError, DataError) as error:
             problems.append(relative(str(error), directory))
-    for sub in sorted(p for p in directory.rglob("*") if p.is_dir() and not p.name.startswith((".", "_"))):
+    for sub in (p for p in storage.rglob(directory, "*") if p.is_dir() and not p.name.startswith((".", "_"))):
         kind = outputs.kind_of(sub)
         if kind and kind.name != "pipeline" and not any(sub.is_relative_to(d) for d in found):
             found.append(sub)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine import storage
+from corpusprep.engine.files import write_json
 from pipelines.config import Pipeline
 from trainer.evaluate import summary as evaluation
 
@@ -69,8 +70,7 @@ def write_report(run_dir: Path, pipeline: Pipeline, records: list[dict], seconds
         "seconds": round(seconds, 3),
     }
     write_json(run_dir / "report.json", summary)
-    with atomic_path(run_dir / "report.md") as tmp:
-        tmp.write_text(markdown(summary))
+    storage.write_text(run_dir / "report.md", markdown(summary))
     return summary
 
 

@@ -22,7 +22,7 @@ from rich.console import Console
 import corpusprep
 from corpusprep.console import console as stderr_console
 from corpusprep.engine import manifest as manifests
-from corpusprep.engine import outputs, placement, records
+from corpusprep.engine import outputs, placement, records, storage
 from corpusprep.engine.executor import Executor, LocalExecutor, executor_for
 from corpusprep.engine.files import remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
@@ -91,7 +91,7 @@ def check_run_dir(run_dir: Path, name: str, overwrite: bool) -> None:
                 f"{run_dir}: holds a run of pipeline {owner!r}, not {name!r}; pick another --run-dir or "
                 "pass --overwrite"
             )
-    elif any(p.name != LOCK_NAME for p in run_dir.iterdir()) and not overwrite:
+    elif any(p.name != LOCK_NAME for p in storage.list_dir(run_dir)) and not overwrite:
         raise UsageError(
             f"{run_dir}: exists and is not a corpusprep run directory; pass --overwrite to use it"
         )
@@ -178,7 +178,7 @@ def _run_stage(stage, ctx: StageContext, fingerprints: dict[str, str], label: st
     # Replace the outputs only when this runner made them with other settings (or --overwrite); else
     # the stage resumes or repairs its own work (the artifact rule), or refuses a foreign directory.
     fresh = overwrite or started_as not in (None, fp)
-    done_file.unlink(missing_ok=True)  # the old outputs are about to change
+    storage.remove(done_file, missing_ok=True)  # the old outputs are about to change
     write_json(start_file, {"fingerprint": fp})
     console.rule(f"{label} ({'resuming' if started_as == fp else 'running'})", align="left")
     ctx = dataclasses.replace(ctx, overwrite=fresh)

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep import objectives
-from corpusprep.engine import artifact
+from corpusprep.engine import artifact, storage
 from corpusprep.engine import manifest as manifests
 from corpusprep.engine.executor import Executor, LocalExecutor
-from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.files import write_json
 from corpusprep.engine.records import load_record, parse_json, read_bytes
 from corpusprep.errors import DataError, UsageError
 from pipelines.config import RUNNER_TRAIN_KEYS, Stage
@@ -192,12 +192,12 @@ class PairsStage(StageKind):
         return StageResult(counts, unit="pairs")
 
     def validate(self, stage: Stage, ctx: StageContext) -> list[str]:
-        import pyarrow.parquet as pq
 
         problems = super().validate(stage, ctx)
         if problems:
             return problems
-        rows = sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(ctx.out.glob("*/part-*.parquet")))
+        parts = storage.glob(ctx.out, "*/part-*.parquet")
+        rows = sum(storage.parquet_file(f).metadata.num_rows for f in parts)
         expected = load_record(ctx.out / "stats.json", "pairs_stats").get("pairs")
         if rows != expected:
             return [f"{ctx.out}: {rows} pairs in the Parquet files, stats.json says {expected}"]
@@ -271,8 +271,7 @@ def write_train_toml(path: Path, config: dict[str, Any]) -> None:
             lines += [f"{key}.{k} = {json.dumps(v)}" for k, v in sorted(value.items()) if v is not None]
         elif value is not None:
             lines.append(f"{key} = {json.dumps(value)}")
-    with atomic_path(path) as tmp:
-        tmp.write_text("\n".join(lines) + "\n")
+    storage.write_text(path, "\n".join(lines) + "\n")
 
 
 def train_toml_path(stage: Stage, dirs: dict[str, Path]) -> Path:
@@ -374,11 +373,11 @@ class PlotStage(StageKind):
         if result.returncode != 0:
             last = (result.stderr.strip().splitlines() or ["no message"])[-1]
             raise DataError(f"{stage.name}: {' '.join(command)} failed: {last}")
-        pngs = sorted(p.name for p in ctx.out.glob("*.png"))
+        pngs = sorted(p.name for p in storage.glob(ctx.out, "*.png"))
         return StageResult({"plots": len(pngs)}, files=tuple(pngs))
 
     def validate(self, stage: Stage, ctx: StageContext) -> list[str]:
-        return [] if any(ctx.out.glob("*.png")) else [f"{ctx.out}: no PNG curves"]
+        return [] if storage.glob(ctx.out, "*.png") else [f"{ctx.out}: no PNG curves"]
 
 
 class EvaluateStage(StageKind):

@@ -24,7 +24,6 @@ import json
 import math
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import asdict, fields, is_dataclass, replace
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import Any
 import torch
 
 from corpusprep import objectives
-from corpusprep.engine import faults, records
+from corpusprep.engine import faults, records, storage
 from corpusprep.engine.files import atomic_dir, remove_stale_temps
 from corpusprep.engine.manifest import sha256_file
 from corpusprep.errors import DataError, UsageError, os_error_in
@@ -58,7 +57,8 @@ def list_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     root = checkpoint_dir(run_dir)
     if not root.is_dir() or root.is_symlink():
         return []
-    steps = [(int(m[1]), p) for p in root.iterdir() if (m := STEP_DIR.match(p.name)) and not p.is_symlink()]
+    steps = [(int(m[1]), p) for p in storage.list_dir(root)
+             if (m := STEP_DIR.match(p.name)) and not p.is_symlink()]
     for _, path in steps:
         refuse_pickled(path)
     return sorted((step, path) for step, path in steps if complete(path))
@@ -172,8 +172,7 @@ def write_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
         save_file({k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}, str(path),
                   metadata={"format": "pt"})  # fmt: skip
         os.chmod(path, _new_file_mode())  # safetensors makes its files 0600; every other has the umask's
-        with open(path, "rb") as f:
-            os.fsync(f.fileno())
+        storage.fsync_file(path)
     except Exception as error:
         cause = os_error_in(error)
         if cause is None or cause.filename is not None:
@@ -184,7 +183,7 @@ def write_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
 def _new_file_mode() -> int:
     """The mode a file created now gets: 0666 less the umask (read from /proc, which leaves it alone)."""
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
+        for line in Path("/proc/self/status").read_text().splitlines():  # the kernel's, not a store
             if line.startswith("Umask:"):
                 return 0o666 & ~int(line.split()[1], 8)
     except (OSError, ValueError):
@@ -200,7 +199,7 @@ def _file_record(directory: Path, names: list[str]) -> dict[str, dict]:
 
 def _write_config(directory: Path, record: dict, names: list[str]) -> None:
     record = {**record, "format": FORMAT, "files": _file_record(directory, names)}
-    (directory / CONFIG).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    storage.write_text(directory / CONFIG, json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
 def save_model(directory: Path, state: dict[str, torch.Tensor], record: dict) -> None:
@@ -244,12 +243,12 @@ def save(run_dir: Path, step: int, states: dict[str, Any], config: dict, keep: i
         faults.reached("checkpoint_file")  # a kill here (tests) leaves a half-written checkpoint directory
         write_tensors(tensors, tmp / STATE_TENSORS)
         faults.reached("checkpoint_file")
-        (tmp / STATE).write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+        storage.write_text(tmp / STATE, json.dumps(state, indent=2, sort_keys=True) + "\n")
         faults.reached("checkpoint_file")
         _write_config(tmp, config, [WEIGHTS, STATE_TENSORS, STATE])
         faults.reached("checkpoint_file")
     for _, old in list_checkpoints(run_dir)[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
+        storage.remove_tree(old)
     return final
 
 
@@ -446,7 +445,7 @@ def find_checkpoint(path: Path) -> Path:
     newest checkpoint. A checkpoint of the earlier, pickled format is refused (`refuse_pickled`)."""
     refuse_pickled(path)
     if not (path / WEIGHTS).exists() and not (path / "checkpoints").is_dir():
-        found = [*path.glob("*/checkpoints"), *path.glob("*/*/checkpoints")]
+        found = [*storage.glob(path, "*/checkpoints"), *storage.glob(path, "*/*/checkpoints")]
         runs = sorted(p.parent for p in found if p.is_dir())
         if len(runs) > 1:
             names = ", ".join(str(r) for r in runs)

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from corpusprep.console import refuse_stdout
-from corpusprep.engine import faults, records
+from corpusprep.engine import faults, records, storage
 from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.files import atomic_path
 from corpusprep.engine.outputs import KINDS, PIPELINE_RUN_FILES
@@ -247,7 +247,7 @@ def check_hf_model(hf_dir: Path) -> BertConfig:
                 "from_pretrained(DIR).save_pretrained(DIR, safe_serialization=True), in a trusted "
                 "environment)"
             )
-        if any(hf_dir.glob("*.index.json")):
+        if storage.glob(hf_dir, "*.index.json"):
             raise UsageError(f"{hf_dir}: sharded weights are not supported; save_pretrained with "
                              "max_shard_size")
         raise UsageError(f"{hf_dir}: no model.safetensors")
@@ -323,7 +323,7 @@ def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
 
     info = VocabInfo.load(vocab_dir)
     if (vocab_dir / "tokenizer.json").is_file():
-        tokenizer_json = (vocab_dir / "tokenizer.json").read_text(encoding="utf-8")
+        tokenizer_json = storage.read_text(vocab_dir / "tokenizer.json", encoding="utf-8")
         saved = records.load_record(vocab_dir / "tokenizer.json", "tokenizer_json")
         normalizer = saved.get("normalizer") or {}
         lowercase = bool(normalizer.get("lowercase", True))
@@ -331,7 +331,7 @@ def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
         lowercase = True
         tokenizer_json = tokenizer_from_tokens(info.tokens, cased=False).to_str()
     return {
-        "vocab.txt": (vocab_dir / "vocab.txt").read_text(encoding="utf-8"),
+        "vocab.txt": storage.read_text(vocab_dir / "vocab.txt", encoding="utf-8"),
         "tokenizer.json": tokenizer_json,
         **hf_tokenizer_files(cased=not lowercase, model_max_length=max_length),
     }
@@ -419,8 +419,8 @@ def export_dir(
 
     files: dict[str, Callable[[Path], None]] = {"model.safetensors": save_weights}
     for name, text in texts.items():
-        files[name] = lambda tmp, text=text: tmp.write_text(text, encoding="utf-8")
-    files[COMMIT] = lambda tmp: tmp.write_text(json.dumps(record, indent=2) + "\n")
+        files[name] = lambda tmp, text=text: storage.write_text(tmp, text, encoding="utf-8")
+    files[COMMIT] = lambda tmp: storage.write_text(tmp, json.dumps(record, indent=2) + "\n")
     assert tuple(files) == EXPORT_FILES, "the export writes what the registry says it owns"
     out = Path(out_dir)
     read = inputs(path, saved, vocab_dir)
@@ -485,7 +485,7 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
 
 def positions_note(out: Path) -> str:
     """What the export's max_position_embeddings means, from the config.json just written."""
-    hf = json.loads((Path(out) / COMMIT).read_text())
+    hf = json.loads(storage.read_text(Path(out) / COMMIT))
     positions, trained = hf["max_position_embeddings"], hf.get("corpusprep_trained_length")
     if trained is None:
         return (f"max_position_embeddings {positions}, the model's; the length it was trained on is not "

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import sys
 from dataclasses import asdict
 from functools import partial
@@ -29,7 +28,7 @@ from pathlib import Path
 import torch
 
 from corpusprep.console import refuse_stdout
-from corpusprep.engine import faults
+from corpusprep.engine import faults, storage
 from corpusprep.engine.manifest import MANIFEST, owned_files
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
@@ -101,18 +100,18 @@ def import_dir(
         vocab_from_file(hf_dir / "vocab.txt", out / "vocab", cased=cased, part_of=out)
         faults.reached(FAULT_POINT)
         model = art.work / "model"  # weights.safetensors, then config.json recording its sha256
-        model.mkdir(parents=True, exist_ok=True)
+        storage.makedirs(model)
         save_model(model, state, record)
         vocab_files = [f"vocab/{name}" for name in (*owned_files(out / "vocab"), MANIFEST)]
         write_files(art, {name: partial(_move, model / name) for name in (WEIGHTS, CONFIG)})
         art.commit(files=[*vocab_files, WEIGHTS, CONFIG])
-    copied = hashlib.sha256((out / "vocab" / "vocab.txt").read_bytes()).hexdigest()
+    copied = hashlib.sha256(storage.read_bytes(out / "vocab" / "vocab.txt")).hexdigest()
     assert copied == vocab.sha256, "vocab.txt must be copied byte for byte"
     return record, False
 
 
 def _move(source: Path, tmp: Path) -> None:
-    os.replace(source, tmp)  # written in the work directory: renamed to its temporary name, then into place
+    storage.replace(source, tmp)  # written in the work directory: to its temporary name, then into place
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from corpusprep.engine import records
+from corpusprep.engine import records, storage
 from corpusprep.engine.lock import LOCK_NAME
 from corpusprep.engine.manifest import MANIFEST, RUN_RECORD, sha256_file
 from corpusprep.engine.records import inside, load_record
@@ -61,7 +61,7 @@ def check_checkpoint_files(step: Path, training: bool = True) -> list[str]:
     except (OSError, CorpusprepError) as error:
         return [f"{name}{relative(str(error), step)}"]
     own = {*CHECKPOINT_FILES, vocab.get("path", "").split("/")[0], MANIFEST, LOCK_NAME}  # an import's record
-    foreign = sorted(p.name for p in step.iterdir() if p.name not in own)
+    foreign = sorted(p.name for p in storage.list_dir(step) if p.name not in own)
     return [f"{name}{f}: not a file of a checkpoint" for f in foreign[:1]]
 
 
@@ -87,7 +87,7 @@ def _check_trainer_state(step: Path, tensors: dict) -> None:
 
 
 def validate_run(directory: Path) -> tuple[list[str], str]:
-    found = (directory / "checkpoints").glob("step-*")
+    found = storage.glob(directory / "checkpoints", "step-*")
     steps = sorted(p for p in found if p.is_dir() and not p.is_symlink())
     if not steps:
         return ["checkpoints/: no checkpoint"], ""
@@ -158,7 +158,7 @@ def validate_evaluation(directory: Path) -> tuple[list[str], str]:
     """A `python -m trainer.evaluate -o` directory: evaluation.json and each run's record by their loaders,
     and every file its manifest lists unchanged."""
     checked = [(directory / "evaluation.json", "evaluation")]
-    checked += [(p, "evaluate_run") for p in sorted((directory / "runs").glob("*.json"))]
+    checked += [(p, "evaluate_run") for p in storage.glob(directory / "runs", "*.json")]
     problems, result = [], None
     for path, kind in checked:
         try:

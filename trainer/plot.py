@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from corpusprep.console import refuse_stdout
+from corpusprep.engine import storage
 from corpusprep.engine.files import atomic_path
 from corpusprep.engine.records import parse_json, read_bytes
 from corpusprep.errors import DataError, OneLineParser, UsageError, printable
@@ -142,7 +143,7 @@ def training_run(path: Path) -> Path:
     `runs/demo/train`, as trainer.export takes it); a UsageError naming the stages when there are several."""
     if (path / "metrics.jsonl").is_file():
         return path
-    stages = sorted(p.parent for depth in ("*/", "*/*/") for p in path.glob(f"{depth}metrics.jsonl"))
+    stages = sorted(p.parent for depth in ("*/", "*/*/") for p in storage.glob(path, f"{depth}metrics.jsonl"))
     if len(stages) == 1:
         return stages[0]
     if stages:

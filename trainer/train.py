@@ -23,7 +23,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
-from corpusprep.engine import records
+from corpusprep.engine import records, storage
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir, shared_dir
 from corpusprep.engine.outputs import held_output
 from corpusprep.engine.placement import check_not_inside, check_not_nested, in_running_pipeline
@@ -119,11 +119,11 @@ class Metrics:
         if enabled and self.path.exists():
             lines = records.read_bytes(self.path).decode("utf-8", "replace").splitlines()
             keep = [line for line in lines if _step(line) <= resume_step]
-            self.path.write_text("".join(line + "\n" for line in keep))
+            storage.write_text(self.path, "".join(line + "\n" for line in keep))
 
     def write(self, record: dict) -> None:
         if self.enabled:
-            with open(self.path, "a") as f:
+            with storage.open_file(self.path, "a") as f:
                 f.write(json.dumps(record) + "\n")
 
 
@@ -229,7 +229,7 @@ class Trainer:
             log(d, f"initialised from {init_path}")
         del init_state
         if d.main:  # only now: a run that fails at start leaves no empty run directory behind
-            self.run_dir.mkdir(parents=True, exist_ok=True)
+            storage.makedirs(self.run_dir)
             checkpoint.remove_partial(self.run_dir)
         self.model: nn.Module = self.raw_model
         if d.world > 1:
@@ -573,9 +573,11 @@ def train(config: TrainConfig, clock: Callable[[], float] = time.monotonic) -> d
             summary = {"status": "done", "steps": done.saved["step"], "run_dir": config.logging.run_dir}
             return summary | {"seconds": 0.0} | done.saved["last_metrics"]
         except BaseException:  # failed before writing anything (set-up, bad first batch): no run dir
-            if new and d.main and run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {LOCK_NAME}:
-                (run_dir / LOCK_NAME).unlink(missing_ok=True)
-                run_dir.rmdir()
+            if new and d.main and run_dir.is_dir() and all(
+                p.name == LOCK_NAME for p in storage.list_dir(run_dir)
+            ):
+                storage.remove(run_dir / LOCK_NAME, missing_ok=True)
+                storage.rmdir(run_dir)
             raise
 
 

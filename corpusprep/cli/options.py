@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from corpusprep.engine import storage
 from corpusprep.engine.executor import DEFAULT_ENGINE, ExecutorOptions
 from corpusprep.errors import UsageError
 from corpusprep.read import FORMATS, ON_ERROR, ReadOptions
@@ -162,8 +163,8 @@ def output_files(
                 raise UsageError(f"{command}: {other} and {option} name the same file {raw}; give two names")
         if path.parent.is_dir():
             probe = temp_name(path)
-            probe.touch()  # an OSError (read-only, permission) is one line naming `path`: errors.describe
-            probe.unlink()
+            storage.open_file(probe, "wb").close()  # an OSError (read-only, permission): one line naming it
+            storage.remove(probe)
         checked[option] = path
     return checked
 

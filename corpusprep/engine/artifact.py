@@ -39,13 +39,12 @@ from __future__ import annotations
 import contextlib
 import enum
 import fnmatch
-import shutil
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from corpusprep.engine import faults, records
+from corpusprep.engine import faults, records, storage
 from corpusprep.engine.executor import Executor, load_marker, run_tasks
 from corpusprep.engine.files import remove_stale_temps, write_json
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir, shared_dir
@@ -83,13 +82,6 @@ class State(enum.Enum):
 
 def _matches(name: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatch(name, p) for p in patterns)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
 
 
 def _note(message: str) -> None:
@@ -165,8 +157,8 @@ class Artifact:
     def __exit__(self, *exc) -> None:
         try:
             markers = self.work / "markers"
-            if exc[0] is not None and self.state is State.FRESH and not any(markers.glob("*.done.json")):
-                _remove(self.work)  # failed before any task finished: nothing to resume, leave no claim
+            if exc[0] is not None and self.state is State.FRESH and not storage.glob(markers, "*.done.json"):
+                storage.remove_tree(self.work)  # failed before any task finished: nothing to resume, no claim
         finally:
             self._locks.__exit__(*exc)
 
@@ -224,14 +216,15 @@ class Artifact:
         """The same identity: complete when every file is intact, else rebuild the missing or changed."""
         found = damaged(self.directory, manifest, self.row.checksums)
         if not found:
-            _remove(self.work)  # a kill between the manifest and this cleanup
+            storage.remove_tree(self.work)  # a kill between the manifest and this cleanup
             self.complete, self.state = manifest, State.COMPLETE
             return
         path, why = found[0]
         self._note(f"{len(found)} file(s) missing or changed ({path}: {why}): rebuilding them")
         for path, why in found:  # edited in place: ours, rebuilt like a lost file
             if why == CHANGED:
-                inside(self.directory, path.relative_to(self.directory).as_posix(), write=True).unlink()
+                name = path.relative_to(self.directory).as_posix()
+                storage.remove(inside(self.directory, name, write=True))
         self._restore(manifest)
         self.state = State.REPAIR
 
@@ -260,7 +253,7 @@ class Artifact:
 
     def _start_in_new_directory(self) -> None:
         """No record of ours: files already there are foreign (refused unless --overwrite; never deleted)."""
-        entries = sorted(p.name for p in self.directory.iterdir() if p.name not in (LOCK_NAME, WORK))
+        entries = sorted(p.name for p in storage.list_dir(self.directory) if p.name not in (LOCK_NAME, WORK))
         visible = [e for e in entries if not e.startswith(".") and not self._adopted(e)]
         self.foreign = {name for name in self._files() if not self._adopted(name.split("/")[0])}
         clash = sorted(name for name in self.foreign if _matches(name, self.owns))
@@ -276,13 +269,13 @@ class Artifact:
             )
         if visible:
             self._note_foreign(visible)
-        _remove(self.work)
+        storage.remove_tree(self.work)
 
     def _files(self) -> set[str]:
         """Every file in the directory (relative paths), apart from the lock and the work directory."""
         return {
             name
-            for p in self.directory.rglob("*")
+            for p in storage.rglob(self.directory, "*")
             if p.is_file() and p.name != LOCK_NAME
             and not (name := p.relative_to(self.directory).as_posix()).startswith(WORK + "/")
         }
@@ -307,7 +300,7 @@ class Artifact:
         """The finished tasks' records; a damaged one is one line naming it (skipped with `damaged_ok`)."""
         self._remove_stale_temps()
         found = {}
-        for path in sorted((self.work / "markers").glob("*.done.json")):
+        for path in storage.glob(self.work / "markers", "*.done.json"):
             try:
                 record = load_marker(path)
             except DataError:
@@ -320,11 +313,11 @@ class Artifact:
 
     def _restore(self, manifest: dict) -> None:
         """Turn a finished but damaged artifact back into an unfinished build whose intact tasks are done."""
-        _remove(self.work)
+        storage.remove_tree(self.work)
         self._remove_stale_temps()
         self.foreign = self._files() - set(manifest["files"]) - {MANIFEST}
         self._write_run()
-        (self.directory / MANIFEST).unlink()  # consumers now see an unfinished directory
+        storage.remove(self.directory / MANIFEST)  # consumers now see an unfinished directory
         self._records = dict(manifest.get("tasks", {}))
 
     def _clear(self, manifest: dict | None, unfinished: bool, foreign: set[str]) -> None:
@@ -336,17 +329,17 @@ class Artifact:
             owned |= set(record["outputs"])
         for name in owned:  # a link on the way to a file it owns: refused before anything is deleted
             inside(self.directory, name, write=True)
-        for path in sorted(self.directory.rglob("*"), reverse=True):  # rglob descends into no linked folder
+        for path in reversed(storage.rglob(self.directory, "*")):  # rglob descends into no linked folder
             name = path.relative_to(self.directory).as_posix()
             ours = name in owned or (unfinished and _matches(name, self.owns) and name not in foreign)
             if ours and (path.is_file() or path.is_symlink()):
-                inside(self.directory, name, write=True).unlink()  # a link: refused, named
-        for path in sorted(self.directory.rglob("*"), reverse=True):  # directories emptied above
-            if path.is_dir() and path.name != WORK and not any(path.iterdir()):
-                path.rmdir()
-        _remove(self.work)
-        (self.directory / MANIFEST).unlink(missing_ok=True)
-        left = sorted(p.name for p in self.directory.iterdir() if p.name not in (LOCK_NAME, WORK))
+                storage.remove(inside(self.directory, name, write=True))  # a link: refused, named
+        for path in reversed(storage.rglob(self.directory, "*")):  # directories emptied above
+            if path.is_dir() and path.name != WORK and not storage.list_dir(path):
+                storage.rmdir(path)
+        storage.remove_tree(self.work)
+        storage.remove(self.directory / MANIFEST, missing_ok=True)
+        left = sorted(p.name for p in storage.list_dir(self.directory) if p.name not in (LOCK_NAME, WORK))
         if left:
             self._note_foreign(left)
 
@@ -404,6 +397,6 @@ class Artifact:
         }
         write_json(self.directory / MANIFEST, manifest)
         faults.reached("artifact_committed")
-        _remove(self.work)
+        storage.remove_tree(self.work)
         self.complete = manifest
         return manifest

@@ -23,6 +23,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from corpusprep.engine import storage
 from corpusprep.errors import UsageError
 
 LOCK_NAME = ".corpusprep.lock"
@@ -58,7 +59,7 @@ def _readers(fd: int) -> list[int]:
     st = os.fstat(fd)
     file = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"  # as /proc/locks names it
     try:
-        lines = Path("/proc/locks").read_text().splitlines()
+        lines = Path("/proc/locks").read_text().splitlines()  # the kernel's table, not a store
     except OSError:
         return []
     found = []
@@ -75,7 +76,7 @@ def _readers(fd: int) -> list[int]:
 def exclusive_dir(directory: str | Path) -> Iterator[Path]:
     """Hold the writer's lock on `directory` (created if needed) for the duration of a run; refused in one
     line while another run writes or reads it."""
-    Path(directory).mkdir(parents=True, exist_ok=True)
+    storage.makedirs(directory)
     with _locked(Path(directory), exclusive=True):
         yield Path(directory)
 
@@ -90,6 +91,7 @@ def shared_dir(directory: str | Path) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def _locked(directory: Path, exclusive: bool) -> Iterator[None]:
+    directory = storage.local_path(directory)  # flock: this machine's file system (issue 24: object stores)
     fd = _open(directory) if directory.is_dir() else None
     if fd is None:  # a read-only directory: nobody writes there (a write of ours fails with its own line)
         yield

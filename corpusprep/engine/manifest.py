@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from corpusprep.engine import records
+from corpusprep.engine import records, storage
 from corpusprep.engine.records import inside
 from corpusprep.errors import DataError, InputError
 
@@ -27,7 +27,7 @@ FORMAT_VERSION = 1
 
 def sha256_file(path: str | Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with storage.open_file(path, "rb") as f:
         while block := f.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()

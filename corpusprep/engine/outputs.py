@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from corpusprep.engine import records
+from corpusprep.engine import records, storage
 from corpusprep.engine.lock import LOCK_NAME
 from corpusprep.engine.manifest import MANIFEST, RUN_RECORD
 from corpusprep.errors import DataError, InputError
@@ -48,7 +48,7 @@ class Sign:
                 and (not self.any_of or any((d / n).exists() for n in self.any_of))
                 and (not self.any_file or any((d / n).is_file() for n in self.any_file))
                 and (not self.any_dir or any((d / n).is_dir() for n in self.any_dir))
-                and (not self.globs or any(any(d.glob(g)) for g in self.globs)))  # fmt: skip
+                and (not self.globs or any(storage.glob(d, g) for g in self.globs)))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,12 @@ import json
 import math
 import os
 import re
-import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from corpusprep.engine import storage
 from corpusprep.errors import DataError
 from corpusprep.mask import strategies
 from corpusprep.objectives import REGISTRY as OBJECTIVES
@@ -285,17 +285,7 @@ class Lazy(Schema):
 def read_bytes(path: str | Path, limit: int = MAX_BYTES) -> bytes:
     """A regular file's bytes: never a FIFO or a device (opened without blocking, then checked), nor a
     file larger than `limit`. A symbolic link is followed (a Hugging Face cache links every file)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise DataError(f"{path}: not a regular file")
-        if st.st_size > limit:
-            raise DataError(f"{path}: {st.st_size:,} bytes, more than a record corpusprep reads ({limit:,})")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read(limit + 1)
-    finally:
-        os.close(fd)
+    return storage.read_bounded(path, limit)
 
 
 def parse_json(text: str | bytes, where: str | Path) -> Any:
@@ -394,7 +384,7 @@ def safetensors_header(path: str | Path) -> dict[str, tuple[str, tuple[int, ...]
     "safetensors_header": every tensor's dtype, shape and byte range, the ranges tiling the data exactly up
     to the end of the file). Read without torch, so `validate` needs none; one DataError line naming the file
     and the tensor for anything else (a pickle, a truncated or padded file, overlapping tensors)."""
-    with open(path, "rb") as f:
+    with storage.open_file(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         head = f.read(8)
         length = int.from_bytes(head, "little") if len(head) == 8 else -1

@@ -17,12 +17,12 @@ import dataclasses
 import functools
 import logging
 import math
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from corpusprep.engine import storage
 from corpusprep.engine.executor import Executor, Task, executor_for, merge_stats
 from corpusprep.engine.files import write_json
 from corpusprep.engine.records import load_record
@@ -91,7 +91,7 @@ def build_pairs(
         (read,) = run.phase("read", functools.partial(read_stage, reporter=run.reporter), [read_task],
                             unit="docs", local=True, stats_kind="read_task")  # fmt: skip
         if not any(read["documents"].values()):
-            shutil.rmtree(run.work)  # nothing to resume: a rerun with other read options starts clean
+            storage.remove_tree(run.work)  # nothing to resume: a rerun with other read options starts clean
             raise no_usable_documents(inputs, read["read"])
         partitions = {split: max(1, math.ceil(read["documents"][split] / options.docs_per_partition))
                       for split in SPLITS}  # fmt: skip
@@ -143,7 +143,7 @@ def check_tokens(token_stats: dict, read: dict, inputs, run: StageRun, options: 
         log.warning(warning)
     docs_in = token_stats.get("partition_documents", {})  # absent when no document has a sentence
     if not docs_in:
-        shutil.rmtree(run.work)
+        storage.remove_tree(run.work)
         no_sentences = {NO_SENTENCES: sum(token_stats.get(s, {}).get("skipped", {}).get(NO_SENTENCES, 0)
                                           for s in SPLITS)}  # fmt: skip
         raise no_usable_documents(inputs, read["read"], no_sentences)

@@ -18,9 +18,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from corpusprep.engine import arrow
+from corpusprep.engine import arrow, storage
 from corpusprep.engine.executor import OUTPUTS_KEY, Task
 from corpusprep.engine.files import atomic_path
 from corpusprep.engine.progress import Reporter
@@ -163,7 +162,7 @@ class PartitionCache:
         self._part: PartitionTokens | None = None
 
     def get(self, cache_dir: Path, dtype: np.dtype) -> PartitionTokens:
-        files = sorted(cache_dir.glob("c*.npz"))
+        files = storage.glob(cache_dir, "c*.npz")
         key = (str(cache_dir), dtype.str, [(f.name, (st := f.stat()).st_size, st.st_mtime_ns) for f in files])
         if self._key != key:
             self._key = self._part = None  # drop the previous partition before loading the next
@@ -185,8 +184,7 @@ def pair_task(task: Task) -> dict[str, Any]:
     part = PARTITIONS.get(args.cache_dir, dtype)
     rng = rng_for(opts.seed, "pairs", args.split, args.partition, args.dupe_pass)
     table, stats = objective_spec(opts.objective).rows(part, opts, rng, args.dupe_pass)
-    with atomic_path(args.output) as tmp:
-        pq.write_table(table, tmp, compression="zstd", compression_level=1)
+    storage.write_table(table, args.output, compression="zstd", compression_level=1)
     if args.dupe_pass > 0:  # documents are counted once, in pass 0
         del stats["documents_used"], stats["documents_skipped"]
     return {args.split: {"files": 1, **stats}}

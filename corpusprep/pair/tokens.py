@@ -29,8 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from corpusprep.engine import arrow
-from corpusprep.engine.files import atomic_path
+from corpusprep.engine import arrow, storage
 from corpusprep.pair.instances import PartitionTokens
 
 PIECE_CHARS = 256 * 1024  # characters of sentences per tokenizer input
@@ -374,8 +373,7 @@ def save_cache(path: Path, part: PartitionTokens) -> None:
         doc_offsets=part.doc_offsets,
         doc_ids=np.array(part.doc_ids, dtype=str),
     )
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(buffer.getbuffer())
+    storage.write_bytes(path, buffer.getbuffer())
 
 
 def load_cache(path: Path) -> PartitionTokens:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from corpusprep.engine import storage
 from corpusprep.engine.records import load_record
 from corpusprep.errors import DataError, plural
 from corpusprep.objectives import objective as objective_spec
@@ -28,10 +28,10 @@ def validate_pairs(directory: Path) -> tuple[list[str], str]:
     problems, files = [], 0
     for split in SPLITS:
         rows = 0
-        for path in sorted((directory / split).glob("*.parquet")):
+        for path in storage.glob(directory / split, "*.parquet"):
             files += 1
             try:
-                rows += pq.ParquetFile(path).metadata.num_rows
+                rows += storage.parquet_file(path).metadata.num_rows
             except (OSError, pa.ArrowException) as error:
                 problems.append(f"{split}/{path.name}: unreadable Parquet ({error})")
         if not problems and rows != expected[split]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import glob
 import logging
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from corpusprep.engine import storage
 from corpusprep.engine.outputs import is_artifact_dir, recognise
 from corpusprep.errors import InputError
 
@@ -68,7 +68,7 @@ def not_corpus(directory: Path, subdirs: list[str], files: list[str]) -> str | N
 def _walk(root: Path, passed_over: list[tuple[Path, str]], refuse: bool = True) -> Iterator[Path]:
     """The files to read below `root`, sorted later; directories that are no corpus are passed over (noted
     in `passed_over` with what they hold), `root` itself refused (`refuse`: it was given by name)."""
-    for directory, subdirs, files in os.walk(root):
+    for directory, subdirs, files in storage.walk(root):
         what = not_corpus(Path(directory), subdirs, files)
         if what is not None:
             if refuse and Path(directory) == root:
@@ -85,11 +85,7 @@ def _walk(root: Path, passed_over: list[tuple[Path, str]], refuse: bool = True) 
 
 def _listing(directory: Path) -> tuple[list[str], list[str]]:
     """(subdirectories, other names) of `directory`, as os.walk lists them."""
-    with os.scandir(directory) as entries:
-        subdirs, files = [], []
-        for entry in entries:
-            (subdirs if entry.is_dir() else files).append(entry.name)
-    return subdirs, files
+    return storage.entries(directory)
 
 
 def _glob_base(pattern: str) -> Path:
@@ -133,7 +129,7 @@ def resolve_inputs(
             base = _glob_base(str(arg))
             files = []
             parents: dict[Path, str | None] = {}  # a matched file's directory: what it holds if no corpus
-            for match in map(Path, glob.glob(str(arg), recursive=True)):
+            for match in storage.match(str(arg)):
                 if match.is_dir():
                     files += [(p, p.relative_to(base).as_posix()) for p in _walk(match, passed_over, False)]
                 elif match.is_file() and _wanted(match.name):

@@ -13,6 +13,7 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from corpusprep.engine import storage
 from corpusprep.read.document import ReadStats
 
 BLOCK = 1 << 20
@@ -75,9 +76,10 @@ def compression_of(head: bytes) -> str | None:
 
 
 def open_file(path: Path) -> BinaryIO:
-    """The one place an input file is opened (tests simulate unreadable files here)."""
+    """The one place an input file is opened, through the storage seam (tests simulate unreadable files
+    by replacing `open` in corpusprep.engine.storage)."""
     try:
-        return open(path, "rb")
+        return storage.open_file(path, "rb")
     except OSError as error:
         raise Unopenable("unreadable", f"{path}: cannot open: {error.strerror or error}") from error
 

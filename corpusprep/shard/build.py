@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from corpusprep import __version__
 from corpusprep.engine import manifest as manifests
+from corpusprep.engine import storage
 from corpusprep.engine.executor import Executor, Task, executor_for
-from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.files import write_json
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
 from corpusprep.engine.stage import StageRun, stage_run
@@ -116,8 +116,8 @@ def mask_file(task: Task) -> dict[str, Any]:
     spec = objective_spec(t.objective)
     if t.sha256 is not None:  # a pairs file changed in place keeps its size: only its content tells
         manifests.verify_file(t.source, t.sha256, Path(t.source).parent.parent)
-    with _writing(t.out), atomic_path(t.out) as tmp, open(tmp, "wb") as spill:
-        source = pq.ParquetFile(t.source)
+    with _writing(t.out), storage.atomic_open(t.out, "wb") as spill:
+        source = storage.parquet_file(t.source)
         for dupe in range(t.dupes):
             first_row = 0
             batches = source.iter_batches(BATCH_PAIRS, columns=list(input_columns(spec)))
@@ -169,8 +169,8 @@ def write_shard(task: Task) -> dict[str, Any]:
     packed = objective_spec(t.objective).packs
     masked = read_groups(t.groups, shuffle, np.dtype(t.token_dtype), t.pad_id, packed)
     out = Path(t.out)
-    with _writing(out), atomic_path(out) as tmp:
-        write_parquet(to_table(masked, t.objective, t.cls_id), tmp, t.options)
+    with _writing(out):
+        write_parquet(to_table(masked, t.objective, t.cls_id), out, t.options)
     # size and sha256 come from the executor's record of this output (`Artifact.outputs`): hashed once
     counts = count_masked(masked, t.objective, t.cls_id)
     return {"path": f"{t.split}/{out.name}", "rows": len(masked), **counts}
@@ -183,8 +183,9 @@ def shard_entry(stats: dict[str, Any], written: dict[str, Any]) -> dict[str, Any
 
 
 def write_parquet(table: pa.Table, path: Path, options: ShardOptions) -> None:
+    """One shard file, atomically."""
     compression = None if options.compression == "none" else options.compression
-    pq.write_table(
+    storage.write_table(
         table.combine_chunks(), path, row_group_size=options.row_group_size, compression=compression,
         use_dictionary=False,  # dictionary pages of token ids cost write time and random reads, save little
         write_statistics=False,  # min/max of token lists is useless to readers and costs time and bytes
@@ -217,9 +218,9 @@ def find_inputs(
     inputs: dict[str, list[tuple[Path, int]]] = {}
     owned = set(owned)
     for split in SPLITS:
-        for path in sorted(p for p in (pairs_dir / split).glob("*.parquet") if f"{split}/{p.name}" in owned):
+        for path in (p for p in storage.glob(pairs_dir / split, "*.parquet") if f"{split}/{p.name}" in owned):
             try:
-                meta = pq.ParquetFile(path)
+                meta = storage.parquet_file(path)
             except (OSError, pa.ArrowInvalid) as error:
                 raise DataError(f"{path}: not a readable Parquet file ({error})") from None
             columns = {f.name: f.type for f in meta.schema_arrow}
@@ -316,9 +317,8 @@ def build_shards(
         written = run.phase("shuffle + write", write_shard, shards, unit="examples", seconds=seconds,
                             count=lambda s: s["rows"], stats_kind="shard_task")
         manifest = shards_manifest(plan, run, shards, written, masked, vocab, vocab_dir, options)
-        with atomic_path(out_dir / VOCAB_COPY) as tmp:
-            source = Path(vocab_dir) / "vocab.txt" if Path(vocab_dir).is_dir() else Path(vocab_dir)
-            tmp.write_bytes(source.read_bytes())
+        source = Path(vocab_dir) / "vocab.txt" if Path(vocab_dir).is_dir() else Path(vocab_dir)
+        storage.copy_file(source, out_dir / VOCAB_COPY)
         write_json(out_dir / MANIFEST, manifest)
         run.commit(files=[VOCAB_COPY, MANIFEST])
     return manifest

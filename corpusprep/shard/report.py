@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from rich.table import Table
 from rich.text import Text
 
+from corpusprep.engine import storage
 from corpusprep.engine.records import inside
 from corpusprep.errors import DataError, UsageError
 from corpusprep.objectives import objective as objective_spec
@@ -40,7 +40,7 @@ def _unreadable(paths: list[Path], error: Exception) -> DataError:
     """A shard that does not read: name the first one that fails and point at `validate`."""
     for path in paths:
         try:
-            pq.ParquetFile(path)
+            storage.parquet_file(path)
         except (OSError, pa.ArrowException) as bad:
             return DataError(f"{path}: unreadable Parquet ({bad}); `corpusprep validate` checks every shard")
     return DataError(f"{paths[0].parent}: shards unreadable ({str(error).splitlines()[0]})")
@@ -60,7 +60,7 @@ def render_examples(
     rendered = []
     for path in shard_paths(directory, manifest, split):
         try:
-            table = pq.ParquetFile(path).read_row_group(0).slice(0, n - len(rendered)).to_pylist()
+            table = storage.parquet_file(path).read_row_group(0).slice(0, n - len(rendered)).to_pylist()
         except (OSError, pa.ArrowException) as error:
             raise _unreadable([path], error) from None
         spec = objective_spec(manifest.get("objective"))

@@ -12,6 +12,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from corpusprep.engine import storage
 from corpusprep.mask import Examples, Masked
 
 FORMAT = 1  # in the run's fingerprint: an unfinished run with another spill format is never resumed
@@ -56,7 +57,7 @@ def read_groups(
     positions, labels, actions = np.zeros((n, k), LENGTH), np.zeros((n, k), token), np.zeros((n, k), np.int8)
     done = 0
     for path, (offset, count, w, kk) in groups:
-        with open(path, "rb") as f:
+        with storage.open_file(path, "rb") as f:
             f.seek(offset)
             parts = [np.fromfile(f, dtype, size) for dtype, size in _layout(token, count, w, kk)]
         to = rows[done : done + count]

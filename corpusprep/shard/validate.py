@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from corpusprep.engine import storage
 from corpusprep.engine.manifest import problems as artifact_problems
 from corpusprep.engine.manifest import sha256_file
 from corpusprep.engine.outputs import validate as validate_output  # noqa: F401  (cli/shard.py imports it here)
@@ -228,7 +228,7 @@ def _unlisted(directory: Path, splits: dict) -> list[str]:
     listed = {s["path"] for split in splits.values() for s in split["shards"]}
     for split in SPLITS:
         folder = directory / split
-        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        for path in storage.list_dir(folder) if folder.is_dir() else []:
             name = f"{split}/{path.name}"
             if path.name.startswith(".") and ".tmp-" in path.name:
                 problems.append(f"{name}: leftover temporary file of an interrupted write")
@@ -264,7 +264,7 @@ def _check_shard(directory: Path, entry: dict, layout: _Layout, sums: dict[str, 
     if sha256_file(path) != entry["sha256"]:
         problems.append(f"{name}: sha256 differs from the manifest (corrupted or replaced)")
     try:
-        table = pq.read_table(path)
+        table = storage.read_table(path)
     except (OSError, pa.ArrowException) as error:
         return [*problems, f"{name}: unreadable Parquet ({error})"]
     if not table.schema.equals(layout.schema):

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from corpusprep.engine import storage
+
 
 def boundaries(sentences: Sequence[str]) -> tuple[set[int], int]:
     """The boundary offsets (in non-whitespace characters) of a segmentation, and its non-space length."""
@@ -62,7 +64,7 @@ def boundary_score(
 
 def load_golden_rules(path: str | Path) -> list[dict]:
     """pySBD's English golden rules: {id, rule, text, sentences}."""
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in storage.read_text(path).splitlines() if line.strip()]
 
 
 def golden_rule_failures(split: Callable[[str], list[str]], rules: Iterable[dict]) -> list[dict]:
@@ -74,7 +76,7 @@ def load_ewt_documents(path: str | Path) -> list[tuple[str, list[str]]]:
     """UD English-EWT documents as (text, gold sentences): paragraphs joined with a single space, so paragraph
     ends must be found like any other boundary."""
     documents = []
-    for line in Path(path).read_text().splitlines():
+    for line in storage.read_text(path).splitlines():
         if line.strip():
             record = json.loads(line)
             sentences = [s for paragraph in record["paragraphs"] for s in paragraph]
@@ -102,7 +104,7 @@ def load_ud_paragraphs(path: str | Path, language: str) -> list[Paragraph]:
     the splitter sees it (its sentences joined by a space, or by nothing in NO_SPACE_LANGUAGES)."""
     joiner = "" if language in NO_SPACE_LANGUAGES else " "
     out = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    for line in storage.read_text(path, encoding="utf-8").splitlines():
         if not line.strip():
             continue
         for sentences in json.loads(line)["paragraphs"]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.console import console, write_stdout
+from corpusprep.engine import storage
 from corpusprep.engine.files import remove_stale_temps_of, write_json
 from corpusprep.engine.manifest import describe_changes
 from corpusprep.engine.progress import Reporter, Tick
@@ -68,7 +69,7 @@ def run_sentences(
     if out is not None and out.exists() and not overwrite:
         return _reuse(out, identity, stats_file)
     if out is not None:
-        record_path(out).unlink(missing_ok=True)  # the file it described is about to be replaced
+        storage.remove(record_path(out), missing_ok=True)  # the file it described is about to be replaced
     read_stats, split_stats = ReadStats(), SentenceStats()
     documents = iter_documents(inputs, read_options, read_stats)  # resolves inputs now: bad paths fail early
     start = time.perf_counter()

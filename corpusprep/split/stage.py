@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine import storage
+from corpusprep.engine.files import write_json
 from corpusprep.engine.records import load_record
 from corpusprep.errors import UsageError
 from corpusprep.read import Document
@@ -116,7 +116,7 @@ def split_documents(
 
 def write_text(path: str | Path, documents: Iterable[tuple[str, list[str]]]) -> None:
     """Google's BERT input format in a file (atomically): see write_sentences."""
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as out:
+    with storage.atomic_open(path, "w", encoding="utf-8", newline="\n") as out:
         write_sentences(out, documents)
 
 
@@ -135,7 +135,7 @@ def write_sentences(out: TextIO, documents: Iterable[tuple[str, list[str]]]) -> 
 
 def write_parquet(path: str | Path, documents: Iterable[tuple[str, list[str]]]) -> None:
     """One row per sentence with SENTENCES_SCHEMA, zstd-compressed, in row groups of ROW_GROUP sentences."""
-    with atomic_path(path) as tmp, pq.ParquetWriter(tmp, SENTENCES_SCHEMA, compression="zstd") as writer:
+    with storage.parquet_writer(path, SENTENCES_SCHEMA, compression="zstd") as writer:
         ids: list[str] = []
         indices: list[int] = []
         texts: list[str] = []

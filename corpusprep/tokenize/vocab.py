@@ -28,6 +28,7 @@ from typing import Any
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from tokenizers import trainers as hf_trainers
 
+from corpusprep.engine import storage
 from corpusprep.engine.files import atomic_path, write_json
 from corpusprep.engine.outputs import KINDS
 from corpusprep.engine.records import load_record
@@ -407,13 +408,11 @@ def _warn_unknown(report: dict, vocab_dir: Path) -> None:
 def _write_files(vocab_dir: Path, vocab_data: bytes, tokenizer: Tokenizer, tokens: list[str],
                  options: VocabOptions) -> str:  # fmt: skip
     """vocab.txt, tokenizer.json and transformers' two files, each atomically; the vocab's sha256."""
-    with atomic_path(vocab_dir / "vocab.txt") as tmp:
-        tmp.write_bytes(vocab_data)
+    storage.write_bytes(vocab_dir / "vocab.txt", vocab_data)
     with atomic_path(vocab_dir / "tokenizer.json") as tmp:
         tokenizer.save(str(tmp))
     for name, text in hf_tokenizer_files(options.cased, strip_accents=options.strip_accents).items():
-        with atomic_path(vocab_dir / name) as tmp:
-            tmp.write_text(text, encoding="utf-8")
+        storage.write_text(vocab_dir / name, text, encoding="utf-8")
     info = VocabInfo.load(vocab_dir)
     assert info.tokens == tuple(tokens), "vocab.txt must read back as written"
     return info.sha256

@@ -89,14 +89,14 @@ def test_disk_full_mid_write_leaves_no_partial_shard(
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         real(table, where, **kwargs)
 
-    monkeypatch.setattr(build.pq, "write_table", write_then_fail)
+    monkeypatch.setattr(pq, "write_table", write_then_fail)
     full = r"shard-00001\.parquet: cannot write \(No space left on device\)"
     with pytest.raises(CorpusprepError, match=full):
         build_shards(pairs_dir, vocab_dir, tmp_path, OPTIONS, workers=1, progress=False)
     assert not (tmp_path / "train" / "shard-00001.parquet").exists()
     assert not list(tmp_path.rglob(".*.tmp-*"))
     assert validate_shards(tmp_path)  # unfinished: no manifest, so not valid
-    monkeypatch.setattr(build.pq, "write_table", real)
+    monkeypatch.setattr(pq, "write_table", real)
     build_shards(pairs_dir, vocab_dir, tmp_path, OPTIONS, workers=1, progress=False)
     assert files(tmp_path) == reference and validate_shards(tmp_path) == []
 

@@ -20,9 +20,10 @@ from typing import Any
 
 import torch
 
+from corpusprep.engine import storage
 from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.executor import Task, default_workers, marker_path
-from corpusprep.engine.files import atomic_path, write_json
+from corpusprep.engine.files import write_json
 from corpusprep.engine.records import load_record
 from corpusprep.errors import DataError
 from corpusprep.read.inputs import input_files
@@ -135,8 +136,7 @@ def _build(art: Artifact, source: str | Path, data: TaskData, settings: EvalSett
     result |= {"wall_seconds": round(time.perf_counter() - started, 1), "runs_at_once": at_once,
                "load_average": load, "cpus": default_workers()}  # fmt: skip
     write_json(art.directory / RESULT, result)
-    with atomic_path(art.directory / PAGE) as tmp:
-        tmp.write_text(summary.markdown(result), encoding="utf-8")
+    storage.write_text(art.directory / PAGE, summary.markdown(result), encoding="utf-8")
     art.commit(files=[RESULT, PAGE])
     return result
 

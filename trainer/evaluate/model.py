@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import records as schemas
+from corpusprep.engine import storage
 from corpusprep.engine.lock import LOCK_NAME
 from corpusprep.errors import DataError, UsageError
 from corpusprep.tokenize import VocabInfo
@@ -72,7 +73,7 @@ def model_files(source: str | Path) -> list[list[Any]]:
     """[path, size, mtime_ns] of the files that decide the model (an evaluation's fingerprint); not an
     export's or import's lock file, which each run of the command rewrites (its pid)."""
     return [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns]
-            for p in sorted(locate(source).iterdir()) if p.is_file() and p.name != LOCK_NAME]  # fmt: skip
+            for p in storage.list_dir(locate(source)) if p.is_file() and p.name != LOCK_NAME]  # fmt: skip
 
 
 @contextlib.contextmanager

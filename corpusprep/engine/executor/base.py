@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from corpusprep.engine import faults, records
+from corpusprep.engine import faults, records, storage
 from corpusprep.engine.files import write_json
 from corpusprep.engine.manifest import sha256_file
 from corpusprep.errors import DataError
@@ -90,7 +90,7 @@ class Executor(abc.ABC):
             raise ValueError("task ids must be unique within a stage")
         marker_dir = Path(marker_dir)
         root = Path(root) if root is not None else marker_dir.parent
-        marker_dir.mkdir(parents=True, exist_ok=True)
+        storage.makedirs(marker_dir)
         results: dict[str, Stats] = {}
         todo = []
         for task in tasks:
@@ -110,7 +110,7 @@ class Executor(abc.ABC):
                 if on_done:
                     on_done(task, results[task.id], True)
             else:
-                marker.unlink(missing_ok=True)
+                storage.remove(marker, missing_ok=True)
                 todo.append(task)
         for task, record in self._map(fn, todo, marker_dir, root):
             results[task.id] = record["stats"]
@@ -145,7 +145,7 @@ def run_and_mark(fn: Callable[[Task], Stats], task: Task, marker_dir: Path, root
     outputs = {}
     for name in names:
         path = root / name
-        outputs[name] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
+        outputs[name] = {"size": storage.stat(path).st_size, "sha256": sha256_file(path)}
     record = {"stats": stats, "outputs": outputs}
     write_json(marker_path(marker_dir, task), record)
     return record
@@ -157,7 +157,7 @@ def _intact(root: Path, record: dict | None) -> bool:
         return False
     for name, entry in record["outputs"].items():
         path = records.inside(root, name)
-        if not path.is_file() or path.stat().st_size != entry["size"]:
+        if not storage.is_file(path) or storage.stat(path).st_size != entry["size"]:
             return False
     return True
 

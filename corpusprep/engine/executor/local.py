@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from corpusprep.engine import faults
+from corpusprep.engine import faults, storage
 from corpusprep.engine.executor.base import Executor, Stats, Task, default_workers, run_and_mark
 from corpusprep.errors import DataError
 
@@ -92,7 +92,7 @@ def _run_local(fn, tasks: Sequence[Task], marker_dir: Path, root: Path, workers:
 def _run_in_worker(fn: Callable[[Task], Stats], task: Task, marker_dir: Path, root: Path) -> Stats:
     """`run_and_mark` in a pool worker, which first notes its task under its pid: should the worker be
     killed (the OOM killer), the parent can say which task it was running."""
-    (Path(marker_dir) / f".running-{os.getpid()}").write_text(task.id)
+    storage.write_text(Path(marker_dir) / f".running-{os.getpid()}", task.id)
     return run_and_mark(fn, task, marker_dir, root)
 
 
@@ -104,7 +104,8 @@ def _worker_died(processes: list, marker_dir: Path, fallback: str) -> DataError:
         code = process.exitcode
         if code:
             running = Path(marker_dir) / f".running-{process.pid}"
-            task = running.read_text() if running.is_file() else f"{fallback} (or another one in flight)"
+            unknown = f"{fallback} (or another one in flight)"
+            task = storage.read_text(running) if storage.is_file(running) else unknown
             return DataError(f"task {task}: its worker process {death(code)}")
     return DataError(f"task {fallback}: a worker process died (how is unknown); rerun to continue")
 
