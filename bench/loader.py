@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,8 +74,12 @@ def write_shards(table: pa.Table, out: Path, num_shards: int, row_group: int = 4
         entries.append({"path": f"train/{path.name}", "rows": len(part), "bytes": len(data),
                         "sha256": hashlib.sha256(data).hexdigest()})  # fmt: skip
     specials = {"[PAD]": 0, "[UNK]": 100, "[CLS]": 101, "[SEP]": 102, "[MASK]": 103}
-    manifest = {"schema_version": 1, "vocab": {"size": 30522, "special_ids": specials},
-                "splits": {"train": {"shards": entries, "examples": table.num_rows}}}  # fmt: skip
+    longest = pc.max(pc.list_value_length(table["input_ids"])).as_py()
+    manifest = {"schema_version": 1, "max_seq_length": longest, "token_dtype": "uint16",
+                "options": {"masked_lm_prob": 0.15, "max_predictions_per_seq": 20},
+                "vocab": {"path": "vocab", "sha256": "0" * 64, "size": 30522, "special_ids": specials},
+                "splits": {"train": {"shards": entries, "examples": table.num_rows}},
+                "totals": {"examples": table.num_rows}}  # fmt: skip
     (out / "manifest.json").write_text(json.dumps(manifest))
     owned = [p.relative_to(out).as_posix() for p in sorted(out.rglob("*")) if p.is_file()]
     with Artifact(out, "shards", {"bench_loader": num_shards}, overwrite=True, quiet=True) as made:
