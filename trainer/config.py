@@ -340,7 +340,7 @@ def _fraction(value: Any) -> bool:
 AT_LEAST_ONE = (lambda v: _whole(v, 1), "an integer >= 1")
 AT_LEAST_ZERO = (lambda v: _whole(v, 0), "an integer >= 0")
 # sequences in one micro-batch of one rank: far beyond what a device holds (large batches come from ranks and
-# grad_accum); it bounds how far a checkpoint's data position can lie (trainer.checkpoint.check_positions)
+# grad_accum); it bounds how far a checkpoint's data position can lie (trainer.checkpoint.data_position)
 MAX_BATCH_SIZE = 2**20
 BATCH_SIZE = (lambda v: _whole(v, 1) and v <= MAX_BATCH_SIZE, f"an integer from 1 to {MAX_BATCH_SIZE}")
 FRACTION = (_fraction, "in [0, 1)")

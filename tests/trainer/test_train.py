@@ -13,6 +13,7 @@ import torch
 from corpusprep.engine import faults
 from corpusprep.errors import UsageError
 from tests.trainer.conftest import build_shards
+from tests.trainer.test_data import row_keys
 from trainer import checkpoint
 from trainer.config import load_config
 from trainer.train import train
@@ -178,7 +179,7 @@ def test_torchrun_two_cpu_ranks_agree_on_weights(tiny_shards, tmp_path):
     assert summaries[0]["weights_sha256"] == summaries[1]["weights_sha256"]
     assert summaries[0]["steps"] == 4
     state = checkpoint.load(checkpoint.latest(run_dir), "trainer")
-    assert state["positions"] == [{"batches": 4, "rows": [32]}] * 2
+    assert state["data"] == {"epoch": 0, "examples": 4 * 8 * 2}  # one place in the global order
     # a rerun of the finished run returns at once on every rank; the process group still ends cleanly
     again = torchrun(*args)
     assert_clean_exit(again)
@@ -241,20 +242,45 @@ def test_resume_refuses_shards_of_another_vocab_naming_it(tmp_path):
         train(load_config(None, small_run(shards, run, "checkpoint.resume=true")))
 
 
-@pytest.mark.slow  # ~1.1 s idle
-def test_resume_with_another_batch_size_continues_at_the_next_row(tiny_shards, tmp_path):
-    """4 steps of 8 rows, then resumed with batches of 12: the data position is kept in rows, so the
-    resumed run reads rows 32.. of its stream, and the checkpoint's position says 32 + 8 x 12."""
+@pytest.mark.slow  # ~3 s idle: trains twice
+def test_resume_with_other_workers_is_the_uninterrupted_run(tiny_shards, tmp_path):
+    """(d) A run killed after step 4 and resumed with 2 DataLoader workers, where it had none: no refusal,
+    and every loss and the final weights are the uninterrupted run's (the global order does not depend on
+    the workers; dropout's RNG comes back as the ranks are the same)."""
+    whole = train(load_config(None, small_run(tiny_shards, tmp_path / "whole")))
+    cut = tmp_path / "cut"
+    shutil.copytree(tmp_path / "whole", cut)
+    for step in ("step-0000008", "step-0000012"):
+        shutil.rmtree(cut / "checkpoints" / step)
+    assert checkpoint.load(checkpoint.latest(cut), "trainer")["data"] == {"epoch": 0, "examples": 32}
+    resumed = train(load_config(None, small_run(tiny_shards, cut, "data.num_workers=2",
+                                                 "checkpoint.resume=true")))  # fmt: skip
+    assert resumed["steps"] == 12 and resumed["weights_sha256"] == whole["weights_sha256"]
+    assert train_losses(cut) == train_losses(tmp_path / "whole")
+
+
+@pytest.mark.slow  # ~2 s idle
+def test_resume_with_another_batch_size_continues_at_the_next_example(tiny_shards, tmp_path):
+    """(d) 4 steps of 8 examples, then resumed with batches of 12 and 2 DataLoader workers: the position
+    counts examples, so the resumed run's first batch is examples 32..43 of the global order, and its
+    checkpoint says 32 + 8 x 12 (not a step count)."""
+    from trainer.data import Position, ShardStream, open_shards
+    from trainer.train import Dist, Trainer
+
     run = tmp_path / "run"
     train(load_config(None, small_run(tiny_shards, run, "schedule.steps=4")))
-    state = checkpoint.load(checkpoint.latest(run), "trainer")
-    assert state["positions"] == [{"batches": 4, "rows": [32]}]
+    config = load_config(None, small_run(tiny_shards, run, "data.batch_size=12", "data.num_workers=2",
+                                         "checkpoint.resume=true"))  # fmt: skip
+    trainer = Trainer(config, Dist(), torch.device("cpu"))
+    trainer.train_step()
+    shards = open_shards(tiny_shards)
+    order = ShardStream(shards, "train", 12, config.seed, chunk_rows=64, start=Position(0, 32))
+    assert row_keys(trainer.last_batch) == row_keys(next(iter(order)))
+    assert trainer.position == Position(0, 44)
+    del trainer
     train(load_config(None, small_run(tiny_shards, run, "data.batch_size=12", "checkpoint.resume=true")))
     state = checkpoint.load(checkpoint.latest(run), "trainer")
-    assert state["step"] == 12 and state["positions"] == [{"batches": 12, "rows": [32 + 8 * 12]}]
-    with pytest.raises(UsageError, match=r"data.num_workers: 0 -> 2"):
-        train(load_config(None, small_run(tiny_shards, run, "data.num_workers=2", "schedule.steps=16",
-                                          "checkpoint.resume=true")))  # fmt: skip
+    assert state["step"] == 12 and state["data"] == {"epoch": 0, "examples": 32 + 8 * 12}
 
 
 def test_the_trainers_parts_work_alone(tiny_shards, tmp_path):
@@ -269,7 +295,7 @@ def test_the_trainers_parts_work_alone(tiny_shards, tmp_path):
     trainer = Trainer(config, Dist(), torch.device("cpu"))
     before = {k: v.clone() for k, v in trainer.raw_model.state_dict().items()}
     values = trainer.train_step()
-    assert trainer.step == 1 and trainer.position.batches == 1 and trainer.position.rows == [8]
+    assert trainer.step == 1 and (trainer.position.epoch, trainer.position.examples) == (0, 8)
     assert set(values) == {"loss", "mlm_loss", "nsp_loss", "lr", "grad_norm"}
     assert values["loss"] == pytest.approx(values["mlm_loss"] + values["nsp_loss"], rel=1e-6)
     assert any(not torch.equal(before[k], v) for k, v in trainer.raw_model.state_dict().items())
