@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 from corpusprep.engine import faults
-from corpusprep.errors import UsageError
+from corpusprep.errors import DataError, UsageError
 from tests.trainer.conftest import build_shards
 from tests.trainer.test_data import row_keys
 from trainer import checkpoint
@@ -198,6 +199,31 @@ def test_torchrun_two_cpu_ranks_agree_on_weights(tiny_shards, tmp_path):
     assert single["weights_sha256"] != summaries[0]["weights_sha256"]  # twice the data per step
 
 
+@pytest.mark.slow  # ~18 s (2 cores under load): torchrun of 2 CPU ranks, then one process
+def test_a_two_rank_run_resumes_in_one_process(tiny_shards, tmp_path, capsys):
+    """Elastic resume: 4 steps of 2 ranks x 4 examples under torchrun, resumed by one process with batches
+    of 8 (the same global batch), where a changed rank count used to be refused: it goes on at example 32
+    of the global order, its first batch is examples 32..39, and the checkpoint says 32 + 4 x 8."""
+    from trainer.data import Position, ShardStream, open_shards
+    from trainer.train import Dist, Trainer
+
+    run = tmp_path / "run"
+    args = small_run(tiny_shards, run, "data.batch_size=4", "schedule.steps=4", "checkpoint.every=2",
+                     "eval.every=4")  # fmt: skip
+    assert_clean_exit(torchrun(*args))
+    assert checkpoint.load(checkpoint.latest(run), "trainer")["data"] == {"epoch": 0, "examples": 32}
+    config = load_config(None, small_run(tiny_shards, run, "schedule.steps=8", "checkpoint.resume=true"))
+    trainer = Trainer(config, Dist(), torch.device("cpu"))
+    assert "saved by 2 rank(s), resumed on 1: data go on at epoch 0, example 32" in capsys.readouterr().out
+    trainer.train_step()
+    shards = open_shards(tiny_shards)
+    order = ShardStream(shards, "train", 8, config.seed, chunk_rows=64, start=Position(0, 32))
+    assert row_keys(trainer.last_batch) == row_keys(next(iter(order)))
+    del trainer
+    assert train(config)["steps"] == 8
+    assert checkpoint.load(checkpoint.latest(run), "trainer")["data"] == {"epoch": 0, "examples": 64}
+
+
 @pytest.mark.slow  # ~6.5 s idle
 def test_warmup_follows_steps_unless_given(tiny_shards, tmp_path):
     assert load_config(None, []).schedule.warmup == 100  # 10% of the default 1,000 steps
@@ -281,6 +307,49 @@ def test_resume_with_another_batch_size_continues_at_the_next_example(tiny_shard
     train(load_config(None, small_run(tiny_shards, run, "data.batch_size=12", "checkpoint.resume=true")))
     state = checkpoint.load(checkpoint.latest(run), "trainer")
     assert state["step"] == 12 and state["data"] == {"epoch": 0, "examples": 32 + 8 * 12}
+
+
+def as_earlier_trainer(run: Path, step: str, positions: list[dict]) -> None:
+    """Rewrite checkpoint `step` of `run` as the trainer before the global order wrote it: a position per
+    rank, in rows per DataLoader worker role (config.json's record of trainer.json updated to match)."""
+    where = run / "checkpoints" / step
+    state = json.loads((where / "trainer.json").read_text())
+    del state["data"]
+    (where / "trainer.json").write_text(json.dumps(state | {"positions": positions}))
+    record = json.loads((where / "config.json").read_text())
+    data = (where / "trainer.json").read_bytes()
+    record["files"]["trainer.json"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (where / "config.json").write_text(json.dumps(record))
+
+
+@pytest.mark.slow  # ~3 s idle: trains twice
+def test_an_earlier_trainers_position_converts_exactly_or_is_one_line(tiny_shards, tmp_path):
+    """A checkpoint of the trainer before the global order: one stream's position (one rank, no worker)
+    was a place in the order this trainer reads, and converts exactly: resumed, the run is the
+    uninterrupted one. Several streams read other orders: one line says why it cannot resume, as does a
+    position no run reaches."""
+    whole = train(load_config(None, small_run(tiny_shards, tmp_path / "whole")))
+    runs = {}
+    earlier = {"one": [{"batches": 4, "rows": [32]}], "roles": [{"batches": 4, "rows": [16, 16]}],
+               "ranks": [{"batches": 4, "rows": [32]}] * 2,
+               "far": [{"batches": 4, "rows": [10**17]}]}  # fmt: skip
+    for name, positions in earlier.items():
+        runs[name] = tmp_path / name
+        shutil.copytree(tmp_path / "whole", runs[name])
+        for step in ("step-0000008", "step-0000012"):
+            shutil.rmtree(runs[name] / "checkpoints" / step)
+        as_earlier_trainer(runs[name], "step-0000004", positions)
+    resumed = train(load_config(None, small_run(tiny_shards, runs["one"], "checkpoint.resume=true")))
+    assert resumed["weights_sha256"] == whole["weights_sha256"]
+    assert train_losses(runs["one"]) == train_losses(tmp_path / "whole")
+    assert checkpoint.load(checkpoint.latest(runs["one"]), "trainer")["data"] == {"epoch": 0, "examples": 96}
+    refused = {"roles": r"positions: a data position per worker stream \(1 rank\(s\) x 2 DataLoader worker",
+               "ranks": r"positions: a data position per worker stream \(2 rank\(s\) x 1 DataLoader worker",
+               "far": r"positions\[0\]: 4 batches of 100000000000000000 rows, not what"}  # fmt: skip
+    for name, says in refused.items():
+        with pytest.raises(DataError, match=r"step-0000004/trainer.json: " + says) as caught:
+            train(load_config(None, small_run(tiny_shards, runs[name], "checkpoint.resume=true")))
+        assert "\n" not in str(caught.value)
 
 
 def test_the_trainers_parts_work_alone(tiny_shards, tmp_path):
