@@ -4,7 +4,10 @@ the whole split into memory (`pq.read_table`) and collates from it. Targets: >= 
 worker at length 128; RSS not growing with the shard count. And the unpadding collator alone
 (`trainer.data.collate` on rows already read and masked: the work a DataLoader worker adds per batch):
 >= 10,000 sequences/s of length 128 per worker, so that a BERT-base step on an H100 (~7,000 sequences/s)
-never waits for it.
+never waits for it. And one consumer of several (`--consumers`, ranks x workers: rank 0 of as many ranks):
+the examples/s of its share. The global order is cut into slices of a batch, so consumers whose slices
+fall in one row group each decode it; the smaller the row groups (`--row-group`; `corpusprep shard`
+writes 256) beside batch x consumers, the less they share.
 
     .venv/bin/python bench/loader.py                # 200,000 rows of length <= 128 in a temp dir
     .venv/bin/python bench/loader.py --rows 50000   # quicker
@@ -95,8 +98,10 @@ def rss_mb(field: str = "VmHWM") -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # peak only, elsewhere
 
 
-def measure(kind: str, shards_dir: str, batch_size: int) -> dict:
-    """Runs in the subprocess: one epoch through the loader, timed, with peak RSS before and after."""
+def measure(kind: str, shards_dir: str, batch_size: int, consumers: int) -> dict:
+    """Runs in the subprocess: one epoch through the loader, timed, with peak RSS before and after. "ours":
+    the one consumer of the whole epoch; "consumer": the first of `consumers` (rank 0 of as many ranks, one
+    worker each), its share of the epoch (it reads every chunk its slices fall in)."""
     from trainer.data import ShardStream, collate, open_shards
 
     shards = open_shards(shards_dir)
@@ -104,13 +109,16 @@ def measure(kind: str, shards_dir: str, batch_size: int) -> dict:
     before = rss_mb("VmRSS")  # growth = peak during the epoch above what the imports left resident
     start, cpu = time.perf_counter(), time.process_time()
     seen = 0
-    if kind == "ours":
-        stream = ShardStream(shards, "train", batch_size, seed=0, loop=False)
+    if kind in ("ours", "consumer"):
+        world = consumers if kind == "consumer" else 1
+        stream = ShardStream(shards, "train", batch_size, seed=0, world_size=world, loop=False)
         for batch in stream:
             seen += len(batch["rows"])
+        assert abs(seen - rows / world) <= batch_size, (seen, rows, world)  # its share, to within a batch
+        rows = seen if world > 1 else rows
     elif kind == "collate":  # the collator alone, over batches already read
         stream = ShardStream(shards, "train", batch_size, seed=0, loop=False)
-        tables = [t.slice(i, batch_size) for t in stream.rows(0, 1) for i in range(0, t.num_rows, batch_size)]
+        tables = [t.slice(i, batch_size) for t in stream.rows() for i in range(0, t.num_rows, batch_size)]
         start, cpu = time.perf_counter(), time.process_time()
         for table in tables:
             seen += len(collate(table, 0, 8, shards.objective)["rows"])
@@ -131,28 +139,31 @@ def main() -> None:
     p.add_argument("--rows", type=int, default=200_000)
     p.add_argument("--max-len", type=int, default=128)
     p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--consumers", type=int, default=4, help="ranks x workers, for one consumer's share")
+    p.add_argument("--row-group", type=int, default=4096, help="rows per Parquet row group (shard: 256)")
     p.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child[0], args.child[1], args.batch_size)))
+        print(json.dumps(measure(args.child[0], args.child[1], args.batch_size, args.consumers)))
         return
 
     table = synthetic_split(args.rows, args.max_len)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in (1, 8):
-            shards_dir = write_shards(table, Path(tmp) / f"s{n}", n)
-            for kind in ("ours", "peer", "collate")[: 3 if n == 1 else 2]:
+            shards_dir = write_shards(table, Path(tmp) / f"s{n}", n, args.row_group)
+            for kind in ("ours", "consumer", "peer", "collate")[: 4 if n == 1 else 3]:
                 out = subprocess.run([sys.executable, __file__, "--batch-size", str(args.batch_size),
-                                      "--child", kind, str(shards_dir)],
+                                      "--consumers", str(args.consumers), "--child", kind, str(shards_dir)],
                                      capture_output=True, text=True, check=True)  # fmt: skip
                 results[(kind, n)] = json.loads(out.stdout)
     print(f"command: .venv/bin/python bench/loader.py --rows {args.rows} --max-len {args.max_len} "
-          f"--batch-size {args.batch_size}   (one process, one worker, CPU)")  # fmt: skip
+          f"--batch-size {args.batch_size} --consumers {args.consumers} --row-group {args.row_group}"
+          "   (one process, one worker, CPU)")  # fmt: skip
     print(f"{'loader':<28}{'shards':>7}{'examples/s':>14}{'per CPU-s':>12}{'RSS growth MB':>16}"
           f"{'peak RSS MB':>14}")  # fmt: skip
-    names = {"ours": "trainer.data.ShardStream", "peer": "peer: read_table + take",
-             "collate": "collate alone (unpadding)"}  # fmt: skip
+    names = {"ours": "trainer.data.ShardStream", "consumer": f"ours, 1 of {args.consumers} consumers",
+             "peer": "peer: read_table + take", "collate": "collate alone (unpadding)"}  # fmt: skip
     for (kind, n), r in results.items():
         name = names[kind]
         print(
@@ -168,6 +179,10 @@ def main() -> None:
         f"ours, 8 vs 1 shard files: RSS growth differs by {growth:+.1f} MB; "
         f"target >= 30,000 examples/s: {min(results[('ours', n)]['examples_per_s'] for n in (1, 8)):,.0f}"
     )
+    rates = {kind: [results[(kind, n)]["examples_per_s"] for n in (1, 8)] for kind in ("ours", "consumer")}
+    share = min(mine / sole for mine, sole in zip(rates["consumer"], rates["ours"], strict=True))
+    print(f"one of {args.consumers} consumers (ranks x workers), its share: {share:.2f}x the examples/s of a "
+          "sole consumer at worst (each decodes the row groups its slices fall in)")  # fmt: skip
     rate, per_cpu = results[("collate", 1)]["examples_per_s"], results[("collate", 1)]["per_cpu_s"]
     print(f"collate alone, length <= {args.max_len}: {rate:,.0f} sequences/s, {per_cpu:,.0f} per CPU-second "
           "(target >= 10,000 per worker at 128)")  # fmt: skip
