@@ -4,10 +4,11 @@ the whole split into memory (`pq.read_table`) and collates from it. Targets: >= 
 worker at length 128; RSS not growing with the shard count. And the unpadding collator alone
 (`trainer.data.collate` on rows already read and masked: the work a DataLoader worker adds per batch):
 >= 10,000 sequences/s of length 128 per worker, so that a BERT-base step on an H100 (~7,000 sequences/s)
-never waits for it. And one consumer of several (`--consumers`, ranks x workers: rank 0 of as many ranks):
-the examples/s of its share. The global order is cut into slices of a batch, so consumers whose slices
-fall in one row group each decode it; the smaller the row groups (`--row-group`; `corpusprep shard`
-writes 256) beside batch x consumers, the less they share.
+never waits for it. And one consumer of several (`--consumers`): rank 0 of as many ranks, and DataLoader
+worker 0 of as many workers of one rank, each over its share of the epoch. The global order is cut into
+slices of a batch, so ranks whose slices fall in one row group each decode it; a rank's workers make runs
+of micro-batches that cover a chunk (`trainer.data.loader_batches`), so they share few. Row groups:
+`--row-group` (`corpusprep shard` writes 256).
 
     .venv/bin/python bench/loader.py                # 200,000 rows of length <= 128 in a temp dir
     .venv/bin/python bench/loader.py --rows 50000   # quicker
@@ -100,8 +101,9 @@ def rss_mb(field: str = "VmHWM") -> float:
 
 def measure(kind: str, shards_dir: str, batch_size: int, consumers: int) -> dict:
     """Runs in the subprocess: one epoch through the loader, timed, with peak RSS before and after. "ours":
-    the one consumer of the whole epoch; "consumer": the first of `consumers` (rank 0 of as many ranks, one
-    worker each), its share of the epoch (it reads every chunk its slices fall in)."""
+    the one consumer of the whole epoch; "rank": rank 0 of `consumers` ranks, its share of the epoch (it
+    reads every chunk its slices fall in); "worker": DataLoader worker 0 of `consumers` of one rank, making
+    runs of micro-batches as the trainer's workers do (`trainer.data.loader_batches`), its share."""
     from trainer.data import ShardStream, collate, open_shards
 
     shards = open_shards(shards_dir)
@@ -109,13 +111,16 @@ def measure(kind: str, shards_dir: str, batch_size: int, consumers: int) -> dict
     before = rss_mb("VmRSS")  # growth = peak during the epoch above what the imports left resident
     start, cpu = time.perf_counter(), time.process_time()
     seen = 0
-    if kind in ("ours", "consumer"):
-        world = consumers if kind == "consumer" else 1
+    if kind in ("ours", "rank", "worker"):
+        world = consumers if kind == "rank" else 1
         stream = ShardStream(shards, "train", batch_size, seed=0, world_size=world, loop=False)
-        for batch in stream:
-            seen += len(batch["rows"])
-        assert abs(seen - rows / world) <= batch_size, (seen, rows, world)  # its share, to within a batch
-        rows = seen if world > 1 else rows
+        workers = consumers if kind == "worker" else 1
+        stream.group = stream.grouped(workers)
+        for item in stream.worker_batches(0, workers):
+            seen += sum(len(batch["rows"]) for batch in (item if stream.group > 1 else [item]))
+        share = rows / consumers if kind != "ours" else rows
+        assert abs(seen - share) <= batch_size * stream.group, (seen, rows, kind)  # to within a run
+        rows = seen
     elif kind == "collate":  # the collator alone, over batches already read
         stream = ShardStream(shards, "train", batch_size, seed=0, loop=False)
         tables = [t.slice(i, batch_size) for t in stream.rows() for i in range(0, t.num_rows, batch_size)]
@@ -152,7 +157,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for n in (1, 8):
             shards_dir = write_shards(table, Path(tmp) / f"s{n}", n, args.row_group)
-            for kind in ("ours", "consumer", "peer", "collate")[: 4 if n == 1 else 3]:
+            for kind in ("ours", "rank", "worker", "peer", "collate")[: 5 if n == 1 else 4]:
                 out = subprocess.run([sys.executable, __file__, "--batch-size", str(args.batch_size),
                                       "--consumers", str(args.consumers), "--child", kind, str(shards_dir)],
                                      capture_output=True, text=True, check=True)  # fmt: skip
@@ -162,7 +167,8 @@ def main() -> None:
           "   (one process, one worker, CPU)")  # fmt: skip
     print(f"{'loader':<28}{'shards':>7}{'examples/s':>14}{'per CPU-s':>12}{'RSS growth MB':>16}"
           f"{'peak RSS MB':>14}")  # fmt: skip
-    names = {"ours": "trainer.data.ShardStream", "consumer": f"ours, 1 of {args.consumers} consumers",
+    names = {"ours": "trainer.data.ShardStream", "rank": f"ours, rank 0 of {args.consumers}",
+             "worker": f"ours, worker 0 of {args.consumers}",
              "peer": "peer: read_table + take", "collate": "collate alone (unpadding)"}  # fmt: skip
     for (kind, n), r in results.items():
         name = names[kind]
@@ -179,10 +185,10 @@ def main() -> None:
         f"ours, 8 vs 1 shard files: RSS growth differs by {growth:+.1f} MB; "
         f"target >= 30,000 examples/s: {min(results[('ours', n)]['examples_per_s'] for n in (1, 8)):,.0f}"
     )
-    rates = {kind: [results[(kind, n)]["examples_per_s"] for n in (1, 8)] for kind in ("ours", "consumer")}
-    share = min(mine / sole for mine, sole in zip(rates["consumer"], rates["ours"], strict=True))
-    print(f"one of {args.consumers} consumers (ranks x workers), its share: {share:.2f}x the examples/s of a "
-          "sole consumer at worst (each decodes the row groups its slices fall in)")  # fmt: skip
+    for kind, what in (("rank", "ranks"), ("worker", "DataLoader workers of a rank")):
+        ratio = min(results[(kind, n)]["per_cpu_s"] / results[("ours", n)]["per_cpu_s"] for n in (1, 8))
+        print(f"one of {args.consumers} {what}, its share: {ratio:.2f}x the examples per CPU-second of a "
+              "sole consumer at worst (it decodes every row group its slices fall in)")  # fmt: skip
     rate, per_cpu = results[("collate", 1)]["examples_per_s"], results[("collate", 1)]["per_cpu_s"]
     print(f"collate alone, length <= {args.max_len}: {rate:,.0f} sequences/s, {per_cpu:,.0f} per CPU-second "
           "(target >= 10,000 per worker at 128)")  # fmt: skip

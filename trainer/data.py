@@ -26,12 +26,13 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
-from torch.utils.data import IterableDataset, get_worker_info
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from corpusprep.engine import records
 from corpusprep.engine.arrow import to_numpy
@@ -391,19 +392,37 @@ class ShardStream(IterableDataset):
         self.mask_vocab, self.masking, self.mask_key = mask_vocab, shards.masking(), mask_key
         if dynamic_masking and mask_vocab is None:  # built once here, pickled to the workers
             self.mask_vocab = MaskVocab.from_vocab(shards.vocab_info(), shards.word_segmenter())
+        self.group = 1  # micro-batches a DataLoader worker makes at a time (`batches` sets it)
 
-    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]]:
         info = get_worker_info()
-        worker, workers = (info.id, info.num_workers) if info else (0, 1)
+        return self.worker_batches(*((info.id, info.num_workers) if info else (0, 1)))
+
+    def worker_batches(self, worker: int, workers: int) -> Iterator[dict | list[dict]]:
+        """What DataLoader worker `worker` of `workers` makes: the rank's micro-batches k = worker, worker +
+        workers, ...; with `group` > 1 items of `group` consecutive ones (`loader_batches` flattens them)."""
         reader = OrderReader(self)
         end = None if self.loop else self.epoch_examples
         global_batch = self.batch_size * self.world_size
-        for k in itertools.count(worker, workers):
-            first = self.start + k * global_batch + self.rank * self.batch_size
-            last = first + self.batch_size if end is None else min(first + self.batch_size, end)
-            if first >= last:
+        for item in itertools.count(worker, workers):
+            made = []
+            for k in range(item * self.group, (item + 1) * self.group):
+                first = self.start + k * global_batch + self.rank * self.batch_size
+                last = first + self.batch_size if end is None else min(first + self.batch_size, end)
+                if first >= last:
+                    break
+                made.append(self.make_batch(list(reader.read(first, last))))
+            if made:
+                yield made if self.group > 1 else made[0]
+            if len(made) < self.group:
                 return
-            yield self.make_batch(list(reader.read(first, last)))
+
+    def grouped(self, workers: int) -> int:
+        """How many consecutive micro-batches each of `workers` DataLoader workers should make at a time, so
+        that its run of the order covers a whole chunk (a row group decoded by one worker, not by each):
+        1 for at most one worker, or when one global batch already covers a chunk."""
+        largest = max((chunk.rows for chunk in self.chunks), default=1)
+        return 1 if workers <= 1 else -(-largest // (self.batch_size * self.world_size))
 
     def make_batch(self, pieces: list[pa.Table]) -> dict[str, torch.Tensor]:
         table = pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
@@ -415,6 +434,17 @@ class ShardStream(IterableDataset):
         if not self.loop:
             last = self.epoch_examples if last is None else min(last, self.epoch_examples)
         return OrderReader(self).read(first, last)
+
+
+def loader_batches(stream: ShardStream, **loader: Any) -> Iterator[dict[str, torch.Tensor]]:
+    """The stream's micro-batches in order through a DataLoader (`loader`: its settings, num_workers among
+    them), its workers started now. With several workers each makes a run of consecutive micro-batches at a
+    time (`grouped`), handed out whole and flattened here: the same order, fewer row groups decoded."""
+    stream.group = stream.grouped(loader.get("num_workers", 0))
+    if stream.group > 1:  # an item holds `group` micro-batches: fewer items in flight hold as many
+        loader["prefetch_factor"] = max(1, -(-loader.get("prefetch_factor", 2) // stream.group))
+    items = iter(DataLoader(stream, batch_size=None, **loader))
+    return items if stream.group == 1 else (batch for item in items for batch in item)
 
 
 class OrderReader:

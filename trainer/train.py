@@ -32,7 +32,7 @@ from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab
 from trainer import checkpoint
 from trainer.config import TrainConfig, parse_duration
-from trainer.data import Position, Shards, ShardStream, open_shards
+from trainer.data import Position, Shards, ShardStream, loader_batches, open_shards
 from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token, pretraining_loss
 from trainer.optim import build_optimizer, build_scheduler
 
@@ -180,11 +180,10 @@ def build_data(
     )  # fmt: skip
     # the DataLoader draws a base seed when iterated; its own generator keeps that out of the global RNG,
     # which dropout uses and checkpoints restore (otherwise a resumed run would drift by one draw)
-    loader = DataLoader(
-        stream, batch_size=None, num_workers=c.num_workers, pin_memory=device.type == "cuda",
-        persistent_workers=False, prefetch_factor=4 if c.num_workers else None, generator=torch.Generator(),
+    return loader_batches(
+        stream, num_workers=c.num_workers, pin_memory=device.type == "cuda", persistent_workers=False,
+        prefetch_factor=4 if c.num_workers else None, generator=torch.Generator(),
     )  # fmt: skip
-    return iter(loader)
 
 
 # ---------------------------------------------------------------- the trainer

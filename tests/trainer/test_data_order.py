@@ -15,20 +15,26 @@ import pytest
 from torch.utils.data import DataLoader
 
 from tests.trainer.test_data import row_keys
-from trainer.data import Position, ShardStream, open_shards
+from trainer.data import Position, ShardStream, loader_batches, open_shards
 
 SEED, CHUNK_ROWS = 13, 100
 
 
-def consume(shards, world: int, workers: int, batch_size: int, micro_batches: int,
-            position: Position) -> list[tuple]:  # fmt: skip
+def consume(shards, world: int, workers: int, batch_size: int, micro_batches: int, position: Position,
+            grouped: bool = True) -> list[tuple]:  # fmt: skip
     """What a run of `world` ranks x `workers` DataLoader workers sees in `micro_batches` steps from
     `position`: each step, every rank's batch in rank order. Advances `position` as the trainer does (the
-    examples of all ranks)."""
+    examples of all ranks). `grouped`: through `loader_batches`, as the trainer reads (several workers
+    make runs of micro-batches); else a plain DataLoader (one micro-batch a worker at a time)."""
     epoch_examples = shards.examples("train")
     streams = [ShardStream(shards, "train", batch_size, SEED, rank, world, CHUNK_ROWS, start=position)
                for rank in range(world)]  # fmt: skip
-    loaders = [iter(DataLoader(stream, batch_size=None, num_workers=workers)) for stream in streams]
+    if grouped:
+        loaders = [loader_batches(stream, num_workers=workers, prefetch_factor=4 if workers else None)
+                   for stream in streams]  # fmt: skip
+        assert streams[0].group == (1 if workers < 2 else -(-CHUNK_ROWS // (batch_size * world)))
+    else:
+        loaders = [iter(DataLoader(stream, batch_size=None, num_workers=workers)) for stream in streams]
     seen = []
     for _ in range(micro_batches):
         for loader in loaders:
@@ -44,17 +50,21 @@ def shards(tiny_shards):
     return open_shards(tiny_shards)
 
 
-@pytest.mark.slow  # ~3.6 s idle: 12 allocations, up to 4 x 3 DataLoader worker processes
+@pytest.mark.slow  # ~8 s (2 cores under load): 12 allocations, up to 4 x 3 DataLoader worker processes
 def test_every_allocation_sees_the_same_global_sequence(shards):
     """(a) World sizes 1, 2, 4 x DataLoader workers 0, 1, 2, 3, with the same global batch (24 examples:
     24, 12 or 6 a rank), from 100 examples before an epoch's end: one sequence, the 1 x 0 run's, across the
-    epoch boundary."""
+    epoch boundary; several workers making runs of 5 micro-batches (the trainer's way: each run covers a
+    chunk of 100) or one at a time alike."""
     n = shards.examples("train")
     reference = consume(shards, 1, 0, 24, 10, Position(0, n - 100))
     assert len(reference) == 240
     for world, workers in itertools.product((1, 2, 4), (0, 1, 2, 3)):
         seen = consume(shards, world, workers, 24 // world, 10, Position(0, n - 100))
         assert seen == reference, (world, workers)
+        if workers > 1:
+            alone = consume(shards, world, workers, 24 // world, 10, Position(0, n - 100), grouped=False)
+            assert alone == reference, (world, workers)
 
 
 @pytest.mark.slow  # ~1.5 s idle (both cases)

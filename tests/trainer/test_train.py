@@ -199,7 +199,7 @@ def test_torchrun_two_cpu_ranks_agree_on_weights(tiny_shards, tmp_path):
     assert single["weights_sha256"] != summaries[0]["weights_sha256"]  # twice the data per step
 
 
-@pytest.mark.slow  # ~18 s (2 cores under load): torchrun of 2 CPU ranks, then one process
+@pytest.mark.slow  # ~10-18 s (2 cores under load): torchrun of 2 CPU ranks, then one process
 def test_a_two_rank_run_resumes_in_one_process(tiny_shards, tmp_path, capsys):
     """Elastic resume: 4 steps of 2 ranks x 4 examples under torchrun, resumed by one process with batches
     of 8 (the same global batch), where a changed rank count used to be refused: it goes on at example 32
