@@ -105,7 +105,7 @@ class DataConfig:
     shards: str = ""  # SHARDS_DIR with manifest.json
     batch_size: int = 32  # sequences per micro-batch per rank
     num_workers: int = 0  # DataLoader worker processes per rank
-    chunk_rows: int = 1024  # rows per unit of work: shuffling and rank/worker assignment happen in chunks
+    chunk_rows: int = 1024  # rows per unit of the global order: row groups, then chunks, shuffled by epoch
     pad_multiple: int = 8  # pad each batch to its longest sequence rounded up to this (tensor-core friendly)
     dynamic_masking: bool = False  # re-mask every epoch from the original tokens
     verify: bool = False  # sha256 every shard against the manifest before training
