@@ -4,7 +4,11 @@ the whole split into memory (`pq.read_table`) and collates from it. Targets: >= 
 worker at length 128; RSS not growing with the shard count. And the unpadding collator alone
 (`trainer.data.collate` on rows already read and masked: the work a DataLoader worker adds per batch):
 >= 10,000 sequences/s of length 128 per worker, so that a BERT-base step on an H100 (~7,000 sequences/s)
-never waits for it.
+never waits for it. And one consumer of several (`--consumers`): rank 0 of as many ranks, and DataLoader
+worker 0 of as many workers of one rank, each over its share of the epoch. The global order is cut into
+slices of a batch, so ranks whose slices fall in one row group each decode it; a rank's workers make runs
+of micro-batches that cover a chunk (`trainer.data.loader_batches`), so they share few. Row groups:
+`--row-group` (`corpusprep shard` writes 256).
 
     .venv/bin/python bench/loader.py                # 200,000 rows of length <= 128 in a temp dir
     .venv/bin/python bench/loader.py --rows 50000   # quicker
@@ -27,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,8 +79,12 @@ def write_shards(table: pa.Table, out: Path, num_shards: int, row_group: int = 4
         entries.append({"path": f"train/{path.name}", "rows": len(part), "bytes": len(data),
                         "sha256": hashlib.sha256(data).hexdigest()})  # fmt: skip
     specials = {"[PAD]": 0, "[UNK]": 100, "[CLS]": 101, "[SEP]": 102, "[MASK]": 103}
-    manifest = {"schema_version": 1, "vocab": {"size": 30522, "special_ids": specials},
-                "splits": {"train": {"shards": entries, "examples": table.num_rows}}}  # fmt: skip
+    longest = pc.max(pc.list_value_length(table["input_ids"])).as_py()
+    manifest = {"schema_version": 1, "max_seq_length": longest, "token_dtype": "uint16",
+                "options": {"masked_lm_prob": 0.15, "max_predictions_per_seq": 20},
+                "vocab": {"path": "vocab", "sha256": "0" * 64, "size": 30522, "special_ids": specials},
+                "splits": {"train": {"shards": entries, "examples": table.num_rows}},
+                "totals": {"examples": table.num_rows}}  # fmt: skip
     (out / "manifest.json").write_text(json.dumps(manifest))
     owned = [p.relative_to(out).as_posix() for p in sorted(out.rglob("*")) if p.is_file()]
     with Artifact(out, KINDS["shards"].adopting(owned), {"bench_loader": num_shards}, quiet=True) as made:
@@ -91,8 +100,11 @@ def rss_mb(field: str = "VmHWM") -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # peak only, elsewhere
 
 
-def measure(kind: str, shards_dir: str, batch_size: int) -> dict:
-    """Runs in the subprocess: one epoch through the loader, timed, with peak RSS before and after."""
+def measure(kind: str, shards_dir: str, batch_size: int, consumers: int) -> dict:
+    """Runs in the subprocess: one epoch through the loader, timed, with peak RSS before and after. "ours":
+    the one consumer of the whole epoch; "rank": rank 0 of `consumers` ranks, its share of the epoch (it
+    reads every chunk its slices fall in); "worker": DataLoader worker 0 of `consumers` of one rank, making
+    runs of micro-batches as the trainer's workers do (`trainer.data.loader_batches`), its share."""
     from trainer.data import ShardStream, collate, open_shards
 
     shards = open_shards(shards_dir)
@@ -100,13 +112,19 @@ def measure(kind: str, shards_dir: str, batch_size: int) -> dict:
     before = rss_mb("VmRSS")  # growth = peak during the epoch above what the imports left resident
     start, cpu = time.perf_counter(), time.process_time()
     seen = 0
-    if kind == "ours":
-        stream = ShardStream(shards, "train", batch_size, seed=0, loop=False)
-        for batch in stream:
-            seen += len(batch["rows"])
+    if kind in ("ours", "rank", "worker"):
+        world = consumers if kind == "rank" else 1
+        stream = ShardStream(shards, "train", batch_size, seed=0, world_size=world, loop=False)
+        workers = consumers if kind == "worker" else 1
+        stream.group = stream.grouped(workers)
+        for item in stream.worker_batches(0, workers):
+            seen += sum(len(batch["rows"]) for batch in (item if stream.group > 1 else [item]))
+        share = rows / consumers if kind != "ours" else rows
+        assert abs(seen - share) <= batch_size * stream.group, (seen, rows, kind)  # to within a run
+        rows = seen
     elif kind == "collate":  # the collator alone, over batches already read
         stream = ShardStream(shards, "train", batch_size, seed=0, loop=False)
-        tables = [t.slice(i, batch_size) for t in stream.rows(0, 1) for i in range(0, t.num_rows, batch_size)]
+        tables = [t.slice(i, batch_size) for t in stream.rows() for i in range(0, t.num_rows, batch_size)]
         start, cpu = time.perf_counter(), time.process_time()
         for table in tables:
             seen += len(collate(table, 0, 8, shards.objective)["rows"])
@@ -127,28 +145,32 @@ def main() -> None:
     p.add_argument("--rows", type=int, default=200_000)
     p.add_argument("--max-len", type=int, default=128)
     p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--consumers", type=int, default=4, help="ranks x workers, for one consumer's share")
+    p.add_argument("--row-group", type=int, default=4096, help="rows per Parquet row group (shard: 256)")
     p.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child[0], args.child[1], args.batch_size)))
+        print(json.dumps(measure(args.child[0], args.child[1], args.batch_size, args.consumers)))
         return
 
     table = synthetic_split(args.rows, args.max_len)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in (1, 8):
-            shards_dir = write_shards(table, Path(tmp) / f"s{n}", n)
-            for kind in ("ours", "peer", "collate")[: 3 if n == 1 else 2]:
+            shards_dir = write_shards(table, Path(tmp) / f"s{n}", n, args.row_group)
+            for kind in ("ours", "rank", "worker", "peer", "collate")[: 5 if n == 1 else 4]:
                 out = subprocess.run([sys.executable, __file__, "--batch-size", str(args.batch_size),
-                                      "--child", kind, str(shards_dir)],
+                                      "--consumers", str(args.consumers), "--child", kind, str(shards_dir)],
                                      capture_output=True, text=True, check=True)  # fmt: skip
                 results[(kind, n)] = json.loads(out.stdout)
     print(f"command: .venv/bin/python bench/loader.py --rows {args.rows} --max-len {args.max_len} "
-          f"--batch-size {args.batch_size}   (one process, one worker, CPU)")  # fmt: skip
+          f"--batch-size {args.batch_size} --consumers {args.consumers} --row-group {args.row_group}"
+          "   (one process, one worker, CPU)")  # fmt: skip
     print(f"{'loader':<28}{'shards':>7}{'examples/s':>14}{'per CPU-s':>12}{'RSS growth MB':>16}"
           f"{'peak RSS MB':>14}")  # fmt: skip
-    names = {"ours": "trainer.data.ShardStream", "peer": "peer: read_table + take",
-             "collate": "collate alone (unpadding)"}  # fmt: skip
+    names = {"ours": "trainer.data.ShardStream", "rank": f"ours, rank 0 of {args.consumers}",
+             "worker": f"ours, worker 0 of {args.consumers}",
+             "peer": "peer: read_table + take", "collate": "collate alone (unpadding)"}  # fmt: skip
     for (kind, n), r in results.items():
         name = names[kind]
         print(
@@ -164,6 +186,10 @@ def main() -> None:
         f"ours, 8 vs 1 shard files: RSS growth differs by {growth:+.1f} MB; "
         f"target >= 30,000 examples/s: {min(results[('ours', n)]['examples_per_s'] for n in (1, 8)):,.0f}"
     )
+    for kind, what in (("rank", "ranks"), ("worker", "DataLoader workers of a rank")):
+        ratio = min(results[(kind, n)]["per_cpu_s"] / results[("ours", n)]["per_cpu_s"] for n in (1, 8))
+        print(f"one of {args.consumers} {what}, its share: {ratio:.2f}x the examples per CPU-second of a "
+              "sole consumer at worst (it decodes every row group its slices fall in)")  # fmt: skip
     rate, per_cpu = results[("collate", 1)]["examples_per_s"], results[("collate", 1)]["per_cpu_s"]
     print(f"collate alone, length <= {args.max_len}: {rate:,.0f} sequences/s, {per_cpu:,.0f} per CPU-second "
           "(target >= 10,000 per worker at 128)")  # fmt: skip

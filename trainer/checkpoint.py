@@ -3,8 +3,9 @@
     weights.safetensors   the model's state dict (no `_orig_mod.` / `module.` prefixes); the file export reads
     trainer.safetensors   every other tensor: the optimizer's state (`optimizer.state.I.NAME`) and each rank's
                           RNG states (`rng.R.cpu`, `rng.R.cuda`)
-    trainer.json          the step, each rank's data position, the optimizer's param groups and other
-                          state, the schedule's state and the last metrics; a tensor is {"tensor": NAME}
+    trainer.json          the step, the data position (epoch, examples consumed: a place in the global order,
+                          the same for every rank), the optimizer's param groups and other state, the
+                          schedule's state and the last metrics; a tensor is {"tensor": NAME}
     config.json           {"format": 2, "train": resolved TrainConfig, "model": BertConfig, "vocab": the
                           shards' {sha256, size}, "shards": what a resume must find again, "files": {NAME:
                           {size, sha256}} of the three files above}
@@ -37,6 +38,7 @@ from corpusprep.engine.files import atomic_dir, remove_stale_temps
 from corpusprep.engine.manifest import sha256_file
 from corpusprep.errors import DataError, UsageError, os_error_in
 from trainer.config import MAX_BATCH_SIZE, WARMUP_SHARE, ModelConfig, TrainConfig, load_config
+from trainer.data import Position
 from trainer.model import BertConfig, BertForPreTraining
 from trainer.optim import STATE_KEYS, build_optimizer, build_scheduler
 
@@ -81,7 +83,8 @@ def complete(path: Path) -> bool:
 
 
 # What must not change when a run continues from its checkpoint (the rest: steps, cadences, paths of logs)
-# (a batch size change continues at the same row: positions are kept in rows; `data.shards` is checked by
+# (the seed and data.chunk_rows make the global order of examples; the batch size, the DataLoader workers and
+# the number of ranks may change: the position is a place in that order; `data.shards` is checked by
 # content, not path, `trainer.train.check_resume_shards`: a copy elsewhere is the same data; the model as
 # resolved, by `Trainer.load_state_dict`)
 RESUME_KEYS = (
@@ -90,7 +93,6 @@ RESUME_KEYS = (
     "data.chunk_rows",
     "data.pad_multiple",
     "data.dynamic_masking",
-    "data.num_workers",
     "schedule.warmup_steps",
     "schedule.warmup_fraction",
     "schedule.grad_accum",
@@ -301,7 +303,7 @@ def load_weights(path: Path, device: str | torch.device = "cpu") -> dict[str, to
 
 
 def load_state(path: Path, device: str | torch.device = "cpu") -> dict[str, Any]:
-    """A training checkpoint's state: {"step", "positions", "rng", "last_metrics", "optimizer", "scheduler"}
+    """A training checkpoint's state: {"step", "data", "rng", "last_metrics", "optimizer", "scheduler"}
     with every tensor in place, each file checked against config.json."""
     config = read_config(path)
     state = read_state(path, config)
@@ -350,7 +352,7 @@ def _kind(value: Any) -> Any:
 
 def load(path: Path, name: str, map_location: str | torch.device = "cpu") -> Any:
     """One part of a training checkpoint: "model" (the weights), "optimizer", "scheduler" or "trainer"
-    (step, positions, RNG states, last metrics)."""
+    (step, data position, RNG states, last metrics)."""
     if name == "model":
         return load_weights(path, map_location)
     state = load_state(path, map_location)
@@ -623,30 +625,53 @@ def check_schedule(saved: dict, scheduler: Any, step: int, where: str) -> None:
         raise DataError(f"{where}._last_lr: {bad[0]!r}, not a finite learning rate >= 0")
 
 
-def check_positions(state: dict, grad_accum: int, where: Path) -> None:
-    """Each rank's data position one the run could have reached: a batch per micro-step so far, and in each
-    DataLoader worker's role no more rows than its batches can hold (MAX_BATCH_SIZE each), so a position of
-    10^17 rows is refused rather than fast-forwarded for hours."""
-    step = state["step"]
-    for rank, position in enumerate(state["positions"]):
-        batches, rows = position["batches"], position["rows"]
-        at = f"{where}: positions[{rank}]"
-        if batches != step * grad_accum:
-            raise DataError(f"{at}.batches: {batches}, not the {step} x {grad_accum} micro-batches of step "
-                            f"{step}")  # fmt: skip
-        if bool(rows) != bool(batches):
-            raise DataError(f"{at}.rows: {rows}, with {batches} batches")
-        for role, count in enumerate(rows):
-            given = batches // len(rows) + (role < batches % len(rows))  # batch i comes from role i % roles
-            if not given <= count <= given * MAX_BATCH_SIZE:
-                raise DataError(f"{at}.rows[{role}]: {count}, not what {given} batches of 1 to "
-                                f"{MAX_BATCH_SIZE} rows hold")  # fmt: skip
+MAX_RANKS = 2**16  # as many RNG states as trainer.json holds (records.TRAINER_STATE)
+
+
+def data_position(state: dict, grad_accum: int, where: Path, epoch_examples: int | None = None) -> Position:
+    """The place in the global order of examples a checkpoint's run had reached (`trainer.data.Position`),
+    one the run could have reached: within its epoch (of `epoch_examples`, when the shards are known), and
+    no further than its steps of micro-batches of at most MAX_BATCH_SIZE examples on MAX_RANKS ranks could
+    go (a position of 10^17 examples is refused, not taken). A checkpoint of an earlier trainer kept a
+    position per rank and DataLoader worker in rows: one stream (one rank, at most one worker) read the
+    global order itself and converts exactly; several streams read other orders and are refused."""
+    if "data" not in state:
+        return _converted(state, grad_accum, where, epoch_examples)
+    epoch, examples = state["data"]["epoch"], state["data"]["examples"]
+    at = f"{where}: data: epoch {epoch}, examples {examples}"
+    if epoch_examples is not None and examples >= epoch_examples:
+        raise DataError(f"{at}: not within an epoch of {epoch_examples} examples")
+    most = state["step"] * grad_accum * MAX_BATCH_SIZE * MAX_RANKS
+    # the fewest examples this position means: the epochs before it hold more than `examples` each
+    if epoch * (examples + 1) + examples > most:
+        raise DataError(f"{at}: more than {state['step']} steps x {grad_accum} micro-batches of at most "
+                        f"{MAX_BATCH_SIZE} examples on {MAX_RANKS} ranks consume")  # fmt: skip
+    return Position(epoch, examples)
+
+
+def _converted(state: dict, grad_accum: int, where: Path, epoch_examples: int | None) -> Position:
+    """An earlier trainer's `positions` (per rank: batches, and rows per DataLoader worker role) as a
+    `Position`, when it was one stream; else one line saying why it cannot be."""
+    positions = state.get("positions")
+    if not positions:
+        raise DataError(f"{where}: data: missing (the data position)")
+    step, rows = state["step"], [len(p["rows"]) for p in positions]
+    if len(positions) > 1 or rows[0] > 1:
+        raise DataError(f"{where}: positions: a data position per worker stream ({len(positions)} rank(s) x "
+                        f"{max(rows)} DataLoader worker(s)), from an earlier trainer whose order depended on "
+                        "them: not a place in the global order; resume with the release that wrote it, or "
+                        "start a new run dir with --init-from this checkpoint")  # fmt: skip
+    batches, consumed = positions[0]["batches"], sum(positions[0]["rows"])
+    if batches != step * grad_accum or not batches <= consumed <= batches * MAX_BATCH_SIZE:
+        raise DataError(f"{where}: positions[0]: {batches} batches of {consumed} rows, not what the "
+                        f"{step} x {grad_accum} micro-batches of step {step} hold")  # fmt: skip
+    return Position(*divmod(consumed, epoch_examples)) if epoch_examples else Position(0, consumed)
 
 
 def check_checkpoint(path: Path) -> None:
     """Every check a command makes before it uses the checkpoint `path`, without using it (`corpusprep
     validate`): its records, its files against their sha256, the model it describes (within check_fits) and
-    the weights' shapes (from the header); for a training checkpoint its settings, data positions, and its
+    the weights' shapes (from the header); for a training checkpoint its settings, data position, and its
     optimizer and schedule state against those its settings build (on a meta model: no memory)."""
     record = read_config(path)
     config = bert_config(record["model"], path / CONFIG)
@@ -655,7 +680,7 @@ def check_checkpoint(path: Path) -> None:
         return
     train = saved_train(path, record)
     state = load_state(path)
-    check_positions(state, train.schedule.grad_accum, path / STATE)
+    data_position(state, train.schedule.grad_accum, path / STATE)
     with torch.device("meta"):
         model = BertForPreTraining(config)
     optimizer = build_optimizer(model, train.optim, fused=False)

@@ -105,7 +105,7 @@ class DataConfig:
     shards: str = ""  # SHARDS_DIR with manifest.json
     batch_size: int = 32  # sequences per micro-batch per rank
     num_workers: int = 0  # DataLoader worker processes per rank
-    chunk_rows: int = 1024  # rows per unit of work: shuffling and rank/worker assignment happen in chunks
+    chunk_rows: int = 1024  # rows per unit of the global order: row groups, then chunks, shuffled by epoch
     pad_multiple: int = 8  # pad each batch to its longest sequence rounded up to this (tensor-core friendly)
     dynamic_masking: bool = False  # re-mask every epoch from the original tokens
     verify: bool = False  # sha256 every shard against the manifest before training
@@ -340,7 +340,7 @@ def _fraction(value: Any) -> bool:
 AT_LEAST_ONE = (lambda v: _whole(v, 1), "an integer >= 1")
 AT_LEAST_ZERO = (lambda v: _whole(v, 0), "an integer >= 0")
 # sequences in one micro-batch of one rank: far beyond what a device holds (large batches come from ranks and
-# grad_accum); it bounds how far a checkpoint's data position can lie (trainer.checkpoint.check_positions)
+# grad_accum); it bounds how far a checkpoint's data position can lie (trainer.checkpoint.data_position)
 MAX_BATCH_SIZE = 2**20
 BATCH_SIZE = (lambda v: _whole(v, 1) and v <= MAX_BATCH_SIZE, f"an integer from 1 to {MAX_BATCH_SIZE}")
 FRACTION = (_fraction, "in [0, 1)")

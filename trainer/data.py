@@ -1,31 +1,38 @@
 """Training data from a shard directory: manifest checks, memory-mapped Parquet, a seeded and resumable
 stream of unpadded batches split across data-parallel ranks and DataLoader workers.
 
-Unit of work: a *chunk*, up to `chunk_rows` consecutive rows of one Parquet row group. Each epoch the row
-groups are put in a seeded random order, their chunks listed in that order, and chunk j goes to consumer
-j % (ranks x workers): no row is read twice or skipped within an epoch, and a consumer still decodes each
-row group at most once. Rows are shuffled within a chunk; across chunks the shard stage already shuffled
+The global order of examples is a function of the seed and the epoch alone. Unit of work: a *chunk*, up to
+`chunk_rows` consecutive rows of one Parquet row group. Each epoch the row groups are put in a seeded random
+order (chunks of one group kept together) and the rows of each chunk in a seeded random order; the epochs
+follow one another without a seam. Global micro-batch k is the next `batch_size x ranks` examples of that
+order; each rank takes its slice, and the rank's DataLoader workers make its micro-batches in turn. So the
+sequence of examples is the same for any number of ranks or workers, and a resume continues at the exact
+example (`Position`: epoch and examples consumed) whatever the ranks, workers or batch size it resumes with.
+No example is read twice or skipped within an epoch. Across chunks the shard stage already shuffled
 globally. Only the current file is mapped and only the current row group decoded, so resident memory does
-not grow with the number or size of shards (given row groups of bounded size).
+not grow with the number or size of shards (given row groups of bounded size); a consumer reads only the
+chunks its slices fall in.
 
 Dynamic masking masks each chunk again from its original tokens with `corpusprep.shard.table.remask_table`
 (`corpusprep.mask.mask_examples`, the function `corpusprep shard` masks with) and the options the shards'
-manifest records (rate, cap, strategy,
-word segmenter): one masking rule, whichever stage applies it.
+manifest records (rate, cap, strategy, word segmenter), drawn from (seed, epoch, chunk): one masking rule,
+whichever stage applies it, and the same masks whichever consumer reads the chunk.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
-from torch.utils.data import IterableDataset, get_worker_info
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from corpusprep.engine import records
 from corpusprep.engine.arrow import to_numpy
@@ -130,6 +137,10 @@ class Shards:
             f"{self.directory}: dynamic masking needs the vocab the shards were built with, and neither "
             f"{self.directory / 'vocab.txt'} nor {entry.get('path')} holds it"
         )
+
+    def examples(self, split: str) -> int:
+        """Rows in `split`, as the manifest lists them (`plan_chunks` checks each file holds as many)."""
+        return sum(f.rows for f in self.files(split))
 
     def files(self, split: str) -> list[ShardFile]:
         splits = self.manifest.get("splits", {})
@@ -316,27 +327,36 @@ def _piece_lengths(column: pa.ChunkedArray, lengths: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Position:
-    """Where one rank's training stream stands: the batches it gave, and the rows each DataLoader worker
-    role gave (batch i comes from role i % workers). Kept in rows, a resume continues at the same row
-    whatever the batch size."""
+    """Where training stands in the global order of examples: the epoch, and how many of its examples
+    all ranks together have consumed. The order is a function of the seed and the epoch alone, so a
+    position names the same next example whatever the ranks, DataLoader workers or batch size that
+    continue from it."""
 
-    batches: int = 0
-    rows: list[int] = field(default_factory=list)  # per role; empty = none yet
+    epoch: int = 0
+    examples: int = 0  # consumed within `epoch`: 0 <= examples < the epoch's examples
 
-    def advance(self, rows: int, workers: int) -> None:
-        if not self.rows:
-            self.rows = [0] * max(workers, 1)
-        self.rows[self.batches % len(self.rows)] += rows
-        self.batches += 1
+    def advance(self, examples: int, epoch_examples: int) -> None:
+        more, self.examples = divmod(self.examples + examples, epoch_examples)
+        self.epoch += more
+
+    def offset(self, epoch_examples: int) -> int:
+        """The position as an offset in the endless sequence of epochs."""
+        return self.epoch * epoch_examples + self.examples
 
 
 class ShardStream(IterableDataset):
-    """Batches for one data-parallel rank; DataLoader workers (batch_size=None) split the rank's share.
+    """Batches for one data-parallel rank; DataLoader workers (batch_size=None) take turns.
 
-    train (loop=True, shuffle=True): endless, epoch after epoch; the partial batch at an epoch's end is
-    completed from the next epoch, so nothing is dropped. `start` resumes where a `Position` stands (the
-    DataLoader hands out worker batches round-robin, so each worker skips its own role's rows).
-    eval (loop=False, shuffle=False): one pass in file order, last batch partial.
+    The global order: each epoch the chunks in `epoch_order(seed, epoch)`, the rows of each chunk
+    permuted by (seed, epoch, chunk), epoch after epoch without a seam. Global micro-batch k is the next
+    `batch_size x world_size` examples of it from `start`; rank r takes its r-th slice of `batch_size`, and
+    DataLoader worker w of W makes the rank's micro-batches k = w, w + W, ... (the DataLoader hands them out
+    round-robin from worker 0). Concatenated over ranks in rank order, the batches are the global order
+    itself, whatever the ranks, workers or batch size: a resume from a `Position` continues at its example.
+
+    train (loop=True, shuffle=True): endless; every batch holds exactly `batch_size` rows (an epoch's
+    last examples share a batch with the next epoch's first), so no example is dropped or repeated.
+    eval (loop=False, shuffle=False): one pass in file order; the last batches short or absent.
     """
 
     def __init__(
@@ -361,74 +381,118 @@ class ShardStream(IterableDataset):
         self.rank, self.world_size = rank, world_size
         self.files = shards.files(split)
         self.chunks = plan_chunks(self.files, chunk_rows)
+        self.epoch_examples = sum(chunk.rows for chunk in self.chunks)
+        if loop and not self.epoch_examples:
+            raise UsageError(f"{shards.directory}: no {split} rows to train on")
+        self.start = start.offset(self.epoch_examples) if start else 0  # an offset in the endless order
         self.pad_multiple = pad_multiple
         self.shuffle, self.loop = shuffle, loop
-        # a copy: the trainer advances its own Position as batches arrive
-        self.start = Position(start.batches, list(start.rows)) if start else Position()
         # masked afresh (with these tables, and rng_for(seed, *mask_key, epoch, chunk)) when dynamic or
         # given one: the trainer's evaluation masks the validation rows k times, by (seed, "eval", k)
         self.mask_vocab, self.masking, self.mask_key = mask_vocab, shards.masking(), mask_key
         if dynamic_masking and mask_vocab is None:  # built once here, pickled to the workers
             self.mask_vocab = MaskVocab.from_vocab(shards.vocab_info(), shards.word_segmenter())
+        self.group = 1  # micro-batches a DataLoader worker makes at a time (`batches` sets it)
 
-    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor] | list[dict[str, torch.Tensor]]]:
         info = get_worker_info()
-        worker, workers = (info.id, info.num_workers) if info else (0, 1)
-        # The DataLoader takes batch i from worker i % workers, starting at worker 0. Resuming at batch
-        # `start.batches`, worker 0 must play the role that owed that batch: rotate the roles.
-        role = (worker + self.start.batches) % workers
-        consumer, consumers = self.rank * workers + role, self.world_size * workers
-        if self.loop and len(self.chunks) < consumers:
-            raise UsageError(
-                f"{self.shards.directory}: {len(self.chunks)} chunks of {self.split} data for {consumers} "
-                "ranks x workers; lower data.chunk_rows or the worker count"
-            )
-        if self.start.rows and len(self.start.rows) != workers:
-            raise UsageError(
-                f"resuming {len(self.start.rows)} DataLoader worker streams with {workers} workers"
-            )
-        pieces = self.rows(consumer, consumers, skip=self.start.rows[role] if self.start.rows else 0)
-        pending: list[pa.Table] = []
-        have = 0
-        for piece in pieces:
-            while len(piece):
-                take = min(len(piece), self.batch_size - have)
-                pending.append(piece.slice(0, take))
-                piece, have = piece.slice(take), have + take
-                if have == self.batch_size:
-                    yield self.make_batch(pending)
-                    pending, have = [], 0
-        if pending:
-            yield self.make_batch(pending)
+        return self.worker_batches(*((info.id, info.num_workers) if info else (0, 1)))
+
+    def worker_batches(self, worker: int, workers: int) -> Iterator[dict | list[dict]]:
+        """What DataLoader worker `worker` of `workers` makes: the rank's micro-batches k = worker, worker +
+        workers, ...; with `group` > 1 items of `group` consecutive ones (`loader_batches` flattens them)."""
+        reader = OrderReader(self)
+        end = None if self.loop else self.epoch_examples
+        global_batch = self.batch_size * self.world_size
+        for item in itertools.count(worker, workers):
+            made = []
+            for k in range(item * self.group, (item + 1) * self.group):
+                first = self.start + k * global_batch + self.rank * self.batch_size
+                last = first + self.batch_size if end is None else min(first + self.batch_size, end)
+                if first >= last:
+                    break
+                made.append(self.make_batch(list(reader.read(first, last))))
+            if made:
+                yield made if self.group > 1 else made[0]
+            if len(made) < self.group:
+                return
+
+    def grouped(self, workers: int) -> int:
+        """How many consecutive micro-batches each of `workers` DataLoader workers should make at a time, so
+        that its run of the order covers a whole chunk (a row group decoded by one worker, not by each):
+        1 for at most one worker, or when one global batch already covers a chunk."""
+        largest = max((chunk.rows for chunk in self.chunks), default=1)
+        return 1 if workers <= 1 else -(-largest // (self.batch_size * self.world_size))
 
     def make_batch(self, pieces: list[pa.Table]) -> dict[str, torch.Tensor]:
         table = pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)
         return collate(table, self.shards.vocab.pad_id, self.pad_multiple, self.shards.objective)
 
-    def rows(self, consumer: int, consumers: int, skip: int = 0) -> Iterator[pa.Table]:
-        """This consumer's rows as small tables, epoch after epoch, starting `skip` rows in."""
-        epoch = 0
-        if consumers == 1 and self.loop:  # every epoch holds every row: whole epochs skipped at once
-            epoch, skip = divmod(skip, sum(chunk.rows for chunk in self.chunks) or 1)
-        reader = _RowGroupReader(self.files, self.shards.objective, self.shards.columns)
-        while True:
-            mine = epoch_order(self.chunks, self.seed, epoch, self.shuffle)[consumer::consumers]
-            for chunk in mine:
-                if skip >= chunk.rows:  # fast-forward without reading
-                    skip -= chunk.rows
-                    continue
-                table = reader.read(chunk.file, chunk.row_group).slice(chunk.start, chunk.rows)
-                if self.mask_vocab is not None:
-                    rng = rng_for(self.seed, *self.mask_key, epoch, chunk.id)
-                    table = remask_table(table, self.mask_vocab, rng, **self.masking)
-                if self.shuffle:
-                    rng = rng_for(self.seed, "trainer-rows", epoch, chunk.id)
-                    table = table.take(rng.permutation(chunk.rows))
-                yield table.slice(skip)
-                skip = 0
-            epoch += 1
-            if not self.loop:
-                return
+    def rows(self, first: int = 0, last: int | None = None) -> Iterator[pa.Table]:
+        """Examples [first, last) of the global order (offsets from epoch 0's first example; `last` None:
+        to the end, endless with loop=True) as small tables, one per chunk."""
+        if not self.loop:
+            last = self.epoch_examples if last is None else min(last, self.epoch_examples)
+        return OrderReader(self).read(first, last)
+
+
+def loader_batches(stream: ShardStream, **loader: Any) -> Iterator[dict[str, torch.Tensor]]:
+    """The stream's micro-batches in order through a DataLoader (`loader`: its settings, num_workers among
+    them), its workers started now. With several workers each makes a run of consecutive micro-batches at a
+    time (`grouped`), handed out whole and flattened here: the same order, fewer row groups decoded."""
+    stream.group = stream.grouped(loader.get("num_workers", 0))
+    if stream.group > 1:  # an item holds `group` micro-batches: fewer items in flight hold as many
+        loader["prefetch_factor"] = max(1, -(-loader.get("prefetch_factor", 2) // stream.group))
+    items = iter(DataLoader(stream, batch_size=None, **loader))
+    return items if stream.group == 1 else (batch for item in items for batch in item)
+
+
+class OrderReader:
+    """One consumer's reader of a stream's global order: example offsets -> tables. It keeps one row group
+    decoded (`_RowGroupReader`), the current chunk's rows (masked afresh when dynamic) and their order, and
+    the current epoch's chunk order, so consecutive slices of a chunk cost one read, one masking."""
+
+    def __init__(self, stream: ShardStream):
+        self.stream = stream
+        self.row_groups = _RowGroupReader(stream.files, stream.shards.objective, stream.shards.columns)
+        self.epoch: int | None = None
+        self.order: list[Chunk] = []
+        self.starts = np.zeros(1, dtype=np.int64)  # where each chunk of the epoch's order starts
+        self.chunk: tuple[int, int] | None = None  # (epoch, chunk id) of `table` and `permutation`
+        self.table: pa.Table | None = None
+        self.permutation: np.ndarray | None = None
+
+    def read(self, first: int, last: int | None = None) -> Iterator[pa.Table]:
+        """Examples [first, last) (last None: endless) in order, one table per chunk they touch."""
+        s = self.stream
+        while last is None or first < last:
+            epoch, offset = divmod(first, s.epoch_examples)
+            if epoch != self.epoch:
+                self.order = epoch_order(s.chunks, s.seed, epoch, s.shuffle)
+                self.starts = np.cumsum([0] + [chunk.rows for chunk in self.order])
+                self.epoch = epoch
+            i = int(np.searchsorted(self.starts, offset, side="right")) - 1
+            begin = offset - int(self.starts[i])
+            count = self.order[i].rows - begin
+            count = count if last is None else min(count, last - first)
+            yield self.chunk_rows(epoch, self.order[i], begin, count)
+            first += count
+
+    def chunk_rows(self, epoch: int, chunk: Chunk, begin: int, count: int) -> pa.Table:
+        """Rows [begin, begin + count) of `chunk` in its order for `epoch`."""
+        s = self.stream
+        if self.chunk != (epoch, chunk.id):
+            table = self.row_groups.read(chunk.file, chunk.row_group).slice(chunk.start, chunk.rows)
+            if s.mask_vocab is not None:
+                rng = rng_for(s.seed, *s.mask_key, epoch, chunk.id)
+                table = remask_table(table, s.mask_vocab, rng, **s.masking)
+            self.table, self.chunk = table, (epoch, chunk.id)
+            self.permutation = None
+            if s.shuffle:
+                self.permutation = rng_for(s.seed, "trainer-rows", epoch, chunk.id).permutation(chunk.rows)
+        if self.permutation is None:
+            return self.table.slice(begin, count)
+        return self.table.take(self.permutation[begin : begin + count])
 
 
 class _RowGroupReader:

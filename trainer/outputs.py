@@ -66,14 +66,12 @@ def check_checkpoint_files(step: Path, training: bool = True) -> list[str]:
 
 
 def _check_trainer_state(step: Path, tensors: dict) -> None:
-    """trainer.json by its loader: the step of its directory, as many RNG states as positions, and every
-    tensor it names held by trainer.safetensors."""
+    """trainer.json by its loader: the step of its directory, and every tensor it names held by
+    trainer.safetensors (its data position: `trainer.checkpoint.data_position`)."""
     path = step / records.CHECKPOINT_STATE
     state = load_record(path, "trainer_state")
     if step.name.startswith("step-") and state["step"] != int(step.name.removeprefix("step-") or -1):
         raise DataError(f"{path}: step: {state['step']}, not the step of {step.name}")
-    if len(state["rng"]) != len(state["positions"]):
-        raise DataError(f"{path}: rng: {len(state['rng'])} ranks, positions: {len(state['positions'])}")
     named = []
     stack = [state]
     while stack:

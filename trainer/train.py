@@ -32,7 +32,7 @@ from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab
 from trainer import checkpoint
 from trainer.config import TrainConfig, parse_duration
-from trainer.data import Position, Shards, ShardStream, open_shards
+from trainer.data import Position, Shards, ShardStream, loader_batches, open_shards
 from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token, pretraining_loss
 from trainer.optim import build_optimizer, build_scheduler
 
@@ -180,11 +180,10 @@ def build_data(
     )  # fmt: skip
     # the DataLoader draws a base seed when iterated; its own generator keeps that out of the global RNG,
     # which dropout uses and checkpoints restore (otherwise a resumed run would drift by one draw)
-    loader = DataLoader(
-        stream, batch_size=None, num_workers=c.num_workers, pin_memory=device.type == "cuda",
-        persistent_workers=False, prefetch_factor=4 if c.num_workers else None, generator=torch.Generator(),
+    return loader_batches(
+        stream, num_workers=c.num_workers, pin_memory=device.type == "cuda", persistent_workers=False,
+        prefetch_factor=4 if c.num_workers else None, generator=torch.Generator(),
     )  # fmt: skip
-    return iter(loader)
 
 
 # ---------------------------------------------------------------- the trainer
@@ -211,6 +210,7 @@ class Trainer:
         self.bert, self.raw_model, init_state, init_path = build_model(config, self.shards, device, d.rank)
         self.optimizer = build_optimizer(self.raw_model, config.optim, fused=device.type == "cuda")
         self.step, self.elapsed, self.position, self.last = 0, 0.0, Position(), {}
+        self.epoch_examples = self.shards.examples("train")  # what a Position counts in
         self.scheduler = build_scheduler(self.optimizer, config.schedule, self.progress)
         every_time = config.checkpoint.every_time
         self.checkpoint_seconds = parse_duration(every_time) if every_time else None
@@ -243,7 +243,6 @@ class Trainer:
             (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if cuda else contextlib.nullcontext
         )
         self.batches = build_data(config, self.shards, d, device, self.position)
-        self.workers = max(config.data.num_workers, 1)
         self.has_validation = bool(self.shards.manifest["splits"].get("validation", {}).get("shards"))
         self.eval_maskings = config.eval.maskings
         self.eval_mask_vocab = self._eval_masking() if self.has_validation else None
@@ -278,10 +277,6 @@ class Trainer:
                 "the settings it was started with"
             )
         saved = checkpoint.read_state(found)  # trainer.json only: the tensors load with the other states
-        ranks = len(saved["positions"])
-        if ranks != d.world:
-            raise UsageError(f"{found}: saved by {ranks} rank(s), not {d.world}; resume with as many "
-                             "processes as it was started with")  # fmt: skip
         if config.schedule.finished(saved["step"], saved.get("elapsed", 0.0)):
             raise Finished(found, saved)
         if not config.checkpoint.resume:
@@ -299,7 +294,8 @@ class Trainer:
         totals = torch.zeros(3, device=self.device)
         for micro in range(accum):
             batch = self.last_batch = to_device(next(self.batches), self.device)
-            self.position.advance(len(batch["rows"]), self.workers)
+            # every rank's micro-batch holds data.batch_size examples: the global order moves on by all ranks'
+            self.position.advance(len(batch["rows"]) * d.world, self.epoch_examples)
             sync = micro == accum - 1 or d.world == 1
             with contextlib.nullcontext() if sync else self.model.no_sync():
                 _, _, loss, mlm, sentence = forward_loss(self.model, batch, self.autocast)
@@ -388,11 +384,10 @@ class Trainer:
             "cpu": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state() if self.device.type == "cuda" else None,
         }
-        mine = {"position": asdict(self.position), "rng": rng}
-        gathered = [mine]
+        gathered = [rng]
         if self.d.world > 1:
             gathered = [None] * self.d.world
-            dist.all_gather_object(gathered, mine)
+            dist.all_gather_object(gathered, rng)
         return {
             "model": self.raw_model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -400,8 +395,8 @@ class Trainer:
             "trainer": {
                 "step": self.step,
                 "elapsed": self.elapsed,
-                "positions": [g["position"] for g in gathered],
-                "rng": [g["rng"] for g in gathered],
+                "data": asdict(self.position),  # the same on every rank: a place in the global order
+                "rng": gathered,
                 "last_metrics": self.last,
             },
         }
@@ -420,7 +415,8 @@ class Trainer:
         checkpoint.check_state(weights, self.bert, found / checkpoint.WEIGHTS)
         state = checkpoint.load_state(found, self.device)
         where = found / checkpoint.STATE
-        checkpoint.check_positions(state, self.config.schedule.grad_accum, where)
+        accum = self.config.schedule.grad_accum
+        position = checkpoint.data_position(state, accum, where, self.epoch_examples)
         optimizer = checkpoint.optimizer_state(state["optimizer"], self.optimizer, f"{where}: optimizer")
         checkpoint.check_schedule(state["scheduler"], self.scheduler, state["step"], f"{where}: scheduler")
         self.raw_model.load_state_dict(weights)
@@ -428,14 +424,27 @@ class Trainer:
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = state["step"]
         self.elapsed = float(state.get("elapsed", 0.0))  # runs from before budgets: not counted
-        self.position = Position(**state["positions"][self.d.rank])
-        rng = state["rng"][self.d.rank]
+        self.position = position
+        self.load_rng(state["rng"], where)
+
+    def load_rng(self, saved: list[dict], where: Path) -> None:
+        """Each rank's dropout RNG as it was saved, when the checkpoint has as many ranks as this run; with
+        another rank count (an elastic resume) every rank draws afresh from (seed, rank, step)."""
+        d = self.d
+        if len(saved) != d.world:
+            seed = rng_for(self.config.seed, "torch-dropout", d.rank, self.step).integers(2**62)
+            torch.manual_seed(int(seed))
+            at = f"epoch {self.position.epoch}, example {self.position.examples}"
+            log(d, f"{where.parent.name}: saved by {len(saved)} rank(s), resumed on {d.world}: data go on "
+                   f"at {at}; dropout draws afresh")  # fmt: skip
+            return
+        rng = saved[d.rank]
         try:
             torch.set_rng_state(rng["cpu"].cpu())
             if self.device.type == "cuda" and rng["cuda"] is not None:
                 torch.cuda.set_rng_state(rng["cuda"].cpu())
         except (RuntimeError, TypeError) as error:
-            raise DataError(f"{where}: rng[{self.d.rank}]: not a generator's state ({error})") from None
+            raise DataError(f"{where}: rng[{d.rank}]: not a generator's state ({error})") from None
 
     def diverged_error(self, what: str, lr: float, held: str) -> DataError:
         return DataError(f"{what} (training diverged at lr {lr:.2e}; no checkpoint holds {held}); train "

@@ -530,21 +530,26 @@ CHECKPOINT_RECORD = Obj(
 )
 TENSOR = Obj({"tensor": Str()}, extra=False)  # a reference to a tensor of the checkpoint's safetensors file
 STATE_VALUE = Either(SCALAR, TENSOR, ListOf(SCALAR))  # an optimizer's or a schedule's state entry
-POSITION = Obj({"batches": COUNT, "rows": ListOf(COUNT, 1024)}, extra=False)
-TRAINER_STATE = Obj(
+DATA_POSITION = Obj({"epoch": COUNT, "examples": COUNT}, extra=False)  # a place in the global order
+LEGACY_POSITION = Obj({"batches": COUNT, "rows": ListOf(COUNT, 1024)}, extra=False)  # per rank and worker
+TRAINER = Obj(
     {
         "format": Int(2, 2),
         "step": COUNT,
-        "positions": ListOf(POSITION, 2**16, 1),
         "rng": ListOf(Obj({"cpu": TENSOR, "cuda": Opt(TENSOR)}, extra=False), 2**16, 1),
         "optimizer": Obj({"state": MapOf(MapOf(STATE_VALUE), key=Str(pattern=r"\d{1,9}", what="an index")),
                           "param_groups": ListOf(MapOf(STATE_VALUE), 1024, 1)}, extra=False),
         "scheduler": MapOf(STATE_VALUE),
         "last_metrics": MapOf(Num(finite=False)),
     },
-    {"elapsed": Num(0)},  # seconds of training so far (a budgeted run's clock); absent before budgets
+    {
+        "data": DATA_POSITION,
+        "positions": ListOf(LEGACY_POSITION, 2**16, 1),  # an earlier trainer's: trainer.checkpoint reads it
+        "elapsed": Num(0),  # seconds of training so far (a budgeted run's clock); absent before budgets
+    },
     extra=False,
 )
+TRAINER_STATE = Rule(TRAINER, lambda r: None if {"data", "positions"} & set(r) else ("data", "missing"))
 
 # A Hugging Face BERT config.json (trainer.export.bert_config_from_hf; trainer.import_hf reads it too).
 DIM = Int(1, 2**31 - 1)

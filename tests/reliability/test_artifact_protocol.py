@@ -381,7 +381,7 @@ def test_checkpoint_write_failures_leave_the_previous_checkpoint_usable(tmp_path
 
     from trainer import checkpoint
 
-    trainer = {"step": 4, "positions": [{"batches": 4, "rows": [4]}], "last_metrics": {},
+    trainer = {"step": 4, "data": {"epoch": 0, "examples": 4}, "last_metrics": {},
                "rng": [{"cpu": torch.get_rng_state(), "cuda": None}]}  # fmt: skip
     state = {"model": {"w": torch.ones(1000)}, "optimizer": {"state": {}, "param_groups": [{"params": []}]},
              "scheduler": {}, "trainer": trainer}  # fmt: skip

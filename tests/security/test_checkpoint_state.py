@@ -74,8 +74,10 @@ BOOL_STEP = {"optimizer.state.0.step": torch.tensor(True)}
 
 # damage -> what the one line names
 STATE = {
-    "rows": (lambda run: edit_json(run, "trainer.json", lambda r: r["positions"][0].update(rows=[10**17])),
-             "trainer.json: positions[0].rows[0]: 100000000000000000"),
+    "examples": (lambda run: edit_json(run, "trainer.json", lambda r: r["data"].update(examples=10**17)),
+                 "trainer.json: data: epoch 0, examples 100000000000000000"),
+    "epoch": (lambda run: edit_json(run, "trainer.json", lambda r: r["data"].update(epoch=2**62)),
+              "trainer.json: data: epoch 4611686018427387904, examples"),
     "bool-step": (lambda run: edit_tensors(run, lambda t: t.update(BOOL_STEP)),
                   "trainer.json: optimizer.state.0.step: a torch.bool tensor"),
     "negative-step": (every_step(torch.tensor(-1.0)),

@@ -39,7 +39,7 @@ DAMAGE = {
     "vocab_report": (["documents", "used"], None, "documents.used: null"),
     "checkpoint_config": (["files", "weights.safetensors", "sha256"], 7,
                           'files["weights.safetensors"].sha256'),
-    "trainer_state": (["positions", 0, "rows"], [1.5], "positions[0].rows[0]: 1.5"),
+    "trainer_state": (["data", "examples"], 1.5, "data.examples: 1.5"),
     "tokenizer_json": (["normalizer"], [], "normalizer: a list"),
     "tokenizer_config": (["do_lower_case"], "yes", "do_lower_case: a string"),
 }

@@ -80,7 +80,7 @@ def write_run(run_dir: Path, vocab_dir: Path, seed: int = 0, step: int = 20) -> 
     model = BertForPreTraining(toy_config(vocab_dir))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
-    trainer = {"step": step, "positions": [{"batches": step, "rows": [step * 8]}], "last_metrics": {},
+    trainer = {"step": step, "data": {"epoch": 0, "examples": step * 8}, "last_metrics": {},
                "rng": [{"cpu": torch.get_rng_state(), "cuda": None}]}  # fmt: skip
     states = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
               "scheduler": schedule.state_dict(), "trainer": trainer}  # fmt: skip

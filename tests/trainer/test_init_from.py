@@ -102,7 +102,7 @@ def test_init_from_a_previous_run_then_resume(tiny_shards, previous_run, tmp_pat
         assert_equal_weights(weights(start / str(i)), source)
         state = checkpoint.load(checkpoint.latest(start / str(i)), "trainer")
         # step 0 of a new run, data from the start
-        assert state["step"] == 1 and state["positions"] == [{"batches": 1, "rows": [8]}]
+        assert state["step"] == 1 and state["data"] == {"epoch": 0, "examples": 8}
 
     # a phase-2 run that is interrupted resumes from its own checkpoint, not from the init weights again
     args = run_config(tiny_shards, tmp_path / "whole", f'checkpoint.init_from="{previous_run}"')

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -11,8 +12,9 @@ import pytest
 import torch
 
 from corpusprep.engine import faults
-from corpusprep.errors import UsageError
+from corpusprep.errors import DataError, UsageError
 from tests.trainer.conftest import build_shards
+from tests.trainer.test_data import row_keys
 from trainer import checkpoint
 from trainer.config import load_config
 from trainer.train import train
@@ -178,7 +180,7 @@ def test_torchrun_two_cpu_ranks_agree_on_weights(tiny_shards, tmp_path):
     assert summaries[0]["weights_sha256"] == summaries[1]["weights_sha256"]
     assert summaries[0]["steps"] == 4
     state = checkpoint.load(checkpoint.latest(run_dir), "trainer")
-    assert state["positions"] == [{"batches": 4, "rows": [32]}] * 2
+    assert state["data"] == {"epoch": 0, "examples": 4 * 8 * 2}  # one place in the global order
     # a rerun of the finished run returns at once on every rank; the process group still ends cleanly
     again = torchrun(*args)
     assert_clean_exit(again)
@@ -195,6 +197,31 @@ def test_torchrun_two_cpu_ranks_agree_on_weights(tiny_shards, tmp_path):
     # and the weights moved away from their initialisation: a single-process run from the same seed
     single = train(load_config(None, small_run(tiny_shards, tmp_path / "one", "schedule.steps=4")))
     assert single["weights_sha256"] != summaries[0]["weights_sha256"]  # twice the data per step
+
+
+@pytest.mark.slow  # ~10-18 s (2 cores under load): torchrun of 2 CPU ranks, then one process
+def test_a_two_rank_run_resumes_in_one_process(tiny_shards, tmp_path, capsys):
+    """Elastic resume: 4 steps of 2 ranks x 4 examples under torchrun, resumed by one process with batches
+    of 8 (the same global batch), where a changed rank count used to be refused: it goes on at example 32
+    of the global order, its first batch is examples 32..39, and the checkpoint says 32 + 4 x 8."""
+    from trainer.data import Position, ShardStream, open_shards
+    from trainer.train import Dist, Trainer
+
+    run = tmp_path / "run"
+    args = small_run(tiny_shards, run, "data.batch_size=4", "schedule.steps=4", "checkpoint.every=2",
+                     "eval.every=4")  # fmt: skip
+    assert_clean_exit(torchrun(*args))
+    assert checkpoint.load(checkpoint.latest(run), "trainer")["data"] == {"epoch": 0, "examples": 32}
+    config = load_config(None, small_run(tiny_shards, run, "schedule.steps=8", "checkpoint.resume=true"))
+    trainer = Trainer(config, Dist(), torch.device("cpu"))
+    assert "saved by 2 rank(s), resumed on 1: data go on at epoch 0, example 32" in capsys.readouterr().out
+    trainer.train_step()
+    shards = open_shards(tiny_shards)
+    order = ShardStream(shards, "train", 8, config.seed, chunk_rows=64, start=Position(0, 32))
+    assert row_keys(trainer.last_batch) == row_keys(next(iter(order)))
+    del trainer
+    assert train(config)["steps"] == 8
+    assert checkpoint.load(checkpoint.latest(run), "trainer")["data"] == {"epoch": 0, "examples": 64}
 
 
 @pytest.mark.slow  # ~6.5 s idle
@@ -241,20 +268,88 @@ def test_resume_refuses_shards_of_another_vocab_naming_it(tmp_path):
         train(load_config(None, small_run(shards, run, "checkpoint.resume=true")))
 
 
-@pytest.mark.slow  # ~1.1 s idle
-def test_resume_with_another_batch_size_continues_at_the_next_row(tiny_shards, tmp_path):
-    """4 steps of 8 rows, then resumed with batches of 12: the data position is kept in rows, so the
-    resumed run reads rows 32.. of its stream, and the checkpoint's position says 32 + 8 x 12."""
+@pytest.mark.slow  # ~3 s idle: trains twice
+def test_resume_with_other_workers_is_the_uninterrupted_run(tiny_shards, tmp_path):
+    """(d) A run killed after step 4 and resumed with 2 DataLoader workers, where it had none: no refusal,
+    and every loss and the final weights are the uninterrupted run's (the global order does not depend on
+    the workers; dropout's RNG comes back as the ranks are the same)."""
+    whole = train(load_config(None, small_run(tiny_shards, tmp_path / "whole")))
+    cut = tmp_path / "cut"
+    shutil.copytree(tmp_path / "whole", cut)
+    for step in ("step-0000008", "step-0000012"):
+        shutil.rmtree(cut / "checkpoints" / step)
+    assert checkpoint.load(checkpoint.latest(cut), "trainer")["data"] == {"epoch": 0, "examples": 32}
+    resumed = train(load_config(None, small_run(tiny_shards, cut, "data.num_workers=2",
+                                                 "checkpoint.resume=true")))  # fmt: skip
+    assert resumed["steps"] == 12 and resumed["weights_sha256"] == whole["weights_sha256"]
+    assert train_losses(cut) == train_losses(tmp_path / "whole")
+
+
+@pytest.mark.slow  # ~2 s idle
+def test_resume_with_another_batch_size_continues_at_the_next_example(tiny_shards, tmp_path):
+    """(d) 4 steps of 8 examples, then resumed with batches of 12 and 2 DataLoader workers: the position
+    counts examples, so the resumed run's first batch is examples 32..43 of the global order, and its
+    checkpoint says 32 + 8 x 12 (not a step count)."""
+    from trainer.data import Position, ShardStream, open_shards
+    from trainer.train import Dist, Trainer
+
     run = tmp_path / "run"
     train(load_config(None, small_run(tiny_shards, run, "schedule.steps=4")))
-    state = checkpoint.load(checkpoint.latest(run), "trainer")
-    assert state["positions"] == [{"batches": 4, "rows": [32]}]
+    config = load_config(None, small_run(tiny_shards, run, "data.batch_size=12", "data.num_workers=2",
+                                         "checkpoint.resume=true"))  # fmt: skip
+    trainer = Trainer(config, Dist(), torch.device("cpu"))
+    trainer.train_step()
+    shards = open_shards(tiny_shards)
+    order = ShardStream(shards, "train", 12, config.seed, chunk_rows=64, start=Position(0, 32))
+    assert row_keys(trainer.last_batch) == row_keys(next(iter(order)))
+    assert trainer.position == Position(0, 44)
+    del trainer
     train(load_config(None, small_run(tiny_shards, run, "data.batch_size=12", "checkpoint.resume=true")))
     state = checkpoint.load(checkpoint.latest(run), "trainer")
-    assert state["step"] == 12 and state["positions"] == [{"batches": 12, "rows": [32 + 8 * 12]}]
-    with pytest.raises(UsageError, match=r"data.num_workers: 0 -> 2"):
-        train(load_config(None, small_run(tiny_shards, run, "data.num_workers=2", "schedule.steps=16",
-                                          "checkpoint.resume=true")))  # fmt: skip
+    assert state["step"] == 12 and state["data"] == {"epoch": 0, "examples": 32 + 8 * 12}
+
+
+def as_earlier_trainer(run: Path, step: str, positions: list[dict]) -> None:
+    """Rewrite checkpoint `step` of `run` as the trainer before the global order wrote it: a position per
+    rank, in rows per DataLoader worker role (config.json's record of trainer.json updated to match)."""
+    where = run / "checkpoints" / step
+    state = json.loads((where / "trainer.json").read_text())
+    del state["data"]
+    (where / "trainer.json").write_text(json.dumps(state | {"positions": positions}))
+    record = json.loads((where / "config.json").read_text())
+    data = (where / "trainer.json").read_bytes()
+    record["files"]["trainer.json"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (where / "config.json").write_text(json.dumps(record))
+
+
+@pytest.mark.slow  # ~3 s idle: trains twice
+def test_an_earlier_trainers_position_converts_exactly_or_is_one_line(tiny_shards, tmp_path):
+    """A checkpoint of the trainer before the global order: one stream's position (one rank, no worker)
+    was a place in the order this trainer reads, and converts exactly: resumed, the run is the
+    uninterrupted one. Several streams read other orders: one line says why it cannot resume, as does a
+    position no run reaches."""
+    whole = train(load_config(None, small_run(tiny_shards, tmp_path / "whole")))
+    runs = {}
+    earlier = {"one": [{"batches": 4, "rows": [32]}], "roles": [{"batches": 4, "rows": [16, 16]}],
+               "ranks": [{"batches": 4, "rows": [32]}] * 2,
+               "far": [{"batches": 4, "rows": [10**17]}]}  # fmt: skip
+    for name, positions in earlier.items():
+        runs[name] = tmp_path / name
+        shutil.copytree(tmp_path / "whole", runs[name])
+        for step in ("step-0000008", "step-0000012"):
+            shutil.rmtree(runs[name] / "checkpoints" / step)
+        as_earlier_trainer(runs[name], "step-0000004", positions)
+    resumed = train(load_config(None, small_run(tiny_shards, runs["one"], "checkpoint.resume=true")))
+    assert resumed["weights_sha256"] == whole["weights_sha256"]
+    assert train_losses(runs["one"]) == train_losses(tmp_path / "whole")
+    assert checkpoint.load(checkpoint.latest(runs["one"]), "trainer")["data"] == {"epoch": 0, "examples": 96}
+    refused = {"roles": r"positions: a data position per worker stream \(1 rank\(s\) x 2 DataLoader worker",
+               "ranks": r"positions: a data position per worker stream \(2 rank\(s\) x 1 DataLoader worker",
+               "far": r"positions\[0\]: 4 batches of 100000000000000000 rows, not what"}  # fmt: skip
+    for name, says in refused.items():
+        with pytest.raises(DataError, match=r"step-0000004/trainer.json: " + says) as caught:
+            train(load_config(None, small_run(tiny_shards, runs[name], "checkpoint.resume=true")))
+        assert "\n" not in str(caught.value)
 
 
 def test_the_trainers_parts_work_alone(tiny_shards, tmp_path):
@@ -269,7 +364,7 @@ def test_the_trainers_parts_work_alone(tiny_shards, tmp_path):
     trainer = Trainer(config, Dist(), torch.device("cpu"))
     before = {k: v.clone() for k, v in trainer.raw_model.state_dict().items()}
     values = trainer.train_step()
-    assert trainer.step == 1 and trainer.position.batches == 1 and trainer.position.rows == [8]
+    assert trainer.step == 1 and (trainer.position.epoch, trainer.position.examples) == (0, 8)
     assert set(values) == {"loss", "mlm_loss", "nsp_loss", "lr", "grad_norm"}
     assert values["loss"] == pytest.approx(values["mlm_loss"] + values["nsp_loss"], rel=1e-6)
     assert any(not torch.equal(before[k], v) for k, v in trainer.raw_model.state_dict().items())
