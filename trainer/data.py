@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from corpusprep.engine import records
+from corpusprep.engine import records, storage
 from corpusprep.engine.arrow import to_numpy
 from corpusprep.engine.manifest import require, sha256_file
 from corpusprep.engine.rng import rng_for
@@ -186,7 +186,7 @@ def open_shards(directory: str | Path, splits: tuple[str, ...] = ("train",), ver
                 raise DataError(f"{f.path}: sha256 {digest[:12]}... but the manifest says {f.sha256[:12]}...")
         if verify:  # a shard the manifest does not list: copied in by hand, or left by another run
             listed = {f.path.resolve() for f in shards.files(split)}
-            for path in sorted((directory / split).glob("*.parquet")):
+            for path in storage.glob(directory / split, "*.parquet"):
                 if path.resolve() not in listed:
                     raise DataError(f"{path}: not in the manifest")
     return shards
@@ -212,7 +212,8 @@ def plan_chunks(files: list[ShardFile], chunk_rows: int) -> list[Chunk]:
     """All chunks in file / row-group order (reads only the Parquet footers)."""
     chunks: list[Chunk] = []
     for i, f in enumerate(files):
-        meta = pq.read_metadata(f.path)
+        with storage.parquet_file(f.path) as parquet:  # the footer alone
+            meta = parquet.metadata
         if meta.num_rows != f.rows:
             raise DataError(f"{f.path}: {meta.num_rows} rows, manifest says {f.rows}")
         for g in range(meta.num_row_groups):
@@ -512,7 +513,7 @@ class _RowGroupReader:
                     self.parquet.close()
                 self.table = None  # drop references into the old mapping before opening the next
                 self.files[file].check_unchanged()
-                self.parquet = pq.ParquetFile(pa.memory_map(str(self.files[file].path)))
+                self.parquet = storage.parquet_file(self.files[file].path, memory_map=True)
                 self.files[file].check_unchanged()  # not replaced between the check and the mapping
                 self.file = file
             where = f"{self.files[file].path}: row group {row_group}"

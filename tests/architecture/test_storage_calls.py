@@ -42,9 +42,6 @@ ALLOWED: dict[str, Counter] = {
     "trainer/checkpoint.py": Counter({".read_text": 1}),  # /proc/self/status: this process's umask
     # Parquet read from the stream the seam opened (read/streams.open_file), not from a path
     "corpusprep/read/formats.py": Counter({"pq.ParquetFile": 1}),
-    # TODO(storage, branch `elastic` owns the trainer's data loading): the shard listing, footers and the
-    # memory-mapped reads of trainer/data.py go through storage.glob / parquet_file once that branch lands
-    "trainer/data.py": Counter({".glob": 1, "pq.read_metadata": 1, "pq.ParquetFile": 1, "pa.memory_map": 1}),
 }
 
 
