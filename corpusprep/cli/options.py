@@ -16,6 +16,7 @@ from corpusprep.engine import storage
 from corpusprep.engine.executor import DEFAULT_ENGINE, ExecutorOptions
 from corpusprep.errors import UsageError
 from corpusprep.read import FORMATS, ON_ERROR, ReadOptions
+from corpusprep.read.document import FORMATS_HELP
 
 Inputs = Annotated[
     list[str],
@@ -25,8 +26,7 @@ Format = Annotated[
     str,
     typer.Option(
         "--input-format",
-        help="Input format: auto (by extension and content), text (blank-line separated documents), "
-        "bert (one sentence per line), jsonl, parquet, wiki (WikiExtractor <doc> blocks).",
+        help=f"Input format: {FORMATS_HELP}.",
     ),
 ]
 OneSentencePerLine = Annotated[

@@ -18,6 +18,7 @@ class Format:
     in FORMAT_TABLE."""
 
     name: str
+    help: str  # what it is, in --input-format's help
     parser: str  # the name of its function in corpusprep/read/formats.py: (lines, path, options, stats)
     suffixes: tuple[str, ...] = ()  # lower case, before any compression suffix
     sign: bytes = b""  # what the file starts with (a BOM and leading blanks removed; a binary format: as is)
@@ -28,13 +29,19 @@ class Format:
 
 
 FORMAT_TABLE = {f.name: f for f in (  # in the order of the choices in --help and messages
-    Format("text", "parse_text", plain_text=True),  # also anything auto cannot place
-    Format("bert", "parse_bert", plain_text=True),  # one sentence a line: told from text only by the user
-    Format("jsonl", "parse_jsonl", (".jsonl", ".ndjson", ".json"), b"{"),
-    Format("parquet", "parse_parquet", (".parquet", ".pq"), b"PAR1", binary=True),
-    Format("wiki", "parse_wiki", sign=b"<doc ", no_documents=("no_documents", "skipped: no <doc> blocks")),
+    # text: also what auto cannot place; bert: told from text only by the user
+    Format("text", "blank-line separated documents", "parse_text", plain_text=True),
+    Format("bert", "one sentence per line", "parse_bert", plain_text=True),
+    Format("jsonl", "", "parse_jsonl", (".jsonl", ".ndjson", ".json"), b"{"),
+    Format("parquet", "", "parse_parquet", (".parquet", ".pq"), b"PAR1", binary=True),
+    Format("wiki", "WikiExtractor <doc> blocks", "parse_wiki", sign=b"<doc ",
+           no_documents=("no_documents", "skipped: no <doc> blocks")),
 )}  # fmt: skip
 FORMATS = ("auto", *FORMAT_TABLE)  # auto: each file's from its name or first bytes (formats.detect_format)
+FORMATS_HELP = ", ".join(  # --input-format's help: the table's names, each with its help where it has one
+    ["auto (by extension and content)",
+     *(f"{f.name} ({f.help})" if f.help else f.name for f in FORMAT_TABLE.values())]
+)  # fmt: skip
 ON_ERROR = ("auto", "skip", "fail")
 # --document-per-file: plain text (auto: the files read as text)
 PER_FILE_FORMATS = ("auto", *(name for name, f in FORMAT_TABLE.items() if f.plain_text))

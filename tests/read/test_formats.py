@@ -158,7 +158,7 @@ def test_an_input_format_is_its_parser_and_one_entry_in_the_table(tmp_path, monk
     """docs/extension.md's promise: a parser in formats.py and one FORMAT_TABLE entry; auto then finds the
     format by its suffix and by its sign, beside the others."""
     monkeypatch.setattr(formats, "parse_shout", parse_shout, raising=False)
-    shout = Format("shout", "parse_shout", suffixes=(".shout",), sign=b"SHOUT:")
+    shout = Format("shout", "shouted lines", "parse_shout", suffixes=(".shout",), sign=b"SHOUT:")
     monkeypatch.setitem(document.FORMAT_TABLE, "shout", shout)
     (tmp_path / "a.shout").write_text("quiet words\n\nmore\n")
     (tmp_path / "b").write_text("SHOUT: a sign\n")
