@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,15 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+
+
+def local_ray():
+    """Ray, or a skip: not installed, or (a Ray limitation: corpusprep's engine says so in one line) this
+    Python's path has a space, from which Ray cannot start local workers."""
+    ray = pytest.importorskip("ray")
+    if any(c.isspace() for c in sys.executable):
+        pytest.skip(f"Ray cannot start local workers from a Python whose path has a space: {sys.executable}")
+    return ray
 
 
 def shared_path(relative: str) -> Path:

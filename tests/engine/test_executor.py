@@ -11,6 +11,7 @@ from corpusprep.engine.executor import ExecutorOptions, Task, marker_path, merge
 from corpusprep.engine.files import atomic_path
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
+from tests.conftest import local_ray
 
 
 def toy_stage(task: Task) -> dict:
@@ -88,7 +89,7 @@ def test_merge_stats_adds_numbers_merges_dicts_concatenates_lists():
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray = pytest.importorskip("ray")
+    ray = local_ray()
     from corpusprep.engine.executor.ray import init_ray
 
     init_ray(None, num_cpus=2)

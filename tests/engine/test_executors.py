@@ -118,3 +118,17 @@ def test_every_command_refuses_bad_engine_settings_in_one_line(tmp_path, command
     assert done.returncode == 2, done.stderr
     assert done.stderr == "corpusprep: error: --ray-address needs --engine ray\n"
     assert not (tmp_path / "p").exists() and not (tmp_path / "r").exists()
+
+
+def test_ray_from_a_python_path_with_a_space_is_one_line_not_minutes_of_retries(monkeypatch):
+    ray = pytest.importorskip("ray")
+    from corpusprep.engine.executor.ray import init_ray
+
+    if ray.is_initialized():
+        pytest.skip("a Ray session of another test is open in this process")
+    monkeypatch.setattr(sys, "executable", "/home/a user/venv/bin/python")
+    with pytest.raises(UsageError) as caught:
+        init_ray(None, num_cpus=1)
+    message = str(caught.value)
+    assert "\n" not in message and "/home/a user/venv/bin/python" in message and "--engine local" in message
+    assert not ray.is_initialized()  # refused before starting anything

@@ -7,6 +7,7 @@ import pytest
 from corpusprep.engine.executor import ExecutorOptions
 from pipelines.config import load_pipeline
 from pipelines.runner import run_pipeline
+from tests.conftest import local_ray
 from tests.pipelines.helpers import (
     DEMO,
     pairs_digests,
@@ -20,7 +21,7 @@ from tests.pipelines.helpers import (
 @pytest.mark.slow
 @pytest.mark.xdist_group("ray")
 def test_local_1_and_2_workers_and_ray_give_identical_shards(tmp_path):
-    pytest.importorskip("ray")
+    local_ray()
     corpus = write_small_corpus(tmp_path / "corpus.jsonl")
     vocab = write_small_vocab(corpus, tmp_path / "vocab")
     pipeline = load_pipeline(DEMO, small_overrides(corpus, vocab))

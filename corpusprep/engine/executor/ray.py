@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine.executor.base import Executor, Task, default_workers, run_and_mark
-from corpusprep.errors import UsageError
+from corpusprep.errors import UsageError, printable
 
 
 class RayExecutor(Executor):
@@ -40,6 +40,12 @@ def init_ray(address: str | None, num_cpus: int | None = None) -> None:
         raise UsageError("--engine ray needs Ray: pip install 'corpusprep[ray]'") from None
     if ray.is_initialized():
         return
+    if not address and any(c.isspace() for c in sys.executable):
+        # Ray's raylet splits the worker's command line on spaces: the workers never start and ray.init's
+        # tasks fail after minutes of retries (ray-project/ray#5288, #33047)
+        python = printable(sys.executable)
+        raise UsageError(f"--engine ray: Ray cannot start local workers from a Python whose path has a "
+                         f"space ({python}); move the environment, or use --engine local")  # fmt: skip
     try:
         if address:
             # Nodes of an existing cluster import corpusprep from their own installation.
