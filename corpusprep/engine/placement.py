@@ -62,11 +62,23 @@ def check_not_inside(
     part_of: str | Path | None = None,
 ) -> None:
     """Refuse an output that lies inside another output (`enclosing_output`), one line ending in `advice`;
-    `part_of`: the command's own output it may lie in (an import's checkpoint holds its vocab)."""
+    `part_of`: the command's own output it may lie in (an import's checkpoint holds its vocab). An output on
+    an object store is refused here, for now (`check_local`)."""
+    check_local(path, command)
     found = enclosing_output(Path(path).resolve().parents, pipeline_runs=pipeline_runs)
     if found and (part_of is None or found[0] != Path(part_of).resolve()):
         prefix = f"{command}: " if command else ""
         raise UsageError(f"{prefix}{path} is inside {found[1]} ({found[0]}); {advice}")
+
+
+def check_local(path: str | Path, command: str | None) -> None:
+    """Outputs live on this machine's file system for now: an object store (`s3://`) holds inputs only (its
+    writer's lock, a lease object, is issue 24's next step: docs/extension.md)."""
+    scheme = storage.scheme_of(path)
+    if scheme not in (None, "file"):
+        prefix = f"{command}: " if command else ""
+        raise UsageError(f"{prefix}{storage.url(path)}: outputs on {scheme}:// are not supported yet (inputs "
+                         "are); write to a local path")  # fmt: skip
 
 
 PIPELINE_RUN_ENV = "CORPUSPREP_PIPELINE_RUN"  # the run dir of the pipeline running now (`pipeline_stages`)
