@@ -9,9 +9,11 @@ line naming the extra that brings it (`pip install 'corpusprep[s3]'`).
 
 Paths come as `s3://bucket/key` or as the `s3:/bucket/key` pathlib folds it into; listings return the
 folded `Path` (what stage code joins, names and makes relative), and `storage.url` writes it back as a URL.
-An object store has no rename and no directories: a write is a whole object put in one step (the seam's
-`Store.atomic_path` stages it locally, then `put_file`, a PUT or a multipart upload, which readers see whole
-or not at all); `replace` is a copy then a delete; `makedirs` and `rmdir` have nothing to do.
+Listings and the sizes, times and types they bring are fsspec's: cached for the process (its own writes
+update the cache), so one run sees one state of the bucket and asks for each object once. An object store
+has no rename and no directories: a write is a whole object put in one step (the seam's `Store.atomic_path`
+stages it locally, then `put_file`, a PUT or a multipart upload, which readers see whole or not at all);
+`replace` is a copy then a delete; `makedirs` and `rmdir` have nothing to do.
 """
 
 from __future__ import annotations
@@ -104,13 +106,11 @@ class FsspecStore(Store):
     @client_errors
     def list(self, path: Any) -> list[Path]:
         fs, key = self.fs(path)
-        fs.invalidate_cache(key)  # another process (a worker) may have written here since
         return self._paths(path, fs.ls(key, detail=False))
 
     @client_errors
     def entries(self, path: Any) -> tuple[list[str], list[str]]:
         fs, key = self.fs(path)
-        fs.invalidate_cache(key)
         dirs, files = [], []
         for info in fs.ls(key, detail=True):
             name = info["name"].rstrip("/").rpartition("/")[2]
@@ -120,13 +120,11 @@ class FsspecStore(Store):
     @client_errors
     def glob(self, path: Any, pattern: str) -> list[Path]:
         fs, key = self.fs(path)
-        fs.invalidate_cache(key)
         return self._paths(path, fs.glob(f"{key}/{pattern}"))
 
     @client_errors
     def match(self, pattern: str) -> list[Path]:
         fs, key = self.fs(pattern)
-        fs.invalidate_cache()
         return self._paths(pattern, fs.glob(key))
 
     @client_errors
@@ -136,7 +134,7 @@ class FsspecStore(Store):
         info = fs.info(key)
         if info["type"] != "file":
             raise IsADirectoryError(21, "a directory (a prefix), not an object", url(path))
-        modified = fs.modified(key)
+        modified = info.get("LastModified") or fs.modified(key)  # S3's listing has it: no second request
         tag = info.get("ETag") or info.get("etag") or info.get("md5Hash") or info.get("generation") or ""
         return SimpleNamespace(st_size=int(info["size"]), st_mtime_ns=int(modified.timestamp() * 1e9),
                                tag=str(tag).strip('"'))  # fmt: skip

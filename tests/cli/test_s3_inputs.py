@@ -63,7 +63,7 @@ def assert_same_outputs(local: Path, remote: Path, data: str) -> None:
     for name in differ:
         assert without_records(json.loads(ours[name])) == without_records(json.loads(theirs[name])), name
 
-@pytest.mark.slow  # 4 commands, each a Python start-up and a small vocab or pairs build (~12 s)
+@pytest.mark.slow  # 7 commands, each a Python start-up and a small vocab or pairs build (~9 s)
 def test_vocab_and_pairs_from_s3_are_the_bytes_of_a_local_run(s3_dir, tmp_path):
     write_corpus(tmp_path / "corpus", f"{s3_dir}/corpus")
     local_vocab, s3_vocab = tmp_path / "vocab-local", tmp_path / "vocab-s3"
@@ -82,6 +82,11 @@ def test_vocab_and_pairs_from_s3_are_the_bytes_of_a_local_run(s3_dir, tmp_path):
         done = corpusprep("build-pairs", corpus, "--vocab", local_vocab, "-o", out, "--dupe-factor", "1")
         assert done.returncode == 0, done.stderr
     assert_same_outputs(local_pairs, s3_pairs, "*.parquet")
+
+    # a rewritten object is another input: the vocab built from the old one is not reused
+    storage.write_bytes(f"{s3_dir}/corpus/b.jsonl", (tmp_path / "corpus" / "b.jsonl").read_bytes() + b"{}\n")
+    changed = corpusprep("vocab", f"{s3_dir}/corpus/*.jsonl*", "-o", s3_vocab, "--vocab-size", "600")
+    assert changed.returncode == 2 and "built from other inputs" in changed.stderr, changed.stderr
 
 
 @pytest.mark.slow  # two commands' Python start-up (~3 s)
