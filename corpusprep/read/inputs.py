@@ -72,7 +72,7 @@ def _walk(root: Path, passed_over: list[tuple[Path, str]], refuse: bool = True) 
         what = not_corpus(Path(directory), subdirs, files)
         if what is not None:
             if refuse and Path(directory) == root:
-                raise InputError(f"{root}: holds {what}, not a corpus")
+                raise InputError(f"{storage.url(root)}: holds {what}, not a corpus")
             passed_over.append((Path(directory), what))
             subdirs[:] = []  # never read a run's (or a model's) files as corpus
             continue
@@ -124,7 +124,8 @@ def resolve_inputs(
             if not files:
                 models = len(passed_over) - before
                 why = f"; {models} holding a model or an output passed over" if models else ""
-                raise InputError(f"{path}: directory has no input files (hidden files are ignored{why})")
+                raise InputError(f"{storage.url(path)}: directory has no input files (hidden files are "
+                                 f"ignored{why})")  # fmt: skip
         elif glob.has_magic(str(arg)):
             base = _glob_base(str(arg))
             files = []
