@@ -63,8 +63,8 @@ def assert_same_outputs(local: Path, remote: Path, data: str) -> None:
     for name in differ:
         assert without_records(json.loads(ours[name])) == without_records(json.loads(theirs[name])), name
 
-@pytest.mark.slow  # 7 commands, each a Python start-up and a small vocab or pairs build (~9 s)
-def test_vocab_and_pairs_from_s3_are_the_bytes_of_a_local_run(s3_dir, tmp_path):
+@pytest.mark.slow  # 9 commands, each a Python start-up and a small vocab, sentences or pairs build (~6 s)
+def test_vocab_sentences_and_pairs_from_s3_are_the_bytes_of_a_local_run(s3_dir, tmp_path):
     write_corpus(tmp_path / "corpus", f"{s3_dir}/corpus")
     local_vocab, s3_vocab = tmp_path / "vocab-local", tmp_path / "vocab-s3"
     for corpus, out in ((tmp_path / "corpus", local_vocab), (f"{s3_dir}/corpus", s3_vocab)):
@@ -76,6 +76,13 @@ def test_vocab_and_pairs_from_s3_are_the_bytes_of_a_local_run(s3_dir, tmp_path):
     assert [row[0] for row in recorded] == [f"{s3_dir}/corpus/{name}" for name in names]  # URLs, not paths
     again = corpusprep("vocab", f"{s3_dir}/corpus/*.jsonl*", "-o", s3_vocab, "--vocab-size", "600")
     assert again.returncode == 0 and "up to date" in again.stdout + again.stderr, again.stderr
+
+    for corpus, out in ((tmp_path / "corpus", tmp_path / "local.txt"),
+                        (f"{s3_dir}/corpus", tmp_path / "s3.txt")):  # fmt: skip
+        done = corpusprep("sentences", f"{corpus}/*.jsonl*", "-o", out)
+        assert done.returncode == 0, done.stderr
+    sentences = (tmp_path / "local.txt").read_bytes()
+    assert (tmp_path / "s3.txt").read_bytes() == sentences and sentences.count(b"\n") > 500
 
     local_pairs, s3_pairs = tmp_path / "pairs-local", tmp_path / "pairs-s3"
     for corpus, out in ((tmp_path / "corpus", local_pairs), (f"{s3_dir}/corpus", s3_pairs)):
@@ -89,7 +96,7 @@ def test_vocab_and_pairs_from_s3_are_the_bytes_of_a_local_run(s3_dir, tmp_path):
     assert changed.returncode == 2 and "built from other inputs" in changed.stderr, changed.stderr
 
 
-@pytest.mark.slow  # two commands' Python start-up (~3 s)
+@pytest.mark.slow  # two commands' Python start-up (~1 s each)
 def test_a_missing_s3_input_and_an_s3_output_are_one_line(s3_dir, tmp_path):
     result = corpusprep("vocab", f"{s3_dir}/nothing/*.jsonl", "-o", tmp_path / "v", "--vocab-size", "600")
     assert result.returncode == 2, result.stderr
