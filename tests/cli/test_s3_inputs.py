@@ -96,7 +96,7 @@ def test_vocab_sentences_and_pairs_from_s3_are_the_bytes_of_a_local_run(s3_dir, 
     assert changed.returncode == 2 and "built from other inputs" in changed.stderr, changed.stderr
 
 
-@pytest.mark.slow  # two commands' Python start-up (~1 s each)
+@pytest.mark.slow  # two commands' Python start-up (~0.9 s)
 def test_a_missing_s3_input_and_an_s3_output_are_one_line(s3_dir, tmp_path):
     result = corpusprep("vocab", f"{s3_dir}/nothing/*.jsonl", "-o", tmp_path / "v", "--vocab-size", "600")
     assert result.returncode == 2, result.stderr
