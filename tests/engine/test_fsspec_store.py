@@ -24,17 +24,19 @@ def test_s3_and_gs_urls_go_to_the_fsspec_store():
     assert storage.url("/tmp/a") == "/tmp/a" and storage.url("file:///tmp/a") == "file:///tmp/a"
 
 
-def test_a_missing_client_is_one_line_naming_the_extra(monkeypatch):
-    """As without the extra: importing s3fs fails, and fsspec has no S3 class registered yet."""
-    monkeypatch.setitem(sys.modules, "s3fs", None)  # `import s3fs` raises ImportError
-    monkeypatch.delitem(importlib.import_module("fsspec.registry")._registry, "s3", raising=False)
+@pytest.mark.parametrize("scheme,client,extra", [("s3", "s3fs", "s3"), ("gs", "gcsfs", "gcs")])
+def test_a_missing_client_is_one_line_naming_the_extra(monkeypatch, scheme, client, extra):
+    """As without the extra: importing the client fails, and fsspec has no class registered for the scheme."""
+    monkeypatch.setitem(sys.modules, client, None)  # `import s3fs` raises ImportError
+    monkeypatch.delitem(importlib.import_module("fsspec.registry")._registry, scheme, raising=False)
     monkeypatch.setattr(storage, "_LOADED", {})
     with pytest.raises(UsageError) as error:
-        storage.is_file("s3://bucket/corpus.jsonl")
+        storage.is_file(f"{scheme}://bucket/corpus.jsonl")
     message = str(error.value)
     assert "\n" not in message
-    assert message.startswith("s3://bucket/corpus.jsonl: s3:// needs a client that is not installed")
-    assert message.endswith("pip install 'corpusprep[s3]'")
+    assert message.startswith(f"{scheme}://bucket/corpus.jsonl: {scheme}:// needs a client that is not "
+                              "installed")  # fmt: skip
+    assert message.endswith(f"pip install 'corpusprep[{extra}]'")
 
 
 def test_missing_credentials_are_one_line_naming_the_path(s3_server, monkeypatch):
