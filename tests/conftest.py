@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import signal
+import socket
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,3 +59,44 @@ def bert_vocab_txt() -> Path:
 @pytest.fixture(scope="session")
 def sbd_dir() -> Path:
     return shared_path("sbd")
+
+
+# --- a real S3 server on 127.0.0.1 (moto's), for the object-storage tests ---------------------------------
+
+S3_BUCKET = "corpusprep-test"
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """moto's S3 server on a free port of 127.0.0.1, for this test process and the commands it starts (they
+    inherit the environment botocore reads: AWS_ENDPOINT_URL and test credentials), with one bucket; stopped
+    at the end. Skips when moto or s3fs (`pip install 'corpusprep[test]'`) is not installed."""
+    server_module = pytest.importorskip("moto.server", reason="needs moto[server] for a local S3 server")
+    s3fs = pytest.importorskip("s3fs", reason="needs s3fs (the [s3] extra)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line per request otherwise
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    settings = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in settings.items():
+            patch.setenv(name, value)
+        patch.delenv("AWS_PROFILE", raising=False)
+        patch.delenv("AWS_SESSION_TOKEN", raising=False)
+        s3fs.S3FileSystem(skip_instance_cache=True).mkdir(S3_BUCKET)
+        try:
+            yield endpoint
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def s3_dir(s3_server, request) -> str:
+    """A fresh prefix of the test bucket for one test: `s3://corpusprep-test/<test>-<random>`."""
+    name = re.sub(r"[^A-Za-z0-9-]+", "-", request.node.name)[:60]
+    return f"s3://{S3_BUCKET}/{name}-{uuid.uuid4().hex[:8]}"

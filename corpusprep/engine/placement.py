@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from corpusprep.engine import storage
 from corpusprep.engine.manifest import read_manifest
 from corpusprep.engine.outputs import KINDS, is_artifact_dir, recognise
 from corpusprep.errors import UsageError
@@ -17,7 +18,7 @@ from corpusprep.errors import UsageError
 
 def check_not_nested(out_dir: str | Path, inputs: Iterable[str | Path], command: str) -> None:
     """Refuse an output directory that is, contains or lies inside one of the inputs."""
-    out = Path(out_dir).resolve()
+    out = storage.resolve(out_dir)
     for arg in inputs:
         src = _input_root(arg)
         if src is not None and (out == src or src in out.parents or out in src.parents):
@@ -30,8 +31,12 @@ def check_not_nested(out_dir: str | Path, inputs: Iterable[str | Path], command:
 def _input_root(arg: str | Path) -> Path | None:
     """The file or directory an input argument reads from (a glob: its directory part); None for a path
     that does not exist (the reader reports it). As in `corpusprep.read.inputs`, an existing path is taken
-    literally before it is taken as a glob."""
+    literally before it is taken as a glob. A URL (`s3://bucket/prefix/*.jsonl`): its part before the first
+    wildcard (pathlib's folded form, which `storage.resolve` gives an output URL too)."""
     text = str(arg)
+    if storage.scheme_of(text) not in (None, "file"):
+        cut = min((text.find(c) for c in "*?[" if c in text), default=-1)
+        return storage.resolve(text if cut < 0 else text[:cut].rpartition("/")[0])
     if Path(text).exists():  # a path that exists is what the reader reads, `[`, `*` or `?` in it or not
         return Path(text).resolve()
     cut = min((text.find(c) for c in "*?[" if c in text), default=-1)
@@ -44,7 +49,7 @@ def _input_root(arg: str | Path) -> Path | None:
 def check_output_file(path: str | Path, inputs: Iterable[str | Path], command: str) -> None:
     """An output file (not a directory): never one of the inputs or inside an input directory (through
     symlinks too), and never inside another command's output directory."""
-    target = Path(path).resolve()
+    target = storage.resolve(path)
     for arg in inputs:
         src = _input_root(arg)
         if src is not None and (target == src or src in target.parents):
@@ -57,11 +62,23 @@ def check_not_inside(
     part_of: str | Path | None = None,
 ) -> None:
     """Refuse an output that lies inside another output (`enclosing_output`), one line ending in `advice`;
-    `part_of`: the command's own output it may lie in (an import's checkpoint holds its vocab)."""
+    `part_of`: the command's own output it may lie in (an import's checkpoint holds its vocab). An output on
+    an object store is refused here, for now (`check_local`)."""
+    check_local(path, command)
     found = enclosing_output(Path(path).resolve().parents, pipeline_runs=pipeline_runs)
     if found and (part_of is None or found[0] != Path(part_of).resolve()):
         prefix = f"{command}: " if command else ""
         raise UsageError(f"{prefix}{path} is inside {found[1]} ({found[0]}); {advice}")
+
+
+def check_local(path: str | Path, command: str | None) -> None:
+    """Outputs live on this machine's file system for now: an object store (`s3://`) holds inputs only (its
+    writer's lock, a lease object, is issue 24's next step: docs/extension.md)."""
+    scheme = storage.scheme_of(path)
+    if scheme not in (None, "file"):
+        prefix = f"{command}: " if command else ""
+        raise UsageError(f"{prefix}{storage.url(path)}: outputs on {scheme}:// are not supported yet (inputs "
+                         "are); write to a local path")  # fmt: skip
 
 
 PIPELINE_RUN_ENV = "CORPUSPREP_PIPELINE_RUN"  # the run dir of the pipeline running now (`pipeline_stages`)

@@ -46,6 +46,10 @@ if TYPE_CHECKING:  # pyarrow is imported where Parquet is read or written: the C
 # scheme -> "module:class" of its Store, imported on first use; a plain path (no scheme) is the local store
 STORES: dict[str, str] = {
     "file": "corpusprep.engine.storage:LocalStore",
+    # object stores through fsspec (engine/fsspec_store.py): s3fs, gcsfs (`gcs://` is gcsfs' other name)
+    "s3": "corpusprep.engine.fsspec_store:FsspecStore",
+    "gs": "corpusprep.engine.fsspec_store:FsspecStore",
+    "gcs": "corpusprep.engine.fsspec_store:FsspecStore",
 }
 # `s3://b/k`, and the same URL after pathlib folded its `//` (`s3:/b/k`): never a local folder named `s3:`
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):/")
@@ -69,6 +73,16 @@ def store_for(path: str | os.PathLike) -> Store:
         module, _, name = STORES[scheme].partition(":")
         _LOADED[scheme] = getattr(importlib.import_module(module), name)()
     return _LOADED[scheme]
+
+
+def url(path: str | os.PathLike) -> str:
+    """`path` as text to record or show: a URL with its `//` back (pathlib folds `s3://b/k` into `s3:/b/k`),
+    a local path (or a `file://` URL) as it is."""
+    text = os.fspath(path)
+    scheme = scheme_of(text)
+    if scheme is None or scheme == "file":
+        return text
+    return f"{scheme}://{_SCHEME.sub('', text, count=1).lstrip('/')}"
 
 
 def local_path(path: str | os.PathLike) -> Path:
@@ -143,6 +157,11 @@ class Store(ABC):
         """`path` on this machine's file system, or None (the default: a remote store)."""
         return None
 
+    def resolve(self, path: Any) -> Path:
+        """The one name of `path` (two names of one file compare equal): a URL has no links or relative
+        parts, so the path itself (pathlib's folded form)."""
+        return Path(os.fspath(path))
+
     def entries(self, path: Any) -> tuple[list[str], list[str]]:
         """(names of the subdirectories, names of the other entries) of the directory `path`."""
         found = self.list(path)
@@ -204,6 +223,9 @@ class LocalStore(Store):
 
     def local(self, path: Any) -> Path:
         return Path(_unwrap(path))
+
+    def resolve(self, path: Any) -> Path:
+        return self.local(path).resolve()
 
     def open(self, path: Any, mode: str = "rb", **kwargs: Any) -> IO:
         return open(self.local(path), mode, **kwargs)
@@ -451,6 +473,11 @@ def match(pattern: str | os.PathLike) -> list:
 
 def stat(path: str | os.PathLike) -> os.stat_result:
     return store_for(path).stat(path)
+
+
+def resolve(path: str | os.PathLike) -> Path:
+    """The absolute, link-free name of a local path; a URL as it is (pathlib's folded form)."""
+    return store_for(path).resolve(path)
 
 
 def is_dir(path: str | os.PathLike) -> bool:

@@ -72,14 +72,14 @@ def _walk(root: Path, passed_over: list[tuple[Path, str]], refuse: bool = True) 
         what = not_corpus(Path(directory), subdirs, files)
         if what is not None:
             if refuse and Path(directory) == root:
-                raise InputError(f"{root}: holds {what}, not a corpus")
+                raise InputError(f"{storage.url(root)}: holds {what}, not a corpus")
             passed_over.append((Path(directory), what))
             subdirs[:] = []  # never read a run's (or a model's) files as corpus
             continue
         subdirs[:] = [d for d in subdirs if not d.startswith(".")]  # hidden trees: .git, .work, caches
         for name in files:
             # regular files only: a FIFO or a device would block the reader forever
-            if _wanted(name) and Path(directory, name).is_file():
+            if _wanted(name) and storage.is_file(Path(directory, name)):
                 yield Path(directory, name)
 
 
@@ -116,23 +116,24 @@ def resolve_inputs(
     seen: set[Path] = set()
     for arg in inputs:
         path = Path(arg)
-        if path.is_file():
+        if storage.is_file(path):
             files = [(path, path.name)]
-        elif path.is_dir():
+        elif storage.is_dir(path):
             before = len(passed_over)
             files = [(p, p.relative_to(path).as_posix()) for p in _walk(path, passed_over)]
             if not files:
                 models = len(passed_over) - before
                 why = f"; {models} holding a model or an output passed over" if models else ""
-                raise InputError(f"{path}: directory has no input files (hidden files are ignored{why})")
+                raise InputError(f"{storage.url(path)}: directory has no input files (hidden files are "
+                                 f"ignored{why})")  # fmt: skip
         elif glob.has_magic(str(arg)):
             base = _glob_base(str(arg))
             files = []
             parents: dict[Path, str | None] = {}  # a matched file's directory: what it holds if no corpus
             for match in storage.match(str(arg)):
-                if match.is_dir():
+                if storage.is_dir(match):
                     files += [(p, p.relative_to(base).as_posix()) for p in _walk(match, passed_over, False)]
-                elif match.is_file() and _wanted(match.name):
+                elif storage.is_file(match) and _wanted(match.name):
                     if match.parent not in parents:
                         parents[match.parent] = not_corpus(match.parent, *_listing(match.parent))
                         if parents[match.parent] is not None:
@@ -141,12 +142,12 @@ def resolve_inputs(
                         files.append((match, match.relative_to(base).as_posix()))
             if not files:
                 raise InputError(f"{arg}: no files match this pattern (outside models and outputs)")
-        elif path.exists():
+        elif storage.scheme_of(path) is None and path.exists():
             raise InputError(f"{path}: not a regular file or directory")
         else:
-            raise InputError(f"{path}: no such file or directory")
+            raise InputError(f"{storage.url(path)}: no such file or directory")
         for file, source in sorted(files, key=lambda item: item[1]):
-            key = file.resolve()
+            key = storage.resolve(file)
             if key not in seen:
                 seen.add(key)
                 found.append((file, printable_source(source)))
@@ -159,11 +160,17 @@ def input_files(inputs: Sequence[str | Path], output: str | Path | None = None) 
     order (the source name is what document ids are made of: the same files given as a directory or as a
     glob make other ids, so another output). The path is absolute, except for a file of another corpusprep
     output beside `output` (a pipeline's demo corpus, in the run dir that holds every stage's output): it is
-    relative to their common parent, so a moved run dir still resumes and repairs."""
+    relative to their common parent, so a moved run dir still resumes and repairs. An object (`s3://...`) is
+    its URL, and its row ends with the store's content tag (S3's ETag): a rewrite within the same second of
+    the same size is seen too."""
     base = Path(output).resolve().parent if output is not None else None
     rows = []
     for path, source in resolve_inputs(inputs):
-        st, where = path.stat(), path.resolve()
+        st = storage.stat(path)
+        if storage.scheme_of(path) is not None:
+            rows.append([storage.url(path), source, st.st_size, st.st_mtime_ns, getattr(st, "tag", "")])
+            continue
+        where = path.resolve()
         if (base is not None and base in where.parents
                 and is_artifact_dir(base / where.relative_to(base).parts[0])):
             where = where.relative_to(base)

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from itertools import chain
 from pathlib import Path
 
+from corpusprep.engine import storage
 from corpusprep.errors import DataError, InputError
 from corpusprep.read.document import FORMAT_TABLE, Document, ReadOptions, ReadStats
 from corpusprep.read.formats import Record, detect_format, parser
@@ -65,6 +66,9 @@ def _iter_files(files: list[tuple[Path, str]], options: ReadOptions, stats: Read
 
 
 def _iter_file(path: Path, source: str, options: ReadOptions, stats: ReadStats) -> Iterator[Document]:
+    name = path.name
+    if storage.scheme_of(path) is not None:
+        path = storage.url(path)  # messages name an object by its URL (pathlib folds `s3://` into `s3:/`)
     with open_decompressed(path) as (stream, kind):
         blocks = read_blocks(stream, path, kind)
         head = next(blocks, b"")
@@ -72,7 +76,7 @@ def _iter_file(path: Path, source: str, options: ReadOptions, stats: ReadStats) 
             raise _Skipped("empty_file", f"{path}: empty file")
         # Under auto the sign of a binary format wins over a misleading extension; a format the user gave
         # wins over both (a text file may begin with "PAR1").
-        name = options.format if options.format != "auto" else detect_format(path.name, head[:SNIFF])
+        name = options.format if options.format != "auto" else detect_format(name, head[:SNIFF])
         fmt = FORMAT_TABLE[name]
         if fmt.binary:
             if kind:

@@ -93,13 +93,13 @@ def test_file_urls_are_local_paths(tmp_path):
 # --- schemes --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["s3://bucket/pairs", Path("gs://bucket/pairs"), "HDFS://host/x"])
+@pytest.mark.parametrize("path", ["abfs://bucket/pairs", Path("wasb://bucket/pairs"), "HDFS://host/x"])
 def test_a_scheme_without_a_store_is_one_line_naming_the_path(path):
     with pytest.raises(UsageError) as error:
         storage.open_file(path)
     message = str(error.value)
     assert "\n" not in message and os.fspath(path) in message
-    assert re.search(r"no storage for the scheme (s3|gs|hdfs)://", message)
+    assert re.search(r"no storage for the scheme (abfs|wasb|hdfs)://", message)
     assert "file://" in message  # what is known
 
 

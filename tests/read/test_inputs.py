@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from corpusprep.errors import InputError
-from corpusprep.read import resolve_inputs
+from corpusprep.engine import storage
+from corpusprep.errors import DataError, InputError
+from corpusprep.read import ReadOptions, iter_documents, resolve_inputs
 
 
 @pytest.fixture
@@ -80,3 +81,23 @@ def test_corpusprep_outputs_are_never_read_as_corpus(tree):
     assert sources(resolve_inputs([tree])) == ["a.txt", "b/10.txt", "b/2.txt", "c/deep/z.jsonl"]
     with pytest.raises(InputError, match="corpusprep output"):
         resolve_inputs([tree / "pairs"])
+
+
+# --- objects on S3 (a real S3 server on 127.0.0.1: the `s3_server` fixture) ------------------------------
+
+
+def test_objects_resolve_as_the_same_files_on_disk_would(s3_dir, tmp_path):
+    names = ["b.jsonl", "a.jsonl", "sub/c.jsonl", ".hidden.jsonl", "sub/x.txt"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text('{"text": "One."}\nnot json\n')
+        storage.write_bytes(f"{s3_dir}/{name}", (tmp_path / name).read_bytes())
+    for pattern in ("", "/*.jsonl", "/**/*.jsonl", "/sub/c.jsonl"):
+        local = [source for _, source in resolve_inputs([f"{tmp_path}{pattern}"])]
+        remote = resolve_inputs([f"{s3_dir}{pattern}"])
+        assert [source for _, source in remote] == local and local, pattern
+        assert all(storage.url(path).startswith(s3_dir + "/") for path, _ in remote)
+    with pytest.raises(DataError, match=f"^{s3_dir}/a.jsonl:2: not valid JSON"):  # the URL, with its //
+        list(iter_documents([f"{s3_dir}/a.jsonl"], ReadOptions(on_error="fail")))
+    with pytest.raises(InputError, match=f"^{s3_dir}/nothing: no such file or directory$"):
+        resolve_inputs([f"{s3_dir}/nothing"])

@@ -1,0 +1,188 @@
+"""Object storage (`s3://`, `gs://`) through fsspec: one `Store` for every scheme fsspec has a client for
+(s3fs for S3 and S3-compatible servers, gcsfs for Google Cloud Storage), registered by scheme in
+`storage.STORES`.
+
+The clients configure themselves the standard way, so a user's existing setup works: for S3 botocore's
+environment and files (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE`,
+`~/.aws/config`), for GCS Google's application default credentials. A client that is not installed is one
+line naming the extra that brings it (`pip install 'corpusprep[s3]'`).
+
+Paths come as `s3://bucket/key` or as the `s3:/bucket/key` pathlib folds it into; listings return the
+folded `Path` (what stage code joins, names and makes relative), and `storage.url` writes it back as a URL.
+Listings and the sizes, times and types they bring are fsspec's: cached for the process (its own writes
+update the cache), so one run sees one state of the bucket and asks for each object once. An object store
+has no rename and no directories: a write is a whole object put in one step (the seam's `Store.atomic_path`
+stages it locally, then `put_file`, a PUT or a multipart upload, which readers see whole or not at all);
+`replace` is a copy then a delete; `makedirs` and `rmdir` have nothing to do.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import IO, Any
+
+from corpusprep.engine.storage import Store, url
+from corpusprep.errors import CorpusprepError, UsageError, printable
+
+# scheme -> the extra that installs its client (pyproject's optional dependencies)
+EXTRAS = {"s3": "s3", "gs": "gcs", "gcs": "gcs"}
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):/+")
+# the clients' exceptions that are no OSError (no credentials, no endpoint, a throttled or refused request)
+_CLIENTS = ("botocore", "aiobotocore", "aiohttp", "google", "gcsfs", "s3fs")
+
+
+def split_url(path: Any) -> tuple[str, str]:
+    """(scheme, "bucket/key") of `s3://bucket/key` or `s3:/bucket/key`, the key without a trailing `/`."""
+    text = os.fspath(path)
+    found = _URL.match(text)
+    if found is None:
+        raise UsageError(f"{printable(text)}: not a URL (scheme://bucket/key)")
+    return found[1].lower(), text[found.end() :].rstrip("/")
+
+
+def client_errors(method: Callable) -> Callable:
+    """A client's failure (no credentials, an unreachable endpoint) as one line naming the path, never a
+    traceback; OSErrors (a missing object: FileNotFoundError, a refused one: PermissionError) pass as they
+    are, for the callers that handle them as a local file system's."""
+
+    @functools.wraps(method)
+    def call(self: FsspecStore, path: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, path, *args, **kwargs)
+        except (OSError, CorpusprepError):
+            raise
+        except Exception as error:
+            if not type(error).__module__.startswith(_CLIENTS):
+                raise
+            # the URL among the arguments: put_file's is its second
+            where = next((a for a in (path, *args) if isinstance(a, (str, Path)) and _URL.match(str(a))),
+                         path)  # fmt: skip
+            scheme, _ = split_url(where)
+            raise CorpusprepError(f"{printable(url(where))}: {scheme}:// failed: {printable(str(error))} "
+                                  "(credentials and endpoint: docs/manual/input.md)") from error  # fmt: skip
+
+    return call
+
+
+class FsspecStore(Store):
+    """An fsspec file system per scheme, made on first use (one per process: workers make their own)."""
+
+    def __init__(self) -> None:
+        self._fs: dict[str, Any] = {}
+
+    def fs(self, path: Any) -> tuple[Any, str]:
+        """(the file system for `path`'s scheme, the key in it)."""
+        scheme, key = split_url(path)
+        if scheme not in self._fs:
+            self._fs[scheme] = _filesystem(scheme, path)
+        return self._fs[scheme], key
+
+    @staticmethod
+    def path(scheme: str, key: str) -> Path:
+        return Path(f"{scheme}:/{key}")
+
+    def _paths(self, path: Any, keys: list[str]) -> list[Path]:
+        scheme, _ = split_url(path)
+        return sorted(self.path(scheme, key.rstrip("/")) for key in keys)
+
+    def resolve(self, path: Any) -> Path:
+        return self.path(*split_url(path))
+
+    @client_errors
+    def open(self, path: Any, mode: str = "rb", **kwargs: Any) -> IO:
+        fs, key = self.fs(path)
+        return fs.open(key, mode, **kwargs)
+
+    @client_errors
+    def put_file(self, local: Path, path: Any) -> None:
+        fs, key = self.fs(path)
+        fs.put_file(os.fspath(local), key)
+
+    @client_errors
+    def list(self, path: Any) -> list[Path]:
+        fs, key = self.fs(path)
+        return self._paths(path, fs.ls(key, detail=False))
+
+    @client_errors
+    def entries(self, path: Any) -> tuple[list[str], list[str]]:
+        fs, key = self.fs(path)
+        dirs, files = [], []
+        for info in fs.ls(key, detail=True):
+            name = info["name"].rstrip("/").rpartition("/")[2]
+            (dirs if info["type"] == "directory" else files).append(name)
+        return sorted(dirs), sorted(files)
+
+    @client_errors
+    def glob(self, path: Any, pattern: str) -> list[Path]:
+        fs, key = self.fs(path)
+        return self._paths(path, fs.glob(f"{key}/{pattern}"))
+
+    @client_errors
+    def match(self, pattern: str) -> list[Path]:
+        fs, key = self.fs(pattern)
+        return self._paths(pattern, fs.glob(key))
+
+    @client_errors
+    def stat(self, path: Any) -> SimpleNamespace:
+        """Size, modification time (ns) and the store's content tag (S3's ETag, GCS's md5/generation)."""
+        fs, key = self.fs(path)
+        info = fs.info(key)
+        if info["type"] != "file":
+            raise IsADirectoryError(21, "a directory (a prefix), not an object", url(path))
+        modified = info.get("LastModified") or fs.modified(key)  # S3's listing has it: no second request
+        tag = info.get("ETag") or info.get("etag") or info.get("md5Hash") or info.get("generation") or ""
+        return SimpleNamespace(st_size=int(info["size"]), st_mtime_ns=int(modified.timestamp() * 1e9),
+                               tag=str(tag).strip('"'))  # fmt: skip
+
+    @client_errors
+    def is_dir(self, path: Any) -> bool:
+        fs, key = self.fs(path)
+        return fs.isdir(key)
+
+    @client_errors
+    def is_file(self, path: Any) -> bool:
+        fs, key = self.fs(path)
+        return fs.isfile(key)
+
+    def makedirs(self, path: Any) -> None:
+        pass  # no directories: a key's prefix exists while an object under it does
+
+    @client_errors
+    def replace(self, source: Any, target: Any) -> None:
+        fs, key = self.fs(source)
+        fs.mv(key, self.fs(target)[1])
+
+    @client_errors
+    def remove(self, path: Any, missing_ok: bool = False) -> None:
+        fs, key = self.fs(path)
+        if not fs.isfile(key):  # a DELETE of no object succeeds: say so as a local file system would
+            if missing_ok:
+                return
+            raise FileNotFoundError(2, "no such object", url(path))
+        fs.rm_file(key)
+
+    @client_errors
+    def remove_tree(self, path: Any) -> None:
+        fs, key = self.fs(path)
+        if fs.exists(key):
+            fs.rm(key, recursive=True)
+
+    def rmdir(self, path: Any) -> None:
+        pass  # a prefix goes with its last object
+
+
+def _filesystem(scheme: str, path: Any) -> Any:
+    """fsspec's file system for `scheme`; a client that is not installed is one line naming the extra."""
+    extra = EXTRAS.get(scheme, scheme)
+    try:
+        import fsspec
+
+        return fsspec.filesystem(scheme, skip_instance_cache=True)  # its own: configured as the process is
+    except ImportError as error:
+        raise UsageError(f"{printable(os.fspath(path))}: {scheme}:// needs a client that is not installed "
+                         f"({error.name or error}): pip install 'corpusprep[{extra}]'") from None  # fmt: skip
