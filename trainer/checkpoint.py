@@ -365,7 +365,7 @@ def config_record(train_config: Any, bert_config: Any, vocab: dict | None = None
     record = {"train": asdict(train_config), "model": asdict(bert_config)}
     data = record["train"]["data"]
     if data.get("shards"):  # resolved: a resume from another working directory finds the same shards
-        data["shards"] = str(Path(data["shards"]).resolve())
+        data["shards"] = storage.url(storage.resolve(data["shards"]))  # a URL (s3://...) as it is
     if vocab:  # as import_hf writes it: checkpoint.init_from checks it against the shards' vocab
         record["vocab"] = {"sha256": vocab.get("sha256"), "size": vocab.get("size")}
     return record

@@ -102,13 +102,17 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
-    shards: str = ""  # SHARDS_DIR with manifest.json
+    shards: str = ""  # SHARDS_DIR with manifest.json, or its URL on an object store (s3://, gs://)
     batch_size: int = 32  # sequences per micro-batch per rank
     num_workers: int = 0  # DataLoader worker processes per rank
     chunk_rows: int = 1024  # rows per unit of the global order: row groups, then chunks, shuffled by epoch
     pad_multiple: int = 8  # pad each batch to its longest sequence rounded up to this (tensor-core friendly)
     dynamic_masking: bool = False  # re-mask every epoch from the original tokens
     verify: bool = False  # sha256 every shard against the manifest before training
+    # shards on an object store (`s3://...`): fetched into a local cache, each verified once on download
+    cache_dir: str = ""  # "": corpusprep-shards-<uid> in the system's temporary directory (trainer/cache.py)
+    cache_bytes: int = 8 << 30  # the cache's bound: least recently used shards evicted beyond it (8 GiB)
+    prefetch_shards: int = 2  # shards fetched ahead of the reader, in the background (0: none)
 
 
 # The peak learning rate when optim.lr is not set, by model preset: BERT's 1e-4 (Devlin et al. 2019) from
@@ -377,6 +381,8 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "data.num_workers": AT_LEAST_ZERO,
     "data.chunk_rows": AT_LEAST_ONE,
     "data.pad_multiple": AT_LEAST_ONE,
+    "data.cache_bytes": AT_LEAST_ONE,
+    "data.prefetch_shards": AT_LEAST_ZERO,
     "checkpoint.every": AT_LEAST_ONE,
     "checkpoint.keep": AT_LEAST_ONE,
     "eval.every": (lambda v: _whole(v, 0), "an integer >= 0 (0: only at the end)"),

@@ -36,15 +36,17 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from corpusprep.engine import records, storage
 from corpusprep.engine.arrow import to_numpy
-from corpusprep.engine.manifest import require, sha256_file
+from corpusprep.engine.manifest import load_manifest, require, sha256_file
 from corpusprep.engine.rng import rng_for
-from corpusprep.errors import DataError, UsageError
+from corpusprep.errors import DataError, InputError, UsageError
 from corpusprep.mask import MaskVocab, strategies
 from corpusprep.mask.examples import list_parts
 from corpusprep.objectives import objective
 from corpusprep.objectives.base import Objective
 from corpusprep.shard.table import remask_table
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
+from trainer.cache import ShardCache, default_directory
+from trainer.config import DataConfig
 
 BASE_COLUMNS = ("input_ids", "token_type_ids", "masked_lm_positions", "masked_lm_ids")
 
@@ -56,6 +58,16 @@ class ShardFile:
     bytes: int
     sha256: str
     identity: tuple[int, int, int] | None = None  # (inode, size, mtime) when the run opened the shards
+    cache: ShardCache | None = None  # shards on an object store: the local cache that holds their copies
+
+    def open_local(self) -> Path:
+        """The file to memory-map: the shard itself, or (on a store) its verified copy in the cache, held
+        in use until `close_local`."""
+        return self.path if self.cache is None else self.cache.local(self.path, self.sha256, self.bytes)
+
+    def close_local(self) -> None:
+        if self.cache is not None:
+            self.cache.release(self.sha256)
 
     def check_unchanged(self) -> None:
         """The file is still the one the run started with: `shard --overwrite` replacing the shards under a
@@ -91,6 +103,7 @@ class Shards:
     manifest: dict
     vocab: VocabIds
     identities: dict[Path, tuple[int, int, int] | None] = field(default_factory=dict)  # ShardFile.identity
+    cache: ShardCache | None = None  # shards on an object store (`open_shards`)
 
     @property
     def objective(self) -> Objective:
@@ -125,6 +138,12 @@ class Shards:
         """The vocab the shards were built with (dynamic masking needs its tokens): the copy in the shards
         directory, else the path the manifest names; its sha256 must be the manifest's."""
         entry = self.manifest.get("vocab", {})
+        if self.cache is not None:  # on a store: the copy in the shards directory, fetched and verified
+            where = self.directory / "vocab.txt"
+            if entry.get("sha256") and storage.is_file(where):
+                return VocabInfo.load(self.cache.local(where, entry["sha256"], None, ".txt"))
+            raise UsageError(f"{storage.url(self.directory)}: dynamic masking needs the vocab the shards "
+                             f"were built with, and {storage.url(where)} does not hold it")  # fmt: skip
         for where in (self.directory / "vocab.txt", Path(entry.get("path") or self.directory) / "vocab.txt"):
             if where.is_file():
                 info = VocabInfo.load(where)
@@ -148,7 +167,7 @@ class Shards:
             raise UsageError(f"{self.directory / 'manifest.json'}: no {split!r} split")
         return [
             ShardFile(path := records.inside(self.directory, s["path"]), s["rows"], s["bytes"], s["sha256"],
-                      self.identities.get(path))
+                      self.identities.get(path), self.cache)
             for s in splits[split]["shards"]
         ]
 
@@ -163,33 +182,81 @@ def _vocab_ids(vocab: dict, where: Path) -> VocabIds:
         raise DataError(f"{where}: vocab entry lacks size or special id {e}") from None
 
 
-def open_shards(directory: str | Path, splits: tuple[str, ...] = ("train",), verify: bool = False) -> Shards:
-    """Read the manifest and check the files of `splits`: sizes always, sha256 with verify=True."""
+def open_shards(
+    directory: str | Path,
+    splits: tuple[str, ...] = ("train",),
+    verify: bool = False,
+    cache: ShardCache | None = None,
+) -> Shards:
+    """Read the manifest and check the files of `splits`: sizes always, sha256 with verify=True. A directory
+    on an object store (`s3://bucket/shards`) is read through the storage seam, its records checked as a
+    local one's; its files are read from `cache` (a default one when None), each verified once as it is
+    fetched, so `verify` there checks only that every shard is listed."""
     directory = Path(directory)
+    remote = storage.scheme_of(directory) not in (None, "file")
     manifest_path = directory / "manifest.json"
-    if not manifest_path.is_file():
-        raise UsageError(f"{manifest_path}: no manifest (not a finished `corpusprep shard` output)")
-    require(directory, "shards")  # every owned file there with its size (sha256 below, with verify)
+    if not storage.is_file(manifest_path):
+        where = storage.url(manifest_path)
+        raise UsageError(f"{where}: no manifest (not a finished `corpusprep shard` output)")
+    if remote:
+        _require_remote(directory)
+        cache = cache or default_cache()
+    else:
+        require(directory, "shards")  # every owned file there with its size (sha256 below, with verify)
+        cache = None
     manifest = records.load_record(manifest_path, "shards_manifest")
-    shards = Shards(directory, manifest, _vocab_ids(manifest["vocab"], manifest_path))
+    shards = Shards(directory, manifest, _vocab_ids(manifest["vocab"], manifest_path), cache=cache)
     for split in splits:
         if split != "train" and split not in manifest["splits"]:
             continue  # validation is optional
         for f in shards.files(split):
-            shards.identities[f.path] = _identity(f.path)
-            if not f.path.is_file():
-                raise DataError(f"{f.path}: listed in the manifest but missing")
-            size = f.path.stat().st_size
-            if size != f.bytes:
-                raise DataError(f"{f.path}: {size} bytes, manifest says {f.bytes}")
-            if verify and (digest := sha256_file(f.path)) != f.sha256:
+            shards.identities[f.path] = None if remote else _identity(f.path)
+            _check_size(f)
+            if verify and not remote and (digest := sha256_file(f.path)) != f.sha256:
                 raise DataError(f"{f.path}: sha256 {digest[:12]}... but the manifest says {f.sha256[:12]}...")
         if verify:  # a shard the manifest does not list: copied in by hand, or left by another run
-            listed = {f.path.resolve() for f in shards.files(split)}
+            listed = {storage.resolve(f.path) for f in shards.files(split)}
             for path in storage.glob(directory / split, "*.parquet"):
-                if path.resolve() not in listed:
-                    raise DataError(f"{path}: not in the manifest")
+                if storage.resolve(path) not in listed:
+                    raise DataError(f"{storage.url(path)}: not in the manifest")
     return shards
+
+
+def _check_size(f: ShardFile) -> None:
+    if not storage.is_file(f.path):
+        raise DataError(f"{storage.url(f.path)}: listed in the manifest but missing")
+    size = storage.stat(f.path).st_size
+    if size != f.bytes:
+        raise DataError(f"{storage.url(f.path)}: {size} bytes, manifest says {f.bytes}")
+
+
+def _require_remote(directory: Path) -> None:
+    """`manifest.require(directory, "shards")` for a directory on an object store: a finished shards output
+    (its artifact record read and checked through the seam) whose owned files are all there, at their size."""
+    manifest = load_manifest(directory)
+    where = storage.url(directory)
+    if manifest is None:
+        raise InputError(f"{where}: not a finished corpusprep output (no artifact record)")
+    if manifest["kind"] != "shards":
+        raise InputError(f"{where}: holds {manifest['kind']}, not shards")
+    for name, entry in sorted(manifest["files"].items()):
+        path = records.inside(directory, name)
+        try:
+            size = storage.stat(path).st_size
+        except (FileNotFoundError, IsADirectoryError):
+            raise DataError(f"{storage.url(path)}: missing") from None
+        if size != entry["size"]:
+            raise DataError(f"{storage.url(path)}: {size} bytes, manifest says {entry['size']}")
+
+
+def default_cache() -> ShardCache:
+    """The cache of the data settings' defaults (trainer/config.py): for a reader opened without a run."""
+    return cache_for(DataConfig())
+
+
+def cache_for(data: DataConfig) -> ShardCache:
+    """The shard cache of a run's data settings (`data.cache_dir`, `cache_bytes`, `prefetch_shards`)."""
+    return ShardCache(data.cache_dir or default_directory(), data.cache_bytes, data.prefetch_shards)
 
 
 # ---------------------------------------------------------------- chunks and their order
@@ -476,8 +543,24 @@ class OrderReader:
             begin = offset - int(self.starts[i])
             count = self.order[i].rows - begin
             count = count if last is None else min(count, last - first)
-            yield self.chunk_rows(epoch, self.order[i], begin, count)
+            switching = self.order[i].file != self.row_groups.file
+            rows = self.chunk_rows(epoch, self.order[i], begin, count)
+            if switching and s.shards.cache is not None:  # a shard from a store: fetch the next ones now
+                s.shards.cache.prefetch([self.row_groups.source(f) for f in self.upcoming_files(i)])
+            yield rows
             first += count
+
+    def upcoming_files(self, i: int) -> list[int]:
+        """The files the chunks after the i-th of this epoch's order read next, each once, in order (as many
+        as the shard cache fetches ahead)."""
+        ahead, seen, found = self.stream.shards.cache.ahead, {self.order[i].file}, []
+        for chunk in itertools.islice(self.order, i + 1, None):
+            if len(found) >= ahead:
+                break
+            if chunk.file not in seen:
+                seen.add(chunk.file)
+                found.append(chunk.file)
+        return found
 
     def chunk_rows(self, epoch: int, chunk: Chunk, begin: int, count: int) -> pa.Table:
         """Rows [begin, begin + count) of `chunk` in its order for `epoch`."""
@@ -506,17 +589,33 @@ class _RowGroupReader:
         self.key: tuple[int, int] | None = None
         self.table: pa.Table | None = None
 
+    def source(self, file: int) -> tuple[Path, str, int]:
+        """(path, sha256, bytes) of a file, what the shard cache fetches."""
+        f = self.files[file]
+        return f.path, f.sha256, f.bytes
+
+    @staticmethod
+    def _map(f: ShardFile) -> pq.ParquetFile:
+        try:
+            return storage.parquet_file(f.open_local(), memory_map=True)
+        except FileNotFoundError:
+            if f.cache is None:
+                raise
+            # the cached copy evicted by another DataLoader worker between its fetch and its mapping
+            return storage.parquet_file(f.open_local(), memory_map=True)
+
     def read(self, file: int, row_group: int) -> pa.Table:
         if self.key != (file, row_group):
             if self.file != file:
                 if self.parquet is not None:
                     self.parquet.close()
-                self.table = None  # drop references into the old mapping before opening the next
+                    self.files[self.file].close_local()
+                self.table, self.parquet = None, None  # drop references into the old mapping first
                 self.files[file].check_unchanged()
-                self.parquet = storage.parquet_file(self.files[file].path, memory_map=True)
+                self.parquet = self._map(self.files[file])
                 self.files[file].check_unchanged()  # not replaced between the check and the mapping
                 self.file = file
-            where = f"{self.files[file].path}: row group {row_group}"
+            where = f"{storage.url(self.files[file].path)}: row group {row_group}"
             try:
                 self.table = self.parquet.read_row_group(row_group, columns=self.columns)
             except (OSError, pa.ArrowException) as e:

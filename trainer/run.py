@@ -16,7 +16,7 @@ from corpusprep.errors import OneLineParser, UsageError, guarded
 
 # direct flags -> config keys (`--set` reaches every other key)
 FLAGS = {
-    "shards": ("data.shards", str, "SHARDS_DIR with manifest.json"),
+    "shards": ("data.shards", str, "SHARDS_DIR with manifest.json, or its s3:// or gs:// URL"),
     "run_dir": ("logging.run_dir", str, "where metrics, config and checkpoints go"),
     "preset": ("model.preset", str, "tiny mini small medium base large"),
     "steps": ("schedule.steps", int, "optimizer steps"),

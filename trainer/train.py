@@ -32,7 +32,7 @@ from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab
 from trainer import checkpoint
 from trainer.config import TrainConfig, parse_duration
-from trainer.data import Position, Shards, ShardStream, loader_batches, open_shards
+from trainer.data import Position, Shards, ShardStream, cache_for, loader_batches, open_shards
 from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token, pretraining_loss
 from trainer.optim import build_optimizer, build_scheduler
 
@@ -203,7 +203,8 @@ class Trainer:
         self.config, self.d, self.device, self.clock = config, d, device, clock
         self.run_dir = Path(config.logging.run_dir)
         self.resume_from = self._find_resume()
-        self.shards = open_shards(config.data.shards, ("train", "validation"), verify=config.data.verify)
+        self.shards = open_shards(config.data.shards, ("train", "validation"), verify=config.data.verify,
+                                  cache=cache_for(config.data))
         self.objective = self.shards.objective
         if self.resume_from is not None:
             check_resume_shards(self.resume_from, shards_record(self.shards), self.shards.directory)
@@ -573,8 +574,8 @@ def train(config: TrainConfig, clock: Callable[[], float] = time.monotonic) -> d
             check_run_dir(config)  # before the lock makes the directory
             if d.main and not in_running_pipeline(run_dir):  # a pipeline's stage holds it already
                 locks.enter_context(exclusive_dir(run_dir))
-            if config.data.shards:
-                locks.enter_context(shared_dir(config.data.shards))
+            if config.data.shards and storage.scheme_of(config.data.shards) in (None, "file"):
+                locks.enter_context(shared_dir(config.data.shards))  # (a store has no reader's lock yet)
             return Trainer(config, d, device, clock).fit()
         except Finished as done:
             log(d, f"{config.logging.run_dir}: finished at step {done.saved['step']} ({done.found.name}); "

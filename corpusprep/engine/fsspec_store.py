@@ -74,10 +74,13 @@ class FsspecStore(Store):
 
     def __init__(self) -> None:
         self._fs: dict[str, Any] = {}
+        self._pid = os.getpid()
 
     def fs(self, path: Any) -> tuple[Any, str]:
         """(the file system for `path`'s scheme, the key in it)."""
         scheme, key = split_url(path)
+        if self._pid != os.getpid():  # a forked child (a DataLoader worker): the parent's are not fork-safe
+            self._fs, self._pid = {}, os.getpid()
         if scheme not in self._fs:
             self._fs[scheme] = _filesystem(scheme, path)
         return self._fs[scheme], key

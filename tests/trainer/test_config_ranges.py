@@ -25,6 +25,8 @@ BAD = [
     (["--eval-every", "-1"], "eval.every=-1 must be an integer >= 0 (0: only at the end)"),
     (["--set", "eval.max_batches=-1"], "eval.max_batches=-1 must be an integer >= 0 (0: the whole split)"),
     (["--set", "data.pad_multiple=0"], "data.pad_multiple=0 must be an integer >= 1"),
+    (["--set", "data.cache_bytes=0"], "data.cache_bytes=0 must be an integer >= 1"),
+    (["--set", "data.prefetch_shards=-1"], "data.prefetch_shards=-1 must be an integer >= 0"),
     (["--set", "optim.beta2=1"], "optim.beta2=1.0 must be in [0, 1)"),
     (["--set", "optim.eps=0"], "optim.eps=0.0 must be a number > 0"),
     (["--set", "optim.weight_decay=-0.1"], "optim.weight_decay=-0.1 must be a number >= 0"),
