@@ -10,6 +10,7 @@ each arm's training rows, built from the same text (a prefix of ../shared/corpus
 same vocab (Google's bert-base-uncased vocab.txt):
 
   ours-nsp    `corpusprep build-pairs` (NSP) + `corpusprep shard`: our pairs, our masking (static, dupe 5)
+  ours-nsp-doc  the same with `--short-seq-by document`: short targets drawn per document, as Google's
   google-nsp  Google's create_pretraining_data.py (same flags: length 128, dupe 5, short_seq_prob 0.1,
               20 predictions at 0.15), its TFRecords converted row for row into our shard format, masks
               included (Google's 10% random tokens come from the whole vocab)
@@ -85,6 +86,7 @@ from trainer.train import ratio_moments, ratio_se, score_rows
 
 ARMS = {  # name: (objective the model learns, group compared within, how its rows are made)
     "ours-nsp": ("nsp", "NSP data", "build-pairs + shard"),
+    "ours-nsp-doc": ("nsp", "NSP data", "build-pairs --short-seq-by document (Google's draw) + shard"),
     "google-nsp": ("nsp", "NSP data", "create_pretraining_data.py"),
     "ours-mlm": ("none", "MLM-only data", "build-pairs --objective none (packed) + shard, dynamic masking"),
     "hf-grouped": (
@@ -138,11 +140,18 @@ def prepare_text(work: Path, mb: float, heldout: float, shared: Path) -> dict[st
 
 
 def ours(
-    text: Path, vocab: Path, out: Path, seed: int, objective: str, pack: bool = True, dupe: int = DUPE
+    text: Path,
+    vocab: Path,
+    out: Path,
+    seed: int,
+    objective: str,
+    pack: bool = True,
+    dupe: int = DUPE,
+    extra: tuple[str, ...] = (),
 ) -> Path:
     """`corpusprep build-pairs` + `corpusprep shard`, every row in the train split."""
     pairs = out.with_name(out.name + "-pairs")
-    extra = ["--objective", objective] + (["--no-pack"] if objective == "none" and not pack else [])
+    extra = ["--objective", objective, *extra] + (["--no-pack"] if objective == "none" and not pack else [])
     corpusprep("build-pairs", str(text), "--vocab", str(vocab), "-o", str(pairs), "--max-seq-length",
                str(LENGTH), "--dupe-factor", str(dupe), "--validation-fraction", "0", "--seed", str(seed),
                *extra)  # fmt: skip
@@ -374,7 +383,8 @@ def build_data(arm: str, i: int, work: Path, paths: dict, vocab: Path, args) -> 
         return shards
     started, seed = time.perf_counter(), DATA_SEED + i
     if arm.startswith("ours"):
-        ours(paths["train.jsonl"], vocab, shards, seed, ARMS[arm][0])
+        extra = ("--short-seq-by", "document") if arm == "ours-nsp-doc" else ()
+        ours(paths["train.jsonl"], vocab, shards, seed, ARMS[arm][0], extra=extra)
     elif arm == "google-nsp":
         google(paths, vocab, shards, seed, args.google_dir)
     else:
