@@ -2,10 +2,11 @@
 
 Each file is fetched once through the storage seam into the cache directory, hashed as it streams, and put
 under its final name only when its sha256 is the manifest's: a mismatch is one line naming the URL and the
-file is not used. A cached file is named by that sha256 (`<sha256>.parquet`), so a name in the cache *is*
-a verified content, whichever URL or run it came from: a later run (a `--resume` after a crash) reuses it
-without fetching or hashing again, and a wiped cache is fetched again. So nobody else may write there: the
-directory must be this user's, and is made writable by this user alone. The reader memory-maps the local copy
+file is not used. A cached file is named by that sha256 (`<sha256>.parquet`), whichever URL or run it came
+from: a later run (a `--resume` after a crash) reuses it without fetching, and a wiped cache is fetched again.
+A file this process did not fetch is hashed once before its first use (a local read, far cheaper than the
+fetch): one damaged on disk since is fetched again. The directory must be this user's, and is made writable
+by this user alone. The reader memory-maps the local copy
 as it maps a local shard.
 
 The cache holds at most `max_bytes` (least recently used files go first), never evicting the file a reader
@@ -50,6 +51,7 @@ class ShardCache:
         self._in_use: dict[str, int] = {}  # sha256 -> size of the files readers have open
         self._pool: ThreadPoolExecutor | None = None
         self._checked = False
+        self._verified: set[str] = set()  # sha256s of the cached files this process fetched or hashed
 
     def __getstate__(self) -> dict:  # to DataLoader workers: the settings, not the thread or the futures
         return {"directory": self.directory, "max_bytes": self.max_bytes, "ahead": self.ahead, "fetched": 0}
@@ -104,7 +106,7 @@ class ShardCache:
         self._check_directory()
         target = self.path(sha256, suffix)
         try:
-            if size is None or storage.stat(target).st_size == size:
+            if (size is None or storage.stat(target).st_size == size) and self._intact(target, sha256):
                 os.utime(target)  # most recently used
                 return target
         except FileNotFoundError:  # not cached, or evicted by another process just now
@@ -138,6 +140,23 @@ class ShardCache:
                                 f"says {sha256[:12]}...; the file is not used")  # fmt: skip
         with self._lock:
             self.fetched += 1
+            self._verified.add(sha256)
+
+    def _intact(self, target: Path, sha256: str) -> bool:
+        """Whether a cached file holds what its name says: hashed once a process (a file another run left is
+        untrusted until then); a damaged one is removed, and fetched again."""
+        if sha256 in self._verified:
+            return True
+        digest = hashlib.sha256()
+        with storage.open_file(target, "rb") as f:
+            while block := f.read(BLOCK):
+                digest.update(block)
+        if digest.hexdigest() != sha256:
+            storage.remove(target, missing_ok=True)
+            return False
+        with self._lock:
+            self._verified.add(sha256)
+        return True
 
     def _cached(self) -> list[tuple[Path, int]]:
         found = []

@@ -59,11 +59,22 @@ def test_batches_from_a_store_are_the_local_batches(tiny_shards, s3_dir, tmp_pat
     }
     assert cache.fetched == len(train) + 1  # each shard and the vocab once, prefetched or not
 
-    # a second reader over the same cache fetches nothing: a file there was verified when it was put there
+    # a second reader over the same cache fetches nothing: each file there is hashed once and found intact
     again = ShardCache(tmp_path / "cache", max_bytes=1 << 30, ahead=2)
     epoch_batches(open_shards(url, cache=again))
     again.close()
     assert again.fetched == 0
+
+    # a file damaged on disk since (same size) is not trusted by its name: it is fetched again
+    damaged = tmp_path / "cache" / f"{train[0].sha256}.parquet"
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    third = ShardCache(tmp_path / "cache", max_bytes=1 << 30, ahead=2)
+    assert_same_batches(epoch_batches(open_shards(url, cache=third)), epoch_batches(open_shards(tiny_shards)))
+    third.close()
+    assert third.fetched == 1
+    assert hashlib.sha256(damaged.read_bytes()).hexdigest() == train[0].sha256
 
 
 @pytest.mark.slow  # ~1.5 s (loaded machine): two DataLoader worker processes
