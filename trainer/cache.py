@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import storage
+from corpusprep.engine.manifest import sha256_file
 from corpusprep.errors import DataError, UsageError
 
 BLOCK = 1 << 20
@@ -147,11 +148,7 @@ class ShardCache:
         untrusted until then); a damaged one is removed, and fetched again."""
         if sha256 in self._verified:
             return True
-        digest = hashlib.sha256()
-        with storage.open_file(target, "rb") as f:
-            while block := f.read(BLOCK):
-                digest.update(block)
-        if digest.hexdigest() != sha256:
+        if sha256_file(target) != sha256:
             storage.remove(target, missing_ok=True)
             return False
         with self._lock:
