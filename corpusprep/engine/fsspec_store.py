@@ -187,5 +187,5 @@ def _filesystem(scheme: str, path: Any) -> Any:
 
         return fsspec.filesystem(scheme, skip_instance_cache=True)  # its own: configured as the process is
     except ImportError as error:
-        raise UsageError(f"{printable(os.fspath(path))}: {scheme}:// needs a client that is not installed "
+        raise UsageError(f"{printable(url(path))}: {scheme}:// needs a client that is not installed "
                          f"({error.name or error}): pip install 'corpusprep[{extra}]'") from None  # fmt: skip
