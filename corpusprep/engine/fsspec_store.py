@@ -108,14 +108,20 @@ class FsspecStore(Store):
 
     @client_errors
     def list(self, path: Any) -> list[Path]:
+        return self._paths(path, [info["name"] for info in self._ls(path)])
+
+    def _ls(self, path: Any) -> list[dict]:
+        """The entries under a prefix; none for a prefix without objects (a local empty directory's [])."""
         fs, key = self.fs(path)
-        return self._paths(path, fs.ls(key, detail=False))
+        try:
+            return fs.ls(key, detail=True)
+        except FileNotFoundError:
+            return []
 
     @client_errors
     def entries(self, path: Any) -> tuple[list[str], list[str]]:
-        fs, key = self.fs(path)
         dirs, files = [], []
-        for info in fs.ls(key, detail=True):
+        for info in self._ls(path):
             name = info["name"].rstrip("/").rpartition("/")[2]
             (dirs if info["type"] == "directory" else files).append(name)
         return sorted(dirs), sorted(files)
@@ -152,6 +158,19 @@ class FsspecStore(Store):
         fs, key = self.fs(path)
         return fs.isfile(key)
 
+    @client_errors
+    def create_exclusive(self, path: Any, data: bytes) -> str:
+        """Put `data` at `path` only where no object is (`If-None-Match: *`); FileExistsError if one is."""
+        fs, key = self.fs(path)
+        return _tag(fs.pipe_file(key, data, mode="create"))
+
+    @client_errors
+    def replace_if(self, path: Any, data: bytes, tag: str) -> str:
+        """Put `data` at `path` only while the object there is still the one tagged `tag` (`If-Match`);
+        FileExistsError (S3's 412, as s3fs reports it) when another write came between."""
+        fs, key = self.fs(path)
+        return _tag(fs.pipe_file(key, data, IfMatch=f'"{tag}"'))
+
     def makedirs(self, path: Any) -> None:
         pass  # no directories: a key's prefix exists while an object under it does
 
@@ -177,6 +196,11 @@ class FsspecStore(Store):
 
     def rmdir(self, path: Any) -> None:
         pass  # a prefix goes with its last object
+
+
+def _tag(response: Any) -> str:
+    """The new object's content tag from a PUT's response (S3's ETag, quotes stripped)."""
+    return str((response or {}).get("ETag", "")).strip('"')
 
 
 def _filesystem(scheme: str, path: Any) -> Any:
