@@ -18,10 +18,12 @@ stages it locally, then `put_file`, a PUT or a multipart upload, which readers s
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import IO, Any
@@ -162,14 +164,16 @@ class FsspecStore(Store):
     def create_exclusive(self, path: Any, data: bytes) -> str:
         """Put `data` at `path` only where no object is (`If-None-Match: *`); FileExistsError if one is."""
         fs, key = self.fs(path)
-        return _tag(fs.pipe_file(key, data, mode="create"))
+        with _precondition_as_exists(path):
+            return _tag(fs.pipe_file(key, data, mode="create"))
 
     @client_errors
     def replace_if(self, path: Any, data: bytes, tag: str) -> str:
         """Put `data` at `path` only while the object there is still the one tagged `tag` (`If-Match`);
-        FileExistsError (S3's 412, as s3fs reports it) when another write came between."""
+        FileExistsError when another write came between (S3's 412 PreconditionFailed)."""
         fs, key = self.fs(path)
-        return _tag(fs.pipe_file(key, data, IfMatch=f'"{tag}"'))
+        with _precondition_as_exists(path):
+            return _tag(fs.pipe_file(key, data, IfMatch=f'"{tag}"'))
 
     def makedirs(self, path: Any) -> None:
         pass  # no directories: a key's prefix exists while an object under it does
@@ -196,6 +200,20 @@ class FsspecStore(Store):
 
     def rmdir(self, path: Any) -> None:
         pass  # a prefix goes with its last object
+
+
+@contextlib.contextmanager
+def _precondition_as_exists(path: Any) -> Iterator[None]:
+    """S3's 412 (a condition of the write did not hold) as FileExistsError: s3fs reports it so for
+    If-None-Match, as an EINVAL OSError for If-Match."""
+    try:
+        yield
+    except FileExistsError:
+        raise
+    except OSError as error:
+        if error.errno == errno.EINVAL and "pre-condition" in str(error):
+            raise FileExistsError(errno.EEXIST, "changed by another writer", url(path)) from error
+        raise
 
 
 def _tag(response: Any) -> str:

@@ -228,8 +228,9 @@ def _leased(directory: Path, exclusive: bool) -> Iterator[None]:
         _release(lease)
 
 
-def take_lease(path: Path, holder: dict) -> Lease:
+def take_lease(path: str | Path, holder: dict) -> Lease:
     """Create the lease at `path`, or take over a stale one; one line naming a live holder."""
+    path = Path(path)
     store = storage.store_for(path)
     lease = Lease(path, holder, "")
     try:
