@@ -168,6 +168,17 @@ class FsspecStore(Store):
             return _tag(fs.pipe_file(key, data, mode="create"))
 
     @client_errors
+    def read_tagged(self, path: Any, limit: int) -> tuple[bytes, str]:
+        """(the object's bytes, its content tag), read afresh (not from the listing cache) and together:
+        s3fs reads with If-Match on the tag it looked up, so an object rewritten between is
+        FileExistsError, never bytes of one version with the tag of another."""
+        fs, key = self.fs(path)
+        fs.invalidate_cache(key)
+        with _precondition_as_exists(path):
+            tag = self.stat(path).tag
+            return self.read_bounded(path, limit), tag
+
+    @client_errors
     def replace_if(self, path: Any, data: bytes, tag: str) -> str:
         """Put `data` at `path` only while the object there is still the one tagged `tag` (`If-Match`);
         FileExistsError when another write came between (S3's 412 PreconditionFailed)."""
@@ -204,14 +215,15 @@ class FsspecStore(Store):
 
 @contextlib.contextmanager
 def _precondition_as_exists(path: Any) -> Iterator[None]:
-    """S3's 412 (a condition of the write did not hold) as FileExistsError: s3fs reports it so for
-    If-None-Match, as an EINVAL OSError for If-Match."""
+    """S3's 412 (a condition of the request did not hold) as FileExistsError: s3fs reports it so for a write's
+    If-None-Match, as an EINVAL OSError for a write's If-Match, as FileExpired for a read's."""
     try:
         yield
     except FileExistsError:
         raise
     except OSError as error:
-        if error.errno == errno.EINVAL and "pre-condition" in str(error):
+        if type(error).__name__ == "FileExpired" or (error.errno == errno.EINVAL
+                                                     and "pre-condition" in str(error)):  # fmt: skip
             raise FileExistsError(errno.EEXIST, "changed by another writer", url(path)) from error
         raise
 

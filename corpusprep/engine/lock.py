@@ -209,7 +209,7 @@ def new_holder() -> dict:
 def _leased(directory: Path, exclusive: bool) -> Iterator[None]:
     path = storage.join(directory, LOCK_NAME)
     if not exclusive:  # a reader: refused while a live writer holds the output, holds nothing itself
-        found = _read_lease(path)
+        found = read_lease(path)
         if found is not None and not _stale(found[0]):
             raise UsageError(f"{storage.url(directory)}: {_describe(found[0])} is writing here; wait for it "
                              "to finish")  # fmt: skip
@@ -238,7 +238,7 @@ def take_lease(path: str | Path, holder: dict) -> Lease:
         return lease
     except FileExistsError:
         pass
-    found = _read_lease(path)
+    found = read_lease(path)
     if found is None:  # released between our two requests: try once more
         lease.tag = _create_or_refuse(path, lease)
         return lease
@@ -262,19 +262,18 @@ def _create_or_refuse(path: Path, lease: Lease) -> str:
                          "wait for it or pick another output directory") from None  # fmt: skip
 
 
-def _read_lease(path: Path) -> tuple[dict, str] | None:
+def read_lease(path: Path) -> tuple[dict, str] | None:
     """(the lease's record, its content tag), None when there is none; a lease corpusprep did not write is
     one line naming the object."""
     store = storage.store_for(path)
-    for _ in range(3):  # the tag of the bytes read: stat, read, stat agree (a renewal came between: again)
+    for _ in range(3):  # a renewal between the look-up and the read: again
         try:
-            before = store.stat(path).tag
-            data = store.read_bounded(path, 4096)
-            after = store.stat(path).tag
+            data, tag = store.read_tagged(path, 4096)
         except FileNotFoundError:
             return None
-        if before == after:
-            return _parse_lease(path, data), after
+        except FileExistsError:
+            continue
+        return _parse_lease(path, data), tag
     raise UsageError(f"{storage.url(path)}: changing as it is read; another corpusprep run is writing here")
 
 
@@ -314,7 +313,7 @@ def _release(lease: Lease) -> None:
     """Delete the lease if it is still ours (a run that lost it leaves the new holder's alone)."""
     found = None
     with contextlib.suppress(OSError, CorpusprepError):
-        found = _read_lease(lease.path)
+        found = read_lease(lease.path)
     if found is not None and found[0].get("nonce") == lease.holder["nonce"]:
         with contextlib.suppress(OSError, CorpusprepError):
             storage.remove(lease.path, missing_ok=True)

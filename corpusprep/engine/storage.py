@@ -167,6 +167,11 @@ class Store(ABC):
         raise UsageError(f"{printable(url(path))}: this storage has no conditional write, so no writer's "
                          "lease; write to a local path or s3://")  # fmt: skip
 
+    def read_tagged(self, path: Any, limit: int) -> tuple[bytes, str]:
+        """(bytes, content tag) of one object, of one version of it; FileExistsError when it changed while
+        read."""
+        raise UsageError(f"{printable(url(path))}: this storage has no content tags")
+
     def replace_if(self, path: Any, data: bytes, tag: str) -> str:
         """Replace the object at `path` only while its content tag is `tag`; the new tag. FileExistsError
         when another write came between."""

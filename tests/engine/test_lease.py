@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -23,9 +24,10 @@ HOLD = ("import sys\nfrom corpusprep.engine.lock import exclusive_dir\nwith excl
 
 
 def lease_of(directory: str) -> dict:
-    path = f"{directory}/{LOCK_NAME}"
-    storage.store_for(path).fs(path)[0].invalidate_cache()
-    return json.loads(storage.read_bytes(path))
+    """The lease's record, read as a writer reads it (afresh, one version: its holder may be renewing it)."""
+    found = lock.read_lease(Path(f"{directory}/{LOCK_NAME}"))
+    assert found is not None
+    return found[0]
 
 
 def plant(directory: str, host: str, age_s: float, pid: int = 4242) -> None:
