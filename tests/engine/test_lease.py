@@ -37,9 +37,10 @@ def plant(directory: str, host: str, age_s: float, pid: int = 4242) -> None:
     storage.write_bytes(f"{directory}/{LOCK_NAME}", json.dumps(record).encode())
 
 
-@pytest.mark.slow  # a Python start-up in a second process, SIGKILLed, and the S3 server (~2 s)
-def test_a_second_writer_process_is_refused_then_takes_over_when_the_first_is_killed(s3_dir):
+@pytest.mark.slow  # two Python start-ups, one SIGKILLed, and the S3 server (3 s)
+def test_a_second_writer_process_is_refused_then_takes_over_when_the_first_is_killed(s3_dir, tmp_path):
     out = f"{s3_dir}/out"
+    (tmp_path / "a.txt").write_text("One sentence here. And another one.\n")
     holder = subprocess.Popen([sys.executable, "-c", HOLD, out], cwd=REPO, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
@@ -51,6 +52,12 @@ def test_a_second_writer_process_is_refused_then_takes_over_when_the_first_is_ki
         assert "\n" not in str(refused.value)
         with pytest.raises(UsageError, match="is writing here; wait for it to finish"), shared_dir(out):
             pass  # a reader is refused too
+        command = [sys.executable, "-m", "corpusprep", "vocab", tmp_path / "a.txt", "-o", out, "--vocab-size",
+                   "200", "--no-progress"]  # fmt: skip
+        second = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
+        assert second.stderr.startswith(f"corpusprep: error: {out}: another corpusprep run (host ")
+        assert f"pid {holder.pid}," in second.stderr
     finally:
         holder.kill()
         holder.wait()
