@@ -151,17 +151,19 @@ def output_files(
         if raw is None:
             continue
         path = Path(raw)
-        if path.is_dir() or raw.endswith(("/", os.sep)):
-            what = "is a directory" if path.is_dir() else "ends in a slash, as a directory's name does"
+        if storage.is_dir(path) or raw.endswith(("/", os.sep)):
+            what = "is a directory" if storage.is_dir(path) else "ends in a slash, as a directory's name does"
             raise UsageError(f"{option} {raw}: {what}; {option} takes a file name")
-        parent = next((p for p in path.parents if p.exists()), None)
-        if parent is not None and not parent.is_dir():
-            raise UsageError(f"{parent}: is a file, not a directory (needed for {option} {raw})")
+        # the folders above it (a URL's: its bucket's prefixes, never pathlib's `s3:` and `.` above them)
+        above = [p for p in path.parents if storage.scheme_of(p) or not storage.scheme_of(path)]
+        parent = next((p for p in above if storage.exists(p)), None)
+        if parent is not None and not storage.is_dir(parent):
+            raise UsageError(f"{storage.url(parent)}: is a file, not a directory (needed for {option} {raw})")
         check_output_file(path, inputs, command)
         for other, seen in checked.items():
-            if seen.resolve() == path.resolve():
+            if storage.resolve(seen) == storage.resolve(path):
                 raise UsageError(f"{command}: {other} and {option} name the same file {raw}; give two names")
-        if path.parent.is_dir():
+        if storage.is_dir(path.parent):
             probe = temp_name(path)
             storage.open_file(probe, "wb").close()  # an OSError (read-only, permission): one line naming it
             storage.remove(probe)

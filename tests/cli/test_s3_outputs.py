@@ -188,10 +188,12 @@ def assert_same_shards(shards: str, reference: dict[str, bytes], local_pairs: Pa
             assert found[name] == data.replace(str(local_pairs).encode(), pairs.encode()), name
 
 
-@pytest.mark.slow  # two commands and the S3 server (5 s)
-def test_an_output_inside_another_output_on_s3_is_refused_in_one_line(s3_dir, tmp_path):
+@pytest.mark.slow  # three commands and the S3 server (6 s)
+def test_an_output_inside_another_output_or_under_a_file_on_s3_is_refused_in_one_line(s3_dir, tmp_path):
     corpus = write_corpus(tmp_path / "corpus")
     ok("vocab", corpus, "-o", f"{s3_dir}/vocab", "--vocab-size", "600")
     inside = corpusprep("sentences", corpus, "-o", f"{s3_dir}/vocab/sentences.txt")
     assert f"{s3_dir}/vocab/sentences.txt is inside corpusprep vocab" in error_line(inside)
     assert not storage.exists(f"{s3_dir}/vocab/sentences.txt")
+    under_a_file = corpusprep("sentences", corpus, "-o", f"{s3_dir}/vocab/vocab.txt/s.txt")
+    assert f"{s3_dir}/vocab/vocab.txt: is a file, not a directory (needed for" in error_line(under_a_file)
