@@ -169,7 +169,7 @@ class FsspecStore(Store):
     @client_errors
     def create_exclusive(self, path: Any, data: bytes) -> str:
         """Put `data` at `path` only where no object is (`If-None-Match: *`); FileExistsError if one is."""
-        fs, key = self.fs(path)
+        fs, key = self.fs(_conditional(path))
         with _precondition_as_exists(path):
             return _tag(fs.pipe_file(key, data, mode="create"))
 
@@ -178,7 +178,7 @@ class FsspecStore(Store):
         """(the object's bytes, its content tag), read afresh (not from the listing cache) and together:
         s3fs reads with If-Match on the tag it looked up, so an object rewritten between is
         FileExistsError, never bytes of one version with the tag of another."""
-        fs, key = self.fs(path)
+        fs, key = self.fs(_conditional(path))
         fs.invalidate_cache(key)
         with _precondition_as_exists(path):
             tag = self.stat(path).tag
@@ -188,7 +188,7 @@ class FsspecStore(Store):
     def replace_if(self, path: Any, data: bytes, tag: str) -> str:
         """Put `data` at `path` only while the object there is still the one tagged `tag` (`If-Match`);
         FileExistsError when another write came between (S3's 412 PreconditionFailed)."""
-        fs, key = self.fs(path)
+        fs, key = self.fs(_conditional(path))
         with _precondition_as_exists(path):
             return _tag(fs.pipe_file(key, data, IfMatch=f'"{tag}"'))
 
@@ -217,6 +217,16 @@ class FsspecStore(Store):
 
     def rmdir(self, path: Any) -> None:
         pass  # a prefix goes with its last object
+
+
+def _conditional(path: Any) -> Any:
+    """`path`, on a store whose conditional writes are wired here (S3's If-None-Match / If-Match through
+    s3fs); another scheme is one line (gcsfs has if_generation_match: not wired, untested)."""
+    scheme, _ = split_url(path)
+    if scheme != "s3":
+        raise UsageError(f"{printable(url(path))}: no writer's lease on {scheme}:// yet (conditional "
+                         "writes are wired for s3:// only); write to s3:// or a local path")  # fmt: skip
+    return path
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ import pytest
 
 from corpusprep.engine import storage
 from corpusprep.engine.fsspec_store import FsspecStore
+from corpusprep.engine.lock import exclusive_dir
 from corpusprep.errors import CorpusprepError, UsageError
 
 
@@ -120,3 +121,9 @@ def test_conditional_writes_create_once_and_replace_only_the_version_read(s3_dir
     with pytest.raises(FileExistsError):
         store.replace_if(path, b"four", tag)  # If-Match on a version that is gone
     assert store.read_tagged(path, 100) == (b"three", newer) and newer != tag
+
+
+def test_a_writer_on_a_store_without_wired_conditional_writes_is_one_line():
+    refused = r"^gs://b/out/\.corpusprep\.lock: no writer's lease on gs:// yet"  # no client needed first
+    with pytest.raises(UsageError, match=refused), exclusive_dir("gs://b/out"):
+        pass
