@@ -210,20 +210,39 @@ def trainer_case(shards: Path, args, env) -> None:
         profile(trainer, device, args.out)
 
 
-def profile(trainer: Trainer, device, out: Path | None) -> None:
+# kernel names -> what they do, for the profile's summary (first match wins)
+KERNELS = (("matmul", ("nvjet", "gemm", "cutlass", "xmma", "cublas")), ("attention", ("flash",)),
+           ("optimizer", ("adam", "multi_tensor")), ("fused by inductor", ("triton",)))  # fmt: skip
+
+
+def profile(trainer: Trainer, device, out: Path | None, steps: int = 5) -> None:
+    """Profile `steps` train_step calls: the host-device syncs in them, the GPU's busy time by kind of
+    kernel against the wall time, and the top operators (to `out`.profile.txt)."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    start = time.perf_counter()
     with torch_profile(activities=activities) as prof:
-        for _ in range(5):
+        for _ in range(steps):
             trainer.train_step()
         sync(device)
+    wall_us = (time.perf_counter() - start) * 1e6
     events = prof.key_averages()
     syncs = {e.key: e.count for e in events if e.key in SYNCS}
-    say(f"profile of 5 train_step calls: host-device syncs {syncs or 'none'}")
+    say(f"profile of {steps} train_step calls: host-device syncs {syncs or 'none'} (the last sync is ours)")
+    kinds: dict[str, float] = {}
+    for e in events:  # kernels: device time of their own, no CPU time
+        busy = getattr(e, "self_device_time_total", 0) or getattr(e, "self_cuda_time_total", 0)
+        if busy > 0 and e.self_cpu_time_total == 0:
+            kind = next((k for k, signs in KERNELS if any(x in e.key.lower() for x in signs)), "other")
+            kinds[kind] = kinds.get(kind, 0.0) + busy
+    if kinds:
+        total = sum(kinds.values())
+        shares = ", ".join(f"{k} {v / total:.0%}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
+        say(f"GPU busy {total / wall_us:.0%} of the wall time (profiler on); kernel time: {shares}")
     sort = "cuda_time_total" if device.type == "cuda" else "cpu_time_total"
-    table = events.table(sort_by=sort, row_limit=25, max_name_column_width=60)
+    table = events.table(sort_by=sort, row_limit=30, max_name_column_width=70)
     print(table)
     if out:
         out.with_suffix(".profile.txt").write_text(table)
@@ -231,7 +250,7 @@ def profile(trainer: Trainer, device, out: Path | None) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--presets", nargs="+", default=["base", "large"], help="at length 128")
+    p.add_argument("--presets", nargs="*", default=["base", "large"], help="at length 128 (none: skip)")
     p.add_argument("--batch-size", type=int, default=256, help="at length 128")
     p.add_argument("--batch-size-512", type=int, default=32)
     p.add_argument("--steps", type=int, default=20)

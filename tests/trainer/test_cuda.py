@@ -78,6 +78,8 @@ def test_flash_attention_equals_the_masked_reference(tiny_shards):
     g = torch.Generator(device=DEVICE).manual_seed(0)
     q, k, v = (torch.randn(T, heads, dim, device=DEVICE, generator=g) for _ in range(3))
     grad = torch.randn(T, heads, dim, device=DEVICE, generator=g)
+    real = batch["num_tokens"]  # the padding at the end is a sequence of its own: compare the real tokens
+    grad[real:] = 0  # and no loss reads the padding's outputs (the reference gives them [CLS]'s place)
     outs, grads = [], []
     for dtype in (torch.bfloat16, torch.float32):
         leaves = [x.to(dtype).requires_grad_() for x in (q, k, v)]
@@ -85,7 +87,6 @@ def test_flash_attention_equals_the_masked_reference(tiny_shards):
         out.backward(grad.to(dtype))
         outs.append(out.float())
         grads.append([x.grad.float() for x in leaves])
-    real = batch["num_tokens"]  # the padding at the end is a sequence of its own: compare the real tokens
     assert rel_error(outs[0][:real], outs[1][:real]) < 2e-2
     for fast, ref in zip(grads[0], grads[1], strict=True):
         assert rel_error(fast[:real], ref[:real]) < 2e-2
@@ -194,8 +195,9 @@ def test_a_short_run_learns_and_a_resume_continues_its_curve(tiny_shards, tmp_pa
 
 def test_compile_reuses_one_graph_for_batches_of_every_length(tiny_shards):
     """--compile on the GPU (inductor, bf16, flash varlen inside the graph): 40 training batches whose row
-    count, row length, token and prediction counts all vary reuse the first compilation; a recompilation
-    fails the test (recompile_limit=1)."""
+    count, row length, token and prediction counts all vary compile at most twice, as `compile_model` says
+    (inductor's first graph bounds the token count by rows x row length; the first batch whose tokens fill
+    every row compiles once more); a third compilation fails the test (recompile_limit=2)."""
     from torch._dynamo.testing import CompileCounterWithBackend
 
     torch._dynamo.reset()
@@ -205,13 +207,14 @@ def test_compile_reuses_one_graph_for_batches_of_every_length(tiny_shards):
     graphs = CompileCounterWithBackend("inductor" if DEVICE.type == "cuda" else "aot_eager")
     compile_model(model, backend=graphs)
     lengths = set()
-    with torch._dynamo.config.patch(recompile_limit=1, fail_on_recompile_limit_hit=True):
+    with torch._dynamo.config.patch(recompile_limit=2, fail_on_recompile_limit_hit=True):
         for batch in varying_batches(shards.directory, shards.objective, shards.vocab.pad_id, 40):
             lengths.add(tuple(batch["rows"].shape))
             loss = forward_loss(model, to_device(batch, DEVICE), bf16)[2]
             loss.backward()
             assert bool(loss.isfinite())
-    assert len(lengths) > 20 and compiled_graphs(graphs) == 1
+    print(f"{len(lengths)} batch shapes, {compiled_graphs(graphs)} compilation(s)")
+    assert len(lengths) > 20 and compiled_graphs(graphs) <= 2
     torch._dynamo.reset()
 
 
