@@ -9,9 +9,10 @@ Cases (each prints sequences/s, real tokens/s and MFU, then ours/HF): BERT-base 
 128 on synthetic rows with BERT's length mix (90% full, 10% shorter; bench/step.py), batch 256; BERT-large
 at 512 on real rows of an NSP shard directory (`--shards512`: real lengths, where unpadding matters), batch
 32; BERT-base at 512 on packed MLM-only rows (`--packed512`, `none --pack`) against the padded NSP rows, in
-real tokens/s. Ours runs eager and compiled (`trainer.model.compile_model`), HF eager (and compiled for
-base at 128). MFU: `trainer.model.flops_per_token` (6 x non-embedding parameters, attention, the head at
-masked positions) over the bf16 matmul rate measured here; HF gets the same credit.
+real tokens/s. Ours runs eager, and compiled (`trainer.model.compile_model`) for `--compile-presets`; HF
+eager (and compiled for base at 128 with `--hf-compile`). MFU: `trainer.model.flops_per_token` (6 x
+non-embedding parameters, attention, the head at masked positions) over the bf16 matmul rate measured here;
+HF gets the same credit. Results and commands: BENCHMARKS.md, "GPU training".
 
 The trainer case (`--trainer-shards`): `Trainer.train_step` on real shards through its DataLoader, then on
 the same batches replayed from memory; data wait = 1 - replay time / loader time. A profile of a few steps
@@ -211,7 +212,7 @@ def trainer_case(shards: Path, args, env) -> None:
 
 
 # kernel names -> what they do, for the profile's summary (first match wins)
-KERNELS = (("matmul", ("nvjet", "gemm", "cutlass", "xmma", "cublas")), ("attention", ("flash",)),
+KERNELS = (("attention", ("flash",)), ("matmul", ("nvjet", "gemm", "cutlass", "xmma", "cublas")),
            ("optimizer", ("adam", "multi_tensor")), ("fused by inductor", ("triton",)))  # fmt: skip
 
 
