@@ -123,7 +123,7 @@ def _file_ancestor(path: Path) -> Path | None:
     return next((p for p in (path, *path.parents) if p.is_file()), None)
 
 
-_TEMP_NAME = re.compile(r"^\.(.+)\.tmp-\d+$")  # engine.files.temp_name: `.NAME.tmp-PID` is written as NAME
+_TEMP_NAME = re.compile(r"^\.(.+)\.tmp-\d+(-\d+)?$")  # temp_name's `.NAME.tmp-PID-START`: NAME
 
 
 def _user_path(name: str | bytes) -> Path:

@@ -286,9 +286,10 @@ def compile_model(model: BertForPreTraining, backend: str | Callable = "inductor
     start, so that batches of other token, prediction and sequence counts reuse the graph (with torch's
     automatic dynamic shapes each size that changes would cost one more compilation, four in a run).
     A run compiles twice: training, and evaluation (no grad); a batch of one row once more, as torch
-    specialises sizes 0 and 1 (tests/trainer/test_unpadded.py counts them); under inductor, the first batch
-    whose tokens fill every row once more (its first graph bounds the token count by rows x row length:
-    BENCHMARKS.md, "Training step")."""
+    specialises sizes 0 and 1 (tests/trainer/test_unpadded.py counts them); under inductor, a batch outside
+    the first graph's guards once more: on the CPU, the first whose tokens fill every row (the token count
+    bounded by rows x row length: BENCHMARKS.md, "Training step"); on an H200, a row count on the other side
+    of 255 (the matmul-padding pass guards it; tests/trainer/test_cuda.py counts at most two)."""
     model.compile(backend=backend, fullgraph=True, dynamic=True)
     return model
 

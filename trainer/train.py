@@ -45,6 +45,7 @@ class Dist:
     rank: int = 0
     world: int = 1
     local_rank: int = 0
+    launched: bool = False  # in a process group (torchrun), so training goes through DDP, even at world 1
 
     @property
     def main(self) -> bool:
@@ -61,10 +62,12 @@ def distributed(config: TrainConfig) -> Iterator[tuple[Dist, torch.device]]:
         raise UsageError("device=cuda but no CUDA device is available")
     env = os.environ
     d = Dist(int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0)))
+    # under torchrun even one process joins a group and trains through DDP: the path of N ranks, on 1
+    d.launched = d.world > 1 or "TORCHELASTIC_RUN_ID" in env
     if want_cuda:
         torch.cuda.set_device(d.local_rank)
     backend = "nccl" if want_cuda else "gloo"
-    owned = d.world > 1 and not dist.is_initialized()  # a caller's own group is left to the caller
+    owned = d.launched and not dist.is_initialized()  # a caller's own group is left to the caller
     if owned:
         dist.init_process_group(backend)
     try:
@@ -210,6 +213,9 @@ class Trainer:
             check_resume_shards(self.resume_from, shards_record(self.shards), self.shards.directory)
         self.bert, self.raw_model, init_state, init_path = build_model(config, self.shards, device, d.rank)
         self.optimizer = build_optimizer(self.raw_model, config.optim, fused=device.type == "cuda")
+        # fused AdamW takes found_inf (a GradScaler's flag): a non-finite step is skipped on the device
+        self.skips_on_device = bool(getattr(self.optimizer, "defaults", {}).get("fused"))
+        self.nonfinite = torch.zeros(4, device=device)  # [step, loss, grad norm, lr]: the first skipped
         self.step, self.elapsed, self.position, self.last = 0, 0.0, Position(), {}
         self.epoch_examples = self.shards.examples("train")  # what a Position counts in
         self.scheduler = build_scheduler(self.optimizer, config.schedule, self.progress)
@@ -233,7 +239,7 @@ class Trainer:
             storage.makedirs(self.run_dir)
             checkpoint.remove_partial(self.run_dir)
         self.model: nn.Module = self.raw_model
-        if d.world > 1:
+        if d.launched:
             self.model = DistributedDataParallel(
                 self.raw_model, device_ids=[d.local_rank] if device.type == "cuda" else None
             )
@@ -288,8 +294,15 @@ class Trainer:
 
     # -------------------------------------------------------- the parts
 
-    def train_step(self) -> dict[str, float]:
-        """One optimizer step over grad_accum micro-batches; returns the step's mean losses, lr, grad norm."""
+    def train_step(self) -> dict[str, torch.Tensor | float]:
+        """One optimizer step over grad_accum micro-batches; returns the step's mean losses and grad norm
+        (0-d tensors on the device: read on the host only at logging steps, `log_progress`) and the lr.
+
+        A loss or gradient norm that is not finite never reaches the weights. Where the optimizer can skip
+        a step on the device (fused AdamW, the CUDA default, through `found_inf` as under a GradScaler) the
+        step stays free of host reads: the update is skipped there, the first such step is noted on the
+        device, and `check_finite` raises at the next logging step or checkpoint. Elsewhere (the CPU, where
+        a host read costs nothing; LAMB) the step raises at once."""
         accum, d = self.config.schedule.grad_accum, self.d
         started = self.clock()
         totals = torch.zeros(3, device=self.device)
@@ -306,22 +319,42 @@ class Trainer:
             self.window["seqs"] += len(batch["rows"])
             self.window["tokens"] += batch["num_tokens"]
         clip = self.config.optim.grad_clip
-        grad_norm = (
-            float(nn.utils.clip_grad_norm_(self.raw_model.parameters(), clip)) if clip > 0 else math.nan
-        )
+        params = self.raw_model.parameters()
+        grad_norm = nn.utils.clip_grad_norm_(params, clip) if clip > 0 else totals.new_full((), math.nan)
         lr = self.scheduler.get_last_lr()[0]
-        loss, mlm, sentence = totals.tolist()
-        if not math.isfinite(loss):  # before the step: the weights, and so every checkpoint, stay finite
-            raise self.diverged_error(f"step {self.step + 1}: the loss is {loss}", lr, "a step after it")
+        # the norm of the all-reduced gradients is the same on every rank: every rank skips the same steps
+        bad = ~totals[0].isfinite() | (~grad_norm.isfinite() if clip > 0 else False)
+        self._guard_nonfinite(bad, totals[0], grad_norm, lr)
         self.optimizer.step()
         self.step += 1
         self.elapsed = self._agreed(self.elapsed + self.clock() - started)
         self.scheduler.step()  # the next step's lr: by step, or by the progress just measured
         self.optimizer.zero_grad(set_to_none=True)
-        losses = {"loss": loss, "mlm_loss": mlm, **self._sentence({"loss": sentence})}
+        losses = {"loss": totals[0], "mlm_loss": totals[1], **self._sentence({"loss": totals[2]})}
         self.window["steps"] += 1  # the progress record gives the losses' mean over its window of steps
         self.window["losses"] = {k: self.window["losses"].get(k, 0.0) + v for k, v in losses.items()}
         return {**losses, "lr": lr, "grad_norm": grad_norm}
+
+    def _guard_nonfinite(self, bad: torch.Tensor, loss: torch.Tensor, grad_norm: torch.Tensor, lr: float):
+        """Keep a non-finite step out of the weights (`train_step`): on the device, or by raising now."""
+        if not self.skips_on_device:
+            if bool(bad):
+                raise self.nonfinite_error(self.step + 1, float(loss), float(grad_norm), lr)
+            return
+        self.optimizer.found_inf = bad.float()  # fused AdamW: no update, and its step count stays
+        step, lr_now = loss.new_full((), self.step + 1), loss.new_full((), lr)  # fill kernels, no copy
+        noted = torch.stack([step, loss, grad_norm.float(), lr_now])
+        self.nonfinite = torch.where(bad & (self.nonfinite[0] == 0), noted, self.nonfinite)
+
+    def check_finite(self) -> None:
+        """Raise for the first step whose loss or gradient norm was not finite (skipped on the device)."""
+        step, loss, grad_norm, lr = self.nonfinite.tolist()
+        if step:
+            raise self.nonfinite_error(int(step), loss, grad_norm, lr)
+
+    def nonfinite_error(self, step: int, loss: float, grad_norm: float, lr: float) -> DataError:
+        what = f"the loss is {loss}" if not math.isfinite(loss) else f"the gradient norm is {grad_norm}"
+        return self.diverged_error(f"step {step}: {what}", lr, "a step after it")
 
     def progress(self) -> float:
         """How far the run is, 0 to 1 (a budgeted schedule's clock; see ScheduleConfig.progress)."""
@@ -468,6 +501,7 @@ class Trainer:
         return bool(flag.item())
 
     def save_checkpoint(self) -> None:
+        self.check_finite()
         if self.diverged():  # no checkpoint may hold diverged weights (docs/manual/training.md)
             raise self.diverged_error(f"step {self.step}: the weights are not finite or give a loss that is "
                                       "not", self.scheduler.get_last_lr()[0], "them")
@@ -483,7 +517,8 @@ class Trainer:
         """One progress line and one metrics record: the losses' mean over the steps since the last record
         (one step's loss zig-zags), the last step's lr and gradient norm, throughput (and MFU on a GPU)."""
         w, world = self.window, self.d.world
-        values = values | {k: v / w["steps"] for k, v in w["losses"].items()} | {"window_steps": w["steps"]}
+        values = values | {k: v / w["steps"] for k, v in w["losses"].items()}
+        values = {k: float(v) for k, v in values.items()} | {"window_steps": w["steps"]}  # the host read
         elapsed = max(time.time() - w["time"], 1e-9)
         record = {"step": self.step, **values, "seq_per_s": w["seqs"] * world / elapsed,
                   "tokens_per_s": w["tokens"] * world / elapsed, "train_seconds": self.elapsed}  # fmt: skip
@@ -519,7 +554,7 @@ class Trainer:
         log(d, "config:\n" + c.to_json())
         log(d, f"model: {self.raw_model.num_params(False) / 1e6:.2f}M parameters "
                f"({self.raw_model.num_params() / 1e6:.2f}M non-embedding), objective {self.objective.name}, "
-               f"{d.world} rank(s) on {self.device}, from step {self.step}")  # fmt: skip
+               f"{d.world} rank(s) on {self.device}{self._ddp()}, from step {self.step}")  # fmt: skip
         if c.schedule.budget:
             limit = f" or at step {c.schedule.max_steps:,}" if c.schedule.max_steps else ""
             log(d, f"budget: {c.schedule.budget} of training time (evaluation and checkpoints not counted), "
@@ -530,6 +565,7 @@ class Trainer:
             values = self.train_step()
             last = c.schedule.finished(self.step, self.elapsed)
             if self.step % c.logging.every == 0 or last:
+                self.check_finite()
                 self.log_progress(values)
             if self.has_validation and ((c.eval.every and self.step % c.eval.every == 0) or last):
                 self.log_validation(self.evaluate())
@@ -538,6 +574,9 @@ class Trainer:
             if self.step % c.checkpoint.every == 0 or on_time or last:
                 self.save_checkpoint()
         return self.summary(time.time() - started)
+
+    def _ddp(self) -> str:
+        return f" (DDP over {dist.get_backend()})" if isinstance(self.model, DistributedDataParallel) else ""
 
     def summary(self, seconds: float) -> dict:
         digest = weights_digest(self.raw_model)

@@ -30,7 +30,7 @@ def read_json(path: str | Path) -> Any:
 
 
 def remove_stale_temps(directory: str | Path, names: Iterable[str]) -> int:
-    """Remove what killed writes left under `directory`: the temporary names (`.NAME.tmp-PID`, temp_name) of
+    """Remove what killed writes left under `directory`: the temporary names (`.NAME.tmp-PID-START`) of
     the files and directories named by `names` (relative paths, fnmatch patterns: an output's own files),
     in the folders where they are written, and of no process alive but this one. Never a walk of the
     whole tree: a user's folder beside an output may hold names of this shape, and they are not ours."""
@@ -45,7 +45,7 @@ def remove_stale_temps(directory: str | Path, names: Iterable[str]) -> int:
             prefix = f"{where.relative_to(directory).as_posix()}/" if where != directory else ""
             for tmp in storage.glob(where, ".*.tmp-*"):
                 match = _TEMP.fullmatch(tmp.name)
-                if match and _stale(int(match[2])) and any(
+                if match and _stale(int(match[2]), match[3] and int(match[3])) and any(
                     fnmatch.fnmatchcase(prefix + match[1], p) for p in patterns
                 ):
                     storage.remove_tree(tmp)
@@ -59,11 +59,14 @@ def remove_stale_temps_of(path: Path) -> int:
     return remove_stale_temps(path.parent, [glob.escape(path.name)])
 
 
-_TEMP = re.compile(r"\.(.+)\.tmp-(\d{1,9})")  # temp_name's shape: `.NAME.tmp-PID`
+_TEMP = re.compile(r"\.(.+)\.tmp-(\d{1,9})(?:-(\d{1,20}))?")  # temp_name's `.NAME.tmp-PID-START` (or -PID)
 
 
-def _stale(pid: int) -> bool:
-    return pid == os.getpid() or not alive(pid)
+def _stale(pid: int, start: int | None) -> bool:
+    """Left by a process that is gone: no process of that pid, or one started at another time than the
+    writer (its pid reused); this process's own temporaries are stale too (it is only starting)."""
+    reused = bool(start) and storage.process_start(pid) not in (0, start)
+    return pid == os.getpid() or not alive(pid) or reused
 
 
 def _linked_below(directory: Path, where: Path) -> bool:

@@ -388,8 +388,21 @@ def _unwrap(path: Any) -> str:
 
 
 def temp_name(path: Path) -> Path:
-    """The temporary name a file is written under before it is renamed into place (same directory)."""
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    """The temporary name a file is written under before it is renamed into place (same directory):
+    `.NAME.tmp-PID-START`, the writer's pid and start time (`process_start`), so that a later run tells a
+    killed writer's leftovers from a live writer's even once the pid is reused (pid_max is often 32768)."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{process_start(os.getpid())}")
+
+
+def process_start(pid: int) -> int:
+    """When process `pid` started, in clock ticks since boot (Linux's /proc/PID/stat, field 22); 0 where
+    that is not known (another system, or no such process)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return int(stat[stat.rindex(b")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def fsync_file(path: str | os.PathLike) -> None:

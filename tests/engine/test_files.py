@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from corpusprep.engine import storage
 from corpusprep.engine.files import atomic_path, read_json, remove_stale_temps, temp_name, write_json
 
 
@@ -34,3 +37,18 @@ def test_stale_temps_are_removed_and_final_files_kept(tmp_path):
     assert remove_stale_temps(tmp_path, ["d/*.parquet", "d/*.json"]) == 2
     left = sorted(p.name for p in tmp_path.rglob("*") if p.is_file())
     assert left == [".notes.txt.tmp-1", "part-00000.parquet"]
+
+
+def test_a_reused_pid_does_not_keep_a_killed_writers_temp(tmp_path):
+    """pid_max is often 32768: on a busy machine a killed writer's pid soon belongs to another process.
+    The temporary name carries the writer's start time too, so only a live process of that pid *and* that
+    start keeps its temporary; old names (`.NAME.tmp-PID`) keep the pid-only rule."""
+    live = os.getppid()  # a process that is alive, and not this one
+    start = storage.process_start(live)
+    own = storage.process_start(os.getpid())
+    assert start > 0 and temp_name(tmp_path / "x").name == f".x.tmp-{os.getpid()}-{own}"
+    for name in (f".a.json.tmp-{live}-{start}", f".b.json.tmp-{live}-{start + 1}", f".c.json.tmp-{live}"):
+        (tmp_path / name).write_text("{")
+    assert remove_stale_temps(tmp_path, ["*.json"]) == 1
+    kept = sorted(p.name for p in tmp_path.iterdir())
+    assert kept == [f".a.json.tmp-{live}-{start}", f".c.json.tmp-{live}"]

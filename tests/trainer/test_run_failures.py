@@ -8,6 +8,7 @@ import math
 import shutil
 from pathlib import Path
 
+import pytest
 import torch
 
 from tests.interop.helpers import random_model, write_checkpoint, write_vocab
@@ -25,8 +26,16 @@ def run_args(shards: Path, run_dir: Path, *extra: str) -> list[str]:
             *extra]  # fmt: skip
 
 
-def test_a_diverged_loss_is_one_line_and_no_checkpoint_holds_it(tiny_shards, tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("fused", [False, True], ids=["host-check", "skipped-on-device"])
+def test_a_diverged_loss_is_one_line_and_no_checkpoint_holds_it(tiny_shards, tmp_path, capsys, monkeypatch,
+                                                                 fused):
+    """Both guards of train_step: the host read at each step (the CPU's), and fused AdamW skipping the step
+    on the device (CUDA's: found_inf, no host read) with the error at the next logging step, which here
+    (--log-every 2) comes a step later: the same one line, the same checkpoints, finite weights."""
     real, calls = train_module.forward_loss, [0]
+    if fused:  # CPU AdamW fuses too, and takes found_inf as the CUDA kernel does
+        build = train_module.build_optimizer
+        monkeypatch.setattr(train_module, "build_optimizer", lambda m, c, fused: build(m, c, fused=True))
 
     def nan_at_step_3(model, batch, autocast):
         out = real(model, batch, autocast)
@@ -38,13 +47,39 @@ def test_a_diverged_loss_is_one_line_and_no_checkpoint_holds_it(tiny_shards, tmp
 
     monkeypatch.setattr(train_module, "forward_loss", nan_at_step_3)
     run = tmp_path / "run"
-    assert main(run_args(tiny_shards, run)) == 1
+    assert main(run_args(tiny_shards, run, *(["--log-every", "2", "--steps", "6"] if fused else []))) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert err.startswith("error: step 3: the loss is nan") and "lower --lr (optim.lr=0.001)" in err
     assert [step for step, _ in checkpoint.list_checkpoints(run)] == [2]  # the step before, intact
     weights = checkpoint.load(checkpoint.latest(run), "model")
     assert all(torch.isfinite(w).all() for w in weights.values())
+    assert calls[0] == (4 if fused else 3)  # the skipped step 3 is reported after step 4, at its log
+
+
+def test_a_step_skipped_on_the_device_leaves_weights_and_optimizer_as_they_were(tiny_shards, tmp_path,
+                                                                                monkeypatch):
+    """found_inf on fused AdamW, as train_step sets it: a non-finite step changes no weight, no moment and
+    no step count, and reads nothing on the host; check_finite then names the step."""
+    from tests.trainer.test_train import small_run
+    from trainer.config import load_config
+    from trainer.train import Dist, Trainer
+
+    build = train_module.build_optimizer
+    monkeypatch.setattr(train_module, "build_optimizer", lambda m, c, fused: build(m, c, fused=True))
+    config = load_config(None, small_run(tiny_shards, tmp_path / "run"))
+    trainer = Trainer(config, Dist(), torch.device("cpu"))
+    assert trainer.skips_on_device
+    trainer.train_step()
+    before = {k: v.clone() for k, v in trainer.raw_model.state_dict().items()}
+    moments = {k: v.clone() for k, v in trainer.optimizer.state_dict()["state"][0].items()}
+    trainer.raw_model.embeddings.word_embeddings.weight.register_hook(lambda g: g * math.nan)
+    trainer.train_step()
+    assert all(torch.equal(before[k], v) for k, v in trainer.raw_model.state_dict().items())
+    after = trainer.optimizer.state_dict()["state"][0]
+    assert all(torch.equal(moments[k], after[k]) for k in moments)
+    with pytest.raises(train_module.DataError, match=r"^step 2: the gradient norm is nan \(training diver"):
+        trainer.check_finite()
 
 
 def test_a_checkpoint_config_that_is_not_json_is_named(tiny_shards, tmp_path, capsys):

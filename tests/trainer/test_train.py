@@ -154,11 +154,11 @@ def test_training_import_path_needs_only_torch_numpy_pyarrow():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def torchrun(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Two CPU ranks under torchrun. --standalone binds its rendezvous store to a free port itself (no port
-    picked here and raced for); the timeouts leave room for a machine shared with other test runs."""
+def torchrun(*args: str, env: dict | None = None, ranks: int = 2) -> subprocess.CompletedProcess:
+    """Two CPU ranks (or `ranks`) under torchrun. --standalone binds its rendezvous store to a free port
+    itself (no port picked here and raced for); the timeouts leave room for a machine shared with others."""
     worker = REPO / "tests" / "trainer" / "ddp_worker.py"
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks),
                "--rdzv-conf", "join_timeout=300", str(worker), *args]  # fmt: skip
     env = os.environ | {"OMP_NUM_THREADS": "1"} | (env or {})
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
@@ -169,6 +169,22 @@ def assert_clean_exit(done: subprocess.CompletedProcess) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     for sign in ("terminate called", "ChildFailedError", "Traceback"):
         assert sign not in done.stderr, done.stderr[-3000:]
+
+
+@pytest.mark.slow  # ~10 s: one torchrun rank
+def test_one_torchrun_rank_trains_through_ddp_as_n_would(tiny_shards, tmp_path):
+    """Under torchrun even a single process joins a process group and wraps the model in DDP (the code path
+    of N ranks; on a GPU, NCCL's), and ends with the weights of a plain run, which has no DDP."""
+    args = small_run(tiny_shards, tmp_path / "one", "schedule.steps=4", "checkpoint.every=4", "eval.every=4")
+    done = torchrun(*args, ranks=1)
+    assert_clean_exit(done)
+    assert "1 rank(s) on cpu (DDP over gloo)" in done.stdout
+    plain = train(load_config(None, small_run(tiny_shards, tmp_path / "plain", "schedule.steps=4")))
+    one = json.loads((tmp_path / "one" / "summary-rank0.json").read_text())
+    assert one["steps"] == plain["steps"] == 4
+    assert one["weights_sha256"] == plain["weights_sha256"]  # DDP over one rank averages over one: no change
+    state = checkpoint.load(checkpoint.latest(tmp_path / "one"), "trainer")
+    assert state["data"] == {"epoch": 0, "examples": 4 * 8}
 
 
 @pytest.mark.slow
@@ -366,7 +382,8 @@ def test_the_trainers_parts_work_alone(tiny_shards, tmp_path):
     values = trainer.train_step()
     assert trainer.step == 1 and (trainer.position.epoch, trainer.position.examples) == (0, 8)
     assert set(values) == {"loss", "mlm_loss", "nsp_loss", "lr", "grad_norm"}
-    assert values["loss"] == pytest.approx(values["mlm_loss"] + values["nsp_loss"], rel=1e-6)
+    assert all(v.shape == () for k, v in values.items() if k != "lr")  # device tensors: no host read
+    assert float(values["loss"]) == pytest.approx(float(values["mlm_loss"] + values["nsp_loss"]), rel=1e-6)
     assert any(not torch.equal(before[k], v) for k, v in trainer.raw_model.state_dict().items())
     after_step = {k: v.clone() for k, v in trainer.raw_model.state_dict().items()}
     scores = trainer.evaluate()
@@ -378,7 +395,7 @@ def test_the_trainers_parts_work_alone(tiny_shards, tmp_path):
                                                 "model.attention_dropout=0.0", "checkpoint.resume=true")),
                     Dist(), torch.device("cpu"))  # fmt: skip
     assert fresh.step == 1 and fresh.position == trainer.position
-    assert fresh.train_step()["loss"] == trainer.train_step()["loss"]
+    assert float(fresh.train_step()["loss"]) == float(trainer.train_step()["loss"])
 
 
 def test_resume_accepts_the_same_run_said_otherwise(tiny_shards, tmp_path, monkeypatch):
