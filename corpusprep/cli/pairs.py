@@ -21,6 +21,7 @@ from corpusprep.cli.options import (
     with_read_options,
 )
 from corpusprep.console import refuse_stdout
+from corpusprep.engine import storage
 from corpusprep.engine.executor import Executor
 from corpusprep.errors import printable
 from corpusprep.objectives import objective as objective_spec
@@ -110,7 +111,7 @@ def build_pairs_command(
     stats = build_pairs(inputs, vocab, output, options, read_options, executor=executor, overwrite=overwrite,
                         progress=progress)  # fmt: skip
     if stats.get("nothing_to_do"):
-        typer.echo(f"{printable(str(output))}: already built with these inputs, vocab and options; "
+        typer.echo(f"{printable(storage.url(output))}: already built with these inputs, vocab and options; "
                    "nothing to do", err=True)
         return
     # Documents in = used + skipped: the reader's skips (bad JSON lines, empty documents) count too.
@@ -120,7 +121,7 @@ def build_pairs_command(
     files = read_notes(read)  # files and directories skipped, documents cut
     rows = objective_spec(stats.get("objective")).summary(stats)  # what the rows are
     typer.echo(
-        f"{printable(str(output))}: {rows} from "
+        f"{printable(storage.url(output))}: {rows} from "
         f"{stats['documents_used']:,} of {read['documents_seen']:,} documents (skipped: {skipped}{files}) "
         f"in {stats['seconds']:.1f}s",
         err=True,

@@ -11,6 +11,7 @@ import typer
 from corpusprep.cli.app import app
 from corpusprep.cli.options import Overwrite, Progress, Seed, VocabDir, with_executor
 from corpusprep.console import console, refuse_stdout
+from corpusprep.engine import storage
 from corpusprep.engine.executor import Executor
 from corpusprep.errors import DataError, UsageError, plural, printable
 from corpusprep.shard.options import ShardOptions
@@ -71,7 +72,7 @@ def shard(
     from corpusprep.shard.build import MANIFEST, build_shards
 
     refuse_stdout(output, "-o", "a directory of Parquet shards")
-    if (pairs_dir / MANIFEST).is_file():
+    if storage.is_file(pairs_dir / MANIFEST):
         raise UsageError(f"{pairs_dir}: is a shards directory (has {MANIFEST}); shard reads the pairs "
                          "directory that `corpusprep build-pairs` wrote")
     options = ShardOptions(
@@ -86,7 +87,7 @@ def shard(
         f"{name}: {plural(s['examples'], 'example')} in {plural(len(s['shards']), 'shard')}"
         for name, s in manifest["splits"].items()
     ]
-    typer.echo(f"{output}: " + "; ".join(parts), err=True)
+    typer.echo(f"{printable(storage.url(output))}: " + "; ".join(parts), err=True)
 
 
 @app.command()

@@ -11,6 +11,7 @@ from corpusprep.cli import options as opt
 from corpusprep.cli.app import app
 from corpusprep.console import STDOUT, console, refuse_stdout, write_stdout
 from corpusprep.demo_corpus import DEFAULT_MAX_MB, DemoStats, update_demo_corpus, write_demo_jsonl
+from corpusprep.engine import storage
 from corpusprep.engine.progress import Reporter
 from corpusprep.errors import UsageError, printable
 from corpusprep.read import ReadOptions
@@ -123,11 +124,11 @@ def _print_summary(output: Path, report: dict) -> None:
 
     out = console()
     if report["reused"]:
-        out.print(f"{printable(str(output))}: up to date (same inputs and options); pass --overwrite to "
-                  "rebuild")
+        out.print(f"{printable(storage.url(output))}: up to date (same inputs and options); pass --overwrite "
+                  "to rebuild")
         return
     docs, seconds = report["documents"], report["seconds"]
-    line = f"{printable(str(output))}: {report['vocab_size']:,} tokens"
+    line = f"{printable(storage.url(output))}: {report['vocab_size']:,} tokens"
     if report["inputs"]["files"]:
         skipped = sum(docs["skipped"].values())
         line += (f" from {docs['used']:,} documents ({skipped:,} skipped), "

@@ -47,7 +47,7 @@ from typing import Any
 from corpusprep.engine import faults, records, storage
 from corpusprep.engine.executor import Executor, load_marker, run_tasks
 from corpusprep.engine.files import remove_stale_temps, write_json
-from corpusprep.engine.lock import LOCK_NAME, exclusive_dir, shared_dir
+from corpusprep.engine.lock import LOCK_NAME, check_held, exclusive_dir, shared_dir
 from corpusprep.engine.manifest import (
     CHANGED,
     FORMAT_VERSION,
@@ -114,6 +114,7 @@ class Artifact:
         part_of: str | Path | None = None,
     ) -> None:
         self.directory = Path(directory)
+        self.shown = storage.url(self.directory)  # in messages: a URL with its `//`, a local path as given
         self.row = KINDS[kind] if isinstance(kind, str) else kind
         self.kind = self.row.kind
         self.identity = {"kind": self.kind, "format_version": FORMAT_VERSION, **identity}
@@ -126,8 +127,9 @@ class Artifact:
         self.state = State.FRESH
         self.foreign: set[str] = set()
         self._records: dict[str, dict] = {}
-        if self.directory.exists() and not self.directory.is_dir():
-            raise UsageError(f"{self.directory}: exists and is not a directory; pick another output")
+        if storage.is_file(self.directory):
+            raise UsageError(f"{storage.url(self.directory)}: exists and is not a directory; pick another "
+                             "output")  # fmt: skip
         self.inputs = [Path(p) for p in inputs]
         check_not_nested(self.directory, self.inputs, self.command)
         check_not_inside(self.directory, self.command, "pick another output directory", part_of=part_of)
@@ -146,7 +148,7 @@ class Artifact:
         try:
             self._locks.enter_context(exclusive_dir(self.directory))
             for source in self.inputs:
-                if source.is_dir() and is_artifact_dir(source, lock=False):
+                if storage.is_dir(source) and is_artifact_dir(source, lock=False):
                     self._locks.enter_context(shared_dir(source))
             self._decide()
         except BaseException:
@@ -201,7 +203,7 @@ class Artifact:
     def _refuse_other_kind(self, manifest: dict | None, run: dict | None) -> None:
         if manifest is not None and manifest["kind"] != self.kind:
             raise UsageError(
-                f"{self.directory}: holds {manifest['kind']}, not {self.kind}; pick another output directory"
+                f"{self.shown}: holds {manifest['kind']}, not {self.kind}; pick another output directory"
             )
         other = recognise(self.directory)
         # a record of this kind, finished or not, may look like what the kind writes (an import: a checkpoint)
@@ -209,7 +211,7 @@ class Artifact:
         own_look = ours and other is not None and other.name in self.row.looks_like
         if other is not None and other.kind != self.kind and not own_look:  # another kind's output
             raise UsageError(
-                f"{self.directory}: holds {other.what}, not {self.kind}; pick another output directory"
+                f"{self.shown}: holds {other.what}, not {self.kind}; pick another output directory"
             )
 
     def _complete_or_repair(self, manifest: dict) -> None:
@@ -245,7 +247,7 @@ class Artifact:
             changes = describe_changes(previous or {}, self.identity) or ["unknown"]
             unfinished = "" if manifest is not None else "an unfinished "
             raise UsageError(
-                f"{self.directory}: holds {unfinished}{self.kind} built from other inputs or options "
+                f"{self.shown}: holds {unfinished}{self.kind} built from other inputs or options "
                 f"({'; '.join(changes[:3])}); pass --overwrite to rebuild it, or pick another directory"
             )
         self._clear(manifest, unfinished=manifest is None, foreign=set((run or {}).get("foreign", [])))
@@ -264,7 +266,7 @@ class Artifact:
             )
         if visible and not self.overwrite:
             raise UsageError(
-                f"{self.directory}: holds files no corpusprep run wrote ({', '.join(visible[:3])}); pick "
+                f"{self.shown}: holds files no corpusprep run wrote ({', '.join(visible[:3])}); pick "
                 "another directory, or pass --overwrite to write beside them (they are never deleted)"
             )
         if visible:
@@ -276,7 +278,7 @@ class Artifact:
         return {
             name
             for p in storage.rglob(self.directory, "*")
-            if p.is_file() and p.name != LOCK_NAME
+            if p.name != LOCK_NAME and storage.is_file(p)
             and not (name := p.relative_to(self.directory).as_posix()).startswith(WORK + "/")
         }
 
@@ -332,10 +334,10 @@ class Artifact:
         for path in reversed(storage.rglob(self.directory, "*")):  # rglob descends into no linked folder
             name = path.relative_to(self.directory).as_posix()
             ours = name in owned or (unfinished and _matches(name, self.owns) and name not in foreign)
-            if ours and (path.is_file() or path.is_symlink()):
+            if ours and (path.is_symlink() or storage.is_file(path)):
                 storage.remove(inside(self.directory, name, write=True))  # a link: refused, named
         for path in reversed(storage.rglob(self.directory, "*")):  # directories emptied above
-            if path.is_dir() and path.name != WORK and not storage.list_dir(path):
+            if path.name != WORK and storage.is_dir(path) and not storage.list_dir(path):
                 storage.rmdir(path)
         storage.remove_tree(self.work)
         storage.remove(self.directory / MANIFEST, missing_ok=True)
@@ -344,7 +346,7 @@ class Artifact:
             self._note_foreign(left)
 
     def _note_foreign(self, names: list[str]) -> None:
-        self._note(f"{self.directory}: left in place, not written by corpusprep: {', '.join(names[:5])}")
+        self._note(f"{self.shown}: left in place, not written by corpusprep: {', '.join(names[:5])}")
 
     def _note(self, message: str) -> None:
         if not self.quiet:
@@ -384,7 +386,7 @@ class Artifact:
                     owned[name] = entry
         for name in files:
             path = self.directory / name
-            owned[name] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
+            owned[name] = {"size": storage.stat(path).st_size, "sha256": sha256_file(path)}
         final = {k: v for k, v in records.items() if any(not n.startswith(WORK + "/") for n in v["outputs"])}
         manifest = {
             "kind": self.kind,
@@ -395,6 +397,7 @@ class Artifact:
             "tasks": final,
             **(record or {}),
         }
+        check_held(self.directory)  # on a store: the lease still ours (engine.lock), else no manifest
         write_json(self.directory / MANIFEST, manifest)
         faults.reached("artifact_committed")
         storage.remove_tree(self.work)

@@ -39,7 +39,8 @@ def remove_stale_temps(directory: str | Path, names: Iterable[str]) -> int:
     removed = 0
     for folder in sorted({p.rpartition("/")[0] for p in patterns}):
         for where in [directory] if not folder else storage.glob(directory, folder):
-            if where.is_symlink() or not where.is_dir() or (folder and _linked_below(directory, where)):
+            linked = where.is_symlink() or (folder and _linked_below(directory, where))
+            if linked or not storage.is_dir(where):
                 continue
             prefix = f"{where.relative_to(directory).as_posix()}/" if where != directory else ""
             for tmp in storage.glob(where, ".*.tmp-*"):
@@ -62,7 +63,7 @@ _TEMP = re.compile(r"\.(.+)\.tmp-(\d{1,9})")  # temp_name's shape: `.NAME.tmp-PI
 
 
 def _stale(pid: int) -> bool:
-    return pid == os.getpid() or not _alive(pid)
+    return pid == os.getpid() or not alive(pid)
 
 
 def _linked_below(directory: Path, where: Path) -> bool:
@@ -70,7 +71,8 @@ def _linked_below(directory: Path, where: Path) -> bool:
     return any(p.is_symlink() for p in [where, *where.parents] if directory in p.parents)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """A process of this pid runs on this machine (another user's too)."""
     try:
         os.kill(pid, 0)
     except (ProcessLookupError, OverflowError):

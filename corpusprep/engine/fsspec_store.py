@@ -18,10 +18,12 @@ stages it locally, then `put_file`, a PUT or a multipart upload, which readers s
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import IO, Any
@@ -108,14 +110,20 @@ class FsspecStore(Store):
 
     @client_errors
     def list(self, path: Any) -> list[Path]:
+        return self._paths(path, [info["name"] for info in self._ls(path)])
+
+    def _ls(self, path: Any) -> list[dict]:
+        """The entries under a prefix; none for a prefix without objects (a local empty directory's [])."""
         fs, key = self.fs(path)
-        return self._paths(path, fs.ls(key, detail=False))
+        try:
+            return fs.ls(key, detail=True)
+        except FileNotFoundError:
+            return []
 
     @client_errors
     def entries(self, path: Any) -> tuple[list[str], list[str]]:
-        fs, key = self.fs(path)
         dirs, files = [], []
-        for info in fs.ls(key, detail=True):
+        for info in self._ls(path):
             name = info["name"].rstrip("/").rpartition("/")[2]
             (dirs if info["type"] == "directory" else files).append(name)
         return sorted(dirs), sorted(files)
@@ -152,6 +160,32 @@ class FsspecStore(Store):
         fs, key = self.fs(path)
         return fs.isfile(key)
 
+    @client_errors
+    def create_exclusive(self, path: Any, data: bytes) -> str:
+        """Put `data` at `path` only where no object is (`If-None-Match: *`); FileExistsError if one is."""
+        fs, key = self.fs(path)
+        with _precondition_as_exists(path):
+            return _tag(fs.pipe_file(key, data, mode="create"))
+
+    @client_errors
+    def read_tagged(self, path: Any, limit: int) -> tuple[bytes, str]:
+        """(the object's bytes, its content tag), read afresh (not from the listing cache) and together:
+        s3fs reads with If-Match on the tag it looked up, so an object rewritten between is
+        FileExistsError, never bytes of one version with the tag of another."""
+        fs, key = self.fs(path)
+        fs.invalidate_cache(key)
+        with _precondition_as_exists(path):
+            tag = self.stat(path).tag
+            return self.read_bounded(path, limit), tag
+
+    @client_errors
+    def replace_if(self, path: Any, data: bytes, tag: str) -> str:
+        """Put `data` at `path` only while the object there is still the one tagged `tag` (`If-Match`);
+        FileExistsError when another write came between (S3's 412 PreconditionFailed)."""
+        fs, key = self.fs(path)
+        with _precondition_as_exists(path):
+            return _tag(fs.pipe_file(key, data, IfMatch=f'"{tag}"'))
+
     def makedirs(self, path: Any) -> None:
         pass  # no directories: a key's prefix exists while an object under it does
 
@@ -177,6 +211,26 @@ class FsspecStore(Store):
 
     def rmdir(self, path: Any) -> None:
         pass  # a prefix goes with its last object
+
+
+@contextlib.contextmanager
+def _precondition_as_exists(path: Any) -> Iterator[None]:
+    """S3's 412 (a condition of the request did not hold) as FileExistsError: s3fs reports it so for a write's
+    If-None-Match, as an EINVAL OSError for a write's If-Match, as FileExpired for a read's."""
+    try:
+        yield
+    except FileExistsError:
+        raise
+    except OSError as error:
+        if type(error).__name__ == "FileExpired" or (error.errno == errno.EINVAL
+                                                     and "pre-condition" in str(error)):  # fmt: skip
+            raise FileExistsError(errno.EEXIST, "changed by another writer", url(path)) from error
+        raise
+
+
+def _tag(response: Any) -> str:
+    """The new object's content tag from a PUT's response (S3's ETag, quotes stripped)."""
+    return str((response or {}).get("ETag", "")).strip('"')
 
 
 def _filesystem(scheme: str, path: Any) -> Any:

@@ -91,10 +91,11 @@ def damaged(directory: Path, manifest: dict, checksums: bool | Iterable[str]) ->
     found = []
     for name, entry in sorted(manifest["files"].items()):
         path = inside(directory, name)
-        if not path.is_file():
+        size = storage.stat(path).st_size if storage.is_file(path) else None
+        if size is None:
             found.append((path, "missing"))
-        elif path.stat().st_size != entry["size"]:
-            found.append((path, f"{path.stat().st_size} bytes, manifest says {entry['size']}"))
+        elif size != entry["size"]:
+            found.append((path, f"{size} bytes, manifest says {entry['size']}"))
         elif name in hashed and sha256_file(path) != entry["sha256"]:
             found.append((path, CHANGED))
     return found
@@ -120,7 +121,8 @@ def require(
     kinds = (kind,) if isinstance(kind, str) else tuple(kind)
     manifest = load_manifest(directory)
     if manifest is None:
-        what = "missing" if not directory.exists() else f"not a finished corpusprep output (no {MANIFEST})"
+        found = storage.exists(directory)
+        what = f"not a finished corpusprep output (no {MANIFEST})" if found else "missing"
         raise InputError(f"{directory}: {what}")
     if manifest["kind"] not in kinds:
         raise InputError(f"{directory}: holds {manifest['kind']}, not {' or '.join(kinds)}")

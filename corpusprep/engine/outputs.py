@@ -44,10 +44,11 @@ class Sign:
     globs: tuple[str, ...] = ()
 
     def found(self, d: Path) -> bool:
-        return (all((d / n).is_file() for n in self.files) and all((d / n).is_dir() for n in self.dirs)
-                and (not self.any_of or any((d / n).exists() for n in self.any_of))
-                and (not self.any_file or any((d / n).is_file() for n in self.any_file))
-                and (not self.any_dir or any((d / n).is_dir() for n in self.any_dir))
+        file, folder = storage.is_file, storage.is_dir
+        return (all(file(d / n) for n in self.files) and all(folder(d / n) for n in self.dirs)
+                and (not self.any_of or any(storage.exists(d / n) for n in self.any_of))
+                and (not self.any_file or any(file(d / n) for n in self.any_file))
+                and (not self.any_dir or any(folder(d / n) for n in self.any_dir))
                 and (not self.globs or any(storage.glob(d, g) for g in self.globs)))  # fmt: skip
 
 
@@ -174,8 +175,8 @@ def is_artifact_dir(path: str | Path, *, lock: bool = True) -> bool:
     """A directory holding a corpusprep artifact, finished or not: never read as corpus. `lock=False`: a lock
     alone is no sign (a refused command leaves one wherever it was pointed)."""
     path = Path(path)
-    built = (path / MANIFEST).is_file() or (path / RUN_RECORD).is_file()
-    return built or (lock and (path / LOCK_NAME).exists())
+    built = storage.is_file(path / MANIFEST) or storage.is_file(path / RUN_RECORD)
+    return built or (lock and storage.exists(path / LOCK_NAME))
 
 
 def kind_of(directory: Path) -> OutputKind | None:
@@ -192,9 +193,9 @@ def validate(path: str | Path) -> tuple[str, list[str], str]:
     """(what it is, problems, summary) of any output in the registry, by its kind's validator; one line
     (InputError) for a path that is none of them."""
     path = Path(path)
-    if not path.exists():
+    if not storage.exists(path):
         raise InputError(f"{path}: no such directory")
-    if not path.is_dir():
+    if not storage.is_dir(path):
         raise InputError(f"{path}: is a file; validate takes a directory corpusprep or the trainer wrote")
     kind = kind_of(path)
     if kind is None:

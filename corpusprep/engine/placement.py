@@ -63,22 +63,21 @@ def check_not_inside(
 ) -> None:
     """Refuse an output that lies inside another output (`enclosing_output`), one line ending in `advice`;
     `part_of`: the command's own output it may lie in (an import's checkpoint holds its vocab). An output on
-    an object store is refused here, for now (`check_local`)."""
-    check_local(path, command)
-    found = enclosing_output(Path(path).resolve().parents, pipeline_runs=pipeline_runs)
-    if found and (part_of is None or found[0] != Path(part_of).resolve()):
+    an object store alike: the prefixes above it in its bucket are looked at through the storage seam."""
+    found = enclosing_output(_above(path), pipeline_runs=pipeline_runs)
+    if found and (part_of is None or found[0] != storage.resolve(part_of)):
         prefix = f"{command}: " if command else ""
-        raise UsageError(f"{prefix}{path} is inside {found[1]} ({found[0]}); {advice}")
+        raise UsageError(f"{prefix}{storage.url(path)} is inside {found[1]} ({storage.url(found[0])}); "
+                         f"{advice}")  # fmt: skip
 
 
-def check_local(path: str | Path, command: str | None) -> None:
-    """Outputs live on this machine's file system for now: an object store (`s3://`) holds inputs only (its
-    writer's lock, a lease object, is issue 24's next step: docs/extension.md)."""
-    scheme = storage.scheme_of(path)
-    if scheme not in (None, "file"):
-        prefix = f"{command}: " if command else ""
-        raise UsageError(f"{prefix}{storage.url(path)}: outputs on {scheme}:// are not supported yet (inputs "
-                         "are); write to a local path")  # fmt: skip
+def _above(path: str | Path) -> list[Path]:
+    """The directories above an output: a local path's parents, a URL's prefixes in its bucket (never the
+    `s3:` and `.` pathlib's folded `s3:/bucket/key` has above it)."""
+    parents = list(storage.resolve(path).parents)
+    if storage.scheme_of(path) in (None, "file"):
+        return parents
+    return [p for p in parents if storage.scheme_of(p) is not None]
 
 
 PIPELINE_RUN_ENV = "CORPUSPREP_PIPELINE_RUN"  # the run dir of the pipeline running now (`pipeline_stages`)
@@ -103,7 +102,7 @@ def pipeline_stages(run_dir: str | Path) -> Iterator[None]:
 def in_running_pipeline(path: str | Path) -> bool:
     """Does `path` lie inside the run directory of the pipeline running now (`pipeline_stages`)?"""
     own = os.environ.get(PIPELINE_RUN_ENV)
-    return bool(own) and Path(own) in Path(path).resolve().parents
+    return bool(own) and Path(own) in storage.resolve(path).parents
 
 
 def enclosing_output(directories: Iterable[Path], *, pipeline_runs: bool = True) -> tuple[Path, str] | None:
@@ -118,7 +117,7 @@ def enclosing_output(directories: Iterable[Path], *, pipeline_runs: bool = True)
     for directory in directories:
         found = recognise(directory, strict=True)
         if found and found.name == "pipeline" and (
-            not pipeline_runs or (own and Path(directory).resolve() == Path(own))
+            not pipeline_runs or (own and storage.resolve(directory) == Path(own))
         ):
             continue
         if is_artifact_dir(directory, lock=False):  # a refused command leaves a lock in any folder

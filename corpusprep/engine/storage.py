@@ -140,6 +140,10 @@ class Store(ABC):
     @abstractmethod
     def is_file(self, path: Any) -> bool: ...
 
+    def exists(self, path: Any) -> bool:
+        """A file or a directory (on an object store: an object, or a prefix with objects under it)."""
+        return self.is_file(path) or self.is_dir(path)
+
     @abstractmethod
     def makedirs(self, path: Any) -> None:
         """Make the directory `path` and its parents; nothing if it exists."""
@@ -163,6 +167,22 @@ class Store(ABC):
     def local(self, path: Any) -> Path | None:
         """`path` on this machine's file system, or None (the default: a remote store)."""
         return None
+
+    def create_exclusive(self, path: Any, data: bytes) -> str:
+        """Write a new object only where none is, in one request; its content tag. FileExistsError when
+        one is there. A store without conditional writes has no lease (engine/lock.py)."""
+        raise UsageError(f"{printable(url(path))}: this storage has no conditional write, so no writer's "
+                         "lease; write to a local path or s3://")  # fmt: skip
+
+    def read_tagged(self, path: Any, limit: int) -> tuple[bytes, str]:
+        """(bytes, content tag) of one object, of one version of it; FileExistsError when it changed while
+        read."""
+        raise UsageError(f"{printable(url(path))}: this storage has no content tags")
+
+    def replace_if(self, path: Any, data: bytes, tag: str) -> str:
+        """Replace the object at `path` only while its content tag is `tag`; the new tag. FileExistsError
+        when another write came between."""
+        raise UsageError(f"{printable(url(path))}: this storage has no conditional write")
 
     def resolve(self, path: Any) -> Path:
         """The one name of `path` (two names of one file compare equal): a URL has no links or relative
@@ -288,6 +308,9 @@ class LocalStore(Store):
 
     def is_file(self, path: Any) -> bool:
         return self.local(path).is_file()
+
+    def exists(self, path: Any) -> bool:
+        return self.local(path).exists()
 
     def makedirs(self, path: Any) -> None:
         self.local(path).mkdir(parents=True, exist_ok=True)
@@ -493,6 +516,11 @@ def is_dir(path: str | os.PathLike) -> bool:
 
 def is_file(path: str | os.PathLike) -> bool:
     return store_for(path).is_file(path)
+
+
+def exists(path: str | os.PathLike) -> bool:
+    """A file or a directory is there (a link: what it points to)."""
+    return store_for(path).exists(path)
 
 
 def makedirs(path: str | os.PathLike) -> None:

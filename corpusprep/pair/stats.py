@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from corpusprep.engine import storage
 from corpusprep.engine.executor import merge_stats
 from corpusprep.objectives import objective as objective_spec
 from corpusprep.objectives.base import NO_SENTENCES
@@ -52,7 +53,7 @@ def assemble_stats(
         "identity": identity,
         "options": identity["options"],
         "objective": spec.name,
-        "vocab": {"sha256": vocab.sha256, "size": vocab.size, "directory": str(vocab.directory)},
+        "vocab": {"sha256": vocab.sha256, "size": vocab.size, "directory": storage.url(vocab.directory)},
         "read": read["read"],
         "documents": total["documents"],
         "documents_used": total["documents_used"],

@@ -80,7 +80,7 @@ class PairArgs:
 def load_tokenizer(path: str):
     from tokenizers import Tokenizer
 
-    return Tokenizer.from_file(path)
+    return Tokenizer.from_str(storage.read_text(path, encoding="utf-8"))  # a vocab on a store too
 
 
 @contextlib.contextmanager
@@ -101,7 +101,8 @@ def tokenize_task(task: Task) -> dict[str, Any]:
     """Split and tokenize one chunk of documents; write a token cache per (split, partition)."""
     args: TokenizeArgs = task.args
     opts = args.options
-    table = pa.ipc.open_file(args.chunk).read_all()
+    with storage.open_file(args.chunk, "rb") as f:
+        table = pa.ipc.open_file(f).read_all()
     ids = table.column("id").to_pylist()
     texts = table.column("text").to_pylist()
     presplit = table.column("sentences").to_pylist()
@@ -163,7 +164,8 @@ class PartitionCache:
 
     def get(self, cache_dir: Path, dtype: np.dtype) -> PartitionTokens:
         files = storage.glob(cache_dir, "c*.npz")
-        key = (str(cache_dir), dtype.str, [(f.name, (st := f.stat()).st_size, st.st_mtime_ns) for f in files])
+        key = (str(cache_dir), dtype.str,
+               [(f.name, (st := storage.stat(f)).st_size, st.st_mtime_ns) for f in files])  # fmt: skip
         if self._key != key:
             self._key = self._part = None  # drop the previous partition before loading the next
             part = concat_partitions([load_cache(f) for f in files], dtype)

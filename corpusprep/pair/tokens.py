@@ -377,7 +377,7 @@ def save_cache(path: Path, part: PartitionTokens) -> None:
 
 
 def load_cache(path: Path) -> PartitionTokens:
-    with np.load(path) as data:
+    with storage.open_file(path, "rb") as f, np.load(f) as data:
         return PartitionTokens(
             data["tokens"],
             data["sent_offsets"],

@@ -304,7 +304,8 @@ def build_shards(
                    executor=executor, progress=progress, overwrite=overwrite, command="shard") as run:
         if run.complete is not None:
             if progress:
-                print(f"{out_dir}: already holds these shards (same pairs, vocab and options): nothing to do")
+                print(f"{storage.url(out_dir)}: already holds these shards (same pairs, vocab and options): "
+                      "nothing to do")
             return load_record(out_dir / MANIFEST, "shards_manifest")
         dupes = {split: options.dupe_masks if split == "train" else 1 for split in plan.inputs}
         examples = {s: [n * dupes[s] for _, n in files] for s, files in plan.inputs.items()}
@@ -317,7 +318,7 @@ def build_shards(
         written = run.phase("shuffle + write", write_shard, shards, unit="examples", seconds=seconds,
                             count=lambda s: s["rows"], stats_kind="shard_task")
         manifest = shards_manifest(plan, run, shards, written, masked, vocab, vocab_dir, options)
-        source = Path(vocab_dir) / "vocab.txt" if Path(vocab_dir).is_dir() else Path(vocab_dir)
+        source = Path(vocab_dir) / "vocab.txt" if storage.is_dir(vocab_dir) else Path(vocab_dir)
         storage.copy_file(source, out_dir / VOCAB_COPY)
         write_json(out_dir / MANIFEST, manifest)
         run.commit(files=[VOCAB_COPY, MANIFEST])
@@ -341,8 +342,9 @@ class ShardPlan:
 
 def plan_inputs(pairs_dir: Path, vocab_dir: Path, vocab: VocabInfo, options: ShardOptions) -> ShardPlan:
     """Check the pairs (complete, their stats.json unchanged, built with this vocab) and plan the run."""
-    if not pairs_dir.is_dir():
-        raise InputError(f"{pairs_dir}: no such pairs directory (run `corpusprep build-pairs` first)")
+    if not storage.is_dir(pairs_dir):
+        raise InputError(f"{storage.url(pairs_dir)}: no such pairs directory (run `corpusprep build-pairs` "
+                         "first)")  # fmt: skip
     # complete: every file there with its size; stats.json unchanged too (each pairs file is checked by the
     # task that reads it, in parallel)
     pairs_artifact = manifests.require(pairs_dir, "pairs", checksums=["stats.json"])
@@ -424,13 +426,13 @@ def shards_manifest(plan: ShardPlan, run: StageRun, shards: list[Task], written:
         "max_seq_length": plan.max_seq_length,
         "token_dtype": str(vocab.token_dtype),
         "vocab": {
-            "path": str(Path(vocab_dir).resolve()),
+            "path": storage.url(storage.resolve(vocab_dir)),
             "sha256": vocab.sha256,
             "size": vocab.size,
             "special_ids": {token: vocab.ids[token] for token in SPECIAL_TOKENS},
         },
-        "pairs": {"path": str(plan.pairs_dir.resolve()),
-                  "files": {s: [[p.name, p.stat().st_size, n] for p, n in files_]
+        "pairs": {"path": storage.url(storage.resolve(plan.pairs_dir)),
+                  "files": {s: [[p.name, storage.stat(p).st_size, n] for p, n in files_]
                             for s, files_ in plan.inputs.items()}},  # fmt: skip
         "pairs_stats": plan.pairs_stats,
         "mask_decisions": {k: sum(stats[k] for stats in masked) for k in ACTIONS},

@@ -59,7 +59,9 @@ def read_groups(
     for path, (offset, count, w, kk) in groups:
         with storage.open_file(path, "rb") as f:
             f.seek(offset)
-            parts = [np.fromfile(f, dtype, size) for dtype, size in _layout(token, count, w, kk)]
+            # read, not np.fromfile: a store's file object has no file descriptor
+            parts = [np.frombuffer(f.read(np.dtype(dtype).itemsize * size), dtype, size)
+                     for dtype, size in _layout(token, count, w, kk)]  # fmt: skip
         to = rows[done : done + count]
         ids[to, :w] = parts[0].reshape(count, w)
         lengths[to], len_a[to], label[to], predicted[to] = parts[1:5]

@@ -66,7 +66,7 @@ def run_sentences(
     for path in (out, out and record_path(out), stats_file):
         if path is not None:
             remove_stale_temps_of(path)
-    if out is not None and out.exists() and not overwrite:
+    if out is not None and storage.exists(out) and not overwrite:
         return _reuse(out, identity, stats_file)
     if out is not None:
         storage.remove(record_path(out), missing_ok=True)  # the file it described is about to be replaced
@@ -81,7 +81,7 @@ def run_sentences(
                 return None  # the reader stopped reading (`| head`): nothing more to say
         else:
             (write_parquet if options.format == "parquet" else write_text)(out, rows)
-    report = {"output": printable(str(out)) if out else "standard output", "format": options.format,
+    report = {"output": printable(storage.url(out)) if out else "standard output", "format": options.format,
               "splitter": options.splitter, "language": options.language, "line_breaks": options.line_breaks,
               "seconds": round(time.perf_counter() - start, 3),
               "read": read_stats.to_dict(), "split": split_stats.to_dict()}  # fmt: skip

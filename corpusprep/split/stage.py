@@ -56,14 +56,14 @@ def read_output_record(output: Path) -> dict | None:
     as inputs are fingerprinted); None for a file corpusprep did not write, or that changed since."""
     record = load_record(record_path(output), "sentences_record", missing_ok=True)
     try:
-        st = output.stat()
+        st = storage.stat(output)
     except OSError:
         return None
     return record if record is not None and record["output"] == [st.st_size, st.st_mtime_ns] else None
 
 
 def write_output_record(output: Path, identity: dict, report: dict) -> None:
-    st = output.stat()
+    st = storage.stat(output)
     write_json(record_path(output), {"identity": identity, "output": [st.st_size, st.st_mtime_ns],
                                      "report": report})
 

@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from corpusprep.engine import storage
 from corpusprep.engine.manifest import require
 from corpusprep.engine.records import SPECIAL_TOKENS, read_bytes
 from corpusprep.errors import UsageError
@@ -62,10 +63,10 @@ class VocabInfo:
     def load(cls, vocab: str | Path) -> VocabInfo:
         """Load from a vocab directory or a vocab.txt file."""
         path = Path(vocab)
-        directory = path if path.is_dir() else path.parent
-        vocab_txt = path / "vocab.txt" if path.is_dir() else path
-        if not vocab_txt.is_file():
-            raise UsageError(f"{vocab_txt}: no vocab.txt here (run `corpusprep vocab` first)")
+        directory = path if storage.is_dir(path) else path.parent
+        vocab_txt = path / "vocab.txt" if directory == path else path
+        if not storage.is_file(vocab_txt):
+            raise UsageError(f"{storage.url(vocab_txt)}: no vocab.txt here (run `corpusprep vocab` first)")
         data, tokens = read_vocab_txt(vocab_txt)
         return cls(tokens=tuple(tokens), sha256=hashlib.sha256(data).hexdigest(), directory=directory)
 
@@ -75,9 +76,10 @@ class VocabInfo:
         (every file against its manifest's sha256: a few MB at most), then loaded; else one line naming the
         file."""
         path = Path(vocab_dir)
-        if not path.is_dir():
-            what = "is a file" if path.exists() else "no such directory"
-            raise UsageError(f"{path}: {what}; --vocab takes the directory `corpusprep vocab` wrote")
+        if not storage.is_dir(path):
+            what = "is a file" if storage.exists(path) else "no such directory"
+            raise UsageError(f"{storage.url(path)}: {what}; --vocab takes the directory `corpusprep vocab` "
+                             "wrote")  # fmt: skip
         require(path, "vocab", checksums=True)
         return cls.load(path)
 
@@ -148,12 +150,13 @@ class VocabInfo:
 
     def tokenizer_json(self) -> Path:
         """This vocab's tokenizer.json; a one-line error when there is none."""
-        if self.directory is None or not (self.directory / "tokenizer.json").is_file():
-            raise UsageError(f"{self.directory}: no tokenizer.json (run `corpusprep vocab --from-vocab ...`)")
+        if self.directory is None or not storage.is_file(self.directory / "tokenizer.json"):
+            raise UsageError(f"{storage.url(self.directory or '')}: no tokenizer.json (run `corpusprep vocab "
+                             "--from-vocab ...`)")  # fmt: skip
         return self.directory / "tokenizer.json"
 
     def tokenizer(self):
         """The `tokenizers.Tokenizer` of this vocab (from tokenizer.json)."""
         from tokenizers import Tokenizer
 
-        return Tokenizer.from_file(str(self.tokenizer_json()))
+        return Tokenizer.from_str(storage.read_text(self.tokenizer_json(), encoding="utf-8"))
