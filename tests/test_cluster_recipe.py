@@ -1,29 +1,30 @@
 """docs/cluster.md's rehearsal, run as written: a Ray cluster of three `ray start` processes on this machine
 (a head that runs no task, two worker nodes), each with a temp directory, a working directory and a TMPDIR of
-its own; the corpus only on an S3 server (moto's, on 127.0.0.1: the `s3_server` fixture); vocab, build-pairs
-and shard through corpusprep's Ray engine; the shards copied to S3; two CPU ranks under `torchrun` training
-from `s3://`.
+its own; the corpus, the vocab, the pairs and the shards on an S3 server (moto's, on 127.0.0.1: the
+`s3_server` fixture); vocab, build-pairs and shard through corpusprep's Ray engine; then two CPU ranks under
+`torchrun` training from the `s3://` shards.
 
 What it checks:
 - every command of the doc's block exits 0 (one bash script, as a user types them);
 - vocab, pairs and shards are byte-identical, file for file, to a one-machine run of the same commands with
-  `--engine local --workers 1` instead of the Ray cluster;
-- the tasks ran on the two worker nodes, both of them, for both stages, and no process of any node touched a
-  path under another node's or the driver's directories: every Python process of a node records the paths it
-  hands to corpusprep's storage seam (the audit event `corpusprep.storage`: pyarrow's reads and writes too)
-  or opens with Python (tests/rehearsal_audit/sitecustomize.py, on the nodes' PYTHONPATH);
-- training read the shards from S3 (each one fetched into the ranks' cache under the driver's TMPDIR, named
-  by its sha256), ran 2 ranks for 4 steps and saved step 4; the ranks agree on the weights (the trainer
-  gathers every rank's weights digest at the end and fails the run when they differ);
+  `--engine local --workers 1` instead of the Ray cluster, written to the same URLs (downloaded and removed
+  before the cluster's run): all but the lease (it names its writer) and the vocab's records (timings);
+- the tasks ran on the two worker nodes, both of them, for both stages, the head none, and no process of a
+  node touched a local path of another node or of the driver: each Python process of a node records the
+  paths it hands to corpusprep's storage seam (the audit event `corpusprep.storage`: pyarrow's reads and
+  writes too) or opens with Python (tests/rehearsal_audit/sitecustomize.py, on the nodes' PYTHONPATH), and
+  every local one must lie in the node's own directories;
+- training read the shards from S3 (fetched into the ranks' cache under the driver's TMPDIR, each named by
+  the manifest's sha256), ran 2 ranks for 4 steps and saved step 4; the ranks agree on the weights (the
+  trainer gathers every rank's weights digest at the end and fails the run when they differ);
 - no process of the cluster outlives the doc's last line (`kill` of the three nodes); on a failure the test
   stops what is left, by process id (the nodes' processes carry the rehearsal's log directory in their
   environment), never with `ray stop`, which would stop every Ray process of the machine.
 
-What it does not cover: outputs on S3. The vocab, pairs and shards are written to a local directory `DATA`
-that every node sees, the stand-in for a shared file system, and the worker nodes' tasks read the chunks,
-token caches and pairs there (the corpus itself is read from S3 once, by the driver's read phase); the
-shards reach S3 by the doc's copy step. Nor does it cover nodes on other machines, a network between them,
-or a node lost mid-run (Ray's retries are tested on one machine in tests/engine).
+What it does not cover: nodes on other machines and a network between them (every node here has the same
+corpusprep installation at the same path, and 127.0.0.1), a node lost mid-run (Ray's retries are tested on
+one machine in tests/engine), GPUs, and the reading of the corpus by more than one process: the driver's read
+phase reads it from S3 once and cuts it into chunks on S3, which the tasks then read.
 
 What the test adds to the doc's commands: the variables the doc asks for, each `ray start` started in its
 node's own directory with the audit on its PYTHONPATH, and a trap that stops the nodes if a command fails.
@@ -128,19 +129,17 @@ def touched(log_dir: Path) -> dict[str, list[tuple[str, str]]]:
     return found
 
 
-def check_no_foreign_paths(found: dict[str, list[tuple[str, str]]], root: Path, data: Path) -> None:
-    """Every worker node ran tasks of both stages (its processes touched pairs and shards work files), the
-    head none; no node's process touched a path in another node's directories or the driver's."""
-    private = {name: [root / "disks" / name, root / "nodes" / name] for name in NODES}
-    private["driver"] = [root / "driver"]
+def check_no_foreign_paths(found: dict[str, list[tuple[str, str]]], root: Path, data: str) -> None:
+    """Every worker node ran tasks of both stages (its processes handed pairs and shards paths under `data`
+    to the storage seam), the head none; no node's process touched a local path under `root` outside its own
+    directories (its temp dir and its disk: cwd and TMPDIR)."""
     for node, paths in found.items():
+        own = [f"{root / 'nodes' / node}/", f"{root / 'disks' / node}/"]
         for _, path in paths:
-            for owner, places in private.items():
-                if owner != node:
-                    assert not any(path.startswith(f"{p}/") or path == str(p) for p in places), (node, path)
-        seam = {path for event, path in paths if event == "corpusprep.storage"}
+            assert storage.scheme_of(path) or any(path.startswith(p) for p in own), (node, path)
+        seam = {storage.url(path) for event, path in paths if event == "corpusprep.storage"}
         for stage in ("pairs", "shards"):
-            ran = any(path.startswith(f"{data / stage}/") for path in seam)
+            ran = any(path.startswith(f"{data}/{stage}/") for path in seam)
             assert ran == (node in WORKER_NODES), (node, stage, sorted(seam)[:20])
 
 
@@ -156,9 +155,9 @@ def short_root():
 def environment(root: Path, s3_dir: str) -> dict[str, str]:
     """The variables the doc's block expects, the driver's TMPDIR, and the audit's settings."""
     return os.environ | {
-        "CORPUS": f"{s3_dir}/corpus", "SHARDS": f"{s3_dir}/shards", "DATA": str(root / "data"),
-        "RUNS": str(root / "runs"), "NODES": str(root / "nodes"), "RAY_PORT": str(free_port()),
-        "TMPDIR": str(root / "driver" / "tmp"), "RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1",
+        "CORPUS": f"{s3_dir}/corpus", "DATA": f"{s3_dir}/data", "RUNS": str(root / "runs"),
+        "NODES": str(root / "nodes"), "RAY_PORT": str(free_port()), "TMPDIR": str(root / "driver" / "tmp"),
+        "RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1",
         "CORPUSPREP_REHEARSAL_LOG": str(root / "audit"), "CORPUSPREP_REHEARSAL_ROOT": str(root),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
     }  # fmt: skip
@@ -169,6 +168,19 @@ def bash(lines: list[str], root: Path, env: dict[str, str]) -> subprocess.Comple
                           env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
 
 
+def download(url: str, local: Path, *, remove: bool = False) -> Path:
+    """Every object under `url` as a file under `local` (then deleted from the store if `remove`)."""
+    fs = pytest.importorskip("s3fs").S3FileSystem(skip_instance_cache=True)
+    prefix = url.removeprefix("s3://")
+    for key in fs.find(prefix):
+        target = local / key.removeprefix(f"{prefix}/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fs.get_file(key, str(target))
+    if remove:
+        fs.rm(prefix, recursive=True)
+    return local
+
+
 def one_machine(lines: list[str], root: Path, env: dict[str, str]) -> Path:
     """The doc's corpusprep commands with the local engine and one worker instead of the cluster, into the
     same DATA, then moved aside (to root/local): even the records that name their outputs must match."""
@@ -177,9 +189,7 @@ def one_machine(lines: list[str], root: Path, env: dict[str, str]) -> Path:
     ]
     done = bash(local, root, env)
     assert done.returncode == 0, done.stderr[-3000:]
-    (root / "data").rename(root / "local")
-    (root / "data").mkdir()
-    return root / "local"
+    return download(env["DATA"], root / "local", remove=True)
 
 
 def on_the_cluster(lines: list[str], root: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -199,7 +209,7 @@ def on_the_cluster(lines: list[str], root: Path, env: dict[str, str]) -> subproc
 
 
 def assert_same_outputs(cluster_dir: Path, local_dir: Path) -> None:
-    """Every file the same but the lock (it holds its writer's pid) and the vocab's records (its timings:
+    """Every file the same but the lease (it names its writer) and the vocab's records (its timings:
     the driver trains the vocab in both runs, no engine involved)."""
     timed = {"vocab": {"artifact.json", "vocab_report.json"}}
     for output in ("vocab", "pairs", "shards"):
@@ -213,12 +223,12 @@ def assert_same_outputs(cluster_dir: Path, local_dir: Path) -> None:
     assert sum(name.endswith(".parquet") for name in pairs) >= 6, sorted(pairs)  # tasks for two nodes
 
 
-def assert_trained_from_s3(done: subprocess.CompletedProcess, root: Path) -> None:
-    manifest = json.loads((root / "data" / "shards" / "manifest.json").read_text())
+def assert_trained_from_s3(done: subprocess.CompletedProcess, root: Path, shards: Path) -> None:
+    manifest = json.loads((shards / "manifest.json").read_text())
     cache = root / "driver" / "tmp" / f"corpusprep-shards-{os.getuid()}"
     fetched = {p.name.removesuffix(".parquet") for p in cache.glob("*.parquet")}
-    shards = {entry["sha256"] for split in manifest["splits"].values() for entry in split["shards"]}
-    assert fetched and fetched <= shards, (fetched, shards)  # 4 steps need not reach every shard
+    digests = {entry["sha256"] for split in manifest["splits"].values() for entry in split["shards"]}
+    assert fetched and fetched <= digests, (fetched, digests)  # 4 steps need not reach every shard
     out = done.stdout + done.stderr
     assert "2 rank(s) on cpu" in out and "done: 4 steps" in out, out[-3000:]
     assert (root / "runs" / "rehearsal" / "checkpoints" / "step-0000004").is_dir()
@@ -231,15 +241,16 @@ def test_the_docs_rehearsal_runs_on_three_ray_nodes_and_two_ranks(s3_dir, short_
     lines = rehearsal()
     assert sum(line.startswith("ray start") for line in lines) == 3 and lines[-1].startswith("kill %1 %2 %3")
     root = short_root
-    for name in ("driver/tmp", "audit", "runs", "data"):
+    for name in ("driver/tmp", "audit", "runs"):
         (root / name).mkdir(parents=True)
     write_corpus(f"{s3_dir}/corpus")
     env = environment(root, s3_dir)
     local = one_machine(lines, root, env)
     done = on_the_cluster(lines, root, env)
-    assert_same_outputs(root / "data", local)
-    check_no_foreign_paths(touched(root / "audit"), root, root / "data")
-    assert_trained_from_s3(done, root)
+    cluster = download(env["DATA"], root / "cluster")
+    assert_same_outputs(cluster, local)
+    check_no_foreign_paths(touched(root / "audit"), root, env["DATA"])
+    assert_trained_from_s3(done, root, cluster / "shards")
 
 
 def test_the_audit_records_what_a_process_touches(tmp_path):
@@ -262,11 +273,13 @@ def test_the_audit_records_what_a_process_touches(tmp_path):
     found = touched(tmp_path / "audit")
     mine = tmp_path / "disks" / "node1"
     assert found["node1"] == [("corpusprep.storage", f"{mine}/seam"), ("open", f"{mine}/x")]
-    data = tmp_path / "data"
-    ran = [("corpusprep.storage", f"{data}/pairs/a"), ("corpusprep.storage", f"{data}/shards/b")]
-    check_no_foreign_paths({"head": [], "node1": ran, "node2": ran}, tmp_path, data)
+    data = "s3://bucket/data"
+    ran = [("corpusprep.storage", "s3:/bucket/data/pairs/a"), ("corpusprep.storage", f"{data}/shards/b")]
+    check_no_foreign_paths({"head": [], "node1": ran + found["node1"], "node2": ran}, tmp_path, data)
+    elsewhere = ("open", f"{tmp_path}/disks/node2/x")  # another node's disk
     with pytest.raises(AssertionError, match="node1"):
-        check_no_foreign_paths({"head": [], "node1": ran + [("open", f"{tmp_path}/driver/x")], "node2": ran},
-                               tmp_path, data)  # fmt: skip
-    with pytest.raises(AssertionError, match="node2"):
+        check_no_foreign_paths({"head": [], "node1": [*ran, elsewhere], "node2": ran}, tmp_path, data)
+    with pytest.raises(AssertionError, match="node2"):  # ran no shard task
         check_no_foreign_paths({"head": [], "node1": ran, "node2": ran[:1]}, tmp_path, data)
+    with pytest.raises(AssertionError, match="head"):  # ran a task
+        check_no_foreign_paths({"head": ran, "node1": ran, "node2": ran}, tmp_path, data)
