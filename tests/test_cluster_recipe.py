@@ -22,9 +22,9 @@ What it checks:
   environment), never with `ray stop`, which would stop every Ray process of the machine.
 
 What it does not cover: nodes on other machines and a network between them (every node here has the same
-corpusprep installation at the same path, and 127.0.0.1), a node lost mid-run (Ray's retries are tested on
-one machine in tests/engine), GPUs, and the reading of the corpus by more than one process: the driver's read
-phase reads it from S3 once and cuts it into chunks on S3, which the tasks then read.
+corpusprep installation at the same path, and 127.0.0.1), a node lost mid-run (the Ray engine's task
+retries, `max_retries=2`, are tested nowhere), GPUs, and the reading of the corpus by more than one process:
+the driver's read phase reads it from S3 once and cuts it into chunks on S3, which the tasks then read.
 
 What the test adds to the doc's commands: the variables the doc asks for, each `ray start` started in its
 node's own directory with the audit on its PYTHONPATH, and a trap that stops the nodes if a command fails.
@@ -234,7 +234,7 @@ def assert_trained_from_s3(done: subprocess.CompletedProcess, root: Path, shards
     assert (root / "runs" / "rehearsal" / "checkpoints" / "step-0000004").is_dir()
 
 
-@pytest.mark.slow  # ~60 s on 2 shared cores (load 4): a one-machine run, three Ray nodes, torchrun of 2 ranks
+@pytest.mark.slow  # 60 s alone, 98 s beside other tests (-n 2, 2 shared cores, load 5): 3 Ray nodes, 2 ranks
 @pytest.mark.xdist_group("ray")
 def test_the_docs_rehearsal_runs_on_three_ray_nodes_and_two_ranks(s3_dir, short_root):
     local_ray()
