@@ -127,7 +127,7 @@ class Artifact:
         self.state = State.FRESH
         self.foreign: set[str] = set()
         self._records: dict[str, dict] = {}
-        if storage.is_file(self.directory):
+        if storage.exists(self.directory) and not storage.is_dir(self.directory):
             raise UsageError(f"{storage.url(self.directory)}: exists and is not a directory; pick another "
                              "output")  # fmt: skip
         self.inputs = [Path(p) for p in inputs]

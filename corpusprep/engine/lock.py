@@ -18,8 +18,9 @@ name, `DIR/.corpusprep.lock`, by this rule:
 - it is created with a conditional write that succeeds only where no object is (S3's `If-None-Match: *`),
   holding the writer's id (host, pid, a random nonce) and a heartbeat time (the writer's clock, UTC);
 - a background thread renews the heartbeat every `HEARTBEAT_SECONDS`, each renewal a write conditional on
-  the lease still being the object it last wrote (`If-Match` its ETag); the manifest is written only while
-  the lease is still ours (`check_held`: a writer that lost it stops before its commit, in one line);
+  the lease still being the object it last wrote (`If-Match` its ETag); the manifest is written only after
+  a read of the lease shows it still ours (`check_held`: a writer that lost it stops there, in one line;
+  what a store cannot give is a fence between that read and the manifest's PUT);
 - a second writer fails at start in one line naming the holder and its last heartbeat;
 - a lease whose heartbeat is older than `LEASE_TIMEOUT_SECONDS` belongs to a writer that is dead (killed,
   its machine gone) or stalled for that long: it may be taken over, by a write conditional on it being
@@ -320,9 +321,15 @@ def _release(lease: Lease) -> None:
 
 
 def check_held(directory: str | Path) -> None:
-    """Before a writer commits (its manifest): one line if its lease on a store was taken over meanwhile.
-    Nothing for a local directory (flock holds until the process ends)."""
+    """Before a writer commits (its manifest): one line if its lease on a store is no longer the object
+    there (read now). Nothing for a local directory (flock holds until the process ends)."""
     lease = _HELD.get(storage.url(directory))
-    if lease is not None and lease.lost:
+    if lease is None:
+        return
+    if not lease.lost:  # looked at now, not at the last heartbeat: a takeover since is seen
+        found = read_lease(lease.path)
+        if found is None or found[0].get("nonce") != lease.holder["nonce"]:
+            lease.lost = "another writer took it over, or it was deleted"
+    if lease.lost:
         raise CorpusprepError(f"{storage.url(directory)}: this run's lease was lost: {lease.lost}; nothing "
                               "was committed, rerun to resume")  # fmt: skip

@@ -134,6 +134,12 @@ class Store(ABC):
         with self.open(path, "rb") as f:
             return f.read(limit + 1)
 
+    def read_range(self, path: Any, offset: int, length: int) -> bytes:
+        """`length` bytes of a file from `offset` (fewer at its end)."""
+        with self.open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(length)
+
     @abstractmethod
     def is_dir(self, path: Any) -> bool: ...
 
@@ -424,6 +430,11 @@ def read_bytes(path: str | os.PathLike) -> bytes:
 def read_bounded(path: str | os.PathLike, limit: int) -> bytes:
     """A regular file's bytes (never a FIFO or a device), one DataError line when larger than `limit`."""
     return store_for(path).read_bounded(path, limit)
+
+
+def read_range(path: str | os.PathLike, offset: int, length: int) -> bytes:
+    """`length` bytes of a file from `offset`: on an object store one ranged request of just those bytes."""
+    return store_for(path).read_range(path, offset, length)
 
 
 def read_text(path: str | os.PathLike, encoding: str | None = None, errors: str | None = None) -> str:

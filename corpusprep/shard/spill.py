@@ -57,11 +57,13 @@ def read_groups(
     positions, labels, actions = np.zeros((n, k), LENGTH), np.zeros((n, k), token), np.zeros((n, k), np.int8)
     done = 0
     for path, (offset, count, w, kk) in groups:
-        with storage.open_file(path, "rb") as f:
-            f.seek(offset)
-            # read, not np.fromfile: a store's file object has no file descriptor
-            parts = [np.frombuffer(f.read(np.dtype(dtype).itemsize * size), dtype, size)
-                     for dtype, size in _layout(token, count, w, kk)]  # fmt: skip
+        layout = [(np.dtype(dtype), size) for dtype, size in _layout(token, count, w, kk)]
+        # one read of the group's bytes: on a store one ranged GET, nothing read ahead
+        data = storage.read_range(path, offset, sum(dtype.itemsize * size for dtype, size in layout))
+        parts, at = [], 0
+        for dtype, size in layout:
+            parts.append(np.frombuffer(data, dtype, size, at))
+            at += dtype.itemsize * size
         to = rows[done : done + count]
         ids[to, :w] = parts[0].reshape(count, w)
         lengths[to], len_a[to], label[to], predicted[to] = parts[1:5]

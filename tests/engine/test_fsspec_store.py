@@ -101,3 +101,22 @@ def test_listings_and_globs_are_sorted(s3_dir):
     assert dirs == ["deep"] and files == sorted(names)
     walked = [(storage.url(d), ds, fs) for d, ds, fs in storage.walk(f"{s3_dir}/deep")]
     assert walked == [(f"{s3_dir}/deep", ["er"], []), (f"{s3_dir}/deep/er", [], ["z.jsonl"])]
+
+
+def test_a_prefix_without_objects_lists_as_an_empty_directory(s3_dir):
+    assert storage.list_dir(f"{s3_dir}/none") == [] and storage.entries(f"{s3_dir}/none") == ([], [])
+    assert not storage.exists(f"{s3_dir}/none")  # neither a file nor a directory: nothing there
+    storage.write_bytes(f"{s3_dir}/some/x", b"1")
+    assert storage.exists(f"{s3_dir}/some") and storage.exists(f"{s3_dir}/some/x")
+
+
+def test_conditional_writes_create_once_and_replace_only_the_version_read(s3_dir):
+    store, path = storage.store_for(s3_dir), f"{s3_dir}/lease"
+    tag = store.create_exclusive(path, b"one")
+    with pytest.raises(FileExistsError):
+        store.create_exclusive(path, b"two")  # If-None-Match: * (the server refuses: moto honours it)
+    assert store.read_tagged(path, 100) == (b"one", tag)
+    newer = store.replace_if(path, b"three", tag)
+    with pytest.raises(FileExistsError):
+        store.replace_if(path, b"four", tag)  # If-Match on a version that is gone
+    assert store.read_tagged(path, 100) == (b"three", newer) and newer != tag

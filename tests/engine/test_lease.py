@@ -140,6 +140,15 @@ def test_the_heartbeat_is_renewed_and_a_lease_lost_stops_the_commit(s3_dir, monk
     assert lease_of(out)["host"] == "elsewhere"  # not ours: left in place on release
 
 
+def test_a_lease_taken_over_between_two_heartbeats_is_seen_at_the_commit(s3_dir):
+    out = f"{s3_dir}/out"  # the heartbeat every 15 s: none comes in this test
+    with exclusive_dir(out):
+        check_held(out)
+        plant(out, "elsewhere", age_s=0)
+        with pytest.raises(CorpusprepError, match="lease was lost: another writer took it over, or it was"):
+            check_held(out)
+
+
 def test_a_damaged_lease_is_one_line(s3_dir):
     storage.write_bytes(f"{s3_dir}/out/{LOCK_NAME}", b'{"host": "x", "pid": -1, "heartbeat": "now"}')
     damaged = f"{s3_dir}/out/{LOCK_NAME}: not a lease corpusprep wrote; delete it"
