@@ -18,6 +18,11 @@ file object (`open_file`) or, for Parquet, a `pyarrow.parquet.ParquetFile` (`par
 path where there is one (memory-mapped reads and pyarrow's own I/O stay as they were), else from the file
 object the store opens.
 
+Every path the seam is handed raises the audit event `corpusprep.storage` (PEP 578, `sys.addaudithook`) with
+the path as given: what a process reads, writes or lists can be watched from outside the code (the multi-node
+rehearsal, tests/test_cluster_recipe.py, uses it to check that no task touches another node's files). With no
+hook installed the event costs next to nothing.
+
 Listings (`list_dir`, `glob`, `rglob`) are sorted, so whatever walks them does so in one order on every
 machine; like pathlib's, a recursive glob descends into no linked folder.
 """
@@ -30,6 +35,7 @@ import importlib
 import os
 import re
 import shutil
+import sys
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -64,6 +70,7 @@ def scheme_of(path: str | os.PathLike) -> str | None:
 
 def store_for(path: str | os.PathLike) -> Store:
     """The store that holds `path`; a scheme without a store in `STORES` is one line naming the path."""
+    sys.audit("corpusprep.storage", os.fspath(path))
     scheme = scheme_of(path) or "file"
     if scheme not in _LOADED:
         if scheme not in STORES:
