@@ -89,7 +89,7 @@ def pipeline_stages(run_dir: str | Path) -> Iterator[None]:
     other output to them (`enclosing_output`). An environment variable, so the trainer processes that
     torchrun starts for a train stage know it too; any other command run by hand still refuses it."""
     before = os.environ.get(PIPELINE_RUN_ENV)
-    os.environ[PIPELINE_RUN_ENV] = str(Path(run_dir).resolve())
+    os.environ[PIPELINE_RUN_ENV] = str(storage.resolve(run_dir))
     try:
         yield
     finally:
