@@ -133,8 +133,8 @@ def run_pipeline(
         ran = sum(r["status"] == "ran" for r in records)
         summary = report.write_report(run_dir, pipeline, records, time.perf_counter() - started)
     if ran == 0:
-        console.print(f"{run_dir}: every stage complete; nothing to do")
-    console.print(f"report: {run_dir / 'report.md'}")
+        console.print(f"{storage.url(run_dir)}: every stage complete; nothing to do")
+    console.print(f"report: {storage.url(run_dir / 'report.md')}")
     return summary
 
 

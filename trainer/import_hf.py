@@ -91,10 +91,11 @@ def import_dir(
     record = {
         "model": asdict(config),
         "vocab": {"sha256": vocab.sha256, "size": vocab.size, "path": "vocab"},
-        "source": {"huggingface": str(storage.resolve(hf_dir)), "initialized_fresh": fresh},
+        "source": {"huggingface": storage.url(storage.resolve(hf_dir)), "initialized_fresh": fresh},
     }
     read = [hf_dir / name for name in READ if storage.is_file(hf_dir / name)]
-    files = [[str(storage.resolve(p)), storage.stat(p).st_size, storage.stat(p).st_mtime_ns] for p in read]
+    stats = {p: storage.stat(p) for p in read}
+    files = [[storage.url(storage.resolve(p)), s.st_size, s.st_mtime_ns] for p, s in stats.items()]
     identity = {"inputs": {"files": files}, "options": {"seed": seed}}
     with output_artifact(out, "import", identity, [hf_dir], overwrite, COMMAND) as art:
         if art.complete is not None:

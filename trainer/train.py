@@ -275,7 +275,7 @@ class Trainer:
         found = checkpoint.latest(self.run_dir)
         if found is None:
             if config.checkpoint.resume:  # said, not silent: a mistyped run dir would start over unnoticed
-                log(d, f"{self.run_dir}: no checkpoint to resume from; starting at step 0")
+                log(d, f"{storage.url(self.run_dir)}: no checkpoint to resume from; starting at step 0")
             return None
         saved_config = asdict(checkpoint.saved_train(found))  # its values checked: types and ranges
         if conflicts := checkpoint.resume_conflicts(saved_config, asdict(config)):
@@ -288,7 +288,8 @@ class Trainer:
             raise Finished(found, saved)
         if not config.checkpoint.resume:
             raise UsageError(
-                f"{self.run_dir}: has checkpoints up to {found.name}; pass --resume or use another run dir"
+                f"{storage.url(self.run_dir)}: has checkpoints up to {found.name}; pass --resume or use "
+                "another run dir"
             )
         return found
 
@@ -586,7 +587,7 @@ class Trainer:
             if len(set(digests)) != 1:
                 raise RuntimeError(f"ranks ended with different weights: {digests}")
         where = checkpoint.checkpoint_dir(self.run_dir)
-        log(self.d, f"done: {self.step} steps in {seconds:.1f}s; checkpoints in {where}")
+        log(self.d, f"done: {self.step} steps in {seconds:.1f}s; checkpoints in {storage.url(where)}")
         summary = {"status": "trained", "steps": self.step, "run_dir": str(self.run_dir), "seconds": seconds,
                    "train_seconds": self.elapsed}  # fmt: skip
         return summary | self.last | {"weights_sha256": digest}
