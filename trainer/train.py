@@ -588,8 +588,8 @@ class Trainer:
                 raise RuntimeError(f"ranks ended with different weights: {digests}")
         where = checkpoint.checkpoint_dir(self.run_dir)
         log(self.d, f"done: {self.step} steps in {seconds:.1f}s; checkpoints in {storage.url(where)}")
-        summary = {"status": "trained", "steps": self.step, "run_dir": str(self.run_dir), "seconds": seconds,
-                   "train_seconds": self.elapsed}  # fmt: skip
+        summary = {"status": "trained", "steps": self.step, "run_dir": storage.url(self.run_dir),
+                   "seconds": seconds, "train_seconds": self.elapsed}  # fmt: skip
         return summary | self.last | {"weights_sha256": digest}
 
 

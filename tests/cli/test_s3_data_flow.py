@@ -21,9 +21,11 @@ from tests.cli.test_s3_outputs import local_files, ok, store_files, write_corpus
 from tests.conftest import REPO, S3_BUCKET
 from tests.trainer.evaluate_helpers import write_toy_task
 
-# the records of times and places: alike, not equal, between a run on disk and one on the store
+# what the records of a run on disk and one on the store may differ in: times and rates, and the sizes and
+# digests of records that hold the run's own path (longer on the store)
 TIMED_KEYS = {"seconds", "elapsed", "output", "files", "load_average", "fingerprint", "seq_per_s",
-              "tokens_per_s", "train_seconds", "started", "finished", "wall_seconds"}  # fmt: skip
+              "tokens_per_s", "train_seconds", "started", "finished", "wall_seconds", "throughput", "bytes",
+              "outputs"}  # fmt: skip
 
 
 def python_m(module: str, *args: str | Path) -> subprocess.CompletedProcess:
@@ -99,7 +101,7 @@ def shards(s3_server, tmp_path_factory) -> tuple[Path, str]:
     return local, url
 
 
-@pytest.mark.slow  # 11 commands, each a Python start-up reading small shards (14 s)
+@pytest.mark.slow  # 13 commands, each a Python start-up reading small shards; the fixture builds them (10 s)
 def test_inspect_stats_and_validate_say_of_shards_on_s3_what_they_say_of_the_local_copy(shards):
     local, url = shards
     for command in (["inspect", "-n", "3"], ["stats"], ["validate"]):
@@ -138,7 +140,7 @@ def trainer_run(shards: str | Path, run_dir: str | Path, steps: int, *more: str)
     return ["trainer.run", "--shards", shards, "--run-dir", run_dir, "--steps", str(steps), *more, *TRAIN]
 
 
-@pytest.mark.slow  # 13 commands, 4 of them training a tiny model, 2 fine-tuning one (60 s)
+@pytest.mark.slow  # 15 commands: 6 train a tiny model (a few steps), 2 fine-tune one (75 s, load 5)
 def test_train_resume_export_import_and_evaluate_on_s3_write_the_bytes_they_write_to_disk(shards, tmp_path):
     local, url = shards
     runs, prefix = tmp_path / "runs", f"{url}/runs-{uuid.uuid4().hex[:6]}"
@@ -194,7 +196,7 @@ SETTINGS = ("input.demo_mb=0.1", "vocab.vocab_size=600", "pairs.dupe_factor=1", 
 PIPELINE = [*(part for setting in SETTINGS for part in ("--set", setting)), "--workers", "1"]
 
 
-@pytest.mark.slow  # 4 pipeline runs of six small stages, one of them training (35 s)
+@pytest.mark.slow  # 3 pipeline runs of six small stages, one of them training (25 s)
 def test_a_pipeline_run_dir_on_s3_holds_the_bytes_of_one_on_disk(s3_dir, tmp_path):
     ok("run", "pipelines/demo.toml", "--run-dir", tmp_path / "demo", *PIPELINE)
     said = ok("run", "pipelines/demo.toml", "--run-dir", f"{s3_dir}/demo", *PIPELINE)
@@ -204,6 +206,8 @@ def test_a_pipeline_run_dir_on_s3_holds_the_bytes_of_one_on_disk(s3_dir, tmp_pat
     assert {"shards/manifest.json", "train/checkpoints/step-0000004/weights.safetensors",
             "train/curves.png", "report.md"} <= set(files)  # fmt: skip
     assert "nothing to do" in ok("run", "pipelines/demo.toml", "--run-dir", f"{s3_dir}/demo", *PIPELINE)
-    assert store_files(f"{s3_dir}/demo") == files  # nothing written again, no lease left
+    again = store_files(f"{s3_dir}/demo")  # nothing written again but the report (as on disk), no lease left
+    assert {k: v for k, v in again.items() if not k.startswith("report.")} == \
+        {k: v for k, v in files.items() if not k.startswith("report.")}  # fmt: skip
     valid = "valid pipeline run directory (5 stage outputs checked)"
     assert valid in done("corpusprep", "validate", f"{s3_dir}/demo")
