@@ -140,7 +140,7 @@ def trainer_run(shards: str | Path, run_dir: str | Path, steps: int, *more: str)
     return ["trainer.run", "--shards", shards, "--run-dir", run_dir, "--steps", str(steps), *more, *TRAIN]
 
 
-@pytest.mark.slow  # 15 commands: 6 train a tiny model (a few steps), 2 fine-tune one (75 s, load 5)
+@pytest.mark.slow  # 16 commands: 6 train a tiny model (a few steps), 3 fine-tune one (85 s, load 5)
 def test_train_resume_export_import_and_evaluate_on_s3_write_the_bytes_they_write_to_disk(shards, tmp_path):
     local, url = shards
     runs, prefix = tmp_path / "runs", f"{url}/runs-{uuid.uuid4().hex[:6]}"
@@ -188,6 +188,10 @@ def test_train_resume_export_import_and_evaluate_on_s3_write_the_bytes_they_writ
     scores = [without_places(json.loads(files["evaluation.json"])["runs"], []) for files in (ours, theirs)]
     assert scores[0] == scores[1] and len(scores[0]) == 2 and "accuracy" in scores[0][0]["scores"]["dev"]
     assert json.loads(theirs["evaluation.json"])["model"]["source"] == f"{prefix}/run"
+    # a Hugging Face directory on the store (copied for from_pretrained): the export of that run, its scores
+    done("trainer.evaluate", f"{prefix}/hf", *task, "-o", f"{prefix}/evaluation-hf")
+    hf = json.loads(storage.read_bytes(f"{prefix}/evaluation-hf/evaluation.json"))
+    assert without_places(hf["runs"], []) == scores[0] and hf["model"]["source"] == f"{prefix}/hf"
 
 
 SETTINGS = ("input.demo_mb=0.1", "vocab.vocab_size=600", "pairs.dupe_factor=1", "shard.num_shards=2",
