@@ -22,6 +22,7 @@ import hashlib
 import importlib.util
 import json
 import sys
+import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -450,6 +451,18 @@ def our_model(config: BertConfig, state: dict[str, torch.Tensor]) -> BertForPreT
     return model.eval()
 
 
+def local_copy(directory: Path, scratch: Path) -> Path:
+    """A Hugging Face directory where transformers' from_pretrained can read it: on a local disk itself, on
+    an object store its files copied into `scratch` through the storage seam."""
+    local = storage.store_for(directory).local(directory)
+    if local is not None:
+        return local
+    for path in storage.list_dir(directory):
+        if storage.is_file(path):
+            storage.copy_file(path, scratch / path.name)
+    return scratch
+
+
 def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch: int = 4) -> dict:
     """Load OUT_DIR with transformers and compare logits with ours on a random padded batch (fp32, CPU).
 
@@ -460,7 +473,9 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
 
     head = model.config.sentence_head
     hf_class = transformers.BertForPreTraining if head else transformers.BertForMaskedLM
-    hf, info = hf_class.from_pretrained(str(out_dir), output_loading_info=True)
+    with tempfile.TemporaryDirectory(prefix="corpusprep-verify-") as scratch:  # an export on a store: a copy
+        local = local_copy(Path(out_dir), Path(scratch))
+        hf, info = hf_class.from_pretrained(str(local), output_loading_info=True)
     hf.eval()
     model = model.eval()
     c = model.config

@@ -101,7 +101,7 @@ def shards(s3_server, tmp_path_factory) -> tuple[Path, str]:
     return local, url
 
 
-@pytest.mark.slow  # 13 commands, each a Python start-up reading small shards; the fixture builds them (10 s)
+@pytest.mark.slow  # 15 commands, each a Python start-up reading small shards; the fixture builds them (13 s)
 def test_inspect_stats_and_validate_say_of_shards_on_s3_what_they_say_of_the_local_copy(shards):
     local, url = shards
     for command in (["inspect", "-n", "3"], ["stats"], ["validate"]):
@@ -109,6 +109,10 @@ def test_inspect_stats_and_validate_say_of_shards_on_s3_what_they_say_of_the_loc
         theirs = done("corpusprep", command[0], f"{url}/shards", *command[1:])
         assert theirs == ours.replace(str(local), url), command
     assert "valid shards directory (" in ours
+    plotted = done("corpusprep", "stats", f"{url}/shards", "--plot", f"{url}/stats.png")
+    assert plotted.endswith(f"plot: {url}/stats.png\n")
+    done("corpusprep", "stats", local / "shards", "--plot", local.parent / "stats.png")
+    assert storage.read_bytes(f"{url}/stats.png") == (local.parent / "stats.png").read_bytes()
     for output, kind in (("vocab", "vocab directory"), ("pairs", "pairs directory")):
         said = done("corpusprep", "validate", f"{url}/{output}")
         assert said == done("corpusprep", "validate", local / output).replace(str(local), url)
@@ -140,7 +144,7 @@ def trainer_run(shards: str | Path, run_dir: str | Path, steps: int, *more: str)
     return ["trainer.run", "--shards", shards, "--run-dir", run_dir, "--steps", str(steps), *more, *TRAIN]
 
 
-@pytest.mark.slow  # 16 commands: 6 train a tiny model (a few steps), 3 fine-tune one (85 s, load 5)
+@pytest.mark.slow  # 16 commands: 6 train a tiny model (a few steps), 3 fine-tune one (100 s, load 5)
 def test_train_resume_export_import_and_evaluate_on_s3_write_the_bytes_they_write_to_disk(shards, tmp_path):
     local, url = shards
     runs, prefix = tmp_path / "runs", f"{url}/runs-{uuid.uuid4().hex[:6]}"
@@ -169,7 +173,8 @@ def test_train_resume_export_import_and_evaluate_on_s3_write_the_bytes_they_writ
     wrote = done("trainer.export", f"{prefix}/run", f"{prefix}/hf").strip()
     assert wrote == f"wrote {prefix}/hf (max_position_embeddings 128: the longest sequence it was trained on)"
     assert store_files(f"{prefix}/hf") == local_files(runs / "hf")
-    assert "up to date" in done("trainer.export", f"{prefix}/run", f"{prefix}/hf")
+    # the rerun is up to date; --verify loads the export on the store with transformers (a copy): exit 0
+    assert "up to date" in done("trainer.export", f"{prefix}/run", f"{prefix}/hf", "--verify")
     # import_hf from the store to the store
     done("trainer.import_hf", runs / "hf", runs / "imported")
     done("trainer.import_hf", f"{prefix}/hf", f"{prefix}/imported")

@@ -23,7 +23,7 @@ from corpusprep.engine.lock import LOCK_NAME
 from corpusprep.errors import DataError, UsageError
 from corpusprep.tokenize import VocabInfo
 from trainer.checkpoint import STEP_DIR, WEIGHTS, find_checkpoint, read_config
-from trainer.export import check_hf_model, export
+from trainer.export import check_hf_model, export, local_copy
 
 HF_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 CHECKPOINT_SIGNS = (WEIGHTS, "checkpoints")  # trainer/checkpoint.py: what find_checkpoint looks for
@@ -83,23 +83,13 @@ def pretrained(source: str | Path, vocab: str | Path | None = None) -> Iterator[
     found = locate(source)
     with tempfile.TemporaryDirectory(prefix="corpusprep-evaluate-") as scratch:
         if is_hf_dir(found):
-            on_disk = storage.store_for(found).local(found) is not None
-            hf_dir = found if on_disk else local_copy(found, Path(scratch) / "hf")
+            hf_dir = local_copy(found, Path(scratch) / "hf")  # itself on a local disk
             yield Pretrained(hf_dir, f"{storage.url(found)} (a Hugging Face directory)", export_cost(found))
             return
         hf_dir = export(found, Path(scratch) / "hf", vocab)
         cost = pretraining_cost(found)
         step = f", step {cost['steps']:,}" if cost.get("steps") is not None else ""
         yield Pretrained(hf_dir, f"{storage.url(found)}{step}", cost)
-
-
-def local_copy(directory: Path, scratch: Path) -> Path:
-    """The files of a Hugging Face directory on an object store, copied into `scratch` through the storage
-    seam (transformers' from_pretrained reads a local directory)."""
-    for path in storage.list_dir(directory):
-        if storage.is_file(path):
-            storage.copy_file(path, scratch / path.name)
-    return scratch
 
 
 def export_cost(path: Path) -> dict[str, Any]:
