@@ -220,3 +220,20 @@ def test_a_pipeline_run_dir_on_s3_holds_the_bytes_of_one_on_disk(s3_dir, tmp_pat
         {k: v for k, v in files.items() if not k.startswith("report.")}  # fmt: skip
     valid = "valid pipeline run directory (5 stage outputs checked)"
     assert valid in done("corpusprep", "validate", f"{s3_dir}/demo")
+
+
+def torchrun(shards: str | Path, run_dir: str | Path, steps: int, *more: str) -> list:
+    return ["torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
+            *trainer_run(shards, run_dir, steps, *more)]  # fmt: skip
+
+
+@pytest.mark.slow  # 3 torchrun launches of 2 CPU ranks (gloo), a few steps each (25 s)
+def test_two_ranks_under_torchrun_write_and_resume_an_s3_run_dir(shards, tmp_path):
+    local, url = shards
+    prefix = f"{url}/ddp-{uuid.uuid4().hex[:6]}"
+    done(*torchrun(local / "shards", tmp_path / "run", 4))
+    assert "2 rank(s) on cpu" in done(*torchrun(f"{url}/shards", f"{prefix}/run", 4))
+    assert_same_tree(tmp_path / "run", f"{prefix}/run", (".safetensors",), shards)
+    assert "from step 4" in done(*torchrun(f"{url}/shards", f"{prefix}/run", 6, "--resume"))
+    valid = "valid trainer run directory (3 checkpoints, newest step-0000006)"
+    assert valid in done("corpusprep", "validate", f"{prefix}/run")
