@@ -193,8 +193,12 @@ def test_train_resume_export_import_and_evaluate_on_s3_write_the_bytes_they_writ
     scores = [without_places(json.loads(files["evaluation.json"])["runs"], []) for files in (ours, theirs)]
     assert scores[0] == scores[1] and len(scores[0]) == 2 and "accuracy" in scores[0][0]["scores"]["dev"]
     assert json.loads(theirs["evaluation.json"])["model"]["source"] == f"{prefix}/run"
-    # a Hugging Face directory on the store (copied for from_pretrained): the export of that run, its scores
-    done("trainer.evaluate", f"{prefix}/hf", *task, "-o", f"{prefix}/evaluation-hf")
+    # a Hugging Face directory and the task's files on the store (the model copied for from_pretrained):
+    # the export of that run, its scores
+    for path in (train, dev):
+        storage.copy_file(path, f"{prefix}/task/{path.name}")
+    on_store = ["--train", f"{prefix}/task/{train.name}", "--dev", f"{prefix}/task/{dev.name}", *task[4:]]
+    done("trainer.evaluate", f"{prefix}/hf", *on_store, "-o", f"{prefix}/evaluation-hf")
     hf = json.loads(storage.read_bytes(f"{prefix}/evaluation-hf/evaluation.json"))
     assert without_places(hf["runs"], []) == scores[0] and hf["model"]["source"] == f"{prefix}/hf"
 
