@@ -15,7 +15,7 @@ from corpusprep.errors import DataError, plural
 def owned_problems(directory: Path, reported: list[str]) -> list[str]:
     """Files the artifact manifest lists that are missing or changed, unless `reported` names them already;
     a missing manifest is itself a problem: the stages that read a vocab or pairs refuse the directory."""
-    if not (directory / MANIFEST).exists():
+    if not storage.exists(directory / MANIFEST):
         return [f"{MANIFEST}: missing, so build-pairs and shard refuse this directory (not a "
                 "finished corpusprep output); build it again in a new directory"]
     named = {line.split(":")[0] for line in reported}
@@ -47,7 +47,8 @@ def validate_pipeline(directory: Path) -> tuple[list[str], str]:
             load_record(path, kind)
         except (OSError, DataError) as error:
             problems.append(relative(str(error), directory))
-    for sub in (p for p in storage.rglob(directory, "*") if p.is_dir() and not p.name.startswith((".", "_"))):
+    subs = [p for p in storage.rglob(directory, "*") if not p.name.startswith((".", "_"))]
+    for sub in (p for p in subs if storage.is_dir(p)):
         kind = outputs.kind_of(sub)
         if kind and kind.name != "pipeline" and not any(sub.is_relative_to(d) for d in found):
             found.append(sub)

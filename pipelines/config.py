@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corpusprep.engine import storage
 from corpusprep.errors import UsageError
 from corpusprep.read.document import MAX_DOCUMENT_MB, ReadOptions
 from corpusprep.settings import check_settings, parse_toml, read_toml
@@ -118,8 +119,8 @@ def load_pipeline(
 
 
 def _absolute(value: Any, base: Path) -> Any:
-    if not isinstance(value, str) or value == DEMO_INPUT:
-        return value
+    if not isinstance(value, str) or value == DEMO_INPUT or storage.scheme_of(value):
+        return value  # a URL (s3://...) is absolute
     return os.path.normpath(base / Path(value).expanduser())  # absolute stays absolute; no symlink resolution
 
 
@@ -165,16 +166,16 @@ def check_paths(pipeline: Pipeline) -> None:
         except UsageError as error:
             raise UsageError(f"{where}: input.paths: {error}") from None
     from_vocab = pipeline.config.get("vocab", {}).get("from_vocab")
-    if isinstance(from_vocab, str) and not Path(from_vocab).is_file():
+    if isinstance(from_vocab, str) and not storage.is_file(from_vocab):
         raise UsageError(f"{where}: vocab.from_vocab: {from_vocab}: no such file")
     for train in _train_tables(pipeline.config):
         checkpoint = train.get("checkpoint")
         init = checkpoint.get("init_from") if isinstance(checkpoint, dict) else None
-        if isinstance(init, str) and not Path(init).exists():
+        if isinstance(init, str) and not storage.exists(init):
             raise UsageError(f"{where}: train.checkpoint.init_from: {init}: no such file or directory")
     evaluate = pipeline.config.get("evaluate") or {}
     for key in EVALUATE_PATHS:
-        if isinstance(evaluate.get(key), str) and not Path(evaluate[key]).exists():
+        if isinstance(evaluate.get(key), str) and not storage.exists(evaluate[key]):
             raise UsageError(f"{where}: evaluate.{key}: {evaluate[key]}: no such file or directory")
 
 

@@ -63,7 +63,7 @@ def write_report(run_dir: Path, pipeline: Pipeline, records: list[dict], seconds
     summary = {
         "pipeline": pipeline.name,
         "source": str(pipeline.source),
-        "run_dir": str(run_dir),
+        "run_dir": storage.url(run_dir),
         "config": pipeline.config,
         "stages": stages,
         "curves": curves,

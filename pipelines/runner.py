@@ -50,13 +50,13 @@ def list_outputs(out: Path, files: tuple[str, ...] | None) -> dict[str, int]:
     files it names."""
     if files is None:
         files = (*manifests.owned_files(out), manifests.MANIFEST)
-    return {f: records.inside(out, f).stat().st_size for f in sorted(files)}
+    return {f: storage.stat(records.inside(out, f)).st_size for f in sorted(files)}
 
 
 def outputs_intact(out: Path, recorded: dict[str, int]) -> bool:
     """Every file a stage record names (each inside the stage's output: records.inside) there, its size."""
     paths = {records.inside(out, f): size for f, size in recorded.items()}
-    return all(p.is_file() and p.stat().st_size == size for p, size in paths.items())
+    return all(storage.is_file(p) and storage.stat(p).st_size == size for p, size in paths.items())
 
 
 def _record(path: Path, kind: str) -> dict | None:
@@ -73,13 +73,13 @@ def check_run_dir(run_dir: Path, name: str, overwrite: bool) -> None:
     """A run dir holds one pipeline's run: refuse a foreign or another pipeline's one without --overwrite."""
     run_file = run_dir / RUN_FILE
     found = manifests.read_manifest(run_dir)
-    if found is not None or (run_dir / manifests.MANIFEST).exists():  # never, even with --overwrite
+    if found is not None or storage.exists(run_dir / manifests.MANIFEST):  # never, even with --overwrite
         kind = found["kind"] if found else "an output"
         raise UsageError(f"{run_dir}: holds corpusprep {kind}, not a pipeline run; pick another --run-dir")
     other = outputs.recognise(run_dir)
     if other is not None and other.kind != "pipeline":  # never, even with --overwrite
         raise UsageError(f"{run_dir}: holds {other.what}, not a pipeline run; pick another --run-dir")
-    if run_file.is_file():
+    if storage.is_file(run_file):
         try:
             owner = records.load_record(run_file, "pipeline_run")["pipeline"]
         except DataError as error:
@@ -133,8 +133,8 @@ def run_pipeline(
         ran = sum(r["status"] == "ran" for r in records)
         summary = report.write_report(run_dir, pipeline, records, time.perf_counter() - started)
     if ran == 0:
-        console.print(f"{run_dir}: every stage complete; nothing to do")
-    console.print(f"report: {run_dir / 'report.md'}")
+        console.print(f"{storage.url(run_dir)}: every stage complete; nothing to do")
+    console.print(f"report: {storage.url(run_dir / 'report.md')}")
     return summary
 
 
@@ -153,7 +153,7 @@ def _check_before_writing(
     fingerprints = {} if demo else {"input": input_fingerprint(inputs)}
     if not demo:
         placement.check_not_nested(run_dir, inputs, "run")
-    if run_dir.exists() and not run_dir.is_dir():
+    if storage.exists(run_dir) and not storage.is_dir(run_dir):
         raise UsageError(f"{run_dir}: exists and is not a directory; pick another --run-dir")
     placement.check_not_inside(run_dir, None, "pick another --run-dir")  # before the lock makes the dir
     return inputs, fingerprints

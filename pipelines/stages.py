@@ -242,13 +242,18 @@ class ShardStage(StageKind):
 RUNNER_KEYS = tuple(RUNNER_TRAIN_KEYS)  # [train] keys for the runner, not the trainer (checked when planned)
 
 
+def _name(path: Path) -> str:
+    """A stage directory as the trainer's config names it: an absolute local path, or a URL with its `//`."""
+    return storage.url(storage.resolve(path))
+
+
 def train_config(stage: Stage, dirs: dict[str, Path], resume: bool = True) -> dict[str, Any]:
     """The trainer's config for a train stage: the pipeline's [train] table plus the run dir's paths."""
     section = {k: dict(v) if isinstance(v, dict) else v for k, v in stage.settings["train"].items()}
     for key in RUNNER_KEYS:
         section.pop(key, None)
-    section.setdefault("data", {})["shards"] = str(dirs[stage.needs["shards"]].resolve())
-    section.setdefault("logging", {})["run_dir"] = str(dirs[stage.name].resolve())
+    section.setdefault("data", {})["shards"] = _name(dirs[stage.needs["shards"]])
+    section.setdefault("logging", {})["run_dir"] = _name(dirs[stage.name])
     # An interrupted run resumes from its newest checkpoint; a rerun with new settings starts over.
     section.setdefault("checkpoint", {})["resume"] = resume
     if "init" in stage.needs:  # start from the previous phase's final weights
@@ -259,7 +264,7 @@ def train_config(stage: Stage, dirs: dict[str, Path], resume: bool = True) -> di
                 f"{stage.name}: this trainer cannot start from the previous phase's weights (no "
                 "checkpoint.init_from); set train.init_from_previous = false to train the phase from scratch"
             )
-        section["checkpoint"]["init_from"] = str(dirs[stage.needs["init"]].resolve())
+        section["checkpoint"]["init_from"] = _name(dirs[stage.needs["init"]])
     return section
 
 
@@ -316,7 +321,7 @@ class TrainStage(StageKind):
                 # so it can never resume from one of them
                 files = [f"{p.relative_to(ctx.out).as_posix()}/{name}" for _, p in list_checkpoints(ctx.out)
                          for name in CHECKPOINT_FILES]
-                files += [name for name in ("metrics.jsonl",) if (ctx.out / name).is_file()]
+                files += [name for name in ("metrics.jsonl",) if storage.is_file(ctx.out / name)]
                 out.commit(files=files, record={"summary": summary})
         summary = (manifests.load_manifest(ctx.out) or {}).get("summary", {})
         counts = {k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}

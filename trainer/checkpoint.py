@@ -57,7 +57,7 @@ def checkpoint_dir(run_dir: Path) -> Path:
 def list_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     """Complete checkpoints, oldest first. A checkpoint of the earlier, pickled format is refused."""
     root = checkpoint_dir(run_dir)
-    if not root.is_dir() or root.is_symlink():
+    if not storage.is_dir(root) or root.is_symlink():
         return []
     steps = [(int(m[1]), p) for p in storage.list_dir(root)
              if (m := STEP_DIR.match(p.name)) and not p.is_symlink()]
@@ -68,7 +68,7 @@ def list_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
 
 def refuse_pickled(path: Path) -> None:
     """One line for a checkpoint of the earlier format, whose pickled files corpusprep no longer loads."""
-    if found := [name for name in PICKLED if (path / name).exists()]:
+    if found := [name for name in PICKLED if storage.exists(path / name)]:
         raise DataError(
             f"{path / found[0]}: a checkpoint in the earlier pickled format, which corpusprep no longer "
             "loads (unpickling a file can run code); train again, or convert it with the corpusprep release "
@@ -79,7 +79,9 @@ def refuse_pickled(path: Path) -> None:
 def complete(path: Path) -> bool:
     """A checkpoint directory holding every file `save` writes (a lost file makes it no checkpoint: the
     run resumes from the one before, and rotation never deletes a directory someone else made)."""
-    return path.is_dir() and all((path / name).is_file() and (path / name).stat().st_size for name in FILES)
+    return storage.is_dir(path) and all(
+        storage.is_file(path / name) and storage.stat(path / name).st_size for name in FILES
+    )
 
 
 # What must not change when a run continues from its checkpoint (the rest: steps, cadences, paths of logs)
@@ -159,7 +161,7 @@ def latest(run_dir: Path) -> Path | None:
 
 def remove_partial(run_dir: Path) -> int:
     """Delete what killed checkpoint writes left in a run dir (`checkpoints/.step-N.tmp-PID`), no more."""
-    return remove_stale_temps(run_dir, ["checkpoints/step-*"]) if Path(run_dir).is_dir() else 0
+    return remove_stale_temps(run_dir, ["checkpoints/step-*"]) if storage.is_dir(run_dir) else 0
 
 
 # ---------------------------------------------------------------- writing
@@ -275,7 +277,8 @@ def verify(path: Path, name: str, config: dict) -> Path:
     if entry is None:
         raise DataError(f"{path / CONFIG}: files: no record of {name}; delete {path} (not a checkpoint "
                         "corpusprep wrote)")  # fmt: skip
-    if not file.is_file() or file.stat().st_size != entry["size"] or sha256_file(file) != entry["sha256"]:
+    same = storage.is_file(file) and storage.stat(file).st_size == entry["size"]
+    if not same or sha256_file(file) != entry["sha256"]:
         raise DataError(f"{file}: missing, or not the file {CONFIG} records (size, sha256): changed or cut "
                         "short since it was written")  # fmt: skip
     return file
@@ -283,11 +286,13 @@ def verify(path: Path, name: str, config: dict) -> Path:
 
 def load_tensors(file: Path, device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
     """Tensors of a safetensors file whose header is checked first (records.safetensors_header)."""
-    from safetensors.torch import load_file
+    from safetensors.torch import load, load_file
 
     records.safetensors_header(file)
     try:
-        return load_file(str(file), device=str(device))
+        if storage.store_for(file).local(file) is None:  # an object store: its bytes, then the device
+            return {k: v.to(device) for k, v in load(storage.read_bytes(file)).items()}
+        return load_file(str(storage.local_path(file)), device=str(device))
     except Exception as error:  # safetensors' own errors: one line
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise DataError(f"{file}: cannot load ({first})") from None
@@ -446,22 +451,22 @@ def find_checkpoint(path: Path) -> Path:
     checkpoint; or a pipeline run directory holding one trainer run (train/, or PHASE/train/): that run's
     newest checkpoint. A checkpoint of the earlier, pickled format is refused (`refuse_pickled`)."""
     refuse_pickled(path)
-    if not (path / WEIGHTS).exists() and not (path / "checkpoints").is_dir():
+    if not storage.exists(path / WEIGHTS) and not storage.is_dir(path / "checkpoints"):
         found = [*storage.glob(path, "*/checkpoints"), *storage.glob(path, "*/*/checkpoints")]
-        runs = sorted(p.parent for p in found if p.is_dir())
+        runs = sorted(p.parent for p in found if storage.is_dir(p))
         if len(runs) > 1:
             names = ", ".join(str(r) for r in runs)
             raise UsageError(f"{path}: holds several trainer runs; export one of them: {names}")
         if runs:  # a pipeline run directory: its one training stage
             path = runs[0]
-    if (path / "checkpoints").is_dir() and not (path / WEIGHTS).exists():
+    if storage.is_dir(path / "checkpoints") and not storage.exists(path / WEIGHTS):
         found = latest(path)
         if found is None:
             raise UsageError(f"{path}: run directory without a complete checkpoint")
         path = found
     refuse_pickled(path)
     for name in (WEIGHTS, CONFIG):
-        if not (path / name).is_file():
+        if not storage.is_file(path / name):
             raise UsageError(f"{path}: no {name} (not a trainer checkpoint directory)")
     return path
 
@@ -676,7 +681,7 @@ def check_checkpoint(path: Path) -> None:
     record = read_config(path)
     config = bert_config(record["model"], path / CONFIG)
     check_weights_file(verify(path, WEIGHTS, record), config)
-    if not (path / STATE).exists():  # a model checkpoint (an import's)
+    if not storage.exists(path / STATE):  # a model checkpoint (an import's)
         return
     train = saved_train(path, record)
     state = load_state(path)

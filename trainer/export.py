@@ -22,6 +22,7 @@ import hashlib
 import importlib.util
 import json
 import sys
+import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from corpusprep.engine import faults, records, storage
 from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.files import atomic_path
 from corpusprep.engine.outputs import KINDS, PIPELINE_RUN_FILES
-from corpusprep.engine.placement import check_not_nested, enclosing_output
+from corpusprep.engine.placement import check_not_nested, directories_above, enclosing_output
 from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError, printable
 from corpusprep.objectives import objective
 from trainer.checkpoint import WEIGHTS, check_state, find_checkpoint, load_checkpoint, write_tensors
@@ -234,13 +235,13 @@ def check_hf_model(hf_dir: Path) -> BertConfig:
     pickled pytorch_model.bin is refused, never opened. The one check of a Hugging Face model directory:
     `trainer.import_hf` and `trainer.evaluate` read one only after it."""
     config_path, weights = hf_dir / "config.json", hf_dir / HF_WEIGHTS
-    if not config_path.is_file():
+    if not storage.is_file(config_path):
         raise UsageError(f"{hf_dir}: no config.json (not a save_pretrained directory)")
     # the records loader checks shape and types, BertConfig the sizes; both exit 1. What our model cannot
     # compute (relu, roberta): exit 2
     config = bert_config_from_hf(records.load_record(config_path, "hf_config"), config_path)
-    if not weights.is_file():
-        if any((hf_dir / name).is_file() for name in HF_PICKLED):
+    if not storage.is_file(weights):
+        if any(storage.is_file(hf_dir / name) for name in HF_PICKLED):
             raise UsageError(
                 f"{hf_dir}: holds pickled (or TensorFlow) weights, which are never read: loading a pickle "
                 "runs the code it holds; convert them to model.safetensors first (transformers: "
@@ -289,22 +290,22 @@ def find_vocab(checkpoint_dir: Path, saved: dict, explicit: Path | None, vocab_s
     manifest = {}
     if explicit is not None:
         candidates = [Path(explicit)]
-    elif (checkpoint_dir / "vocab" / "vocab.txt").is_file():
+    elif storage.is_file(checkpoint_dir / "vocab" / "vocab.txt"):
         candidates = [checkpoint_dir / "vocab"]
     else:
         shards = saved.get("train", {}).get("data", {}).get("shards")
         if not shards:
             raise UsageError(f"{checkpoint_dir}: config names no shards; pass --vocab DIR")
         manifest_path = Path(shards) / "manifest.json"
-        if not manifest_path.is_file():
-            raise UsageError(f"{manifest_path}: not found (shards moved?); pass --vocab DIR")
+        if not storage.is_file(manifest_path):
+            raise UsageError(f"{storage.url(manifest_path)}: not found (shards moved?); pass --vocab DIR")
         manifest = records.load_record(manifest_path, "shards_manifest")["vocab"]
         # the vocab directory first (its tokenizer.json travels to the export); the shards' own copy of
         # vocab.txt (all that dynamic masking needs, see data.Shards.vocab_info) when it has moved
         candidates = [Path(p) for p in (manifest.get("path"), shards) if p]
     wanted = manifest.get("sha256") or saved.get("vocab", {}).get("sha256")  # the model's vocab, when known
     for directory in candidates:
-        if not (directory / "vocab.txt").is_file():
+        if not storage.is_file(directory / "vocab.txt"):
             continue
         info = VocabInfo.load(directory)
         if wanted and info.sha256 != wanted:
@@ -322,7 +323,7 @@ def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
     from corpusprep.tokenize.vocab import hf_tokenizer_files, tokenizer_from_tokens
 
     info = VocabInfo.load(vocab_dir)
-    if (vocab_dir / "tokenizer.json").is_file():
+    if storage.is_file(vocab_dir / "tokenizer.json"):
         tokenizer_json = storage.read_text(vocab_dir / "tokenizer.json", encoding="utf-8")
         saved = records.load_record(vocab_dir / "tokenizer.json", "tokenizer_json")
         normalizer = saved.get("normalizer") or {}
@@ -351,12 +352,12 @@ def beside_stages(out: Path, inputs: Iterable[Path]) -> Path | None:
     """The pipeline run `out` may lie in: the one whose output the command reads, with `out` a directory of
     it beside its stages (`runs/demo/hf` from `runs/demo/train`, as the README does); else None, and the
     artifact refuses any output `out` lies in, as every command does (engine.placement)."""
-    target = out.resolve()
-    found = enclosing_output(target.parents)
+    target = storage.resolve(out)
+    found = enclosing_output(directories_above(out))
     if found is None or found[1] != "a pipeline run":
         return None
     pipeline = found[0]
-    reads_it = any(pipeline in Path(path).resolve().parents for path in inputs)
+    reads_it = any(pipeline in storage.resolve(path).parents for path in inputs)
     beside = target.parent == pipeline and target.name not in PIPELINE_RUN_FILES
     return pipeline if reads_it and beside else None
 
@@ -450,6 +451,18 @@ def our_model(config: BertConfig, state: dict[str, torch.Tensor]) -> BertForPreT
     return model.eval()
 
 
+def local_copy(directory: Path, scratch: Path) -> Path:
+    """A Hugging Face directory where transformers' from_pretrained can read it: on a local disk itself, on
+    an object store its files copied into `scratch` through the storage seam."""
+    local = storage.store_for(directory).local(directory)
+    if local is not None:
+        return local
+    for path in storage.list_dir(directory):
+        if storage.is_file(path):
+            storage.copy_file(path, scratch / path.name)
+    return scratch
+
+
 def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch: int = 4) -> dict:
     """Load OUT_DIR with transformers and compare logits with ours on a random padded batch (fp32, CPU).
 
@@ -460,7 +473,9 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
 
     head = model.config.sentence_head
     hf_class = transformers.BertForPreTraining if head else transformers.BertForMaskedLM
-    hf, info = hf_class.from_pretrained(str(out_dir), output_loading_info=True)
+    with tempfile.TemporaryDirectory(prefix="corpusprep-verify-") as scratch:  # an export on a store: a copy
+        local = local_copy(Path(out_dir), Path(scratch))
+        hf, info = hf_class.from_pretrained(str(local), output_loading_info=True)
     hf.eval()
     model = model.eval()
     c = model.config
@@ -516,9 +531,9 @@ def main(argv: list[str] | None = None) -> int:
                              "install transformers (the export itself does not need it)")
         out, reused = export_dir(args.checkpoint, args.out_dir, args.vocab, args.overwrite)
         if reused:
-            print(f"{out}: up to date (the same checkpoint and vocab); nothing to do")
+            print(f"{storage.url(out)}: up to date (the same checkpoint and vocab); nothing to do")
         else:
-            print(f"wrote {out} ({positions_note(out)})")
+            print(f"wrote {storage.url(out)} ({positions_note(out)})")
         if args.verify:
             config, state, _ = load_checkpoint(args.checkpoint)
             report = verify(out, our_model(config, state))

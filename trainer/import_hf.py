@@ -19,8 +19,11 @@ trainer checkpoint:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -46,7 +49,7 @@ READ = ("config.json", HF_WEIGHTS, "vocab.txt", "tokenizer_config.json")  # what
 def lowercases(hf_dir: Path) -> bool:
     """The tokenizer's casing: tokenizer_config.json's do_lower_case (BERT's default: True)."""
     path = hf_dir / "tokenizer_config.json"
-    return load_record(path, "tokenizer_config").get("do_lower_case", True) if path.is_file() else True
+    return load_record(path, "tokenizer_config").get("do_lower_case", True) if storage.is_file(path) else True
 
 
 def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Tensor], list[str]]:
@@ -78,7 +81,7 @@ def import_dir(
     before OUT is touched; OUT is an artifact of kind "import" whose identity is the files read (path,
     size, mtime, as every input) and the seed."""
     hf_dir, out = Path(hf_dir), Path(out)
-    if not (hf_dir / "vocab.txt").is_file():
+    if not storage.is_file(hf_dir / "vocab.txt"):
         raise UsageError(f"{hf_dir}: no vocab.txt (only WordPiece BERT tokenizers can be imported)")
     cased = not lowercases(hf_dir)  # the small files first: a bad one fails before the weights are read
     config, state, fresh = convert(hf_dir, seed)
@@ -88,10 +91,11 @@ def import_dir(
     record = {
         "model": asdict(config),
         "vocab": {"sha256": vocab.sha256, "size": vocab.size, "path": "vocab"},
-        "source": {"huggingface": str(hf_dir.resolve()), "initialized_fresh": fresh},
+        "source": {"huggingface": storage.url(storage.resolve(hf_dir)), "initialized_fresh": fresh},
     }
-    read = [hf_dir / name for name in READ if (hf_dir / name).is_file()]
-    files = [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in read]
+    read = [hf_dir / name for name in READ if storage.is_file(hf_dir / name)]
+    stats = {p: storage.stat(p) for p in read}
+    files = [[storage.url(storage.resolve(p)), s.st_size, s.st_mtime_ns] for p, s in stats.items()]
     identity = {"inputs": {"files": files}, "options": {"seed": seed}}
     with output_artifact(out, "import", identity, [hf_dir], overwrite, COMMAND) as art:
         if art.complete is not None:
@@ -99,15 +103,27 @@ def import_dir(
         # the vocab directory first, an artifact of its own inside this one (build-pairs --vocab OUT/vocab)
         vocab_from_file(hf_dir / "vocab.txt", out / "vocab", cased=cased, part_of=out)
         faults.reached(FAULT_POINT)
-        model = art.work / "model"  # weights.safetensors, then config.json recording its sha256
-        storage.makedirs(model)
-        save_model(model, state, record)
-        vocab_files = [f"vocab/{name}" for name in (*owned_files(out / "vocab"), MANIFEST)]
-        write_files(art, {name: partial(_move, model / name) for name in (WEIGHTS, CONFIG)})
+        with _model_dir(art.work / "model") as model:  # weights.safetensors, then config.json recording its
+            save_model(model, state, record)  # sha256
+            vocab_files = [f"vocab/{name}" for name in (*owned_files(out / "vocab"), MANIFEST)]
+            write_files(art, {name: partial(_move, model / name) for name in (WEIGHTS, CONFIG)})
         art.commit(files=[*vocab_files, WEIGHTS, CONFIG])
     copied = hashlib.sha256(storage.read_bytes(out / "vocab" / "vocab.txt")).hexdigest()
     assert copied == vocab.sha256, "vocab.txt must be copied byte for byte"
     return record, False
+
+
+@contextlib.contextmanager
+def _model_dir(work: Path) -> Iterator[Path]:
+    """Where the model's files are written before they go into place: the artifact's work directory on a
+    local disk (each file renamed from there), a local temporary directory where OUT is on an object store
+    (each file put from there: safetensors writes local files only)."""
+    if storage.store_for(work).local(work) is not None:
+        storage.makedirs(work)
+        yield work
+        return
+    with tempfile.TemporaryDirectory(prefix=".corpusprep-") as staging:
+        yield Path(staging)
 
 
 def _move(source: Path, tmp: Path) -> None:
@@ -136,10 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {printable(str(e))}", file=sys.stderr)  # one line, whatever the names hold
         return e.exit_code
     if reused:
-        print(f"{args.out}: up to date (the same model files and seed); nothing to do")
+        print(f"{storage.url(args.out)}: up to date (the same model files and seed); nothing to do")
         return 0
     c, fresh = record["model"], record["source"]["initialized_fresh"]
-    print(f"wrote {args.out}: {c['num_layers']} layers, hidden {c['hidden_size']}, vocab {c['vocab_size']}")
+    shown = storage.url(args.out)
+    print(f"wrote {shown}: {c['num_layers']} layers, hidden {c['hidden_size']}, vocab {c['vocab_size']}")
     if fresh:
         print(f"initialised fresh (not in the checkpoint): {', '.join(fresh)}")
     return 0

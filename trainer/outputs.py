@@ -26,11 +26,11 @@ def check_checkpoint_files(step: Path, training: bool = True) -> list[str]:
     the size and sha256 config.json records. `training`: a run's step-N (its trainer state too), not a model
     checkpoint (an import's). A checkpoint of the earlier, pickled format is invalid: nothing loads it."""
     name = f"{step.name}/" if training else ""
-    if found := [n for n in records.PICKLED_CHECKPOINT if (step / n).exists()]:
+    if found := [n for n in records.PICKLED_CHECKPOINT if storage.exists(step / n)]:
         return [f"{name}{found[0]}: a checkpoint in the earlier pickled format, which corpusprep no longer "
                 "loads (unpickling a file can run code)"]  # fmt: skip
     wanted = CHECKPOINT_FILES[:-1] if training else CHECKPOINT_FILES[:1]
-    if missing := [f for f in (*wanted, records.CHECKPOINT_CONFIG) if not (step / f).is_file()]:
+    if missing := [f for f in (*wanted, records.CHECKPOINT_CONFIG) if not storage.is_file(step / f)]:
         return [f"{name}{f}: missing" for f in missing]
     try:
         config = load_record(step / records.CHECKPOINT_CONFIG, "checkpoint_config")
@@ -39,7 +39,7 @@ def check_checkpoint_files(step: Path, training: bool = True) -> list[str]:
             if entry is None:
                 raise DataError(f"{step / records.CHECKPOINT_CONFIG}: files: no record of {file}")
             path = step / file
-            same = path.is_file() and path.stat().st_size == entry["size"]
+            same = storage.is_file(path) and storage.stat(path).st_size == entry["size"]
             if not same or sha256_file(path) != entry["sha256"]:
                 raise DataError(f"{path}: missing, or not the file config.json records (size, sha256)")
         tensors = {f: records.safetensors_header(step / f) for f in wanted if f.endswith(".safetensors")}
@@ -51,7 +51,7 @@ def check_checkpoint_files(step: Path, training: bool = True) -> list[str]:
         vocab = config.get("vocab", {})
         if vocab.get("path"):  # an import's own vocab, inside it: the one the model was trained with
             path = inside(step, vocab["path"]) / "vocab.txt"
-            if vocab.get("sha256") and (not path.is_file() or sha256_file(path) != vocab["sha256"]):
+            if vocab.get("sha256") and (not storage.is_file(path) or sha256_file(path) != vocab["sha256"]):
                 raise DataError(f"{path}: missing, or not the vocab config.json records (sha256)")
         # what only the trainer knows (the model's weights, its optimizer), by the checks its commands make:
         # imported here, as torch is, only for a checkpoint
@@ -86,7 +86,7 @@ def _check_trainer_state(step: Path, tensors: dict) -> None:
 
 def validate_run(directory: Path) -> tuple[list[str], str]:
     found = storage.glob(directory / "checkpoints", "step-*")
-    steps = sorted(p for p in found if p.is_dir() and not p.is_symlink())
+    steps = sorted(p for p in found if storage.is_dir(p) and not p.is_symlink())
     if not steps:
         return ["checkpoints/: no checkpoint"], ""
     problems = [p for step in steps for p in check_checkpoint_files(step)]
@@ -95,7 +95,8 @@ def validate_run(directory: Path) -> tuple[list[str], str]:
 
 def validate_checkpoint(directory: Path) -> tuple[list[str], str]:
     """A model checkpoint: a run's step-N (with its trainer state), or an import's."""
-    return check_checkpoint_files(directory, (directory / records.CHECKPOINT_STATE).is_file()), directory.name
+    with_state = storage.is_file(directory / records.CHECKPOINT_STATE)
+    return check_checkpoint_files(directory, with_state), directory.name
 
 
 def validate_import(directory: Path) -> tuple[list[str], str]:
@@ -109,7 +110,7 @@ def validate_import(directory: Path) -> tuple[list[str], str]:
 
 def _unfinished(directory: Path, command: str) -> list[str]:
     """The one problem of an export or import a kill cut short (its build's record, no manifest yet)."""
-    if (directory / RUN_RECORD).exists() and not (directory / MANIFEST).exists():
+    if storage.exists(directory / RUN_RECORD) and not storage.exists(directory / MANIFEST):
         return [f"{MANIFEST}: missing: an unfinished output (killed?); run {command} again to finish it"]
     return []
 
@@ -136,8 +137,8 @@ def validate_export(directory: Path) -> tuple[list[str], str]:
     if unfinished := _unfinished(directory, "trainer.export"):  # what is missing: its files not yet written
         return unfinished, ""
     names = ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json")
-    problems = [f"{n}: missing or empty" for n in names if not (directory / n).is_file()
-                or not (directory / n).stat().st_size]  # fmt: skip
+    problems = [f"{n}: missing or empty" for n in names if not storage.is_file(directory / n)
+                or not storage.stat(directory / n).st_size]  # fmt: skip
     if problems:
         return problems, ""
     try:
@@ -147,7 +148,7 @@ def validate_export(directory: Path) -> tuple[list[str], str]:
         read_vocab_txt(directory / "vocab.txt")
     except (OSError, DataError, UsageError) as error:
         return [relative(str(error), directory)], ""
-    if (directory / MANIFEST).exists():  # ours (any BERT is checked, only ours has a manifest)
+    if storage.exists(directory / MANIFEST):  # ours (any BERT is checked, only ours has a manifest)
         problems += owned_problems(directory, problems)
     return problems, f"BERT, {config.get('max_position_embeddings')} positions"
 

@@ -87,7 +87,7 @@ def plot(run_dir: Path, out: Path | None = None) -> tuple[Path, Curves]:
     found = curves(read_metrics(path))
     if not found.train and not found.validation:
         raise DataError(f"{path}: no training or validation record (a step with mlm_loss or val_mlm_loss)")
-    fig = figure(found, f"training run {run_dir.resolve().name}")
+    fig = figure(found, f"training run {storage.resolve(run_dir).name}")
     out = out or run_dir / "curves.png"
     with atomic_path(out) as tmp:  # a new file renamed into place: never written through a planted link
         fig.savefig(tmp, dpi=120, format="png")
@@ -141,7 +141,7 @@ def _series(ax, records: list[dict], key: str, label: str, **style) -> None:
 def training_run(path: Path) -> Path:
     """The run dir to plot: `path` itself, or a pipeline run's one training stage (`runs/demo` ->
     `runs/demo/train`, as trainer.export takes it); a UsageError naming the stages when there are several."""
-    if (path / "metrics.jsonl").is_file():
+    if storage.is_file(path / "metrics.jsonl"):
         return path
     stages = sorted(p.parent for depth in ("*/", "*/*/") for p in storage.glob(path, f"{depth}metrics.jsonl"))
     if len(stages) == 1:
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         skipped = (f"{run_dir / 'metrics.jsonl'}: skipped {found.skipped} record(s) that are neither "
                    f"training nor validation metrics (first: record {found.first_skipped})")
         print(printable(skipped), file=sys.stderr)
-    print(printable(str(out)))
+    print(printable(storage.url(out)))
     return 0
 
 

@@ -119,7 +119,7 @@ class Metrics:
     def __init__(self, run_dir: Path, enabled: bool, resume_step: int):
         self.path = run_dir / "metrics.jsonl"
         self.enabled = enabled
-        if enabled and self.path.exists():
+        if enabled and storage.exists(self.path):
             lines = records.read_bytes(self.path).decode("utf-8", "replace").splitlines()
             keep = [line for line in lines if _step(line) <= resume_step]
             storage.write_text(self.path, "".join(line + "\n" for line in keep))
@@ -275,7 +275,7 @@ class Trainer:
         found = checkpoint.latest(self.run_dir)
         if found is None:
             if config.checkpoint.resume:  # said, not silent: a mistyped run dir would start over unnoticed
-                log(d, f"{self.run_dir}: no checkpoint to resume from; starting at step 0")
+                log(d, f"{storage.url(self.run_dir)}: no checkpoint to resume from; starting at step 0")
             return None
         saved_config = asdict(checkpoint.saved_train(found))  # its values checked: types and ranges
         if conflicts := checkpoint.resume_conflicts(saved_config, asdict(config)):
@@ -288,7 +288,8 @@ class Trainer:
             raise Finished(found, saved)
         if not config.checkpoint.resume:
             raise UsageError(
-                f"{self.run_dir}: has checkpoints up to {found.name}; pass --resume or use another run dir"
+                f"{storage.url(self.run_dir)}: has checkpoints up to {found.name}; pass --resume or use "
+                "another run dir"
             )
         return found
 
@@ -586,9 +587,9 @@ class Trainer:
             if len(set(digests)) != 1:
                 raise RuntimeError(f"ranks ended with different weights: {digests}")
         where = checkpoint.checkpoint_dir(self.run_dir)
-        log(self.d, f"done: {self.step} steps in {seconds:.1f}s; checkpoints in {where}")
-        summary = {"status": "trained", "steps": self.step, "run_dir": str(self.run_dir), "seconds": seconds,
-                   "train_seconds": self.elapsed}  # fmt: skip
+        log(self.d, f"done: {self.step} steps in {seconds:.1f}s; checkpoints in {storage.url(where)}")
+        summary = {"status": "trained", "steps": self.step, "run_dir": storage.url(self.run_dir),
+                   "seconds": seconds, "train_seconds": self.elapsed}  # fmt: skip
         return summary | self.last | {"weights_sha256": digest}
 
 
@@ -607,7 +608,7 @@ def train(config: TrainConfig, clock: Callable[[], float] = time.monotonic) -> d
     shards (every rank), so `corpusprep shard --overwrite` of those shards fails at start while it trains
     (engine.lock); each shard's identity is also checked as it is opened (trainer.data)."""
     run_dir = Path(config.logging.run_dir)
-    new = not run_dir.exists()
+    new = not storage.exists(run_dir)
     with distributed(config) as (d, device), contextlib.ExitStack() as locks:
         try:
             check_run_dir(config)  # before the lock makes the directory
@@ -622,7 +623,7 @@ def train(config: TrainConfig, clock: Callable[[], float] = time.monotonic) -> d
             summary = {"status": "done", "steps": done.saved["step"], "run_dir": config.logging.run_dir}
             return summary | {"seconds": 0.0} | done.saved["last_metrics"]
         except BaseException:  # failed before writing anything (set-up, bad first batch): no run dir
-            if new and d.main and run_dir.is_dir() and all(
+            if new and d.main and storage.is_dir(run_dir) and all(
                 p.name == LOCK_NAME for p in storage.list_dir(run_dir)
             ):
                 storage.remove(run_dir / LOCK_NAME, missing_ok=True)
@@ -643,8 +644,9 @@ def check_run_dir(config: TrainConfig) -> None:
     found = held_output(run_dir)
     if found is not None and (found[0] != "train" or found[1] == "a model checkpoint"):
         raise UsageError(f"{run_dir}: holds {found[1]}, not a training run; pick another run dir")
-    for path, plain in ((run_dir / "checkpoints", Path.is_dir), (run_dir / "metrics.jsonl", Path.is_file)):
-        if path.is_symlink() or (path.exists() and not plain(path)):  # what it writes: never through a link
+    written = ((run_dir / "checkpoints", storage.is_dir), (run_dir / "metrics.jsonl", storage.is_file))
+    for path, plain in written:  # what it writes: never through a link
+        if path.is_symlink() or (storage.exists(path) and not plain(path)):
             raise UsageError(f"{path}: a link, or not the kind of file the trainer writes there; move it "
                              "away or pick another run dir")  # fmt: skip
 

@@ -126,7 +126,7 @@ def stats(
         out.print(table)
     if plot is not None and fmt is not None:
         plot_stats(result, plot, fmt)
-        out.print(f"plot: {plot}")
+        out.print(f"plot: {storage.url(plot)}")
 
 
 @app.command()
@@ -142,9 +142,10 @@ def validate(
     from corpusprep.shard.validate import validate_output
 
     kind, problems, summary = validate_output(directory)
+    shown = storage.url(directory)  # an s3:// URL as given (pathlib folds its `//`)
     for problem in problems:
-        print(printable(f"{directory}: {problem}"), file=sys.stderr)  # one line, whatever the names hold
+        print(printable(f"{shown}: {problem}"), file=sys.stderr)  # one line, whatever the names hold
     if problems:
         count = f"{len(problems)} problem{'' if len(problems) == 1 else 's'}"
-        raise DataError(f"{directory}: INVALID {kind}: {count} (listed above)")
-    print(printable(f"{directory}: valid {kind}" + (f" ({summary})" if summary else "")))
+        raise DataError(f"{shown}: INVALID {kind}: {count} (listed above)")
+    print(printable(f"{shown}: valid {kind}" + (f" ({summary})" if summary else "")))

@@ -192,15 +192,15 @@ def kind_of(directory: Path) -> OutputKind | None:
 def validate(path: str | Path) -> tuple[str, list[str], str]:
     """(what it is, problems, summary) of any output in the registry, by its kind's validator; one line
     (InputError) for a path that is none of them."""
-    path = Path(path)
+    path, shown = Path(path), storage.url(path)
     if not storage.exists(path):
-        raise InputError(f"{path}: no such directory")
+        raise InputError(f"{shown}: no such directory")
     if not storage.is_dir(path):
-        raise InputError(f"{path}: is a file; validate takes a directory corpusprep or the trainer wrote")
+        raise InputError(f"{shown}: is a file; validate takes a directory corpusprep or the trainer wrote")
     kind = kind_of(path)
     if kind is None:
         raise InputError(
-            f"{path}: not a corpusprep output (no manifest.json, vocab.txt, stats.json, checkpoints/...)"
+            f"{shown}: not a corpusprep output (no manifest.json, vocab.txt, stats.json, checkpoints/...)"
         )
     problems, summary = kind.validate(path)
     return kind.title, problems, summary

@@ -64,14 +64,14 @@ def check_not_inside(
     """Refuse an output that lies inside another output (`enclosing_output`), one line ending in `advice`;
     `part_of`: the command's own output it may lie in (an import's checkpoint holds its vocab). An output on
     an object store alike: the prefixes above it in its bucket are looked at through the storage seam."""
-    found = enclosing_output(_above(path), pipeline_runs=pipeline_runs)
+    found = enclosing_output(directories_above(path), pipeline_runs=pipeline_runs)
     if found and (part_of is None or found[0] != storage.resolve(part_of)):
         prefix = f"{command}: " if command else ""
         raise UsageError(f"{prefix}{storage.url(path)} is inside {found[1]} ({storage.url(found[0])}); "
                          f"{advice}")  # fmt: skip
 
 
-def _above(path: str | Path) -> list[Path]:
+def directories_above(path: str | Path) -> list[Path]:
     """The directories above an output: a local path's parents, a URL's prefixes in its bucket (never the
     `s3:` and `.` pathlib's folded `s3:/bucket/key` has above it)."""
     parents = list(storage.resolve(path).parents)
@@ -89,7 +89,7 @@ def pipeline_stages(run_dir: str | Path) -> Iterator[None]:
     other output to them (`enclosing_output`). An environment variable, so the trainer processes that
     torchrun starts for a train stage know it too; any other command run by hand still refuses it."""
     before = os.environ.get(PIPELINE_RUN_ENV)
-    os.environ[PIPELINE_RUN_ENV] = str(Path(run_dir).resolve())
+    os.environ[PIPELINE_RUN_ENV] = str(storage.resolve(run_dir))
     try:
         yield
     finally:

@@ -385,7 +385,8 @@ def safetensors_header(path: str | Path) -> dict[str, tuple[str, tuple[int, ...]
     to the end of the file). Read without torch, so `validate` needs none; one DataError line naming the file
     and the tensor for anything else (a pickle, a truncated or padded file, overlapping tensors)."""
     with storage.open_file(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+        size = f.seek(0, os.SEEK_END)  # a local file's or an object's (no file descriptor) size
+        f.seek(0)
         head = f.read(8)
         length = int.from_bytes(head, "little") if len(head) == 8 else -1
         if not 2 <= length <= min(MAX_HEADER, size - 8):

@@ -31,8 +31,9 @@ def shard_paths(directory: Path, manifest: dict, split: str) -> list[Path]:
         raise UsageError(f"{directory}: no split {split!r} (has {', '.join(manifest['splits'])})")
     paths = [inside(directory, s["path"]) for s in manifest["splits"][split]["shards"]]
     for path in paths:
-        if not path.is_file():
-            raise DataError(f"{path}: listed in the manifest but missing (`corpusprep validate {directory}`)")
+        if not storage.is_file(path):
+            raise DataError(f"{storage.url(path)}: listed in the manifest but missing (`corpusprep validate "
+                            f"{storage.url(directory)}`)")  # fmt: skip
     return paths
 
 
@@ -54,7 +55,7 @@ def render_examples(
     manifest = load_manifest(directory)
     # the vocab: given, or the copy the shards keep, or where the manifest says it was (checked by sha256)
     own = directory / "vocab.txt"
-    vocab = VocabInfo.load(vocab_dir or (directory if own.is_file() else manifest["vocab"]["path"]))
+    vocab = VocabInfo.load(vocab_dir or (directory if storage.is_file(own) else manifest["vocab"]["path"]))
     if vocab.sha256 != manifest["vocab"]["sha256"]:
         raise UsageError(f"{vocab.directory}: not the vocab these shards were made with (sha256 differs)")
     rendered = []
@@ -100,6 +101,9 @@ def _render(row: dict, vocab: VocabInfo, where: str, objective: Objective) -> Te
     return text
 
 
+STATS_COLUMNS = ("num_tokens", "masked_lm_positions")  # what `stats` reads of each shard
+
+
 def column_stats(directory: Path, batch_size: int = 32) -> dict:
     """Per split: length histogram, and the padding a fixed-length or a per-batch padded batch would waste."""
     import polars as pl
@@ -109,16 +113,16 @@ def column_stats(directory: Path, batch_size: int = 32) -> dict:
     width = max(1, max_len // 8)
     result = {}
     for split in manifest["splits"]:
-        paths = [str(p) for p in shard_paths(directory, manifest, split)]
+        paths = shard_paths(directory, manifest, split)
         if not paths:
             continue
-        try:
-            frame = pl.scan_parquet(paths).select(
+        try:  # each shard's two columns through the storage seam (a local file, or an object store's)
+            frame = pl.concat([pl.from_arrow(storage.read_table(p, columns=list(STATS_COLUMNS))).select(
                 pl.col("num_tokens").cast(pl.Int64).alias("n"),
                 pl.col("masked_lm_positions").list.len().alias("predictions"),
-            ).with_row_index("row").collect()
-        except (OSError, pl.exceptions.PolarsError) as error:
-            raise _unreadable([Path(p) for p in paths], error) from None
+            ) for p in paths]).with_row_index("row")
+        except (OSError, pa.ArrowException, pl.exceptions.PolarsError) as error:
+            raise _unreadable(paths, error) from None
         hist = (frame.group_by((pl.col("n") - 1) // width * width + 1).agg(pl.len().alias("rows"))
                 .rename({"n": "from"}).sort("from"))
         # Rows are shuffled, so consecutive rows are what a sequential loader would batch together.
@@ -183,7 +187,7 @@ def check_plot_path(path: Path, shards_dir: Path) -> str:
     from corpusprep.engine.placement import check_output_file
 
     path = Path(path)
-    if path.is_dir():
+    if storage.is_dir(path):
         raise UsageError(f"--plot {path}: is a directory; give a file name such as stats.png")
     check_output_file(path, [shards_dir], "stats --plot")
     # pgf needs a LaTeX installation: not offered

@@ -151,8 +151,8 @@ def load_manifest(directory: str | Path) -> dict:
     objective keeps): UsageError (exit 2) when there is none, one DataError line (exit 1) naming the field
     when it is damaged."""
     path = Path(directory) / MANIFEST
-    if not path.is_file():
-        raise InputError(f"{path}: missing (not a finished shards directory)")
+    if not storage.is_file(path):
+        raise InputError(f"{storage.url(path)}: missing (not a finished shards directory)")
     manifest = load_record(path, "shards_manifest")
     keys = count_keys(manifest.get("objective"))
     for where, counts in (("totals", manifest["totals"]),
@@ -205,8 +205,8 @@ def validate_shards(directory: str | Path) -> list[str]:
 def _layout(directory: Path) -> _Layout | str:
     """The manifest's promises, or the one problem that makes it unusable."""
     manifest_path = directory / MANIFEST
-    if not manifest_path.is_file():
-        return f"{manifest_path}: missing (unfinished or not a shards directory)"
+    if not storage.is_file(manifest_path):
+        return f"{storage.url(manifest_path)}: missing (unfinished or not a shards directory)"
     try:
         manifest = load_manifest(directory)
         if manifest.get("schema_version") != SCHEMA_VERSION:
@@ -228,7 +228,7 @@ def _unlisted(directory: Path, splits: dict) -> list[str]:
     listed = {s["path"] for split in splits.values() for s in split["shards"]}
     for split in SPLITS:
         folder = directory / split
-        for path in storage.list_dir(folder) if folder.is_dir() else []:
+        for path in storage.list_dir(folder) if storage.is_dir(folder) else []:
             name = f"{split}/{path.name}"
             if path.name.startswith(".") and ".tmp-" in path.name:
                 problems.append(f"{name}: leftover temporary file of an interrupted write")
@@ -256,11 +256,12 @@ def _check_split(directory: Path, split_name: str, split: dict, layout: _Layout)
 def _check_shard(directory: Path, entry: dict, layout: _Layout, sums: dict[str, int]) -> list[str]:
     """One shard against its manifest entry and the row invariants; its counts are added to `sums`."""
     path, name = directory / entry["path"], entry["path"]
-    if not path.is_file():
+    if not storage.is_file(path):
         return [f"{name}: missing"]
     problems = []
-    if path.stat().st_size != entry["bytes"]:
-        problems.append(f"{name}: {path.stat().st_size} bytes, manifest says {entry['bytes']}")
+    size = storage.stat(path).st_size
+    if size != entry["bytes"]:
+        problems.append(f"{name}: {size} bytes, manifest says {entry['bytes']}")
     if sha256_file(path) != entry["sha256"]:
         problems.append(f"{name}: sha256 differs from the manifest (corrupted or replaced)")
     try:

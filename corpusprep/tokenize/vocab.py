@@ -442,7 +442,6 @@ def vocab_from_file(
     **kwargs: Any,
 ) -> dict[str, Any]:
     """A vocab directory from an existing vocab.txt (copied byte for byte); coverage measured on `inputs`."""
-    options = VocabOptions(
-        cased=cased, strip_accents=strip_accents, from_vocab=str(Path(vocab_txt).absolute())
-    )
+    source = storage.url(vocab_txt) if storage.scheme_of(vocab_txt) else str(Path(vocab_txt).absolute())
+    options = VocabOptions(cased=cased, strip_accents=strip_accents, from_vocab=source)
     return build_vocab(inputs, vocab_dir, options, read_options, **kwargs)

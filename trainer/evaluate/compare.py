@@ -132,7 +132,7 @@ def _build(art: Artifact, source: str | Path, data: TaskData, settings: EvalSett
         todo = tasks(settings, job)
         records = art.run(run_task, todo, workers=at_once, stats_kind="evaluate_run")
         check_runs(todo, records, data, art.work / "markers")
-        result = summarize(data, settings, records, model.description, model.cost, str(source))
+        result = summarize(data, settings, records, model.description, model.cost, storage.url(source))
     result |= {"wall_seconds": round(time.perf_counter() - started, 1), "runs_at_once": at_once,
                "load_average": load, "cpus": default_workers()}  # fmt: skip
     write_json(art.directory / RESULT, result)

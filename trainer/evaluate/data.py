@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from corpusprep.engine import storage
 from corpusprep.engine.records import parse_json
 from corpusprep.errors import DataError, InputError, UsageError
 from corpusprep.read.document import ReadStats
@@ -415,8 +416,9 @@ def read_table(path: Path, fmt: str, settings) -> Split:
 
 def read_split(path: str | Path, settings) -> tuple[str, Split]:
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
+    if not storage.is_file(path):
+        shown = storage.url(path)
+        raise InputError(f"{shown}: no such file" if not storage.exists(path) else f"{shown}: not a file")
     fmt = file_format(path, settings.format)
     if fmt == "conllu":
         return "tag", read_conllu(path, label_field(settings.label_column), settings.on_error)

@@ -23,7 +23,7 @@ from corpusprep.engine.lock import LOCK_NAME
 from corpusprep.errors import DataError, UsageError
 from corpusprep.tokenize import VocabInfo
 from trainer.checkpoint import STEP_DIR, WEIGHTS, find_checkpoint, read_config
-from trainer.export import check_hf_model, export
+from trainer.export import check_hf_model, export, local_copy
 
 HF_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 CHECKPOINT_SIGNS = (WEIGHTS, "checkpoints")  # trainer/checkpoint.py: what find_checkpoint looks for
@@ -39,9 +39,9 @@ class Pretrained:
 def is_hf_dir(path: Path) -> bool:
     """A Hugging Face model directory (config.json beside its weights) that is no trainer checkpoint."""
     return (
-        (path / "config.json").is_file()
-        and any((path / name).is_file() for name in HF_WEIGHTS)
-        and not any((path / sign).exists() for sign in CHECKPOINT_SIGNS)
+        storage.is_file(path / "config.json")
+        and any(storage.is_file(path / name) for name in HF_WEIGHTS)
+        and not any(storage.exists(path / sign) for sign in CHECKPOINT_SIGNS)
     )
 
 
@@ -49,20 +49,20 @@ def check_hf_dir(path: Path) -> None:
     """A Hugging Face directory is read as import_hf reads one (`export.check_hf_model`: its config, sizes
     and weights' header), and its vocab.txt by the vocab's reader, before transformers opens anything."""
     check_hf_model(path)
-    if (path / "vocab.txt").is_file():
+    if storage.is_file(path / "vocab.txt"):
         VocabInfo.load(path)
-    elif not (path / "tokenizer.json").is_file():
+    elif not storage.is_file(path / "tokenizer.json"):
         raise UsageError(f"{path}: no vocab.txt or tokenizer.json beside the model")
 
 
 def locate(source: str | Path) -> Path:
     """The directory that holds the model: a Hugging Face directory as given, else the trainer checkpoint
     `find_checkpoint` picks (the newest of a run). One line for anything else, exit 2."""
-    path = Path(source)
-    if not path.exists():
-        raise UsageError(f"{path}: no such file or directory (a run dir, a step-N checkpoint or an export)")
-    if not path.is_dir():
-        raise UsageError(f"{path}: not a directory (a run dir, a step-N checkpoint or an export)")
+    path, shown = Path(source), storage.url(source)
+    if not storage.exists(path):
+        raise UsageError(f"{shown}: no such file or directory (a run dir, a step-N checkpoint or an export)")
+    if not storage.is_dir(path):
+        raise UsageError(f"{shown}: not a directory (a run dir, a step-N checkpoint or an export)")
     if is_hf_dir(path):
         check_hf_dir(path)
         return path
@@ -72,8 +72,8 @@ def locate(source: str | Path) -> Path:
 def model_files(source: str | Path) -> list[list[Any]]:
     """[path, size, mtime_ns] of the files that decide the model (an evaluation's fingerprint); not an
     export's or import's lock file, which each run of the command rewrites (its pid)."""
-    return [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns]
-            for p in storage.list_dir(locate(source)) if p.is_file() and p.name != LOCK_NAME]  # fmt: skip
+    found = [p for p in storage.list_dir(locate(source)) if p.name != LOCK_NAME and storage.is_file(p)]
+    return [[str(storage.resolve(p)), storage.stat(p).st_size, storage.stat(p).st_mtime_ns] for p in found]
 
 
 @contextlib.contextmanager
@@ -81,14 +81,15 @@ def pretrained(source: str | Path, vocab: str | Path | None = None) -> Iterator[
     """The model as a Hugging Face directory: as it is, or exported for the evaluation into a temporary
     directory (removed afterwards)."""
     found = locate(source)
-    if is_hf_dir(found):
-        yield Pretrained(found, f"{found} (a Hugging Face directory)", export_cost(found))
-        return
     with tempfile.TemporaryDirectory(prefix="corpusprep-evaluate-") as scratch:
+        if is_hf_dir(found):
+            hf_dir = local_copy(found, Path(scratch) / "hf")  # itself on a local disk
+            yield Pretrained(hf_dir, f"{storage.url(found)} (a Hugging Face directory)", export_cost(found))
+            return
         hf_dir = export(found, Path(scratch) / "hf", vocab)
         cost = pretraining_cost(found)
         step = f", step {cost['steps']:,}" if cost.get("steps") is not None else ""
-        yield Pretrained(hf_dir, f"{found}{step}", cost)
+        yield Pretrained(hf_dir, f"{storage.url(found)}{step}", cost)
 
 
 def export_cost(path: Path) -> dict[str, Any]:
@@ -155,7 +156,7 @@ def _positive(value: Any) -> bool:
 def metrics(path: Path) -> list[tuple[int, dict]]:
     """(line number, record) of each record of a metrics.jsonl (a line a kill cut short, or one that is
     not UTF-8 JSON, is passed over, as the trainer does)."""
-    if not path.is_file():
+    if not storage.is_file(path):
         return []
     try:
         lines = schemas.read_bytes(path).splitlines()  # a regular file, of a bounded size
