@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from tests.interop.helpers import random_model
-from tests.trainer.test_hf_parity import exported_pair
+from tests.trainer.test_hf_parity import exported_pair, random_rows
 from tests.trainer.test_train import REPO, small_run
 from tests.trainer.test_unpadded import compiled_graphs, varying_batches
 from trainer.config import PRESETS, OptimConfig, preset
@@ -102,16 +102,8 @@ def test_logits_equal_transformers_on_the_gpu(tmp_path, padded):
     config = preset("tiny", vocab_size=2000, hidden_size=256, num_heads=4, num_layers=4)
     ours, hf = exported_pair(random_model(config, seed=3), tmp_path)
     ours, hf = ours.to(DEVICE), hf.to(DEVICE)
-    g = torch.Generator().manual_seed(7)
     B, L = 16, 128
-    ids = torch.randint(5, config.vocab_size, (B, L), generator=g)
-    lengths = torch.randint(L // 3, L + 1, (B,), generator=g) if padded else torch.full((B,), L)
-    lengths[0] = L
-    mask = torch.arange(L)[None, :] < lengths[:, None]
-    types = ((torch.arange(L)[None, :] >= (lengths // 2)[:, None]) & mask).long()
-    ids[~mask] = 0
-    positions = ((torch.rand(B, L, generator=g) < 0.15) & mask).reshape(-1).nonzero().squeeze(1)
-    ids, types, mask, positions = (x.to(DEVICE) for x in (ids, types, mask, positions))
+    ids, types, mask, positions = (x.to(DEVICE) for x in random_rows(config.vocab_size, B, L, padded))
     results = {}
     for precision, context in (("fp32", contextlib.nullcontext), ("bf16", bf16)):
         with torch.no_grad(), context():

@@ -44,23 +44,28 @@ def exported_pair(model: BertForPreTraining, tmp_path, attn: str = "sdpa"):
     return model.eval(), hf.eval()
 
 
-@pytest.mark.parametrize("attn", ["sdpa", "eager"])  # transformers' two CPU attention implementations
-@pytest.mark.parametrize("padded", [False, True], ids=["no-padding", "padding"])
-def test_logits_equal_transformers(tmp_path, padded, attn):
-    config = preset("tiny", vocab_size=700, hidden_size=64, num_heads=4, num_layers=3)
-    ours, hf = exported_pair(random_model(config, seed=3), tmp_path, attn)
-    g = torch.Generator().manual_seed(7)
-    B, L = 8, 48
-    ids = torch.randint(5, config.vocab_size, (B, L), generator=g)
+def random_rows(vocab_size: int, B: int, L: int, padded: bool, seed: int = 7) -> tuple[torch.Tensor, ...]:
+    """Padded rows as transformers takes them: (input_ids, token_type_ids, attention_mask [B, L], and the flat
+    positions b * L + i of ~15% of the real tokens); with `padded`, rows of random lengths (first full)."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, vocab_size, (B, L), generator=g)
     lengths = torch.randint(L // 3, L + 1, (B,), generator=g) if padded else torch.full((B,), L)
     lengths[0] = L
     mask = torch.arange(L)[None, :] < lengths[:, None]
     split = (torch.rand(B, generator=g) * lengths * 0.8).long() + 1  # first token of segment B
     types = ((torch.arange(L)[None, :] >= split[:, None]) & mask).long()
     ids[~mask] = 0
-    # 15% of the real tokens carry a prediction, as flat positions b * L + i
     chosen = (torch.rand(B, L, generator=g) < 0.15) & mask
-    positions = chosen.reshape(-1).nonzero().squeeze(1)
+    return ids, types, mask, chosen.reshape(-1).nonzero().squeeze(1)
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])  # transformers' two CPU attention implementations
+@pytest.mark.parametrize("padded", [False, True], ids=["no-padding", "padding"])
+def test_logits_equal_transformers(tmp_path, padded, attn):
+    config = preset("tiny", vocab_size=700, hidden_size=64, num_heads=4, num_layers=3)
+    ours, hf = exported_pair(random_model(config, seed=3), tmp_path, attn)
+    B, L = 8, 48
+    ids, types, mask, positions = random_rows(config.vocab_size, B, L, padded)
     with torch.no_grad():
         mlm, nsp = ours.padded(ids, types, mask if padded else None, positions)
         theirs = hf(input_ids=ids, token_type_ids=types, attention_mask=mask.long())
