@@ -22,6 +22,7 @@ installed at run time, and its error messages do not name a field the way a user
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -581,36 +582,11 @@ STAGE_DONE = Obj({
 })  # fmt: skip
 DEMO_STATS = Obj({k: COUNT for k in ("modules", "docstrings", "documents", "bytes")}, {"dropped": Anything()})
 
-# trainer.evaluate (trainer/evaluate/compare.py): one fine-tuning run's record, and the whole evaluation.
-SEED = Int(-MAX_INT - 1)
-EVALUATE_RUN = Obj({
-    "init": Str(("pretrained", "random")), "seed": SEED, "threads": Int(1), "seconds": Num(0),
-    "scores": MapOf(Obj({"accuracy": Num(0, 1), "n": Int(1)}, {"truncated": COUNT})),
-})  # fmt: skip
-SEED_SCORES = Obj({"scores": ListOf(Num()), "mean": Num(), "std": Opt(Num(0))},
-                  {"interval": ListOf(Num(), 2, 2)})  # fmt: skip
-EVALUATION = Rule(
-    Obj(
-        {
-            "model": Obj({"source": Str(), "description": Str(),
-                          "cost": Obj({"known": Bool()}, {"steps": COUNT, "examples": Opt(COUNT),
-                                                          "tokens": Opt(COUNT), "seconds": Opt(Num(0)),
-                                                          "note": Str()})}),
-            "task": Str(), "metric": Str(), "unit": Str(), "device": Str(), "baseline_name": Str(),
-            "seeds": ListOf(SEED, min_len=1),
-            "settings": Obj({"epochs": Num(0), "batch_size": Int(1), "lr": Num(0), "warmup": Num(0, 1),
-                             "weight_decay": Num(0), "max_length": Int(1)}),
-            "splits": MapOf(Obj({"pretrained": SEED_SCORES, "random": SEED_SCORES, "gain": SEED_SCORES,
-                                 "verdict": Str(), "outcome": Str(("helps", "hurts", "no_gain", "unknown")),
-                                 "baseline": Num(0, 1), "n": Int(1), "warnings": ListOf(Str())})),
-            "runs": ListOf(EVALUATE_RUN), "seconds": Num(0), "wall_seconds": Num(0), "runs_at_once": Int(1),
-            "load_average": Num(0), "cpus": Int(1),
-        },
-        {"skipped": MapOf(Obj({"counts": MapOf(COUNT), "examples": ListOf(Str(), min_len=1)})),
-         "invalid_utf8": MapOf(COUNT)},
-    ),
-    lambda r: None if "dev" in r["splits"] else ("splits", "no dev split"),
-)  # fmt: skip
+# trainer.evaluate's records (one fine-tuning run, the whole evaluation) are defined beside it, in
+# trainer/evaluate/schemas.py, and looked up there when first checked (records stays free of trainer imports).
+def _evaluate_schema(name: str) -> Schema:
+    return Lazy(lambda: getattr(importlib.import_module("trainer.evaluate.schemas"), name))
+
 
 TENSOR_ENTRY = Obj({"dtype": Str(tuple(DTYPE_BYTES)), "shape": ListOf(Int(0, 2**40), 16),
                     "data_offsets": ListOf(COUNT, 2, 2)}, extra=False)  # fmt: skip
@@ -638,14 +614,14 @@ SCHEMAS: dict[str, Schema] = {
     "stage_done": STAGE_DONE,  # RUN_DIR/stages/NAME.done.json
     "demo_stats": DEMO_STATS,  # RUN_DIR/corpus/demo_stats.json
     "safetensors_header": SAFETENSORS_HEADER,  # the JSON header of a .safetensors file
-    "evaluation": EVALUATION,  # EVAL_DIR/evaluation.json (trainer.evaluate)
+    "evaluation": _evaluate_schema("EVALUATION"),  # EVAL_DIR/evaluation.json (trainer.evaluate)
     # the stats in a task's marker, by the stage that reuses them (Executor.run, `stats_kind`)
     "read_task": READ_TASK,  # build-pairs: reading the documents into chunks
     "tokens_task": TOKENS_TASK,  # build-pairs: a chunk split and tokenized
     "pairs_task": PAIRS_TASK,  # build-pairs: a partition's dupe pass
     "mask_task": MASK_TASK,  # shard: a pairs file masked and dealt to spill files
     "shard_task": SHARD_TASK,  # shard: a shard written
-    "evaluate_run": EVALUATE_RUN,  # trainer.evaluate: one fine-tuning run (also EVAL_DIR/runs/*.json)
+    "evaluate_run": _evaluate_schema("EVALUATE_RUN"),  # trainer.evaluate: one run (also EVAL_DIR/runs/*.json)
 }
 
 __all__ = ["SCHEMAS", "RecordError", "check_record", "inside", "load_record", "parse_json", "read_bytes",
