@@ -4,8 +4,9 @@ a word index first). One token a line, a blank line between sentences.
 
 The layout is told once from the file's first token lines: the separator (tabs when a line has one, else
 runs of spaces), the field count, the word column (the second when the first is a running index, else the
-first; `--text-column N` names it) and the tag column (the last whose every value is a tag `O`, `B-X`,
-`I-X`, `E-X` or `S-X`: CoNLL-2003's NER column, not its chunk column; `--label-column N` names it). A line
+first; `--text-column N` names it) and the tag column (the last whose values are tags `O`, `B-X`, `I-X`,
+`E-X` or `S-X`, at least 80% of them: CoNLL-2003's NER column, not its chunk column; `--label-column N`
+names it). A line
 starting with `#` is a comment unless it reads as a token line of that layout (CoNLL-2003 has the word `#`).
 
 The scheme is told from the training file's tags (`scheme`): BIOES when an `E-` or `S-` tag is there, IOB1
@@ -64,10 +65,11 @@ def layout(path: Path, settings) -> Layout:
     if word is None:
         word = 1 if width > 2 and all(r[0].isdigit() for r in rows) else 0
     tag = _number(settings.label_column, "--label-column", path, width)
-    if tag is None:
-        tagged = [c for c in range(width) if c != word and all(IOB_TAG.match(r[c]) for r in rows)]
+    if tag is None:  # 80%: a malformed tag among the first lines is a fault of its line, not of the column
+        tagged = [c for c in range(width) if c != word
+                  and sum(bool(IOB_TAG.match(r[c])) for r in rows) >= 0.8 * len(rows)]  # fmt: skip
         if not tagged:
-            raise UsageError(f"{path}: no column holds only tags (O, B-X, I-X...); name the tag column with "
+            raise UsageError(f"{path}: no column holds tags (O, B-X, I-X...); name the tag column with "
                              "--label-column N")  # fmt: skip
         tag = tagged[-1]
     return Layout(tabs, width, word, tag)
