@@ -17,7 +17,7 @@ from corpusprep.read.document import ReadStats
 from trainer.evaluate.data import Faults, Row, Split, read_lines
 
 # Column names recognised in a header (case-insensitive).
-LABEL_NAMES = ("label", "gold_label", "quality", "is_duplicate", "labels", "class")
+LABEL_NAMES = ("label", "gold_label", "quality", "is_duplicate", "labels", "class", "score")
 PAIR_NAMES = (("sentence1", "sentence2"), ("#1 string", "#2 string"), ("question1", "question2"),
               ("question", "sentence"), ("premise", "hypothesis"), ("text_a", "text_b"))  # fmt: skip
 TEXT_NAMES = ("sentence", "text", "text_a")
