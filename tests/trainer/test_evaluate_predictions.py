@@ -32,7 +32,8 @@ TASKS = {"tag": write_toy_task, "ner": write_toy_ner, "classify": write_toy_rows
 def recompute(kind: str, lines: list[dict]) -> dict[str, float]:
     gold, predicted = [line["gold"] for line in lines], [line["predicted"] for line in lines]
     if kind == "tag":
-        pairs = [(g, p) for gs, ps in zip(gold, predicted, strict=True) for g, p in zip(gs, ps, strict=True) if g]
+        pairs = [(g, p) for gs, ps in zip(gold, predicted, strict=True)
+                 for g, p in zip(gs, ps, strict=True) if g]  # fmt: skip
         return {"accuracy": accuracy_score([g for g, _ in pairs], [p for _, p in pairs]), "n": len(pairs)}
     if kind == "ner":
         flat_gold, flat_predicted = sum(gold, []), sum(predicted, [])
