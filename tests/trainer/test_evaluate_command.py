@@ -45,8 +45,9 @@ def fake_runs(monkeypatch) -> Calls:
         if calls.stop_at == len(calls):
             raise KeyboardInterrupt
         score = (0.9 if init == "pretrained" else 0.8) + (seed - settings.seed) / 1000
-        return {"scores": {"dev": {settings.metric: score, "n": 104}}, "epoch": settings.epochs,
-                "predictions": {"dev": data.task.baseline(data, data.dev)},
+        scores = {m: score for m in data.task.metrics} | {"n": 104}
+        return {"scores": dict.fromkeys(data.scored, scores), "epoch": settings.epochs,
+                "predictions": {name: data.task.baseline(data, s) for name, s in data.scored.items()},
                 "curve": [[settings.epochs, score]], "collapsed": {}, "diverged": None, "training_loss": 1.0,
                 "state": {}}  # fmt: skip
 

@@ -25,9 +25,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", type=Path, help="a trainer run dir (its newest checkpoint), a step-N checkpoint, "
                    "a pipeline run dir or a Hugging Face directory (trainer.export output)")  # fmt: skip
     data = p.add_argument_group("data (CoNLL-U, CoNLL columns, TSV, CSV, JSONL; .gz/.xz too)")
-    data.add_argument("--train", required=True, metavar="FILE", help="labelled data to fine-tune on")
-    data.add_argument("--dev", required=True, metavar="FILE", help="labelled data to score")
-    data.add_argument("--test", metavar="FILE", help="a second scored file (a held-back split)")
+    data.add_argument("--train", metavar="FILE", help="labelled data to fine-tune on")
+    data.add_argument("--dev", metavar="FILE", help="labelled data to score after each epoch; the epoch is "
+                      "chosen on it")  # fmt: skip
+    data.add_argument("--test", metavar="FILE", help="a held-back split, scored once with that epoch")
+    data.add_argument("--glue", metavar="DIR", help="instead of --train/--dev: every GLUE task of a "
+                      "directory laid out as GLUE's (TASK/train.tsv, TASK/dev.tsv; WNLI left out), then a "
+                      "table like BERT's Table 1")  # fmt: skip
+    data.add_argument("--glue-tasks", metavar="A,B", help="with --glue: only these tasks (CoLA,SST-2,MRPC,"
+                      "QQP,STS-B,MNLI,QNLI,RTE)")  # fmt: skip
     data.add_argument("--task", choices=TASKS, default=D.task, help="default: auto (CoNLL-U: tag; columns: "
                       "ner; tables: classify, or regression for scores)")  # fmt: skip
     data.add_argument("--format", choices=FORMATS, default=D.format, help="default: auto, from the names "
@@ -91,8 +97,19 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.workers is not None and args.workers < 1:
             raise UsageError(f"--workers {args.workers}: must be >= 1")
-        result = evaluate(args.model, EvalSettings(**names), args.output, overwrite=args.overwrite,
-                          workers=args.workers)  # fmt: skip
+        options = {"overwrite": args.overwrite, "workers": args.workers}
+        if args.glue is not None:
+            from trainer.evaluate import glue
+
+            if args.train or args.dev or args.test:
+                raise UsageError("--glue DIR reads each task's files: leave out --train, --dev and --test")
+            base = EvalSettings(**(names | {"train": "", "dev": ""}))
+            print(glue.table(glue.run_suite(args.model, args.glue, base, args.output, args.glue_tasks,
+                                            **options)), end="")  # fmt: skip
+            return 0
+        if not args.train or not args.dev:
+            raise UsageError("--train and --dev are needed (or --glue DIR)")
+        result = evaluate(args.model, EvalSettings(**names), args.output, **options)
         print(markdown(result), end="")
         return 0
 
