@@ -29,8 +29,8 @@ def glue_dir(root: Path) -> Path:
         + [f"{i % 2}\t{i}\t{i + 1}\t{s}\t{SENTENCES[i - 1]}" for i, s in enumerate(SENTENCES)],
         "RTE/train.tsv": ["index\tsentence1\tsentence2\tlabel"]
         + [f"{i}\t{s}\t{s}\t{'entailment' if i % 2 else 'not_entailment'}" for i, s in enumerate(SENTENCES)],
-        "STS-B/train.tsv": ["\t".join(("index", "genre", "filename", "year", "old_index", "source1", "source2",
-                                        "sentence1", "sentence2", "score"))]
+        "STS-B/train.tsv": ["\t".join(("index", "genre", "filename", "year", "old_index", "source1",
+                                        "source2", "sentence1", "sentence2", "score"))]
         + [f"{i}\tmain\tf\t2012\t{i:04}\tnone\tnone\t{s}\t{SENTENCES[-1 - i % 6]}\t{i * 0.27:.3f}"
            for i, s in enumerate(SENTENCES * 3)],  # fmt: skip
         "MNLI/train.tsv": ["index\tpromptID\tpairID\tgenre\tsentence1\tsentence2\tlabel1\tgold_label"]
