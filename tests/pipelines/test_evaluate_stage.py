@@ -68,6 +68,7 @@ def test_evaluate_is_planned_after_the_last_phase_with_the_pipeline_seed_and_pat
     ("override", "message"),
     [
         ("evaluate.seeds=0", "evaluate.seeds=0: must be > 0"),
+        ("evaluate.epochs=inf", "evaluate.epochs=inf: must be > 0 and at most 1,000"),  # was an OverflowError
         ("evaluate.epoch=2", "evaluate.epoch: unknown setting"),
         ("evaluate.lr='fast'", r"evaluate.lr: expected a number \(or leave it out\), got 'fast'"),
         ("evaluate.dev='nope.conllu'", "evaluate.dev: "),

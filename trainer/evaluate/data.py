@@ -181,10 +181,11 @@ def read_lines(path: Path, stats: ReadStats,
 
 
 def head_lines(path: Path, n: int = SNIFF_LINES) -> list[str]:
-    """The first `n` lines of a file (for telling its format), each cut to 1,000 characters."""
+    """The first `n` lines of a file (for telling its format), each cut to 1,000 characters (a line over the
+    line bound reads as one of content)."""
     lines = []
     for _, line in read_lines(path, ReadStats()):
-        lines.append((line or "")[:1000])
+        lines.append("\ufffd" if line is None else line[:1000])
         if len(lines) >= n:
             break
     return lines

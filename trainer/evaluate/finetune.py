@@ -179,6 +179,7 @@ def train(model, tokenizer, data: TaskData, encoded: Encoded, settings: EvalSett
         "save_strategy": "no",
         "logging_strategy": "no",
         "disable_tqdm": True,
+        "logging_nan_inf_filter": False,  # a NaN loss counts in training_loss: divergence is seen
         "dataloader_num_workers": 0,
     }
     # batches of similar lengths: less padding (transformers 5 names the option; 4.x had a flag)
