@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.interop.helpers import one_thread
-from tests.trainer.test_evaluate_squad import synthetic, tiny_qa_model
+from tests.trainer.test_evaluate_squad import synthetic, tiny_qa_model, tiny_tokenizer_dir
 from trainer.evaluate.settings import EvalSettings
 from trainer.evaluate.squad import read_squad
 from trainer.evaluate.squad_metric import score
@@ -33,7 +33,7 @@ def _settings(**overrides) -> EvalSettings:
     return EvalSettings(**values)
 
 
-@pytest.mark.slow  # ~20 s on a loaded 2-core machine: ~1,000 steps of a 2-layer, 64-wide model
+@pytest.mark.slow  # 20-35 s on a loaded 2-core machine: 910 steps of a 2-layer, 64-wide model
 def test_fine_tuning_answers_far_above_the_baselines_and_test_uses_dev_s_threshold(tmp_path):
     from trainer.evaluate.squad import baseline
     from trainer.evaluate.squad_finetune import run
@@ -71,3 +71,16 @@ def test_a_seed_gives_the_same_run_and_another_seed_another(tmp_path):
                 for seed in (7, 7, 8)]  # fmt: skip
     assert runs[0].null_odds == runs[1].null_odds and runs[0].answers == runs[1].answers
     assert runs[0].null_odds != runs[2].null_odds
+
+
+def test_a_max_length_beyond_the_model_s_positions_is_one_line_before_training(tmp_path):
+    import transformers
+
+    from corpusprep.errors import UsageError
+    from trainer.evaluate.squad_finetune import run
+
+    splits = _splits(tmp_path, {"train": (4, 4)})
+    hf = tiny_tokenizer_dir(tmp_path)
+    transformers.BertConfig(max_position_embeddings=64).save_pretrained(hf)  # no weights: never read
+    with pytest.raises(UsageError, match=f"max_length=128: the model at {hf} takes at most 64 word pieces"):
+        run(hf, splits["train"], {}, _settings(max_length=128), "random", 1)

@@ -183,6 +183,7 @@ def test_v2_scores_and_best_thresholds_equal_the_official_script_exactly(seed, t
                                                            theirs[f"best_{metric}_thresh"])  # fmt: skip
 
 
+@pytest.mark.slow  # ~2-4 s: the official script on a whole dev set
 def test_on_real_dev_v1_with_bert_predictions_equal_the_official_script(tmp_path):
     """SQuAD v1.1 dev and BERT's leaderboard predictions on it (EM 86.2, F1 92.2), and random spans."""
     script = official("evaluate-v1.1.py")
@@ -196,6 +197,7 @@ def test_on_real_dev_v1_with_bert_predictions_equal_the_official_script(tmp_path
     assert round(ours["exact_match"], 1) == 86.2 and round(ours["f1"], 1) == 92.2
 
 
+@pytest.mark.slow  # ~2-4 s: the official script on a whole dev set
 def test_on_real_dev_v2_with_random_answers_equal_the_official_script(tmp_path):
     """CS224N's half of SQuAD v2.0 dev, each question answered by a random span of its context or ""."""
     script = official("evaluate-v2.0.py")

@@ -103,6 +103,11 @@ def run(hf_dir: Path, train_split: SquadSplit, scored: dict[str, SquadSplit], se
     ("dev" first: v2.0's threshold is chosen there) answered and scored. `settings`: the EvalSettings
     fields finetune.train reads (epochs, batch_size, lr, warmup, weight_decay, device) and max_length."""
     stride = check_windows(settings.max_length, doc_stride, max_answer_length)
+    config = finetune.require_transformers().AutoConfig.from_pretrained(str(hf_dir))
+    positions = config.max_position_embeddings
+    if settings.max_length > positions:
+        raise UsageError(f"max_length={settings.max_length}: the model at {hf_dir} takes at most {positions} "
+                         "word pieces")  # fmt: skip
     tokenizer = load_tokenizer(hf_dir)
     model = build_model(hf_dir, init, seed)
     encoded = encode(tokenizer, train_split.examples, settings.max_length, stride, labels=True)
