@@ -96,9 +96,17 @@ def answer(split: SquadSplit, spans: dict[str, str], null_odds: dict[str, float]
     return Scored(answers, scores, null_odds)
 
 
+@dataclass
+class QARun:
+    """A run's scored splits, and what its training windows left out (counted, never silent)."""
+
+    splits: dict[str, Scored]
+    train: dict[str, int]  # windows; questions cut to their first pieces; answers no window holds whole
+
+
 def run(hf_dir: Path, train_split: SquadSplit, scored: dict[str, SquadSplit], settings, init: str,
         seed: int, doc_stride: int | None = None,
-        max_answer_length: int = MAX_ANSWER_LENGTH) -> dict[str, Scored]:  # fmt: skip
+        max_answer_length: int = MAX_ANSWER_LENGTH) -> QARun:  # fmt: skip
     """Fine-tune one model (`init`: pretrained | random) with one seed on `train_split`; each scored split
     ("dev" first: v2.0's threshold is chosen there) answered and scored. `settings`: the EvalSettings
     fields finetune.train reads (epochs, batch_size, lr, warmup, weight_decay, device) and max_length."""
@@ -112,6 +120,8 @@ def run(hf_dir: Path, train_split: SquadSplit, scored: dict[str, SquadSplit], se
     model = build_model(hf_dir, init, seed)
     encoded = encode(tokenizer, train_split.examples, settings.max_length, stride, labels=True)
     model = train(model, tokenizer, encoded, settings, seed)
+    counts = {"windows": len(encoded.features), "questions_cut": encoded.cut_questions,
+              "answers_unreachable": encoded.unreachable}  # fmt: skip
     results: dict[str, Scored] = {}
     threshold = None
     for name, split in scored.items():
@@ -119,6 +129,7 @@ def run(hf_dir: Path, train_split: SquadSplit, scored: dict[str, SquadSplit], se
         starts, ends = predict(model, tokenizer, windows, settings.batch_size * 2)
         spans, odds = decode(split.examples, windows, starts, ends, max_answer_length)
         results[name] = answer(split, spans, odds, threshold)
+        results[name].scores |= {"windows": len(windows.features), "questions_cut": windows.cut_questions}
         if split.version == "2.0" and threshold is None:
             threshold = results[name].scores["null_threshold"]
-    return results
+    return QARun(results, counts)
