@@ -14,7 +14,7 @@ the question id (or its place, `data[3].paragraphs[0].qas[2]`, when it has no us
 `on_error="skip"` the question left out and counted. A duplicate id is the same kind of fault (predictions
 are keyed by id). A file that is not JSON, or not SQuAD's shape at the top, is always one line, exit 1.
 
-Public copies used by the tests and bench (never committed; /work/data/squad/README.md, or
+Public copies the tests use when present (never committed; /work/data/squad/README.md, or
 $CORPUSPREP_SQUAD_DIR): SQuAD v1.1 dev, github.com/pulakdas1999/QnA_using_BERT @ 4892566, dev-v1.1.json.zip
 (md5 3e85deb501d4e538b6bc56f786231552, torchtext's); the first 11 articles of v1.1 train,
 github.com/ermeba/jupiter_bert @ b893930, train-v1.1.json (a copy cut at 1.28 MB); CS224N's half of v2.0
@@ -40,8 +40,8 @@ from corpusprep.read.streams import Unopenable, Unreadable, open_decompressed, r
 from trainer.evaluate.data import Faults, Split
 from trainer.evaluate.squad_metric import normalize
 
-# Bounds on what a file may hold (SQuAD's largest: v2.0 train, 40 MB, 130,319 questions; its longest context
-# is 25,651 characters, its longest question ~250). Beyond them it is no SQuAD file we can use.
+# Bounds on what a file may hold, far above SQuAD's (v2.0 train: 40 MB, 130,319 questions; v1.1 dev's longest
+# context is 4,063 characters, its longest question 197). Beyond them it is no SQuAD file we can use.
 MAX_FILE_BYTES = 512 * 2**20  # decompressed
 MAX_QUESTIONS = 2_000_000
 MAX_CONTEXT_CHARS = 100_000  # ~25,000 word pieces: ~200 windows of 128 at most per question
