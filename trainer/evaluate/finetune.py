@@ -72,7 +72,7 @@ def sub_seed(seed: int, purpose: str) -> int:
 
 
 @contextlib.contextmanager
-def quiet(transformers) -> Iterator[None]:
+def _quiet(transformers) -> Iterator[None]:
     """No warning that the new task head is untrained (here that is the point) and no progress bar while
     weights load: the evaluation's own lines say what happens."""
     logging = transformers.utils.logging
@@ -98,7 +98,7 @@ def build_model(hf_dir: Path, data: TaskData, init: str, seed: int):
     transformers = require_transformers()
     cls = getattr(transformers, data.task.model_class)
     config = transformers.BertConfig.from_pretrained(str(hf_dir), num_labels=data.task.num_labels(data))
-    with seeded(sub_seed(seed, "init")), quiet(transformers):
+    with seeded(sub_seed(seed, "init")), _quiet(transformers):
         if init == "pretrained":
             return cls.from_pretrained(str(hf_dir), config=config)
         return cls(config)
@@ -157,11 +157,17 @@ def snapshot(model) -> dict[str, torch.Tensor]:
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
-def train(model, tokenizer, data: TaskData, encoded: Encoded, settings: EvalSettings, seed: int,
-          callbacks: list | None = None):  # fmt: skip
+def train(model, tokenizer, data: TaskData, encoded: Encoded, settings: EvalSettings, seed: int):
+    """Fine-tune `model` in place (`fit`); returns it, in eval mode."""
+    fit(model, tokenizer, data, encoded, settings, seed)
+    return model
+
+
+def fit(model, tokenizer, data: TaskData, encoded: Encoded, settings: EvalSettings, seed: int,
+        callbacks: list | None = None):  # fmt: skip
     """Fine-tune `model` in place with transformers.Trainer: AdamW, linear warm-up then decay, the settings'
     epochs (as a number of steps, so both models take exactly the same schedule). Returns the Trainer's
-    TrainOutput (its `training_loss`: the mean loss of all steps)."""
+    TrainOutput (its `training_loss`: the mean loss of all steps, NaN ones included)."""
     transformers = require_transformers()
     per_epoch = math.ceil(len(encoded.features) / settings.batch_size)
     steps = max(1, math.ceil(settings.epochs * per_epoch))
@@ -187,15 +193,24 @@ def train(model, tokenizer, data: TaskData, encoded: Encoded, settings: EvalSett
     options |= {"train_sampling_strategy": "group_by_length"} if "train_sampling_strategy" in names else \
         {"group_by_length": True}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="corpusprep-finetune-") as scratch, seeded(seed), \
-            quiet(transformers):  # fmt: skip
+            _quiet(transformers):  # fmt: skip
         args = transformers.TrainingArguments(output_dir=scratch, **options)
         trainer = transformers.Trainer(model=model, args=args, train_dataset=encoded.features,
-                                       data_collator=data.task.collator(transformers, tokenizer),
+                                       data_collator=collator_of(transformers, tokenizer, data),
                                        callbacks=callbacks)  # fmt: skip
         trainer.remove_callback(transformers.PrinterCallback)  # its dict of run times on stdout
         output = trainer.train()
     model.eval()
     return output
+
+
+def collator_of(transformers, tokenizer, data):
+    """The task kind's collator; padding of inputs alone for a caller that is no TaskData (squad_finetune.py
+    passes its kind's name: its features carry start and end positions, nothing per token)."""
+    kind = getattr(data, "task", None)
+    if kind is None:
+        return transformers.DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8)
+    return kind.collator(transformers, tokenizer)
 
 
 def epoch_callback(transformers, on_epoch):
@@ -213,7 +228,7 @@ def run(hf_dir: Path, data: TaskData, settings: EvalSettings, init: str, seed: i
     module's docstring). Returns the run: each scored split's scores and predictions, the chosen epoch, the
     dev curve ([epoch, headline score] per epoch), whether training diverged, the decoding state."""
     transformers = require_transformers()
-    with quiet(transformers):
+    with _quiet(transformers):
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(hf_dir))
     kind, metric = data.task, headline(data.task, settings.metric)
     model = build_model(hf_dir, data, init, seed)
@@ -233,8 +248,8 @@ def run(hf_dir: Path, data: TaskData, settings: EvalSettings, init: str, seed: i
             best.update(epoch=epoch, value=value, dev=dev, weights=snapshot(model), state=dict(state))
 
     train_features = kind.encode(tokenizer, data, data.train.examples, settings, train=True)
-    output = train(model, tokenizer, data, train_features, settings, seed,
-                   [epoch_callback(transformers, on_epoch)])  # fmt: skip
+    callbacks = [epoch_callback(transformers, on_epoch)]
+    output = fit(model, tokenizer, data, train_features, settings, seed, callbacks)
     if not curve or curve[-1][0] < settings.epochs - 1e-3:  # the end of a fractional last epoch
         on_epoch(settings.epochs)
     diverged = None
