@@ -197,3 +197,15 @@ def test_ud_english_ewt_as_distributed():
     assert (len(data.dev.examples), data.dev.units) == (2_001, 25_147)
     assert len(data.labels) == 17 and not data.train.skips.counts
     assert baseline_scores(data, "dev")["accuracy"] == pytest.approx(0.8659, abs=1e-4)
+
+
+def test_auto_tells_ner_columns_and_regression_scores(tmp_path):
+    iob2 = "1\tJohn\tB-PER\n2\tleft\tO\n\n1\tParis\tB-LOC\n2\tis\tO\n"
+    assert task(tmp_path, iob2, iob2, name="x.iob2").kind == "ner"
+    assert task(tmp_path, iob2, iob2, name="x.txt").kind == "ner"  # told by its first lines
+    scores = "sentence1\tsentence2\tscore\n" + "".join(f"a{i}\tb\t{i / 3:.3f}\n" for i in range(12))
+    assert task(tmp_path, scores, scores, name="x.tsv").kind == "regression"
+    few = "sentence\tlabel\n" + "".join(f"a{i}\t{i % 2}.0\n" for i in range(12))  # two classes, not scores
+    assert task(tmp_path, few, few, name="x.tsv").kind == "classify"
+    with pytest.raises(UsageError, match="--task ner: .* is a tsv file; ner reads conll"):
+        task(tmp_path, few, few, name="x.tsv", task="ner")

@@ -70,6 +70,10 @@ def test_every_score_is_recomputed_from_the_written_predictions(kind, toy, tmp_p
             assert all(set(line) == shape for line in lines)
             for metric, value in recompute(kind, lines).items():
                 assert run["scores"][split][metric] == value, (kind, split, metric)
+    for run in written["runs"]:  # the epoch chosen on dev; test (the dev file here) scored with its weights
+        assert run["scores"]["dev"][written["metric"]] == max(v for _, v in run["curve"])
+        assert run["epoch"] == next(e for e, v in run["curve"] if v == max(v for _, v in run["curve"]))
+        assert run["scores"]["test"] == run["scores"]["dev"]
     dev = written["splits"]["dev"]
     assert dev["pretrained"]["scores"] == [r["scores"]["dev"][written["metric"]] for r in written["runs"]
                                            if r["init"] == "pretrained"]  # fmt: skip
