@@ -74,6 +74,8 @@ def test_every_score_is_recomputed_from_the_written_predictions(kind, toy, tmp_p
         assert run["scores"]["dev"][written["metric"]] == max(v for _, v in run["curve"])
         assert run["epoch"] == next(e for e, v in run["curve"] if v == max(v for _, v in run["curve"]))
         assert run["scores"]["test"] == run["scores"]["dev"]
+    assert written["curves"] == ["dev-curves.png"]
+    assert (out / "dev-curves.png").read_bytes().startswith(b"\x89PNG")
     dev = written["splits"]["dev"]
     assert dev["pretrained"]["scores"] == [r["scores"]["dev"][written["metric"]] for r in written["runs"]
                                            if r["init"] == "pretrained"]  # fmt: skip

@@ -33,7 +33,7 @@ from corpusprep.engine.files import write_json
 from corpusprep.engine.records import load_record
 from corpusprep.errors import DataError
 from corpusprep.read.inputs import input_files
-from trainer.evaluate import finetune, published, summary
+from trainer.evaluate import curves, finetune, published, summary
 from trainer.evaluate.data import TaskData, read_task
 from trainer.evaluate.model import model_files, model_shape, pretrained
 from trainer.evaluate.settings import EvalSettings, size_of
@@ -189,9 +189,11 @@ def _build(art: Artifact, source: str | Path, data: TaskData, settings: EvalSett
                "load_average": load, "cpus": default_workers()}  # fmt: skip
     if grid:
         result["grid"] = grid
+    plotted = [name] if (name := curves.plot(result, art.directory)) else []
+    result["curves"] = plotted
     write_json(art.directory / RESULT, result)
     storage.write_text(art.directory / PAGE, summary.markdown(result), encoding="utf-8")
-    art.commit(files=[*extra, RESULT, PAGE])
+    art.commit(files=[*extra, *plotted, RESULT, PAGE])
     return result
 
 

@@ -53,7 +53,8 @@ EVALUATION = Rule(
             "load_average": Num(0), "cpus": Int(1),
         },
         {"skipped": MapOf(Obj({"counts": MapOf(COUNT), "examples": ListOf(Str(), min_len=1)})),
-         "invalid_utf8": MapOf(COUNT), "notes": ListOf(Str()), "grid": ListOf(Anything())},
+         "invalid_utf8": MapOf(COUNT), "notes": ListOf(Str()), "grid": ListOf(Anything()),
+         "curves": ListOf(Str())},
     ),
     lambda r: None if "dev" in r["splits"] else ("splits", "no dev split"),
 )  # fmt: skip

@@ -185,6 +185,8 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"skipped in {name} (--on-error skip): {counts}; e.g. {skips['examples'][0]}")
     for name, n in result.get("invalid_utf8", {}).items():
         lines.append(f"{name}: {n:,} invalid UTF-8 sequence(s) replaced by U+FFFD")
+    if result.get("curves"):
+        lines.append(f"dev score after each epoch, both models: {', '.join(result['curves'])}")
     runs = result.get("run_count", len(result["runs"]))
     lines.append(f"wall time: {result['wall_seconds'] / 60:.1f} min for {runs} fine-tuning runs, "
                  f"{result['runs_at_once']} at a time ({result['seconds'] / 60:.1f} min of runs in all); "
