@@ -14,7 +14,13 @@ from corpusprep.engine.manifest import sha256_file
 from corpusprep.engine.outputs import validate as validate_output
 from corpusprep.errors import UsageError
 from tests.interop.helpers import one_thread
-from tests.trainer.evaluate_helpers import fast_settings, write_run, write_toy_task, write_toy_vocab
+from tests.trainer.evaluate_helpers import (
+    fast_settings,
+    stand_in_run,
+    write_run,
+    write_toy_task,
+    write_toy_vocab,
+)
 from trainer.evaluate import compare, finetune
 from trainer.evaluate.__main__ import main
 from trainer.export import export
@@ -45,11 +51,7 @@ def fake_runs(monkeypatch) -> Calls:
         if calls.stop_at == len(calls):
             raise KeyboardInterrupt
         score = (0.9 if init == "pretrained" else 0.8) + (seed - settings.seed) / 1000
-        scores = {m: score for m in data.task.metrics} | {"n": 104}
-        return {"scores": dict.fromkeys(data.scored, scores), "epoch": settings.epochs,
-                "predictions": {name: data.task.baseline(data, s) for name, s in data.scored.items()},
-                "curve": [[settings.epochs, score]], "collapsed": {}, "diverged": None, "training_loss": 1.0,
-                "state": {}}  # fmt: skip
+        return stand_in_run(data, settings, score)
 
     monkeypatch.setattr(finetune, "run", run)
     return calls

@@ -11,6 +11,7 @@ import pytest
 from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
 
 from corpusprep.errors import DataError, UsageError
+from tests.trainer.test_evaluate_data import task
 from trainer.evaluate.compare import baseline_scores
 from trainer.evaluate.data import Sentence, read_task
 from trainer.evaluate.settings import EvalSettings
@@ -56,14 +57,8 @@ UNER = """\
 DATA = Path("/work/data")  # public copies fetched for the benchmarks (bench/yardsticks.py says from where)
 
 
-def write(path: Path, text: str) -> Path:
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 def ner(tmp_path: Path, train: str, dev: str, name: str = "x.txt", **settings):
-    a, b = write(tmp_path / f"train.{name}", train), write(tmp_path / f"dev.{name}", dev)
-    return read_task(EvalSettings(train=str(a), dev=str(b), **settings))
+    return task(tmp_path, train, dev, name=name, **settings)
 
 
 def test_conll_2003_as_it_ships(tmp_path):

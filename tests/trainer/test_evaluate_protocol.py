@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.trainer.evaluate_helpers import stand_in_run
 from tests.trainer.test_evaluate_command import args, toy  # noqa: F401 - fixtures
 from trainer.evaluate import compare, finetune
 from trainer.evaluate.__main__ import main
@@ -24,12 +25,7 @@ def grid_runs(monkeypatch) -> list:
         config = (settings.lr, settings.batch_size, settings.epochs)
         calls.append((init, seed, config))
         score = 0.9 if config == BEST[init] else 0.5 + settings.lr * 10 + settings.epochs / 100
-        score += (seed - settings.seed) / 1000
-        scores = dict.fromkeys(data.task.metrics, score) | {"n": 104}
-        return {"scores": dict.fromkeys(data.scored, scores), "epoch": settings.epochs,
-                "predictions": {n: data.task.baseline(data, s) for n, s in data.scored.items()},
-                "curve": [[settings.epochs, score]], "collapsed": {}, "diverged": None, "training_loss": 1.0,
-                "state": {}}  # fmt: skip
+        return stand_in_run(data, settings, score + (seed - settings.seed) / 1000)
 
     monkeypatch.setattr(finetune, "run", run)
     return calls

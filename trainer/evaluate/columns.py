@@ -21,8 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corpusprep.errors import DataError, UsageError
-from corpusprep.read.document import ReadStats
-from trainer.evaluate.data import IOB_TAG, MAX_WORDS, Faults, Sentence, Split, head_lines, read_lines
+from trainer.evaluate.data import (
+    IOB_TAG,
+    MAX_WORDS,
+    Sentence,
+    Sentences,
+    Split,
+    head_lines,
+)
 
 DOCSTART = "-DOCSTART-"
 
@@ -81,30 +87,15 @@ def read_columns(path: Path, fmt: str, settings) -> Split:
     MAX_WORDS words is a fault: the sentence is left out whole under skip."""
     shape = layout(path, settings)
     ner = settings.task in ("auto", "ner")
-    split, stats = Split(str(path), []), ReadStats()
-    faults = Faults(path, settings.on_error, split.skips)
-    words: list[tuple[str, str, int]] = []
-    void = False
-
-    def finish() -> None:
-        nonlocal void
-        if words and not void:
-            split.examples.append(Sentence(*map(tuple, zip(*words, strict=True))))
-        words.clear()
-        void = False
-
-    for number, line in read_lines(path, stats, faults):
-        if line is None:
-            void = True
-            words.clear()
-            continue
+    sentence = Sentences(path, settings.on_error)
+    for number, line in sentence.lines():
         if not line.strip() or line.startswith(DOCSTART):
-            finish()
+            sentence.finish()
             continue
         cols = shape.split(line)
         if line.startswith("#") and (len(cols) != shape.width or not IOB_TAG.match(cols[shape.tag])):
             continue  # a comment (`# sent_id = ...`), not the word `#`
-        if void:
+        if sentence.void:
             continue
         problem = None
         if len(cols) != shape.width:
@@ -115,17 +106,13 @@ def read_columns(path: Path, fmt: str, settings) -> Split:
             problem = f"tag {cols[shape.tag]!r} of word {cols[shape.word]!r} is no O, B-X, I-X, E-X or S-X"
         elif not ner and not cols[shape.tag].strip():
             problem = f"word {cols[shape.word]!r} has no tag"
-        elif len(words) >= MAX_WORDS:
+        elif sentence.full:
             problem = f"a sentence of more than {MAX_WORDS:,} words"
         if problem is not None:
-            faults.fault("malformed_line", number, problem)
-            void = True
-            words.clear()
+            sentence.fault(number, problem)
             continue
-        words.append((cols[shape.word], cols[shape.tag], number))
-    finish()
-    split.invalid_utf8 = stats.invalid_utf8
-    split.fields = shape.describe()
+        sentence.add(cols[shape.word], cols[shape.tag], number)
+    split = sentence.done(shape.describe())
     if ner:
         split.scheme = scheme(split.examples)
     return split

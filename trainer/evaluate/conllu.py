@@ -6,8 +6,7 @@ import re
 from pathlib import Path
 
 from corpusprep.errors import UsageError
-from corpusprep.read.document import ReadStats
-from trainer.evaluate.data import MAX_WORDS, Faults, Sentence, Split, read_lines
+from trainer.evaluate.data import MAX_WORDS, Sentences, Split
 
 # 10 tab-separated fields; the tag columns a tagger can learn, by name (numbers 3-10 work too)
 CONLLU_FIELDS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
@@ -35,27 +34,12 @@ def read_conllu(path: Path, fmt: str, settings) -> Split:
     (enhanced graphs) is no word of the sentence. Word ids must count 1, 2, 3 ... in each sentence; a
     sentence of more than MAX_WORDS words is a fault (never held whole)."""
     label = label_field(settings.label_column)
-    split, stats = Split(str(path), []), ReadStats()
-    faults = Faults(path, settings.on_error, split.skips)
-    words: list[tuple[str, str, int]] = []
-    void = False  # a fault in the sentence being read: under skip it is left out whole
-
-    def finish() -> None:
-        nonlocal void
-        if words and not void:
-            split.examples.append(Sentence(*map(tuple, zip(*words, strict=True))))
-        words.clear()
-        void = False
-
-    for number, line in read_lines(path, stats, faults):
-        if line is None:  # over the line bound: already a fault
-            void = True
-            words.clear()
-            continue
+    sentence = Sentences(path, settings.on_error)
+    for number, line in sentence.lines():
         if not line.strip():
-            finish()
+            sentence.finish()
             continue
-        if line.startswith("#") or void:
+        if line.startswith("#") or sentence.void:
             continue
         cols = line.split("\t")
         problem = None
@@ -65,21 +49,16 @@ def read_conllu(path: Path, fmt: str, settings) -> Split:
             continue  # a multiword token's surface form, or an empty node: not a tagged word
         elif not WORD_ID.match(cols[0]):
             problem = f"word id {cols[0]!r} is not a number, a range (1-2) or an empty node (1.1)"
-        elif int(cols[0]) != len(words) + 1:
-            problem = f"word id {cols[0]} where {len(words) + 1} comes next"
+        elif int(cols[0]) != len(sentence.words) + 1:
+            problem = f"word id {cols[0]} where {len(sentence.words) + 1} comes next"
         elif not cols[1]:
             problem = "empty word form"
         elif cols[label] in ("", "_"):
             problem = f"word {cols[1]!r} has no {CONLLU_FIELDS[label].upper()} ('{cols[label]}')"
-        elif len(words) >= MAX_WORDS:
+        elif sentence.full:
             problem = f"a sentence of more than {MAX_WORDS:,} words"
         if problem is not None:
-            faults.fault("malformed_line", number, problem)
-            void = True
-            words.clear()
+            sentence.fault(number, problem)
             continue
-        words.append((cols[1], cols[label], number))
-    finish()
-    split.invalid_utf8 = stats.invalid_utf8
-    split.fields = f"form -> {CONLLU_FIELDS[label]}"
-    return split
+        sentence.add(cols[1], cols[label], number)
+    return sentence.done(f"form -> {CONLLU_FIELDS[label]}")

@@ -224,6 +224,53 @@ def file_format(path: Path, fmt: str) -> str:
                      f"({', '.join(FORMATS[1:])})")  # fmt: skip
 
 
+class Sentences:
+    """A token-line file being read (CoNLL-U, CoNLL columns) and its sentence being read: words are added
+    until a blank line finishes it into the split; a fault voids it, so that under skip it is left out
+    whole. Never more than MAX_WORDS words are held (`full`)."""
+
+    def __init__(self, path: Path, on_error: str):
+        self.path, self.split, self.stats = path, Split(str(path), []), ReadStats()
+        self.faults = Faults(path, on_error, self.split.skips)
+        self.words: list[tuple[str, str, int]] = []
+        self.void = False
+
+    def lines(self) -> Iterator[tuple[int, str]]:
+        """The file's lines; one over the line bound (a fault already) leaves out its sentence."""
+        for number, line in read_lines(self.path, self.stats, self.faults):
+            if line is None:
+                self.drop()
+            else:
+                yield number, line
+
+    def done(self, fields: str) -> Split:
+        self.finish()
+        self.split.invalid_utf8, self.split.fields = self.stats.invalid_utf8, fields
+        return self.split
+
+    @property
+    def full(self) -> bool:
+        return len(self.words) >= MAX_WORDS
+
+    def add(self, word: str, label: str, line: int) -> None:
+        self.words.append((word, label, line))
+
+    def fault(self, line: int, problem: str) -> None:
+        self.faults.fault("malformed_line", line, problem)
+        self.drop()
+
+    def drop(self) -> None:
+        """Leave out the sentence being read (a fault of one of its lines, already counted)."""
+        self.void = True
+        self.words.clear()
+
+    def finish(self) -> None:
+        if self.words and not self.void:
+            self.split.examples.append(Sentence(*map(tuple, zip(*self.words, strict=True))))
+        self.words.clear()
+        self.void = False
+
+
 # ---------------------------------------------------------------- the task
 
 
