@@ -106,7 +106,8 @@ def cut(path: Path, n: int, target: Path) -> Path:
     headerless = table and path.parent.name == "CoLA"  # CoLA has no header row: keep n rows
     text = head_blocks(read_text(path), n - int(headerless), table)
     out = target / name
-    out.write_text(text, encoding="utf-8")
+    if not out.is_file() or out.read_text(encoding="utf-8") != text:  # unchanged: a rerun finds it done
+        out.write_text(text, encoding="utf-8")
     return out
 
 
@@ -185,7 +186,7 @@ def yardsticks(args) -> None:
             result = json.loads((out / "glue" / name / "evaluation.json").read_text())
             seconds = time.perf_counter() - started
             lines += [row(f"GLUE {name}", result, seconds, split) for split in result["splits"]]
-    print(f"\n{machine}; {args.seeds} seeds a model; medians ± standard deviations over seeds\n")
+    print(f"\n{machine}; seeds a model: {args.seeds}; medians ± standard deviations over seeds\n")
     print("\n".join(lines))
     if "glue" in wanted:
         suite = [sys.executable, "-m", "trainer.evaluate", args.model, "--glue", str(glue_dir(data, out)),

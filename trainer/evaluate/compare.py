@@ -104,9 +104,10 @@ def run_task(task: Task) -> dict[str, Any]:
               "diverged": found["diverged"], "collapsed": found["collapsed"], "state": found["state"],
               "threads": job.threads, "seconds": round(time.perf_counter() - started, 2)}  # fmt: skip
     write_json(job.out / task.outputs[0], record)
-    metric = settings.metric
-    shown = " ".join(f"{name} {s[metric]:.4f}" for name, s in found["scores"].items())
-    log(f"  {task.id:<10}: {shown} (epoch {found['epoch']:g}; {record['seconds']:.0f} s)"
+    shown = " ".join(f"{name} {s[settings.metric]:.4f}" for name, s in found["scores"].items())
+    grid = task.id != run_name(init, seed, None)
+    config = f" (lr {lr:g}, batch {batch}, {epochs:g} epochs)" if grid else ""
+    log(f"  {init:<10} seed {seed}{config}: {shown} (epoch {found['epoch']:g}; {record['seconds']:.0f} s)"
         + (f"; diverged: {found['diverged']}" if found["diverged"] else ""))
     return record
 
