@@ -30,10 +30,12 @@ def predict(
     outside_inputs: Callable[[Stage], dict[str, str]],
     version: str,
     intact: Callable[[Stage, dict[str, Any]], bool],
+    digest: Callable[[str], str | None],
 ) -> dict[str, Rerun]:
     """The finished stages (a record in `previous`) that will run again, by name, in run order.
     `outside_inputs(stage)`: the fingerprints of the files outside the run it reads now (the corpus,
-    task files); `intact(stage, record)`: whether its recorded outputs are all there."""
+    task files); `intact(stage, record)`: whether its recorded outputs are all there; `digest(name)`: the
+    content digest of a finished stage's output as it is now."""
     reruns: dict[str, Rerun] = {}
     for stage in selected:
         done = previous.get(stage.name)
@@ -45,6 +47,9 @@ def predict(
                 rerun.reasons.append("the corpus files changed" if name == "input" else f"{name} changed")
         if done.get("version", version) != version:
             rerun.reasons.append(f"made by corpusprep {done['version']}, this is {version}")
+        for name in stage.needs.values():  # an earlier stage that will not rerun, its output not the one read
+            if previous.get(name) and name not in reruns and done["inputs"].get(name) != digest(name):
+                rerun.reasons.append(f"{name}'s output is not the one it was built from")
         rerun.after = [n for n in stage.needs.values() if n in reruns and not reruns[n].repair]
         if not rerun.reasons and not rerun.after and not intact(stage, done):
             rerun.reasons, rerun.repair = ["output files missing or changed"], True

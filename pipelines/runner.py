@@ -33,7 +33,7 @@ from corpusprep.engine import placement, records, storage
 from corpusprep.engine.executor import Executor, LocalExecutor, executor_for
 from corpusprep.engine.files import remove_stale_temps, write_json
 from corpusprep.engine.manifest import sha256_file
-from corpusprep.errors import DataError, UsageError
+from corpusprep.errors import CorpusprepError, DataError, UsageError
 from corpusprep.read.inputs import input_files
 from pipelines import changes, report, rundir, stages
 from pipelines.config import Pipeline, Stage, check_paths, fingerprint, select
@@ -165,7 +165,8 @@ def _announce(selected: tuple[Stage, ...], previous: dict, known: dict[str, str]
     stage that reruns can continue (else one line, before anything is written). Returns the train stages
     that continue, with the step each continues from."""
     reruns = changes.predict(selected, previous, lambda s: _outside_inputs(s, known), corpusprep.__version__,
-                             lambda s, done: outputs_intact(dirs[s.name], done["outputs"]))  # fmt: skip
+                             lambda s, done: outputs_intact(dirs[s.name], done["outputs"]),
+                             lambda name: _digest(previous[name], dirs[name]))  # fmt: skip
     train = {n: r for n, r in reruns.items() if r.stage.kind == "train" and not r.repair}
     extendable = {n for n, r in train.items() if not r.after and _extendable(r.stage, previous[n])}
     continued = {}
@@ -222,8 +223,10 @@ def _run_stage(stage: Stage, ctx: StageContext, known: dict[str, str], label: st
     intact = done is not None and done["fingerprint"] == fp
     if not overwrite and intact and outputs_intact(out, done["outputs"]):
         console.print(f"{label}: complete, skipped")
-        digest = done.get("digest")  # records of an older corpusprep have none
-        known[stage.name] = digest if isinstance(digest, str) else output_digest(out, _plain_files(done))
+        if not isinstance(done.get("digest"), str):  # a record of an older corpusprep: completed once
+            done["digest"] = _digest(done, out)
+            write_json(done_file, done)
+        known[stage.name] = done["digest"]
         return {**done, "status": "skipped"}
     if ctx.continue_from is not None and ctx.continue_from["inputs"] != needs:
         raise UsageError(f"--extend: {stage.name}: its inputs changed since it trained (an earlier stage "
@@ -260,6 +263,13 @@ def _run_stage(stage: Stage, ctx: StageContext, known: dict[str, str], label: st
     return {**record, "status": "ran"}
 
 
-def _plain_files(done: dict) -> tuple[str, ...] | None:
-    """The files of a stage that wrote no artifact (its record names them, no manifest among them)."""
-    return None if manifests.MANIFEST in done["outputs"] else tuple(done["outputs"])
+def _digest(done: dict, out: Path) -> str | None:
+    """The content digest of a finished stage's output: its record's, else (a record of an older corpusprep)
+    computed now from its files; None where they are gone."""
+    if isinstance(done.get("digest"), str):
+        return done["digest"]
+    plain = None if manifests.MANIFEST in done["outputs"] else tuple(done["outputs"])  # no artifact
+    try:
+        return output_digest(out, plain)
+    except (OSError, CorpusprepError):
+        return None

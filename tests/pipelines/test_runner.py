@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
+import corpusprep
 from corpusprep.errors import DataError, UsageError
 from pipelines import stages
-from pipelines.config import load_pipeline
+from pipelines.config import fingerprint, load_pipeline
 from pipelines.runner import run_pipeline
 
 
@@ -171,3 +173,28 @@ def test_extend_continues_the_phase_that_grew_and_retrains_the_phases_after_it(t
     assert counts == {"train-short": True, "plot-short": False, "train-long": False, "plot-long": False}
     with pytest.raises(UsageError, match="^--extend: train-short: it reads what shard-short rebuilds"):
         run(toml, run_dir, "phases.short.train.steps=10", "shard.rows=8", extend=True)
+
+
+def test_a_run_dir_of_an_older_corpusprep_says_why_its_stages_rerun_once(toml, tmp_path, calls):
+    """Records made before inputs were fingerprinted by content hold the earlier stages' settings
+    fingerprints: the stages after them rerun once, said so, and the skipped ones' records are completed."""
+    run_dir = tmp_path / "run"
+    run(toml, run_dir)
+    for path in (run_dir / "stages").glob("*.done.json"):
+        record = json.loads(path.read_text())
+        inputs = {k: v if k == "input" else "0" * 16 for k, v in record["inputs"].items()}  # settings' fps
+        old = fingerprint(record["kind"], record["settings"], inputs, corpusprep.__version__)
+        path.write_text(json.dumps({k: v for k, v in record.items() if k not in ("digest", "version")}
+                                   | {"inputs": inputs, "fingerprint": old}))  # fmt: skip
+    calls.clear()
+    said = io.StringIO()
+    report = run(toml, run_dir, console=Console(file=said, width=300))
+    assert said.getvalue().splitlines()[0] == (
+        "pairs-short: vocab's output is not the one it was built from: reruns; after it: shard-short, "
+        "train-short (training from step 0), plot-short, train-long (training from step 0), plot-long")
+    assert statuses(report)["vocab"] == "skipped" and calls["pairs-short"] == 1
+    assert "digest" in json.loads((run_dir / "stages" / "vocab.done.json").read_text())
+    calls.clear()
+    said = io.StringIO()
+    report = run(toml, run_dir, console=Console(file=said, width=300))
+    assert not calls and said.getvalue().startswith("[1/9] vocab: complete, skipped")  # nothing to say
