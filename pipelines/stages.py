@@ -388,7 +388,12 @@ class TrainStage(StageKind):
         if conflicts := resume_conflicts(dataclasses.asdict(saved_train(found)), config.to_dict()):
             raise UsageError(f"{where}: {found}: the trainer cannot resume it under the new settings "
                              f"({'; '.join(conflicts[:3])}); drop --extend to train from step 0")
-        return int(read_state(found)["step"])
+        state = read_state(found)
+        if config.schedule.finished(state["step"], state.get("elapsed", 0.0)):  # the other limit stops it
+            limits = f"schedule.steps {config.schedule.steps}, schedule.budget {config.schedule.budget!r}"
+            raise UsageError(f"{where}: at step {state['step']:,} the run is finished under the new schedule "
+                             f"too ({limits}); raise the limit that stops it")
+        return int(state["step"])
 
     def kept_warmup(self, stage: Stage, found: Path) -> int | None:
         """The warm-up a continued run keeps: a run by steps resolves its default warm-up from the steps

@@ -11,7 +11,10 @@ import pytest
 from rich.console import Console
 
 from corpusprep.errors import UsageError
-from tests.pipelines.conftest import run_demo
+from pipelines import stages
+from pipelines.config import load_pipeline
+from tests.pipelines.conftest import DEMO_RUN, run_demo
+from tests.pipelines.helpers import DEMO
 
 
 def said(run_dir, *overrides, **kwargs) -> tuple[dict, str]:
@@ -75,3 +78,10 @@ def test_extend_refuses_what_it_cannot_continue_before_anything_is_written(demo_
         assert {p: p.read_bytes() for p in files} == files
     with pytest.raises(UsageError, match="pick one"):
         run_demo(run_dir, extend=True, overwrite=True)
+    # a run that had a budget too (here: as if), whose steps stopped it: more budget alone trains nothing
+    pipeline = load_pipeline(DEMO, [*DEMO_RUN, "train.schedule.budget='2h'"])
+    previous = json.loads((run_dir / "stages" / "train.done.json").read_text())
+    previous["settings"]["train"]["schedule"]["budget"] = "1h"
+    dirs = {s.name: run_dir / s.output for s in pipeline.stages}
+    with pytest.raises(UsageError, match="at step 6 the run is finished under the new schedule too"):
+        stages.KINDS["train"].continuation(pipeline.stage("train"), dirs, previous)
