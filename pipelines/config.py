@@ -24,6 +24,7 @@ from corpusprep.engine import storage
 from corpusprep.errors import UsageError
 from corpusprep.read.document import MAX_DOCUMENT_MB, ReadOptions
 from corpusprep.settings import check_settings, parse_toml, read_toml
+from trainer.threads import available_cores
 
 DEMO_INPUT = "@demo"  # input.paths = ["@demo"]: the embedded demo corpus, built at run time
 SECTIONS = ("pipeline", "input", "vocab", "pairs", "shard", "train", "phases", "evaluate")
@@ -34,14 +35,22 @@ EVALUATE_PATHS = ("train", "dev", "test", "vocab")  # [evaluate] keys that name 
 INPUT_DEFAULTS = {"paths": [DEMO_INPUT], "format": "auto", "text_field": "text", "on_error": "auto",
                   "max_document_mb": MAX_DOCUMENT_MB, "document_per_file": False, "demo_mb": None}
 READ_KEYS = ("format", "text_field", "on_error", "max_document_mb", "document_per_file")  # -> ReadOptions
+
+
+def _processes(value: Any) -> bool:
+    """torchrun's processes on this machine: each needs a core of its own to feed its device."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= available_cores()
+
+
 # [train] keys the runner reads itself (the trainer never sees them): name -> (check, what it must be)
 RUNNER_TRAIN_KEYS = {
-    "processes": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "an integer >= 1"),
+    "processes": (_processes, f"an integer from 1 to {available_cores()} (the cores this machine gives "
+                              "this process)"),
     "init_from_previous": (lambda v: isinstance(v, bool), "true or false"),
 }
 # What a run dir holds beside the stages' directories: a phase may not be named so (its stages would
 # write into them)
-RUN_DIR_NAMES = ("stages", "vocab", "corpus", "run.json", "pipeline.json", "report.md")
+RUN_DIR_NAMES = ("stages", "vocab", "corpus", "evaluate", "run.json", "pipeline.json", "report.md")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -104,8 +113,11 @@ def load_pipeline(
     path: str | Path, overrides: list[str] | None = None, check_inputs: bool = True
 ) -> Pipeline:
     """The plan of a pipeline file. Relative paths in the file are relative to the file's directory, those
-    given with `--set` to the current one; every path it reads is checked here (`check_inputs`), before
-    anything is written."""
+    given with `--set` to the current one. Every setting of every stage (whatever `--until` will select) is
+    checked here by the stage's own checks (`stages.check`), and every path it reads (`check_inputs`),
+    before anything is written."""
+    from pipelines import stages  # stages imports this module
+
     path = Path(path)
     raw = read_toml(path, "pipeline file")
     resolve_paths(raw, path.parent)
@@ -113,6 +125,12 @@ def load_pipeline(
         apply_override(raw, item)
     resolve_paths(raw, Path.cwd())  # what --set gave (the file's paths are absolute by now)
     pipeline = plan(raw, path)
+    for stage in pipeline.stages:
+        try:
+            stages.check(stage)
+        except UsageError as error:  # "pipelines/x.toml: shard: --masked-lm-prob must be in (0, 1)"
+            text = str(error).removeprefix(f"{stage.name}: ")
+            raise UsageError(f"{path}: {stage.name}: {text}") from None
     if check_inputs:
         check_paths(pipeline)
     return pipeline
@@ -206,8 +224,8 @@ def plain_name(name: str, where: str, names: str) -> str:
 
 def check_runner_keys(section: dict[str, Any], where: str) -> None:
     """The [train] keys the runner reads itself (`processes`, `init_from_previous`), checked when the file is
-    planned; the trainer's keys are checked by its own checker (`stages.TrainStage.check`, which the runner
-    calls for every stage before the first runs)."""
+    planned; the trainer's keys are checked by its own checker (`stages.TrainStage.check`, which
+    `load_pipeline` calls for every stage, whatever --until selects)."""
     for key, (ok, must) in RUNNER_TRAIN_KEYS.items():
         if key in section and not ok(section[key]):
             raise UsageError(f"{where}.{key}: expected {must}, got {section[key]!r}")
@@ -215,7 +233,7 @@ def check_runner_keys(section: dict[str, Any], where: str) -> None:
 
 def plan(raw: dict[str, Any], source: Path) -> Pipeline:
     """The ordered stages of a pipeline file's tables (pure: reads nothing but `raw`). Every setting is
-    checked here or by the stages' `check` (the runner calls it for every stage before the first runs)."""
+    checked here or by the stages' own `check` (`load_pipeline` and the runner call it for every stage)."""
     unknown = sorted(set(raw) - set(SECTIONS))
     if unknown:
         raise UsageError(f"{source}: unknown section [{unknown[0]}] (known: {', '.join(SECTIONS)})")
@@ -309,7 +327,7 @@ def _phase_stages(config: dict[str, Any], source: Path, phase: str, tables: dict
         Stage(train, "train", {"train": seeded(merged["train"])},
               {"shards": shard, "vocab": "vocab", **({"init": previous_train} if init else {})},
               f"{prefix}train", phase),
-        Stage(f"plot{suffix}", "plot", {}, {"train": train}, f"{prefix}train", phase),
+        Stage(f"plot{suffix}", "plot", {}, {"train": train}, f"{prefix}plot", phase),
     ]
 
 

@@ -117,7 +117,7 @@ def test_the_readmes_commands_run_as_written(tmp_path):
                           text=True, timeout=1800)  # fmt: skip
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert stamp.read_text() == stamped  # scripts/env.sh found the environment installed: nothing was
-    assert (clone / "runs/demo/report.md").is_file() and (clone / "runs/demo/train/curves.png").is_file()
+    assert (clone / "runs/demo/report.md").is_file() and (clone / "runs/demo/plot/curves.png").is_file()
     for out in ("runs/demo/hf", "runs/demo/hf-checked"):
         assert (clone / out / "config.json").is_file() and (clone / out / "model.safetensors").is_file()
     assert (clone / "runs/demo/init/config.json").is_file()  # the import, for --init-from

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -99,9 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     overrides = [f"{FLAGS[n][0]}={json.dumps(v)}" for n, v in given.items()]
     overrides += [f"{SWITCHES[n][0]}=true" for n in SWITCHES if getattr(args, n)]
     def run() -> int:
+        from trainer import threads
         from trainer.config import load_config
-        from trainer.train import train
 
+        threads.set_wait_policy()  # before anything imports torch (trainer.threads)
         config = load_config(args.config, overrides + args.set)
         if args.print_config:
             print(config.to_json())
@@ -109,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
         if not config.data.shards:
             raise UsageError("no shards: pass --shards DIR or set data.shards")
         refuse_stdout(config.logging.run_dir, "--run-dir (logging.run_dir)", "a directory")
+        _, line = threads.configure()
+        if os.environ.get("RANK", "0") == "0":
+            print(line, flush=True)
+        from trainer.train import train
+
         train(config)
         return 0
 

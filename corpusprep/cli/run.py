@@ -39,14 +39,25 @@ def run(
         ),
     ] = None,
     overwrite: Overwrite = False,
+    extend: Annotated[
+        bool,
+        typer.Option(
+            help="Continue finished training whose schedule.steps or schedule.budget grew from its last "
+            "checkpoint, instead of training from step 0 (docs/manual/pipelines.md)."
+        ),
+    ] = False,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
     """Run a named pipeline: (demo corpus ->) vocab -> build-pairs -> shard -> train -> plot -> report.
 
     Stages whose outputs are complete and whose settings and inputs are unchanged are skipped, so a killed
     run continues where it stopped and a second run does nothing. Changing a setting reruns that stage and
-    every stage after it. The report is RUN_DIR/report.md (and report.json).
+    every stage after it; the run says which and why before it starts. The report is RUN_DIR/report.md
+    (and report.json).
     """
+    from trainer.threads import set_wait_policy
+
+    set_wait_policy()  # before anything imports torch: the train stage trains in this process
     from pipelines.config import load_pipeline
     from pipelines.runner import run_pipeline
 
@@ -58,5 +69,6 @@ def run(
         executor=executor,
         until=until,
         overwrite=overwrite,
+        extend=extend,
         progress=progress,
     )

@@ -102,6 +102,7 @@ VOCAB_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_
 PAIRS_FILES = ("stats.json", "train/part-*.parquet", "validation/part-*.parquet")
 SHARDS_FILES = ("manifest.json", "vocab.txt", "train/shard-*.parquet", "validation/shard-*.parquet")
 EVALUATION_FILES = ("runs/*.json", "predictions/*.jsonl", "dev-curves.png", "evaluation.json", "evaluation.md")
+PLOT_FILES = ("*.png",)  # a pipeline's plot stage: trainer.plot's curves of its train stage
 
 # In the order recognition tries them (an export and a shards directory hold a vocab.txt too).
 KINDS = {k.name: k for k in (
@@ -135,6 +136,8 @@ KINDS = {k.name: k for k in (
                "trainer.outputs:validate_evaluation", artifact=True, owns=EVALUATION_FILES),
     OutputKind("corpus", "corpus", "corpusprep corpus", "demo corpus directory",
                "corpusprep.validate:validate_artifact", artifact=True, owns=("demo*.json*",)),
+    OutputKind("plot", "plot", "corpusprep training curves", "training curves directory",
+               "corpusprep.validate:validate_artifact", artifact=True, owns=PLOT_FILES),
 )}  # fmt: skip
 
 

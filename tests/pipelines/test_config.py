@@ -34,7 +34,7 @@ def test_single_phase_plan_and_seed_propagation():
         ("pairs", "pairs"),
         ("shard", "shards"),
         ("train", "train"),
-        ("plot", "train"),
+        ("plot", "plot"),
     ]
     assert pipeline.stage("pairs").settings["pairs"] == {"seed": 9, "dupe_factor": 2}
     assert pipeline.stage("pairs").needs == {"corpus": "corpus", "vocab": "vocab"}
@@ -100,15 +100,6 @@ def test_shipped_pipelines_plan_and_every_setting_is_known(name):
     assert pipeline.demo_input == (name == "demo")
     for stage in pipeline.stages:
         check(stage)  # raises UsageError on an unknown or invalid setting
-
-
-def test_a_typo_in_a_late_stage_fails_before_anything_runs(tmp_path):
-    from pipelines.runner import run_pipeline
-
-    pipeline = load_pipeline(PIPELINES / "demo.toml", ["train.optim.lrate=1"])
-    with pytest.raises(UsageError, match="unknown config key 'lrate'"):
-        run_pipeline(pipeline, tmp_path / "run", progress=False)
-    assert not (tmp_path / "run").exists()
 
 
 def test_a_pipeline_name_is_a_plain_name_never_a_path():

@@ -15,7 +15,6 @@ from pipelines.config import load_pipeline
 from pipelines.runner import run_pipeline
 from pipelines.stages import EvaluateStage
 from tests.pipelines.helpers import DEMO, small_overrides, write_small_corpus
-from tests.pipelines.test_runner import calls  # noqa: F401  (a fixture: the runner tests' stand-in stages)
 from tests.trainer.evaluate_helpers import write_toy_task
 
 PIPELINE = """

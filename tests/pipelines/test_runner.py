@@ -2,85 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
+import io
 import json
-from collections import Counter
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+import corpusprep
 from corpusprep.errors import DataError, UsageError
 from pipelines import stages
-from pipelines.config import load_pipeline
+from pipelines.config import fingerprint, load_pipeline
 from pipelines.runner import run_pipeline
-from pipelines.stages import StageKind, StageResult
-
-PIPELINE = """
-[pipeline]
-name = "toy"
-seed = 3
-
-[input]
-paths = ["{corpus}"]
-
-[vocab]
-size = 10
-
-[pairs]
-dupe = 2
-
-[shard]
-rows = 4
-
-[train]
-steps = 5
-
-[phases.short.pairs]
-length = 128
-
-[phases.long.pairs]
-length = 512
-"""
-
-
-@pytest.fixture
-def calls(monkeypatch) -> Counter:
-    """Replace every stage by one that writes a digest of its settings and inputs, and count the calls."""
-    counter: Counter = Counter()
-
-    def fake(stage, ctx) -> StageResult:
-        counter[stage.name] += 1
-        ctx.out.mkdir(parents=True, exist_ok=True)
-        upstream = [
-            (ctx.dirs[n] / f"{n}.txt").read_text() if n in ctx.dirs else Path(ctx.inputs[0]).read_text()
-            for n in stage.needs.values()
-        ]
-        digest = hashlib.sha256(json.dumps([stage.settings, upstream], sort_keys=True).encode()).hexdigest()
-        (ctx.out / f"{stage.name}.txt").write_text(digest)
-        return StageResult({"items": 10}, unit="items", files=(f"{stage.name}.txt",))
-
-    class Fake(StageKind):
-        def check(self, stage) -> None:  # the toy settings are no real options
-            pass
-
-        def run(self, stage, ctx) -> StageResult:
-            return fake(stage, ctx)
-
-        def validate(self, stage, ctx) -> list[str]:
-            return []
-
-    for kind in stages.KINDS:
-        monkeypatch.setitem(stages.KINDS, kind, Fake())
-    return counter
-
-
-@pytest.fixture
-def toml(tmp_path) -> Path:
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("Some text.\n")
-    path = tmp_path / "toy.toml"
-    path.write_text(PIPELINE.format(corpus=corpus))
-    return path
 
 
 def run(toml: Path, run_dir: Path, *overrides: str, **kwargs) -> dict:
@@ -201,3 +134,67 @@ def test_run_dir_of_something_else_is_refused_without_overwrite(toml, tmp_path, 
     calls.clear()
     report = run(other, tmp_path / "run", overwrite=True)
     assert set(statuses(report).values()) == {"ran"}
+
+
+def test_before_anything_runs_it_says_which_stages_rerun_and_why(toml, tmp_path, calls):
+    run_dir = tmp_path / "run"
+    run(toml, run_dir)
+    said = io.StringIO()
+    run(toml, run_dir, "phases.short.pairs.length=64", console=Console(file=said, width=300))
+    lines = said.getvalue().splitlines()
+    assert lines[0] == ("pairs-short: pairs.length changed 128 -> 64: reruns; after it: shard-short, "
+                        "train-short (training from step 0), plot-short, train-long (training from step 0), "
+                        "plot-long")  # fmt: skip
+    assert not any(line.startswith(("vocab", "pairs-long", "shard-long")) for line in lines)
+    (run_dir / "long" / "shards" / "shard-long.txt").unlink()
+    said = io.StringIO()
+    run(toml, run_dir, "phases.short.pairs.length=64", console=Console(file=said, width=300))
+    assert said.getvalue().splitlines()[0] == "shard-long: output files missing or changed: rebuilds them"
+
+
+def test_extend_continues_the_phase_that_grew_and_retrains_the_phases_after_it(toml, tmp_path, calls,
+                                                                                monkeypatch):  # fmt: skip
+    from tests.pipelines.conftest import FakeStage
+
+    run_dir = tmp_path / "run"
+    run(toml, run_dir)
+    calls.clear()
+    with pytest.raises(UsageError, match="^--extend: train-short: a train stage is rebuilt, never continued"):
+        run(toml, run_dir, "phases.short.train.steps=10", extend=True)
+    assert not calls
+    monkeypatch.setitem(stages.KINDS, "train", FakeStage(calls, continues=5))
+    said = io.StringIO()
+    console = Console(file=said, width=300)
+    report = run(toml, run_dir, "phases.short.train.steps=10", extend=True, console=console)
+    assert said.getvalue().splitlines()[0] == (
+        "train-short: train.steps changed 5 -> 10: continues from step 5 (--extend); after it: plot-short, "
+        "train-long (training from step 0), plot-long")  # fmt: skip
+    counts = {s["name"]: s["counts"]["continued_from"] for s in report["stages"] if s["status"] == "ran"}
+    assert counts == {"train-short": True, "plot-short": False, "train-long": False, "plot-long": False}
+    with pytest.raises(UsageError, match="^--extend: train-short: it reads what shard-short rebuilds"):
+        run(toml, run_dir, "phases.short.train.steps=10", "shard.rows=8", extend=True)
+
+
+def test_a_run_dir_of_an_older_corpusprep_says_why_its_stages_rerun_once(toml, tmp_path, calls):
+    """Records made before inputs were fingerprinted by content hold the earlier stages' settings
+    fingerprints: the stages after them rerun once, said so, and the skipped ones' records are completed."""
+    run_dir = tmp_path / "run"
+    run(toml, run_dir)
+    for path in (run_dir / "stages").glob("*.done.json"):
+        record = json.loads(path.read_text())
+        inputs = {k: v if k == "input" else "0" * 16 for k, v in record["inputs"].items()}  # settings' fps
+        old = fingerprint(record["kind"], record["settings"], inputs, corpusprep.__version__)
+        path.write_text(json.dumps({k: v for k, v in record.items() if k not in ("digest", "version")}
+                                   | {"inputs": inputs, "fingerprint": old}))  # fmt: skip
+    calls.clear()
+    said = io.StringIO()
+    report = run(toml, run_dir, console=Console(file=said, width=300))
+    assert said.getvalue().splitlines()[0] == (
+        "pairs-short: vocab's output is not the one it was built from: reruns; after it: shard-short, "
+        "train-short (training from step 0), plot-short, train-long (training from step 0), plot-long")
+    assert statuses(report)["vocab"] == "skipped" and calls["pairs-short"] == 1
+    assert "digest" in json.loads((run_dir / "stages" / "vocab.done.json").read_text())
+    calls.clear()
+    said = io.StringIO()
+    report = run(toml, run_dir, console=Console(file=said, width=300))
+    assert not calls and said.getvalue().startswith("[1/9] vocab: complete, skipped")  # nothing to say

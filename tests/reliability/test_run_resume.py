@@ -113,5 +113,5 @@ def test_existing_directory_is_not_taken_over_without_overwrite(tmp_path, setup)
     assert refused.returncode == 2
     assert "not a corpusprep run directory; pass --overwrite" in refused.stderr
     assert "Traceback" not in refused.stderr
-    assert sorted(p.name for p in run_dir.iterdir()) == [LOCK_NAME, "results.csv"]
+    assert sorted(p.name for p in run_dir.iterdir()) == ["results.csv"]  # not even a lock
     assert (run_dir / "results.csv").read_text() == "precious\n"
