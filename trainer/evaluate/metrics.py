@@ -33,7 +33,9 @@ def f1(golds: list[str], predictions: list[str], positive: str | None) -> float:
 def matthews(golds: list[str], predictions: list[str]) -> float:
     from sklearn.metrics import matthews_corrcoef
 
-    return float(matthews_corrcoef(golds, predictions))
+    with warnings.catch_warnings():  # "a single label was found": a constant prediction's 0 is right
+        warnings.simplefilter("ignore")
+        return float(matthews_corrcoef(golds, predictions))
 
 
 def _correlation(method: str, golds: list[float], predictions: list[float]) -> float:
