@@ -104,7 +104,8 @@ def training_wait(shards: str, cache_dir: str, prefetch: str, steps: str, run_di
     import torch
 
     from trainer.config import load_config
-    from trainer.train import Dist, Trainer
+    from trainer.dist import Dist
+    from trainer.train import Trainer
 
     torch.set_num_threads(1)
     settings = [f"data.shards={json.dumps(shards)}", f"logging.run_dir={json.dumps(run_dir)}",

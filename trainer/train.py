@@ -6,14 +6,12 @@ shards' manifest. Single process, or one process per device under torchrun."""
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -33,62 +31,12 @@ from corpusprep.mask import MaskVocab
 from trainer import checkpoint
 from trainer.config import TrainConfig, parse_duration
 from trainer.data import Position, Shards, ShardStream, cache_for, loader_batches, open_shards
+from trainer.dist import Dist, distributed, log
 from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token, pretraining_loss
 from trainer.optim import build_optimizer, build_scheduler
 
 # dense bf16 peak FLOP/s by device name, for MFU in the progress line (bench/train_gpu.py measures instead)
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "A10": 125e12}
-
-
-@dataclass
-class Dist:
-    rank: int = 0
-    world: int = 1
-    local_rank: int = 0
-    launched: bool = False  # in a process group (torchrun), so training goes through DDP, even at world 1
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-
-@contextlib.contextmanager
-def distributed(config: TrainConfig) -> Iterator[tuple[Dist, torch.device]]:
-    """This process's rank and device; under torchrun (WORLD_SIZE > 1) it joins the process group (NCCL on
-    GPU, gloo on CPU) for the run and leaves it cleanly: a gloo group still alive at interpreter exit
-    aborts the process ("terminate called without an active exception", exit -6)."""
-    want_cuda = config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available())
-    if config.device == "cuda" and not torch.cuda.is_available():
-        raise UsageError("device=cuda but no CUDA device is available")
-    env = os.environ
-    d = Dist(int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0)))
-    # under torchrun even one process joins a group and trains through DDP: the path of N ranks, on 1
-    d.launched = d.world > 1 or "TORCHELASTIC_RUN_ID" in env
-    if want_cuda:
-        torch.cuda.set_device(d.local_rank)
-    backend = "nccl" if want_cuda else "gloo"
-    owned = d.launched and not dist.is_initialized()  # a caller's own group is left to the caller
-    if owned:
-        dist.init_process_group(backend)
-    try:
-        yield d, torch.device("cuda", d.local_rank) if want_cuda else torch.device("cpu")
-    except BaseException:
-        # gloo's destroy closes this rank's connections, so peers waiting in a collective fail at once; NCCL's
-        # would wait for those peers (a hang), so there torchrun's teardown of the failed job does it
-        if owned and backend == "gloo":
-            dist.destroy_process_group()
-        raise
-    if owned:
-        # DDP's reducer sits in reference cycles: free it while its group is alive (freed at interpreter exit,
-        # after the group, it aborts the process), and let every rank arrive before the group goes.
-        gc.collect()
-        dist.barrier()
-        dist.destroy_process_group()
-
-
-def log(d: Dist, message: str) -> None:
-    if d.main:
-        print(message, flush=True)
 
 
 def to_device(batch: dict, device: torch.device) -> dict:

@@ -221,7 +221,8 @@ def test_a_two_rank_run_resumes_in_one_process(tiny_shards, tmp_path, capsys):
     of 8 (the same global batch), where a changed rank count used to be refused: it goes on at example 32
     of the global order, its first batch is examples 32..39, and the checkpoint says 32 + 4 x 8."""
     from trainer.data import Position, ShardStream, open_shards
-    from trainer.train import Dist, Trainer
+    from trainer.dist import Dist
+    from trainer.train import Trainer
 
     run = tmp_path / "run"
     args = small_run(tiny_shards, run, "data.batch_size=4", "schedule.steps=4", "checkpoint.every=2",
@@ -307,7 +308,8 @@ def test_resume_with_another_batch_size_continues_at_the_next_example(tiny_shard
     counts examples, so the resumed run's first batch is examples 32..43 of the global order, and its
     checkpoint says 32 + 8 x 12 (not a step count)."""
     from trainer.data import Position, ShardStream, open_shards
-    from trainer.train import Dist, Trainer
+    from trainer.dist import Dist
+    from trainer.train import Trainer
 
     run = tmp_path / "run"
     train(load_config(None, small_run(tiny_shards, run, "schedule.steps=4")))
@@ -372,7 +374,8 @@ def test_the_trainers_parts_work_alone(tiny_shards, tmp_path):
     """train_step, evaluate and state_dict / load_state_dict, without the loop: a step moves the weights
     and the step count, evaluate leaves them alone, and a state saved and loaded into a fresh Trainer gives
     the same next step."""
-    from trainer.train import Dist, Trainer
+    from trainer.dist import Dist
+    from trainer.train import Trainer
 
     torch.set_num_threads(1)
     config = load_config(None, small_run(tiny_shards, tmp_path / "run", "model.dropout=0.0",
