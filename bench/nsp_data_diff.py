@@ -51,8 +51,8 @@ from fidelity import load_model
 from corpusprep.errors import DataError
 from corpusprep.mask import MaskVocab
 from corpusprep.mask.examples import list_parts
+from trainer.batch import forward_loss
 from trainer.data import ShardStream, open_shards
-from trainer.train import forward_loss
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 

@@ -28,7 +28,6 @@ class Dist:
         return self.rank == 0
 
 
-
 @contextlib.contextmanager
 def distributed(config: TrainConfig) -> Iterator[tuple[Dist, torch.device]]:
     """This process's rank and device; under torchrun (WORLD_SIZE > 1) it joins the process group (NCCL on
@@ -61,7 +60,6 @@ def distributed(config: TrainConfig) -> Iterator[tuple[Dist, torch.device]]:
         gc.collect()
         dist.barrier()
         dist.destroy_process_group()
-
 
 
 def log(d: Dist, message: str) -> None:

@@ -29,31 +29,15 @@ from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab
 from trainer import checkpoint
+from trainer.batch import forward_loss, to_device
 from trainer.config import TrainConfig, parse_duration
 from trainer.data import Position, Shards, ShardStream, cache_for, loader_batches, open_shards
 from trainer.dist import Dist, distributed, log
-from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token, pretraining_loss
+from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token
 from trainer.optim import build_optimizer, build_scheduler
 
 # dense bf16 peak FLOP/s by device name, for MFU in the progress line (bench/train_gpu.py measures instead)
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "A10": 125e12}
-
-
-def to_device(batch: dict, device: torch.device) -> dict:
-    """The batch's tensors on `device` (pinned memory: asynchronous copies); its counts stay as they are."""
-    return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
-
-
-# what the model takes from a batch (trainer.data.collate): the flat tokens and where the sequences lie
-MODEL_INPUTS = ("input_ids", "token_type_ids", "position_ids", "cu_seqlens", "rows", "slots", "mlm_positions")
-
-
-def forward_loss(model: nn.Module, batch: dict, autocast) -> tuple:
-    """(MLM logits, sentence logits or None, total loss, MLM loss, sentence loss or None) of one batch."""
-    with autocast():
-        mlm_logits, sentence_logits = model(**{k: batch[k] for k in MODEL_INPUTS})
-    losses = pretraining_loss(mlm_logits, batch["mlm_labels"], sentence_logits, batch.get("sentence_labels"))
-    return mlm_logits, sentence_logits, *losses
 
 
 def new_window() -> dict:

@@ -273,7 +273,7 @@ def test_rows_the_model_cannot_take_are_one_line_errors_naming_where():
     import pyarrow as pa
 
     from corpusprep.objectives import objective
-    from trainer.data import check_rows
+    from trainer.batch import check_rows
 
     pairs = pa.table({"input_ids": [[2, 5, 3]], "next_sentence_label": pa.array([2], pa.uint8())})
     with pytest.raises(DataError, match=r"^s.parquet: row group 0, row 0: next_sentence_label is 2, not 0"):
