@@ -367,7 +367,7 @@ def predictions(run_dir: Path, heldout: Path, maskings: int) -> dict[str, np.nda
 def paired(a: dict, b: dict, pick: np.ndarray) -> tuple[float, float, float, float, float]:
     """On the predictions `pick`: accuracy of a and of b, b - a and its standard error, and b - a's share of
     the whole difference (b - a on `pick` times its share of all predictions) and its standard error; rows
-    are the unit, as in trainer.train.ratio_se (a row's maskings share its text)."""
+    are the unit, as in trainer.validation.ratio_se (a row's maskings share its text)."""
     right_a, right_b = (a["predicted"] == a["label"]) & pick, (b["predicted"] == b["label"]) & pick
     rows = int(a["row"].max()) + 1
     d = np.bincount(a["row"], weights=right_b.astype(float) - right_a, minlength=rows)

@@ -16,10 +16,8 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader
 
 from corpusprep.engine import records, storage
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir, shared_dir
@@ -35,6 +33,7 @@ from trainer.data import Position, Shards, ShardStream, cache_for, loader_batche
 from trainer.dist import Dist, distributed, log
 from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token
 from trainer.optim import build_optimizer, build_scheduler
+from trainer.validation import ratio_moments, ratio_se, score_rows
 
 # dense bf16 peak FLOP/s by device name, for MFU in the progress line (bench/train_gpu.py measures instead)
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "A10": 125e12}
@@ -611,59 +610,6 @@ def check_resume_shards(found: Path, current: dict, directory: Path) -> None:
     if differ:
         raise UsageError(f"{found}: trained on other shards ({'; '.join(differ)}); resume on the shards it "
                          "was trained on, or start another run dir")  # fmt: skip
-
-
-@torch.no_grad()
-def score_rows(
-    model: nn.Module, stream: ShardStream, max_batches: int, device: torch.device, autocast
-) -> torch.Tensor:
-    """[R, 6] float64, one row per row of `stream` (up to `max_batches` batches; 0: all): its MLM loss sum,
-    correct predictions and predictions; its sentence loss, correct (0 or 1) and 1 (zeros without a
-    sentence task). Sums of these over rows give the scores, and `ratio_moments` their standard errors."""
-    loader = DataLoader(stream, batch_size=None, num_workers=0, generator=torch.Generator())
-    per_batch = []
-    for i, batch in enumerate(loader):
-        if max_batches and i >= max_batches:
-            break
-        batch = to_device(batch, device)
-        mlm_logits, sentence_logits, *_ = forward_loss(model, batch, autocast)
-        labels, (B, L) = batch["mlm_labels"], batch["rows"].shape
-        # positions index the flat tokens [T]; a token's slot is its place r * L + i in the [B, L] rows
-        row = torch.div(batch["slots"][batch["mlm_positions"]], L, rounding_mode="floor")
-        losses = F.cross_entropy(mlm_logits.float(), labels, reduction="none").double()
-        stats = torch.zeros(6, B, dtype=torch.float64, device=device)
-        stats[0].index_add_(0, row, losses)
-        stats[1].index_add_(0, row, (mlm_logits.argmax(-1) == labels).double())
-        stats[2].index_add_(0, row, torch.ones_like(losses))
-        if sentence_logits is not None:
-            targets = batch["sentence_labels"]
-            stats[3] = F.cross_entropy(sentence_logits.float(), targets, reduction="none").double()
-            stats[4] = (sentence_logits.argmax(-1) == targets).double()
-            stats[5] = 1.0
-        per_batch.append(stats.T.cpu())
-    return torch.cat(per_batch) if per_batch else torch.zeros(0, 6, dtype=torch.float64)
-
-
-def ratio_moments(y: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
-    """What `ratio_se` needs of per-row counts y (correct) out of n (predicted), as sums that add up over
-    ranks: [sum y, sum n, sum y^2, sum y n, sum n^2, rows]."""
-    y, n = y.double(), n.double()
-    rows = (n > 0).sum().double()
-    return torch.stack([y.sum(), n.sum(), (y * y).sum(), (y * n).sum(), (n * n).sum(), rows])
-
-
-def ratio_se(moments: list[float]) -> float:
-    """Standard error of the accuracy sum(y) / sum(n) with rows as the sampling unit (the ratio estimator's
-    linearisation, as for cluster samples): sqrt(sum (y_i - a n_i)^2 / (R (R - 1))) / mean(n). The tokens
-    of a row share its text, and its maskings share it too, so they are not independent draws: the row is.
-    It counts both the choice of rows and of masks (each row's counts summed over its maskings); NaN for
-    fewer than two rows."""
-    y, n, yy, yn, nn, rows = moments
-    if rows < 2 or n <= 0:
-        return math.nan
-    a = y / n
-    spread = max(yy - 2 * a * yn + a * a * nn, 0.0) / (rows - 1)
-    return math.sqrt(spread / rows) / (n / rows)
 
 
 def duration(seconds: float) -> str:
