@@ -78,10 +78,10 @@ from corpusprep.read import ReadOptions, iter_documents
 from corpusprep.shard.schema import SCHEMA_VERSION, shard_schema
 from corpusprep.split import get_splitter
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
-from trainer import checkpoint
 from trainer.config import ModelConfig
 from trainer.data import ShardStream, open_shards
 from trainer.model import BertForPreTraining
+from trainer.resume import init_weights
 from trainer.validation import ratio_moments, ratio_se, score_rows
 
 ARMS = {  # name: (objective the model learns, group compared within, how its rows are made)
@@ -304,7 +304,7 @@ def train(shards: Path, run_dir: Path, seed: int, args, dynamic: bool, env: dict
 def load_model(run_dir: Path, heldout: Path, objective: str) -> BertForPreTraining:
     """The run's weights, with the sentence head when scoring a sentence task (objective), else without."""
     shards = open_shards(heldout)
-    bert, state, _ = checkpoint.init_weights(run_dir, ModelConfig(dropout=0.0, attention_dropout=0.0),
+    bert, state, _ = init_weights(run_dir, ModelConfig(dropout=0.0, attention_dropout=0.0),
                                              shards.vocab.size, shards.manifest["vocab"]["sha256"],
                                              heldout / "manifest.json", objective)  # fmt: skip
     model = BertForPreTraining(bert)

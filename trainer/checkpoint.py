@@ -32,12 +32,11 @@ from typing import Any
 
 import torch
 
-from corpusprep import objectives
 from corpusprep.engine import faults, records, storage
 from corpusprep.engine.files import atomic_dir, remove_stale_temps
 from corpusprep.engine.manifest import sha256_file
 from corpusprep.errors import DataError, UsageError, os_error_in
-from trainer.config import MAX_BATCH_SIZE, WARMUP_SHARE, ModelConfig, TrainConfig, load_config
+from trainer.config import MAX_BATCH_SIZE, TrainConfig, load_config
 from trainer.data import Position
 from trainer.model import BertConfig, BertForPreTraining
 from trainer.optim import STATE_KEYS, build_optimizer, build_scheduler
@@ -82,55 +81,6 @@ def complete(path: Path) -> bool:
     return storage.is_dir(path) and all(
         storage.is_file(path / name) and storage.stat(path / name).st_size for name in FILES
     )
-
-
-# What must not change when a run continues from its checkpoint (the rest: steps, cadences, paths of logs)
-# (the seed and data.chunk_rows make the global order of examples; the batch size, the DataLoader workers and
-# the number of ranks may change: the position is a place in that order; `data.shards` is checked by
-# content, not path, `trainer.train.check_resume_shards`: a copy elsewhere is the same data; the model as
-# resolved, by `Trainer.load_state_dict`)
-RESUME_KEYS = (
-    "optim.",
-    "seed",
-    "data.chunk_rows",
-    "data.pad_multiple",
-    "data.dynamic_masking",
-    "schedule.warmup_steps",
-    "schedule.warmup_fraction",
-    "schedule.grad_accum",
-    "checkpoint.init_from",
-)
-
-
-def resume_conflicts(saved: dict, current: dict) -> list[str]:
-    """Settings of `current` (TrainConfig as a dict) that differ from those a checkpoint was saved with."""
-
-    def flat(d: dict, prefix: str = "") -> dict:
-        out = {}
-        for key, value in d.items():
-            out |= flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
-        return out
-
-    before, after = flat(saved), flat(current)
-
-    def norm(key: str, value: Any, config: dict) -> Any:
-        if key == "checkpoint.init_from" and value:
-            return str(Path(str(value)).resolve())  # saved resolved (`config_record`); older runs as typed
-        if key == "schedule.warmup_steps" and value is None:  # the default, resolved from that run's steps
-            steps = config.get("schedule.steps")  # None: a budgeted run
-            return round(WARMUP_SHARE * steps) if isinstance(steps, (int, float)) else None
-        return value
-
-    def shown(key: str, config: dict) -> str:
-        value, resolved = config.get(key), norm(key, config.get(key), config)
-        return f"{resolved!r} (the default)" if value is None and resolved is not None else repr(value)
-
-    keys = sorted(k for k in set(before) | set(after) if k.startswith(RESUME_KEYS))
-    return [
-        f"{k}: {shown(k, before)} -> {shown(k, after)}"
-        for k in keys
-        if norm(k, before.get(k), before) != norm(k, after.get(k), after)
-    ]
 
 
 def saved_train(path: Path, record: dict | None = None) -> TrainConfig:
@@ -374,45 +324,6 @@ def config_record(train_config: Any, bert_config: Any, vocab: dict | None = None
     if vocab:  # as import_hf writes it: checkpoint.init_from checks it against the shards' vocab
         record["vocab"] = {"sha256": vocab.get("sha256"), "size": vocab.get("size")}
     return record
-
-
-def init_weights(
-    source: str | Path,
-    model: ModelConfig,
-    vocab_size: int,
-    vocab_sha256: str | None,
-    where: Path,
-    objective: str = objectives.DEFAULT,
-) -> tuple[BertConfig, dict[str, torch.Tensor], Path]:
-    """checkpoint.init_from: (architecture, weights, checkpoint dir) to start a run from.
-
-    `source`: a run dir (its newest checkpoint), a step-N checkpoint or a `trainer.import_hf` output. The
-    architecture is the saved one; `model` may repeat it but not contradict it, and its dropout rates
-    (training settings) replace the saved ones. The vocab must be the shards' (`where`: their manifest):
-    same size, and the same sha256 when the checkpoint records one. The sentence head follows `objective`
-    (the shards'): dropped for `none`; kept from a model trained on the same objective, else fresh.
-    """
-    path = find_checkpoint(Path(source))
-    saved_model, state, saved = load_checkpoint(path)
-    if conflicts := model.conflicts(saved_model):
-        raise UsageError(f"{path}: init_from a model other than the requested one: {', '.join(conflicts)}")
-    if saved_model.vocab_size != vocab_size:
-        raise UsageError(f"{path}: a model of {saved_model.vocab_size} tokens; {where}: {vocab_size} tokens")
-    saved_sha = saved.get("vocab", {}).get("sha256")
-    if saved_sha and vocab_sha256 and saved_sha != vocab_sha256:
-        raise UsageError(
-            f"{path / 'config.json'}: vocab sha256 {saved_sha[:12]}... but {where}: {vocab_sha256[:12]}... "
-            "(build the pairs and shards with the model's vocab)"
-        )
-    check_state(state, saved_model, path / WEIGHTS)  # every weight, right shapes: nothing left random
-    bert = replace(saved_model, dropout=model.dropout, attention_dropout=model.attention_dropout,
-                   objective=objective)  # fmt: skip
-    if saved_model.objective != objective and bert.sentence_head:  # another task's head: ours starts fresh
-        state = {k: v for k, v in state.items() if not k.startswith(SENTENCE_HEAD)}
-    return bert, state, path
-
-
-SENTENCE_HEAD = ("pooler.", "nsp_head.")  # the weights only objectives with a sentence task have
 
 
 # ---------------------------------------------------------------- reading a checkpoint (export, init_from)

@@ -21,8 +21,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from corpusprep.engine import records, storage
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir, shared_dir
-from corpusprep.engine.outputs import held_output
-from corpusprep.engine.placement import check_not_inside, check_not_nested, in_running_pipeline
+from corpusprep.engine.placement import in_running_pipeline
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab
@@ -33,6 +32,15 @@ from trainer.data import Position, Shards, ShardStream, cache_for, loader_batche
 from trainer.dist import Dist, distributed, log
 from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token
 from trainer.optim import build_optimizer, build_scheduler
+from trainer.resume import (
+    SENTENCE_HEAD,
+    Finished,
+    check_resume_shards,
+    check_run_dir,
+    find_resume,
+    init_weights,
+    shards_record,
+)
 from trainer.validation import ratio_moments, ratio_se, score_rows
 
 # dense bf16 peak FLOP/s by device name, for MFU in the progress line (bench/train_gpu.py measures instead)
@@ -82,7 +90,7 @@ def build_model(
     if config.checkpoint.init_from:  # the architecture is the saved one (the weights load below)
         where = shards.directory / "manifest.json"
         vocab_size, vocab_sha = shards.vocab.size, shards.manifest["vocab"].get("sha256")
-        bert, init_state, init_path = checkpoint.init_weights(
+        bert, init_state, init_path = init_weights(
             config.checkpoint.init_from, config.model, vocab_size, vocab_sha, where, shards.objective.name
         )
     else:
@@ -136,7 +144,7 @@ class Trainer:
     ):
         self.config, self.d, self.device, self.clock = config, d, device, clock
         self.run_dir = Path(config.logging.run_dir)
-        self.resume_from = self._find_resume()
+        self.resume_from = find_resume(config, d)
         self.shards = open_shards(config.data.shards, ("train", "validation"), verify=config.data.verify,
                                   cache=cache_for(config.data))
         self.objective = self.shards.objective
@@ -158,7 +166,7 @@ class Trainer:
             log(d, f"resumed from {self.resume_from} at step {self.step}")
         elif init_state is not None:  # weights only; optimizer, schedule and data start afresh
             missing, unexpected = self.raw_model.load_state_dict(init_state, strict=False)
-            if any(not k.startswith(checkpoint.SENTENCE_HEAD) for k in [*missing, *unexpected]):
+            if any(not k.startswith(SENTENCE_HEAD) for k in [*missing, *unexpected]):
                 raise DataError(f"{init_path}: weights do not fit the model ({[*unexpected, *missing][:3]})")
             if missing:  # init_from a model of another objective: this objective's head starts fresh
                 log(d, f"sentence head of the {self.objective.name} objective starts fresh")
@@ -198,31 +206,6 @@ class Trainer:
             log(self.d, f"validation: the shards' one masking, not {self.eval_maskings} ({e})")
             self.eval_maskings = 0
             return None
-
-    def _find_resume(self) -> Path | None:
-        """The checkpoint this run continues from, after the checks that need no data: None for a new run."""
-        config, d = self.config, self.d
-        check_run_dir(config)
-        found = checkpoint.latest(self.run_dir)
-        if found is None:
-            if config.checkpoint.resume:  # said, not silent: a mistyped run dir would start over unnoticed
-                log(d, f"{storage.url(self.run_dir)}: no checkpoint to resume from; starting at step 0")
-            return None
-        saved_config = asdict(checkpoint.saved_train(found))  # its values checked: types and ranges
-        if conflicts := checkpoint.resume_conflicts(saved_config, asdict(config)):
-            raise UsageError(
-                f"{found}: saved with other settings ({'; '.join(conflicts[:3])}); use another run dir, or "
-                "the settings it was started with"
-            )
-        saved = checkpoint.read_state(found)  # trainer.json only: the tensors load with the other states
-        if config.schedule.finished(saved["step"], saved.get("elapsed", 0.0)):
-            raise Finished(found, saved)
-        if not config.checkpoint.resume:
-            raise UsageError(
-                f"{storage.url(self.run_dir)}: has checkpoints up to {found.name}; pass --resume or use "
-                "another run dir"
-            )
-        return found
 
     # -------------------------------------------------------- the parts
 
@@ -524,13 +507,6 @@ class Trainer:
         return summary | self.last | {"weights_sha256": digest}
 
 
-class Finished(Exception):
-    """The run dir's newest checkpoint is at or past the last step: nothing to train."""
-
-    def __init__(self, found: Path, saved: dict):
-        self.found, self.saved = found, saved
-
-
 def train(config: TrainConfig, clock: Callable[[], float] = time.monotonic) -> dict:
     """Train until the schedule's steps or budget are spent; returns {steps, losses/accuracies, run_dir,
     seconds, train_seconds, status}. `clock` measures the budget (tests inject one).
@@ -560,56 +536,6 @@ def train(config: TrainConfig, clock: Callable[[], float] = time.monotonic) -> d
                 storage.remove(run_dir / LOCK_NAME, missing_ok=True)
                 storage.rmdir(run_dir)
             raise
-
-
-def check_run_dir(config: TrainConfig) -> None:
-    """The run dir is never an input, nor inside another output, nor another command's output, finished
-    (a manifest of another kind; a pipeline run), unfinished (a killed `build-pairs`: `.work/run.json`) or
-    damaged; a pipeline's own train stage (an artifact of kind "train") is one. A run writing or reading it
-    now is refused by the lock `train` takes next."""
-    run_dir = Path(config.logging.run_dir)
-    if config.data.shards:
-        check_not_nested(run_dir, [config.data.shards], "trainer")  # never write into its input
-    # another run, a checkpoint, an artifact; not a pipeline run (its train stage, started by hand)
-    check_not_inside(run_dir, None, "pick another run dir", pipeline_runs=False)
-    found = held_output(run_dir)
-    if found is not None and (found[0] != "train" or found[1] == "a model checkpoint"):
-        raise UsageError(f"{run_dir}: holds {found[1]}, not a training run; pick another run dir")
-    written = ((run_dir / "checkpoints", storage.is_dir), (run_dir / "metrics.jsonl", storage.is_file))
-    for path, plain in written:  # what it writes: never through a link
-        if path.is_symlink() or (storage.exists(path) and not plain(path)):
-            raise UsageError(f"{path}: a link, or not the kind of file the trainer writes there; move it "
-                             "away or pick another run dir")  # fmt: skip
-
-
-# ---------------------------------------------------------------- resume
-
-
-def shards_record(shards: Shards) -> dict:
-    """What a resumed run must find again in its shards: vocab, objective, length and training rows."""
-    train = [(s.path.name, s.sha256) for s in shards.files("train")]
-    return {
-        "vocab_sha256": shards.manifest.get("vocab", {}).get("sha256"),
-        "objective": shards.objective.name,
-        "max_seq_length": shards.manifest.get("max_seq_length"),
-        "train_shards_sha256": hashlib.sha256(json.dumps(train).encode()).hexdigest(),
-    }
-
-
-def check_resume_shards(found: Path, current: dict, directory: Path) -> None:
-    """Refuse, naming what differs, to continue on shards other than the checkpoint's: compared by content
-    (vocab, objective, length, the training shards' checksums), so a copy at another path is the same."""
-    record = checkpoint.read_config(found)
-    saved = record.get("shards")
-    if not saved:  # a run from before the content record: its vocab, and the shards' path
-        path = record.get("train", {}).get("data", {}).get("shards")
-        saved = {"vocab_sha256": record.get("vocab", {}).get("sha256")}
-        saved["path"] = path and str(Path(path).resolve())
-        current = current | {"path": str(Path(directory).resolve())}
-    differ = [f"{k} {saved[k]} -> {current[k]}" for k in current if saved.get(k) and saved[k] != current[k]]
-    if differ:
-        raise UsageError(f"{found}: trained on other shards ({'; '.join(differ)}); resume on the shards it "
-                         "was trained on, or start another run dir")  # fmt: skip
 
 
 def duration(seconds: float) -> str:

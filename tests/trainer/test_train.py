@@ -17,6 +17,7 @@ from tests.trainer.conftest import build_shards
 from tests.trainer.test_data import row_keys
 from trainer import checkpoint
 from trainer.config import load_config
+from trainer.resume import resume_conflicts
 from trainer.train import train
 
 REPO = Path(__file__).resolve().parents[2]
@@ -409,11 +410,11 @@ def test_resume_accepts_the_same_run_said_otherwise(tiny_shards, tmp_path, monke
     monkeypatch.chdir(tiny_shards.parent)
     train(load_config(None, small_run(Path(tiny_shards.name), run, "schedule.steps=4")))
     warmup = {"schedule": {"steps": 20, "warmup_steps": None}}  # the default: 10% of the steps
-    assert checkpoint.resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 2}}) == []
-    assert checkpoint.resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 3}}) == [
+    assert resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 2}}) == []
+    assert resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 3}}) == [
         "schedule.warmup_steps: 2 (the default) -> 3"]
     longer = {"schedule": {"steps": 40, "warmup_steps": None}}  # more steps: another default warm-up, said so
-    assert checkpoint.resume_conflicts(warmup, longer) == [
+    assert resume_conflicts(warmup, longer) == [
         "schedule.warmup_steps: 2 (the default) -> 4 (the default)"]
     monkeypatch.chdir(tmp_path)
     again = small_run(tiny_shards, run, "schedule.steps=6", 'model.preset="tiny"', "model.hidden_size=128",
