@@ -36,7 +36,8 @@ from corpusprep.engine.outputs import KINDS, PIPELINE_RUN_FILES
 from corpusprep.engine.placement import check_not_nested, directories_above, enclosing_output
 from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError, printable
 from corpusprep.objectives import objective
-from trainer.checkpoint import WEIGHTS, check_state, find_checkpoint, load_checkpoint, write_tensors
+from trainer.checkpoint import WEIGHTS, find_checkpoint, load_checkpoint, write_tensors
+from trainer.checkpoint_checks import check_state
 from trainer.model import BertConfig, BertForPreTraining
 
 # wrappers whose state_dict prefixes every key: torch.compile (OptimizedModule) and DDP, in either order

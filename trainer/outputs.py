@@ -67,7 +67,7 @@ def check_checkpoint_files(step: Path, training: bool = True) -> list[str]:
 
 def _check_trainer_state(step: Path, tensors: dict) -> None:
     """trainer.json by its loader: the step of its directory, and every tensor it names held by
-    trainer.safetensors (its data position: `trainer.checkpoint.data_position`)."""
+    trainer.safetensors (its data position: `trainer.checkpoint_checks.data_position`)."""
     path = step / records.CHECKPOINT_STATE
     state = load_record(path, "trainer_state")
     if step.name.startswith("step-") and state["step"] != int(step.name.removeprefix("step-") or -1):

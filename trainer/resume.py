@@ -20,6 +20,7 @@ from corpusprep.engine.outputs import held_output
 from corpusprep.engine.placement import check_not_inside, check_not_nested
 from corpusprep.errors import UsageError
 from trainer import checkpoint
+from trainer.checkpoint_checks import check_state
 from trainer.config import WARMUP_SHARE, ModelConfig, TrainConfig
 from trainer.data import Shards
 from trainer.dist import Dist, log
@@ -185,7 +186,7 @@ def init_weights(
             "(build the pairs and shards with the model's vocab)"
         )
     # every weight, right shapes: nothing left random
-    checkpoint.check_state(state, saved_model, path / checkpoint.WEIGHTS)
+    check_state(state, saved_model, path / checkpoint.WEIGHTS)
     bert = replace(saved_model, dropout=model.dropout, attention_dropout=model.attention_dropout,
                    objective=objective)  # fmt: skip
     if saved_model.objective != objective and bert.sentence_head:  # another task's head: ours starts fresh

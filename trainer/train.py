@@ -27,6 +27,7 @@ from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab
 from trainer import checkpoint
 from trainer.batch import forward_loss, to_device
+from trainer.checkpoint_checks import check_schedule, check_state, data_position, optimizer_state
 from trainer.config import TrainConfig, parse_duration
 from trainer.data import Position, Shards, ShardStream, cache_for, loader_batches, open_shards
 from trainer.dist import Dist, distributed, log
@@ -361,13 +362,13 @@ class Trainer:
             changes = "; ".join(differ[:3])
             raise UsageError(f"{found}: saved with another model ({changes}); use another run dir")
         weights = checkpoint.load_weights(found, self.device)
-        checkpoint.check_state(weights, self.bert, found / checkpoint.WEIGHTS)
+        check_state(weights, self.bert, found / checkpoint.WEIGHTS)
         state = checkpoint.load_state(found, self.device)
         where = found / checkpoint.STATE
         accum = self.config.schedule.grad_accum
-        position = checkpoint.data_position(state, accum, where, self.epoch_examples)
-        optimizer = checkpoint.optimizer_state(state["optimizer"], self.optimizer, f"{where}: optimizer")
-        checkpoint.check_schedule(state["scheduler"], self.scheduler, state["step"], f"{where}: scheduler")
+        position = data_position(state, accum, where, self.epoch_examples)
+        optimizer = optimizer_state(state["optimizer"], self.optimizer, f"{where}: optimizer")
+        check_schedule(state["scheduler"], self.scheduler, state["step"], f"{where}: scheduler")
         self.raw_model.load_state_dict(weights)
         self.optimizer.load_state_dict(optimizer)
         self.scheduler.load_state_dict(state["scheduler"])
