@@ -79,9 +79,10 @@ from corpusprep.shard.schema import SCHEMA_VERSION, shard_schema
 from corpusprep.split import get_splitter
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
 from trainer.config import ModelConfig
-from trainer.data import ShardStream, open_shards
+from trainer.data import ShardStream
 from trainer.model import BertForPreTraining
 from trainer.resume import init_weights
+from trainer.shards import open_shards
 from trainer.validation import ratio_moments, ratio_se, score_rows
 
 ARMS = {  # name: (objective the model learns, group compared within, how its rows are made)

@@ -106,7 +106,8 @@ def measure(kind: str, shards_dir: str, batch_size: int, consumers: int) -> dict
     reads every chunk its slices fall in); "worker": DataLoader worker 0 of `consumers` of one rank, making
     runs of micro-batches as the trainer's workers do (`trainer.data.loader_batches`), its share."""
     from trainer.batch import collate
-    from trainer.data import ShardStream, open_shards
+    from trainer.data import ShardStream
+    from trainer.shards import open_shards
 
     shards = open_shards(shards_dir)
     rows = sum(f.rows for f in shards.files("train"))

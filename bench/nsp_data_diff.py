@@ -28,7 +28,7 @@ seconds and ~1 GB) and one two-column table is printed:
               each side holds (text leaking across the split, none expected), and the unigram distance of
               each side's text and targets to the held-out text
 
-Anything read is checked as the trainer checks it (`trainer.data.open_shards`: the manifest and file
+Anything read is checked as the trainer checks it (`trainer.shards.open_shards`: the manifest and file
 sizes); a row whose masked position falls outside it or on padding is an error naming the file.
 """
 
@@ -52,7 +52,8 @@ from corpusprep.errors import DataError
 from corpusprep.mask import MaskVocab
 from corpusprep.mask.examples import list_parts
 from trainer.batch import forward_loss
-from trainer.data import ShardStream, open_shards
+from trainer.data import ShardStream
+from trainer.shards import open_shards
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 

@@ -25,9 +25,10 @@ import torch
 from corpusprep.mask import MaskVocab
 from trainer import checkpoint
 from trainer.config import ModelConfig
-from trainer.data import ShardStream, open_shards
+from trainer.data import ShardStream
 from trainer.model import BertForPreTraining
 from trainer.resume import init_weights
+from trainer.shards import open_shards
 from trainer.validation import ratio_moments, ratio_se, score_rows
 
 

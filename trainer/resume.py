@@ -22,9 +22,9 @@ from corpusprep.errors import UsageError
 from trainer import checkpoint
 from trainer.checkpoint_checks import check_state
 from trainer.config import WARMUP_SHARE, ModelConfig, TrainConfig
-from trainer.data import Shards
 from trainer.dist import Dist, log
 from trainer.model import BertConfig
+from trainer.shards import Shards
 
 
 def check_run_dir(config: TrainConfig) -> None:

@@ -29,7 +29,7 @@ from trainer import checkpoint
 from trainer.batch import forward_loss, to_device
 from trainer.checkpoint_checks import check_schedule, check_state, data_position, optimizer_state
 from trainer.config import TrainConfig, parse_duration
-from trainer.data import Position, Shards, ShardStream, cache_for, loader_batches, open_shards
+from trainer.data import Position, ShardStream, loader_batches
 from trainer.dist import Dist, distributed, log
 from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token
 from trainer.optim import build_optimizer, build_scheduler
@@ -42,6 +42,7 @@ from trainer.resume import (
     init_weights,
     shards_record,
 )
+from trainer.shards import Shards, cache_for, open_shards
 from trainer.validation import ratio_moments, ratio_se, score_rows
 
 # dense bf16 peak FLOP/s by device name, for MFU in the progress line (bench/train_gpu.py measures instead)
@@ -514,7 +515,7 @@ def train(config: TrainConfig, clock: Callable[[], float] = time.monotonic) -> d
 
     The run holds the writer's lock on its run dir (rank 0; one run per run dir) and a reader's lock on its
     shards (every rank), so `corpusprep shard --overwrite` of those shards fails at start while it trains
-    (engine.lock); each shard's identity is also checked as it is opened (trainer.data)."""
+    (engine.lock); each shard's identity is also checked as it is read (trainer.shards, trainer.data)."""
     run_dir = Path(config.logging.run_dir)
     new = not storage.exists(run_dir)
     with distributed(config) as (d, device), contextlib.ExitStack() as locks:

@@ -16,8 +16,9 @@ import torch
 
 from trainer.batch import forward_loss
 from trainer.config import preset
-from trainer.data import ShardStream, open_shards
+from trainer.data import ShardStream
 from trainer.model import BertForPreTraining
+from trainer.shards import open_shards
 
 
 def overlap_and_labels(shards: Path, split: str) -> tuple[np.ndarray, np.ndarray]:

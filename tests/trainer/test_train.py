@@ -221,8 +221,9 @@ def test_a_two_rank_run_resumes_in_one_process(tiny_shards, tmp_path, capsys):
     """Elastic resume: 4 steps of 2 ranks x 4 examples under torchrun, resumed by one process with batches
     of 8 (the same global batch), where a changed rank count used to be refused: it goes on at example 32
     of the global order, its first batch is examples 32..39, and the checkpoint says 32 + 4 x 8."""
-    from trainer.data import Position, ShardStream, open_shards
+    from trainer.data import Position, ShardStream
     from trainer.dist import Dist
+    from trainer.shards import open_shards
     from trainer.train import Trainer
 
     run = tmp_path / "run"
@@ -308,8 +309,9 @@ def test_resume_with_another_batch_size_continues_at_the_next_example(tiny_shard
     """(d) 4 steps of 8 examples, then resumed with batches of 12 and 2 DataLoader workers: the position
     counts examples, so the resumed run's first batch is examples 32..43 of the global order, and its
     checkpoint says 32 + 8 x 12 (not a step count)."""
-    from trainer.data import Position, ShardStream, open_shards
+    from trainer.data import Position, ShardStream
     from trainer.dist import Dist
+    from trainer.shards import open_shards
     from trainer.train import Trainer
 
     run = tmp_path / "run"

@@ -21,8 +21,9 @@ from corpusprep.mask.examples import list_parts
 from tests.trainer.conftest import build_shards, padded_rows
 from trainer.batch import MODEL_INPUTS, TOKEN_MULTIPLE, collate, forward_loss
 from trainer.config import preset
-from trainer.data import ShardStream, open_shards
+from trainer.data import ShardStream
 from trainer.model import BertForPreTraining, compile_model, unpad
+from trainer.shards import open_shards
 
 
 @pytest.fixture(scope="module")
