@@ -11,7 +11,7 @@
                           {size, sha256}} of the three files above}
 
 Nothing in a checkpoint can run code when it is read: tensors are raw bytes (safetensors, whose header is
-checked as a record: `corpusprep.engine.records`), everything else is JSON checked against its schema
+checked as a record: `corpusprep.engine.safetensors_file`), everything else is JSON checked against its schema
 (`checkpoint_config`, `trainer_state`), and every file is compared with its sha256 in config.json before use.
 A checkpoint of the earlier format (`*.pt`: pickle, which can run code when loaded, even restricted to
 weights) is refused with one line. A checkpoint is written into a hidden temporary directory and renamed
@@ -35,9 +35,10 @@ from typing import Any
 
 import torch
 
-from corpusprep.engine import faults, records, storage
+from corpusprep.engine import faults, outputs, records, storage
 from corpusprep.engine.files import atomic_dir, remove_stale_temps
 from corpusprep.engine.manifest import sha256_file
+from corpusprep.engine.safetensors_file import safetensors_header
 from corpusprep.errors import DataError, UsageError, os_error_in
 from trainer.checkpoint_checks import (
     check_schedule,
@@ -53,8 +54,8 @@ from trainer.optim import build_optimizer, build_scheduler
 
 STEP_DIR = re.compile(r"^step-(\d{7,})$")
 FORMAT = 2  # 1: the pickled *.pt files, refused
-WEIGHTS, STATE_TENSORS = records.CHECKPOINT_WEIGHTS, records.CHECKPOINT_TENSORS
-STATE, CONFIG = records.CHECKPOINT_STATE, records.CHECKPOINT_CONFIG
+WEIGHTS, STATE_TENSORS = outputs.CHECKPOINT_WEIGHTS, outputs.CHECKPOINT_TENSORS
+STATE, CONFIG = outputs.CHECKPOINT_STATE, outputs.CHECKPOINT_CONFIG
 FILES = (WEIGHTS, STATE_TENSORS, STATE, CONFIG)  # what `save` writes
 
 
@@ -234,10 +235,10 @@ def verify(path: Path, name: str, config: dict) -> Path:
 
 
 def load_tensors(file: Path, device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
-    """Tensors of a safetensors file whose header is checked first (records.safetensors_header)."""
+    """Tensors of a safetensors file whose header is checked first (safetensors_file.safetensors_header)."""
     from safetensors.torch import load, load_file
 
-    records.safetensors_header(file)
+    safetensors_header(file)
     try:
         if storage.store_for(file).local(file) is None:  # an object store: its bytes, then the device
             return {k: v.to(device) for k, v in load(storage.read_bytes(file)).items()}

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from corpusprep.engine import records
+from corpusprep.engine.safetensors_file import safetensors_header
 from corpusprep.errors import DataError
 from trainer.checkpoint_legacy import converted_position
 from trainer.config import MAX_BATCH_SIZE
@@ -87,7 +87,7 @@ def check_shapes(shapes: dict[str, tuple[int, ...]], config: BertConfig, where: 
                         "config.json describes)")  # fmt: skip
 
 
-WEIGHT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # records.FLOAT_DTYPES
+WEIGHT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # safetensors_file.FLOAT_DTYPES
 
 
 def check_state(state: dict[str, torch.Tensor], config: BertConfig, where: Path) -> None:
@@ -103,7 +103,7 @@ def check_state(state: dict[str, torch.Tensor], config: BertConfig, where: Path)
 
 def check_weights_file(file: Path, config: BertConfig) -> None:
     """`check_shapes` on a safetensors file's header, before a byte of the weights is loaded."""
-    header = records.safetensors_header(file)
+    header = safetensors_header(file)
     check_shapes(strip_wrappers({k: shape for k, (_, shape) in header.items()}), config, file)
 
 
@@ -209,7 +209,7 @@ def _kind(value: Any) -> Any:
     return "an object" if isinstance(value, dict) else type(value).__name__
 
 
-MAX_RANKS = 2**16  # as many RNG states as trainer.json holds (records.TRAINER_STATE)
+MAX_RANKS = 2**16  # as many RNG states as trainer.json holds (trainer.schemas.TRAINER_STATE)
 
 
 def data_position(state: dict, grad_accum: int, where: Path, epoch_examples: int | None = None) -> Position:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from corpusprep.engine import records, storage
+from corpusprep.engine import storage
+from corpusprep.engine.outputs import PICKLED_CHECKPOINT
 from corpusprep.errors import DataError
 from trainer.config import MAX_BATCH_SIZE
 from trainer.data import Position
 
-PICKLED = records.PICKLED_CHECKPOINT  # the earlier format's files
+PICKLED = PICKLED_CHECKPOINT  # the earlier format's files
 
 
 def refuse_pickled(path: Path) -> None:
