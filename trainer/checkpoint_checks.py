@@ -1,5 +1,7 @@
 """What a checkpoint's states must be before a run uses them, checked against what this run holds or its
-settings build (a checkpoint is data from disk: it may be damaged, edited or from another run):
+settings build. A checkpoint is data from disk: it may be damaged, edited or from another run, and a record
+can pass its schema (trainer.schemas) and still be no state a run writes: 10^17 examples read in 2 steps,
+betas of 1, a negative step, a config.json whose model is not the weights'. So, by meaning:
 
     weights     every weight a model of its config.json has, with its shape, no more (`check_shapes`, also
                 on a safetensors header before a byte is loaded: `check_weights_file`); floats, finite
