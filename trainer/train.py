@@ -1,7 +1,12 @@
 """Training, from small parts (as torchtitan): builders for the model and the data, and a `Trainer` whose
 `train_step`, `evaluate`, `state_dict` / `load_state_dict` and `save_checkpoint` can be read and tested
 alone; `Trainer.fit` is the loop. The objective (the sentence head and its loss, or none) comes from the
-shards' manifest. Single process, or one process per device under torchrun."""
+shards' manifest. Single process, or one process per device under torchrun.
+
+What the loop uses lives beside it, one job a module: the ranks and devices (trainer.dist), the shards and
+their stream (trainer.shards, trainer.data), a batch through the model (trainer.batch), the validation
+statistics (trainer.validation), where a run starts from (trainer.resume: the run dir's rules, resume,
+init_from) and the checkpoint format (trainer.checkpoint)."""
 
 from __future__ import annotations
 
