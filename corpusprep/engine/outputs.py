@@ -84,8 +84,8 @@ class OutputKind:
         return found(directory)
 
 
-# the trainer's files (trainer/checkpoint.py, trainer/train.py), as names: the engine imports no trainer
-# A checkpoint's files: trainer/checkpoint.py writes them, `corpusprep validate` reads them without torch.
+# the trainer's files (trainer/checkpoint.py, trainer/train.py), as names: the engine imports no trainer.
+# A checkpoint's: trainer/checkpoint.py writes them, `corpusprep validate` reads them without torch.
 CHECKPOINT_WEIGHTS = "weights.safetensors"  # the model's state dict
 CHECKPOINT_TENSORS = "trainer.safetensors"  # the optimizer's state tensors, the RNG states
 CHECKPOINT_STATE = "trainer.json"  # everything else of a training run's state (kind "trainer_state")
