@@ -1,0 +1,43 @@
+"""The records `python -m trainer.evaluate` writes and reads back, registered with
+`corpusprep.engine.records`: one fine-tuning run's, and the whole evaluation's."""
+
+from __future__ import annotations
+
+from corpusprep.engine import records
+from corpusprep.engine.records import COUNT, MAX_INT, Bool, Int, ListOf, MapOf, Num, Obj, Opt, Rule, Str
+
+# trainer.evaluate (trainer/evaluate/compare.py): one fine-tuning run's record, and the whole evaluation.
+SEED = Int(-MAX_INT - 1)
+EVALUATE_RUN = Obj({
+    "init": Str(("pretrained", "random")), "seed": SEED, "threads": Int(1), "seconds": Num(0),
+    "scores": MapOf(Obj({"accuracy": Num(0, 1), "n": Int(1)}, {"truncated": COUNT})),
+})  # fmt: skip
+SEED_SCORES = Obj({"scores": ListOf(Num()), "mean": Num(), "std": Opt(Num(0))},
+                  {"interval": ListOf(Num(), 2, 2)})  # fmt: skip
+EVALUATION = Rule(
+    Obj(
+        {
+            "model": Obj({"source": Str(), "description": Str(),
+                          "cost": Obj({"known": Bool()}, {"steps": COUNT, "examples": Opt(COUNT),
+                                                          "tokens": Opt(COUNT), "seconds": Opt(Num(0)),
+                                                          "note": Str()})}),
+            "task": Str(), "metric": Str(), "unit": Str(), "device": Str(), "baseline_name": Str(),
+            "seeds": ListOf(SEED, min_len=1),
+            "settings": Obj({"epochs": Num(0), "batch_size": Int(1), "lr": Num(0), "warmup": Num(0, 1),
+                             "weight_decay": Num(0), "max_length": Int(1)}),
+            "splits": MapOf(Obj({"pretrained": SEED_SCORES, "random": SEED_SCORES, "gain": SEED_SCORES,
+                                 "verdict": Str(), "outcome": Str(("helps", "hurts", "no_gain", "unknown")),
+                                 "baseline": Num(0, 1), "n": Int(1), "warnings": ListOf(Str())})),
+            "runs": ListOf(EVALUATE_RUN), "seconds": Num(0), "wall_seconds": Num(0), "runs_at_once": Int(1),
+            "load_average": Num(0), "cpus": Int(1),
+        },
+        {"skipped": MapOf(Obj({"counts": MapOf(COUNT), "examples": ListOf(Str(), min_len=1)})),
+         "invalid_utf8": MapOf(COUNT)},
+    ),
+    lambda r: None if "dev" in r["splits"] else ("splits", "no dev split"),
+)  # fmt: skip
+
+records.register(__name__, {
+    "evaluation": EVALUATION,  # EVAL_DIR/evaluation.json (trainer.evaluate)
+    "evaluate_run": EVALUATE_RUN,  # one fine-tuning run (a task's stats, and EVAL_DIR/runs/*.json)
+})
