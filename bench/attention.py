@@ -3,7 +3,7 @@
     .venv/bin/python bench/attention.py                   # CPU: lengths 128 and 512, BERT's mix and packed
     python bench/attention.py --device cuda               # a GPU: flash varlen too, in bf16
 
-Kernels, on the very batch `trainer.data.collate` builds (bench/step.py's synthetic rows, 4096 tokens):
+Kernels, on the very batch `trainer.batch.collate` builds (bench/step.py's synthetic rows, 4096 tokens):
 - `sdpa rows`: the reference (and the CPU path): q, k, v gathered into the rows' [R, A, L, D] grid, SDPA with
   the same-sequence mask [R, 1, L, L], each token taken back out;
 - `sdpa rows, key mask`: the same with a [R, 1, 1, L] key-padding mask (what the model used for unpacked rows
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from step import PAD, synthetic_rows  # noqa: E402
 
 from corpusprep.objectives import objective  # noqa: E402
-from trainer.data import collate  # noqa: E402
+from trainer.batch import collate  # noqa: E402
 from trainer.model import Layout, attention  # noqa: E402
 
 

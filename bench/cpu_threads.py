@@ -39,7 +39,7 @@ OPENMP = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
 def build_shards(root: Path, mb: float) -> Path:
     """Shards of the demo corpus with the CPU recipe's data settings (`corpusprep run --until shard`)."""
-    from pipelines.config import load_pipeline
+    from pipelines.load import load_pipeline
     from pipelines.runner import run_pipeline
 
     pipeline = load_pipeline(REPO / "pipelines" / "demo.toml", [f"input.demo_mb={mb}", *DATA])

@@ -27,7 +27,7 @@ held out of every arm's training text (by a hash of their id), cut by our pipeli
 sentences of one document (`build-pairs --objective none --no-pack`), each row `[CLS] sentences [SEP]`, one
 segment, masked `--maskings` times (masking k from (seed 0, "eval", k), as the trainer's evaluation does):
 masked-LM accuracy on identical positions for every model. Its standard error counts rows as the unit
-(`trainer.train.ratio_se`); differences between two models are paired (same rows, same masks), so their
+(`trainer.validation.ratio_se`); differences between two models are paired (same rows, same masks), so their
 standard error is far below either score's. The NSP arms are also scored on held-out NSP pairs (our
 build-pairs on the held-out documents): MLM and NSP accuracy. "seed" i changes everything random: the
 data (our seed, Google's --random_seed, HF's masking and order: 12345 + i) and the training (init, order,
@@ -78,11 +78,12 @@ from corpusprep.read import ReadOptions, iter_documents
 from corpusprep.shard.schema import SCHEMA_VERSION, shard_schema
 from corpusprep.split import get_splitter
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
-from trainer import checkpoint
 from trainer.config import ModelConfig
-from trainer.data import ShardStream, open_shards
+from trainer.data import ShardStream
 from trainer.model import BertForPreTraining
-from trainer.train import ratio_moments, ratio_se, score_rows
+from trainer.resume import init_weights
+from trainer.shards import open_shards
+from trainer.validation import ratio_moments, ratio_se, score_rows
 
 ARMS = {  # name: (objective the model learns, group compared within, how its rows are made)
     "ours-nsp": ("nsp", "NSP data", "build-pairs + shard"),
@@ -304,7 +305,7 @@ def train(shards: Path, run_dir: Path, seed: int, args, dynamic: bool, env: dict
 def load_model(run_dir: Path, heldout: Path, objective: str) -> BertForPreTraining:
     """The run's weights, with the sentence head when scoring a sentence task (objective), else without."""
     shards = open_shards(heldout)
-    bert, state, _ = checkpoint.init_weights(run_dir, ModelConfig(dropout=0.0, attention_dropout=0.0),
+    bert, state, _ = init_weights(run_dir, ModelConfig(dropout=0.0, attention_dropout=0.0),
                                              shards.vocab.size, shards.manifest["vocab"]["sha256"],
                                              heldout / "manifest.json", objective)  # fmt: skip
     model = BertForPreTraining(bert)

@@ -2,7 +2,7 @@
 its peak RSS growth, over 1 and over 8 shard files holding the same rows; beside a naive peer that reads
 the whole split into memory (`pq.read_table`) and collates from it. Targets: >= 30,000 examples/s per
 worker at length 128; RSS not growing with the shard count. And the unpadding collator alone
-(`trainer.data.collate` on rows already read and masked: the work a DataLoader worker adds per batch):
+(`trainer.batch.collate` on rows already read and masked: the work a DataLoader worker adds per batch):
 >= 10,000 sequences/s of length 128 per worker, so that a BERT-base step on an H100 (~7,000 sequences/s)
 never waits for it. And one consumer of several (`--consumers`): rank 0 of as many ranks, and DataLoader
 worker 0 of as many workers of one rank, each over its share of the epoch. The global order is cut into
@@ -105,7 +105,9 @@ def measure(kind: str, shards_dir: str, batch_size: int, consumers: int) -> dict
     the one consumer of the whole epoch; "rank": rank 0 of `consumers` ranks, its share of the epoch (it
     reads every chunk its slices fall in); "worker": DataLoader worker 0 of `consumers` of one rank, making
     runs of micro-batches as the trainer's workers do (`trainer.data.loader_batches`), its share."""
-    from trainer.data import ShardStream, collate, open_shards
+    from trainer.batch import collate
+    from trainer.data import ShardStream
+    from trainer.shards import open_shards
 
     shards = open_shards(shards_dir)
     rows = sum(f.rows for f in shards.files("train"))

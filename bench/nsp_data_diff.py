@@ -28,7 +28,7 @@ seconds and ~1 GB) and one two-column table is printed:
               each side holds (text leaking across the split, none expected), and the unigram distance of
               each side's text and targets to the held-out text
 
-Anything read is checked as the trainer checks it (`trainer.data.open_shards`: the manifest and file
+Anything read is checked as the trainer checks it (`trainer.shards.open_shards`: the manifest and file
 sizes); a row whose masked position falls outside it or on padding is an error naming the file.
 """
 
@@ -51,8 +51,9 @@ from fidelity import load_model
 from corpusprep.errors import DataError
 from corpusprep.mask import MaskVocab
 from corpusprep.mask.examples import list_parts
-from trainer.data import ShardStream, open_shards
-from trainer.train import forward_loss
+from trainer.batch import forward_loss
+from trainer.data import ShardStream
+from trainer.shards import open_shards
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -367,7 +368,7 @@ def predictions(run_dir: Path, heldout: Path, maskings: int) -> dict[str, np.nda
 def paired(a: dict, b: dict, pick: np.ndarray) -> tuple[float, float, float, float, float]:
     """On the predictions `pick`: accuracy of a and of b, b - a and its standard error, and b - a's share of
     the whole difference (b - a on `pick` times its share of all predictions) and its standard error; rows
-    are the unit, as in trainer.train.ratio_se (a row's maskings share its text)."""
+    are the unit, as in trainer.validation.ratio_se (a row's maskings share its text)."""
     right_a, right_b = (a["predicted"] == a["label"]) & pick, (b["predicted"] == b["label"]) & pick
     rows = int(a["row"].max()) + 1
     d = np.bincount(a["row"], weights=right_b.astype(float) - right_a, minlength=rows)

@@ -85,7 +85,8 @@ def loader_epoch(shards: str, cache_dir: str) -> dict:
     opening the shards: the manifest, on S3 the client) timed apart."""
     start = time.perf_counter()
     from trainer.cache import ShardCache
-    from trainer.data import ShardStream, open_shards
+    from trainer.data import ShardStream
+    from trainer.shards import open_shards
 
     cache = ShardCache(cache_dir, max_bytes=8 << 30, ahead=2)
     opened = open_shards(shards, cache=cache) if "://" in shards else open_shards(shards)
@@ -104,7 +105,8 @@ def training_wait(shards: str, cache_dir: str, prefetch: str, steps: str, run_di
     import torch
 
     from trainer.config import load_config
-    from trainer.train import Dist, Trainer
+    from trainer.dist import Dist
+    from trainer.train import Trainer
 
     torch.set_num_threads(1)
     settings = [f"data.shards={json.dumps(shards)}", f"logging.run_dir={json.dumps(run_dir)}",

@@ -1,6 +1,6 @@
 """One training step, ours beside Hugging Face's, on the same batches: sequences/s and the ratio.
 
-Ours: `trainer.data.collate` (what the DataLoader workers hand the trainer) -> `trainer.train.forward_loss`
+Ours: `trainer.batch.collate` (what the DataLoader workers hand the trainer) -> `trainer.batch.forward_loss`
 -> backward -> AdamW, the trainer's own step. Peer: `transformers.BertForPreTraining` (or `BertForMaskedLM`
 for packed rows) with `attn_implementation="sdpa"`, fed by `corpusprep.interop.hf.PreTrainingCollator` from
 the very same rows (packed rows: its position ids and 4-D per-piece mask). Same config, dropout on, fp32.
@@ -36,10 +36,9 @@ from corpusprep.interop.hf import PreTrainingCollator  # noqa: E402
 from corpusprep.objectives import objective  # noqa: E402
 from corpusprep.shard.schema import shard_schema  # noqa: E402
 from trainer import model as model_module  # noqa: E402
+from trainer.batch import collate, forward_loss  # noqa: E402
 from trainer.config import preset  # noqa: E402
-from trainer.data import collate  # noqa: E402
 from trainer.model import BertForPreTraining  # noqa: E402
-from trainer.train import forward_loss  # noqa: E402
 
 VOCAB, PAD, CLS, SEP = 30522, 0, 101, 102
 

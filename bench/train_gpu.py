@@ -43,10 +43,11 @@ from step import PAD, VOCAB, hf_model, synthetic_rows  # noqa: E402
 
 from corpusprep.interop.hf import PreTrainingCollator  # noqa: E402
 from corpusprep.objectives import objective  # noqa: E402
+from trainer.batch import collate, forward_loss, to_device  # noqa: E402
 from trainer.config import load_config, preset  # noqa: E402
-from trainer.data import collate  # noqa: E402
+from trainer.dist import Dist  # noqa: E402
 from trainer.model import BertForPreTraining, compile_model, flops_per_token  # noqa: E402
-from trainer.train import Dist, Trainer, forward_loss, to_device  # noqa: E402
+from trainer.train import Trainer  # noqa: E402
 
 # what makes the host wait for the device (a value read back, or a copy to pageable memory)
 SYNCS = ("aten::_local_scalar_dense", "aten::item", "aten::nonzero", "cudaStreamSynchronize",

@@ -34,10 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from build_pairs import SHARED, make_vocab, prefix_corpus  # noqa: E402
 
 from corpusprep.objectives import objective  # noqa: E402
+from trainer.batch import collate, forward_loss  # noqa: E402
 from trainer.config import preset  # noqa: E402
-from trainer.data import collate  # noqa: E402
 from trainer.model import BertForPreTraining  # noqa: E402
-from trainer.train import forward_loss  # noqa: E402
 
 
 def build(work: Path, mb: float, max_seq_length: int) -> Path:

@@ -35,11 +35,11 @@ from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainer.data import open_shards  # noqa: E402
 from trainer.evaluate import finetune  # noqa: E402
 from trainer.evaluate.data import read_task  # noqa: E402
 from trainer.evaluate.model import pretrained  # noqa: E402
 from trainer.evaluate.settings import EvalSettings  # noqa: E402
+from trainer.shards import open_shards  # noqa: E402
 
 VARIANTS = ("as-is", "rare-reset", "embeddings", "encoder", "rescaled", "random")
 WORDS = "bert.embeddings.word_embeddings.weight"

@@ -6,7 +6,7 @@ of rows, for a trained model on its validation split, as the trainer's evaluatio
 
 RUN_DIR: a training run (its newest checkpoint); --shards: the shards it trained on (default: the run's
 config). Each masking k is drawn from (seed, "eval", k), as `trainer.train.Trainer.evaluate` draws it; the
-standard error is `trainer.train.ratio_se` (rows as the unit, each row's counts summed over its maskings).
+standard error is `trainer.validation.ratio_se` (rows as the unit, a row's counts summed over its maskings).
 "maskings 0" is the one masking the shard stage wrote (the evaluation before eval.maskings). The spread of the
 score over single maskings (sd over k) shows the part the masks alone contribute.
 """
@@ -25,9 +25,11 @@ import torch
 from corpusprep.mask import MaskVocab
 from trainer import checkpoint
 from trainer.config import ModelConfig
-from trainer.data import ShardStream, open_shards
+from trainer.data import ShardStream
 from trainer.model import BertForPreTraining
-from trainer.train import ratio_moments, ratio_se, score_rows
+from trainer.resume import init_weights
+from trainer.shards import open_shards
+from trainer.validation import ratio_moments, ratio_se, score_rows
 
 
 def main() -> None:
@@ -45,7 +47,7 @@ def main() -> None:
     found = checkpoint.latest(args.run_dir)
     shards_dir = args.shards or Path(checkpoint.read_config(found)["train"]["data"]["shards"])
     shards = open_shards(shards_dir, ("train", args.split))
-    bert, state, _ = checkpoint.init_weights(
+    bert, state, _ = init_weights(
         args.run_dir, ModelConfig(dropout=0.0, attention_dropout=0.0), shards.vocab.size,
         shards.manifest["vocab"]["sha256"], shards_dir / "manifest.json", shards.objective.name,
     )  # fmt: skip

@@ -1,4 +1,10 @@
-"""Errors a user sees as one clear line (no traceback), each with its exit code."""
+"""Errors a user sees as one clear line (no traceback), each with its exit code.
+
+`UsageError` (exit 2): a bad option, a missing or unreadable path, an unknown format. `DataError` (exit 1):
+bad content (under `--on-error fail`, or where no skip is possible). Every entry point runs under `guarded`,
+which prints either as one line through `printable` (control characters and undecodable bytes of file names
+escaped) and turns SIGTERM into `Terminated`, a `KeyboardInterrupt`, so a terminated run leaves as Ctrl-C
+does (workers stopped, even a stopped one: SIGCONT after SIGTERM), with exit 143."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from typing import Any
 from corpusprep.engine import storage
 from corpusprep.errors import UsageError
 from corpusprep.read.document import MAX_DOCUMENT_MB, ReadOptions
-from corpusprep.settings import check_settings, parse_toml, read_toml
+from corpusprep.settings import check_settings, parse_toml
 from trainer.threads import available_cores
 
 DEMO_INPUT = "@demo"  # input.paths = ["@demo"]: the embedded demo corpus, built at run time
@@ -106,33 +106,6 @@ def apply_override(config: dict[str, Any], item: str) -> None:
     if parts == ["input", "paths"] and isinstance(value, str):
         value = [value]
     table[parts[-1]] = value
-
-
-def load_pipeline(
-    path: str | Path, overrides: list[str] | None = None, check_inputs: bool = True
-) -> Pipeline:
-    """The plan of a pipeline file. Relative paths in the file are relative to the file's directory, those
-    given with `--set` to the current one. Every setting of every stage (whatever `--until` will select) is
-    checked here by the stage's own checks (`stages.check`), and every path it reads (`check_inputs`),
-    before anything is written."""
-    from pipelines import stages  # stages imports this module
-
-    path = Path(path)
-    raw = read_toml(path, "pipeline file")
-    resolve_paths(raw, path.parent)
-    for item in overrides or []:
-        apply_override(raw, item)
-    resolve_paths(raw, Path.cwd())  # what --set gave (the file's paths are absolute by now)
-    pipeline = plan(raw, path)
-    for stage in pipeline.stages:
-        try:
-            stages.check(stage)
-        except UsageError as error:  # "pipelines/x.toml: shard: --masked-lm-prob must be in (0, 1)"
-            text = str(error).removeprefix(f"{stage.name}: ")
-            raise UsageError(f"{path}: {stage.name}: {text}") from None
-    if check_inputs:
-        check_paths(pipeline)
-    return pipeline
 
 
 def _absolute(value: Any, base: Path) -> Any:

@@ -11,43 +11,52 @@
                           {size, sha256}} of the three files above}
 
 Nothing in a checkpoint can run code when it is read: tensors are raw bytes (safetensors, whose header is
-checked as a record: `corpusprep.engine.records`), everything else is JSON checked against its schema
+checked as a record: `corpusprep.engine.safetensors_file`), everything else is JSON checked against its schema
 (`checkpoint_config`, `trainer_state`), and every file is compared with its sha256 in config.json before use.
 A checkpoint of the earlier format (`*.pt`: pickle, which can run code when loaded, even restricted to
 weights) is refused with one line. A checkpoint is written into a hidden temporary directory and renamed
 into place (`engine.files.atomic_dir`), so a directory under a final name is always complete; a killed write
 leaves only a temp dir, removed on the next start; a failed one (a full disk) removes it.
+
+This module is the format: writing (`save`, `save_model`), finding (`latest`, `find_checkpoint`), reading
+each file against its sha256 (`read_config`, `load_weights`, `load_state`) and every check at once for
+`corpusprep validate` (`check_checkpoint`). What the states must be: trainer.checkpoint_checks. Earlier
+formats: trainer.checkpoint_legacy. Where a run starts from (resume, init_from): trainer.resume.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
-from collections.abc import Iterator
-from dataclasses import asdict, fields, is_dataclass, replace
+from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from corpusprep import objectives
-from corpusprep.engine import faults, records, storage
+from corpusprep.engine import faults, outputs, records, storage
 from corpusprep.engine.files import atomic_dir, remove_stale_temps
 from corpusprep.engine.manifest import sha256_file
+from corpusprep.engine.safetensors_file import safetensors_header
 from corpusprep.errors import DataError, UsageError, os_error_in
-from trainer.config import MAX_BATCH_SIZE, WARMUP_SHARE, ModelConfig, TrainConfig, load_config
-from trainer.data import Position
+from trainer.checkpoint_checks import (
+    check_schedule,
+    check_weights_file,
+    data_position,
+    optimizer_state,
+    strip_wrappers,
+)
+from trainer.checkpoint_legacy import refuse_pickled
+from trainer.config import TrainConfig, load_config
 from trainer.model import BertConfig, BertForPreTraining
-from trainer.optim import STATE_KEYS, build_optimizer, build_scheduler
+from trainer.optim import build_optimizer, build_scheduler
 
 STEP_DIR = re.compile(r"^step-(\d{7,})$")
 FORMAT = 2  # 1: the pickled *.pt files, refused
-WEIGHTS, STATE_TENSORS = records.CHECKPOINT_WEIGHTS, records.CHECKPOINT_TENSORS
-STATE, CONFIG = records.CHECKPOINT_STATE, records.CHECKPOINT_CONFIG
+WEIGHTS, STATE_TENSORS = outputs.CHECKPOINT_WEIGHTS, outputs.CHECKPOINT_TENSORS
+STATE, CONFIG = outputs.CHECKPOINT_STATE, outputs.CHECKPOINT_CONFIG
 FILES = (WEIGHTS, STATE_TENSORS, STATE, CONFIG)  # what `save` writes
-PICKLED = records.PICKLED_CHECKPOINT  # the earlier format's files
 
 
 def checkpoint_dir(run_dir: Path) -> Path:
@@ -66,71 +75,12 @@ def list_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     return sorted((step, path) for step, path in steps if complete(path))
 
 
-def refuse_pickled(path: Path) -> None:
-    """One line for a checkpoint of the earlier format, whose pickled files corpusprep no longer loads."""
-    if found := [name for name in PICKLED if storage.exists(path / name)]:
-        raise DataError(
-            f"{path / found[0]}: a checkpoint in the earlier pickled format, which corpusprep no longer "
-            "loads (unpickling a file can run code); train again, or convert it with the corpusprep release "
-            "that wrote it (`python -m trainer.export` it there, then `python -m trainer.import_hf` it here)"
-        )
-
-
 def complete(path: Path) -> bool:
     """A checkpoint directory holding every file `save` writes (a lost file makes it no checkpoint: the
     run resumes from the one before, and rotation never deletes a directory someone else made)."""
     return storage.is_dir(path) and all(
         storage.is_file(path / name) and storage.stat(path / name).st_size for name in FILES
     )
-
-
-# What must not change when a run continues from its checkpoint (the rest: steps, cadences, paths of logs)
-# (the seed and data.chunk_rows make the global order of examples; the batch size, the DataLoader workers and
-# the number of ranks may change: the position is a place in that order; `data.shards` is checked by
-# content, not path, `trainer.train.check_resume_shards`: a copy elsewhere is the same data; the model as
-# resolved, by `Trainer.load_state_dict`)
-RESUME_KEYS = (
-    "optim.",
-    "seed",
-    "data.chunk_rows",
-    "data.pad_multiple",
-    "data.dynamic_masking",
-    "schedule.warmup_steps",
-    "schedule.warmup_fraction",
-    "schedule.grad_accum",
-    "checkpoint.init_from",
-)
-
-
-def resume_conflicts(saved: dict, current: dict) -> list[str]:
-    """Settings of `current` (TrainConfig as a dict) that differ from those a checkpoint was saved with."""
-
-    def flat(d: dict, prefix: str = "") -> dict:
-        out = {}
-        for key, value in d.items():
-            out |= flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
-        return out
-
-    before, after = flat(saved), flat(current)
-
-    def norm(key: str, value: Any, config: dict) -> Any:
-        if key == "checkpoint.init_from" and value:
-            return str(Path(str(value)).resolve())  # saved resolved (`config_record`); older runs as typed
-        if key == "schedule.warmup_steps" and value is None:  # the default, resolved from that run's steps
-            steps = config.get("schedule.steps")  # None: a budgeted run
-            return round(WARMUP_SHARE * steps) if isinstance(steps, (int, float)) else None
-        return value
-
-    def shown(key: str, config: dict) -> str:
-        value, resolved = config.get(key), norm(key, config.get(key), config)
-        return f"{resolved!r} (the default)" if value is None and resolved is not None else repr(value)
-
-    keys = sorted(k for k in set(before) | set(after) if k.startswith(RESUME_KEYS))
-    return [
-        f"{k}: {shown(k, before)} -> {shown(k, after)}"
-        for k in keys
-        if norm(k, before.get(k), before) != norm(k, after.get(k), after)
-    ]
 
 
 def saved_train(path: Path, record: dict | None = None) -> TrainConfig:
@@ -285,10 +235,10 @@ def verify(path: Path, name: str, config: dict) -> Path:
 
 
 def load_tensors(file: Path, device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
-    """Tensors of a safetensors file whose header is checked first (records.safetensors_header)."""
+    """Tensors of a safetensors file whose header is checked first (safetensors_file.safetensors_header)."""
     from safetensors.torch import load, load_file
 
-    records.safetensors_header(file)
+    safetensors_header(file)
     try:
         if storage.store_for(file).local(file) is None:  # an object store: its bytes, then the device
             return {k: v.to(device) for k, v in load(storage.read_bytes(file)).items()}
@@ -343,18 +293,6 @@ def decode_state(value: Any, tensors: dict[str, torch.Tensor], where: Path, at: 
     return value
 
 
-def _kind(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return "a tensor"
-    if value is None or isinstance(value, bool):
-        return "a flag"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, (list, tuple)):
-        return ("a list of", tuple(_kind(v) for v in value))
-    return "an object" if isinstance(value, dict) else type(value).__name__
-
-
 def load(path: Path, name: str, map_location: str | torch.device = "cpu") -> Any:
     """One part of a training checkpoint: "model" (the weights), "optimizer", "scheduler" or "trainer"
     (step, data position, RNG states, last metrics)."""
@@ -376,62 +314,7 @@ def config_record(train_config: Any, bert_config: Any, vocab: dict | None = None
     return record
 
 
-def init_weights(
-    source: str | Path,
-    model: ModelConfig,
-    vocab_size: int,
-    vocab_sha256: str | None,
-    where: Path,
-    objective: str = objectives.DEFAULT,
-) -> tuple[BertConfig, dict[str, torch.Tensor], Path]:
-    """checkpoint.init_from: (architecture, weights, checkpoint dir) to start a run from.
-
-    `source`: a run dir (its newest checkpoint), a step-N checkpoint or a `trainer.import_hf` output. The
-    architecture is the saved one; `model` may repeat it but not contradict it, and its dropout rates
-    (training settings) replace the saved ones. The vocab must be the shards' (`where`: their manifest):
-    same size, and the same sha256 when the checkpoint records one. The sentence head follows `objective`
-    (the shards'): dropped for `none`; kept from a model trained on the same objective, else fresh.
-    """
-    path = find_checkpoint(Path(source))
-    saved_model, state, saved = load_checkpoint(path)
-    if conflicts := model.conflicts(saved_model):
-        raise UsageError(f"{path}: init_from a model other than the requested one: {', '.join(conflicts)}")
-    if saved_model.vocab_size != vocab_size:
-        raise UsageError(f"{path}: a model of {saved_model.vocab_size} tokens; {where}: {vocab_size} tokens")
-    saved_sha = saved.get("vocab", {}).get("sha256")
-    if saved_sha and vocab_sha256 and saved_sha != vocab_sha256:
-        raise UsageError(
-            f"{path / 'config.json'}: vocab sha256 {saved_sha[:12]}... but {where}: {vocab_sha256[:12]}... "
-            "(build the pairs and shards with the model's vocab)"
-        )
-    check_state(state, saved_model, path / WEIGHTS)  # every weight, right shapes: nothing left random
-    bert = replace(saved_model, dropout=model.dropout, attention_dropout=model.attention_dropout,
-                   objective=objective)  # fmt: skip
-    if saved_model.objective != objective and bert.sentence_head:  # another task's head: ours starts fresh
-        state = {k: v for k, v in state.items() if not k.startswith(SENTENCE_HEAD)}
-    return bert, state, path
-
-
-SENTENCE_HEAD = ("pooler.", "nsp_head.")  # the weights only objectives with a sentence task have
-
-
-# ---------------------------------------------------------------- reading a checkpoint (export, init_from)
-
-WRAPPER_PREFIXES = ("_orig_mod.", "module.")  # torch.compile, DDP
-
-
-def strip_wrappers(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Drop `_orig_mod.` / `module.` prefixes (torch.compile, DDP, both nested), whatever saved them."""
-
-    def clean(key: str) -> str:
-        while key.startswith(WRAPPER_PREFIXES):
-            key = key.split(".", 1)[1]
-        return key
-
-    cleaned = {clean(k): v for k, v in state.items()}
-    if len(cleaned) != len(state):
-        raise DataError("state dict holds the same key with and without a wrapper prefix")
-    return cleaned
+# ---------------------------------------------------------------- a checkpoint as a model (export, init_from)
 
 
 def bert_config(saved: dict, where: Path) -> BertConfig:
@@ -479,198 +362,7 @@ def load_checkpoint(path: Path) -> tuple[BertConfig, dict[str, torch.Tensor], di
     return config, strip_wrappers(load_weights(path)), saved
 
 
-def weight_shapes(config: BertConfig) -> Iterator[tuple[str, tuple[int, ...]]]:
-    """The name and shape of every weight of a model of `config`, in state-dict order, lazily, from a meta
-    model of ONE layer (the layers repeat it): no model of `num_layers` is built, so a config.json claiming
-    10^10 layers costs nothing until a file holding them is compared (`check_shapes` stops at the first
-    weight the file lacks)."""
-    with torch.device("meta"):  # shapes only, no memory, no init
-        one = BertForPreTraining(replace(config, num_layers=1)).state_dict()
-    one = {k: tuple(v.shape) for k, v in one.items()}
-    layer = {k.removeprefix("layers.0."): v for k, v in one.items() if k.startswith("layers.0.")}
-    listed = False
-    for name, shape in one.items():
-        if not name.startswith("layers."):
-            yield name, shape
-        elif not listed:
-            listed = True
-            for i in range(config.num_layers):
-                yield from ((f"layers.{i}.{k}", v) for k, v in layer.items())
-
-
-def check_shapes(shapes: dict[str, tuple[int, ...]], config: BertConfig, where: Path) -> None:
-    """The weights `shapes` names ({name: shape}: a loaded state dict's, or a safetensors header's, read
-    without loading) are every weight of a model of `config` with its shape, no more: a checkpoint whose
-    config.json does not describe its weights, or that would leave weights random, is one line naming the
-    first tensor that differs."""
-    seen = 0
-    for name, shape in weight_shapes(config):
-        if name not in shapes:
-            raise DataError(f"{where}: missing {name} (a weight of the model config.json describes)")
-        if tuple(shapes[name]) != shape:
-            raise DataError(f"{where}: wrong shape of {name}: {list(shapes[name])}, not {list(shape)} as the "
-                            "model config.json describes")  # fmt: skip
-        seen += 1
-    if seen != len(shapes):
-        expected = {name for name, _ in weight_shapes(config)}
-        extra = sorted(set(shapes) - expected)
-        more = " ..." if len(extra) > 5 else ""
-        raise DataError(f"{where}: unexpected {', '.join(extra[:5])}{more} (not a weight of the model "
-                        "config.json describes)")  # fmt: skip
-
-
-WEIGHT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # records.FLOAT_DTYPES
-
-
-def check_state(state: dict[str, torch.Tensor], config: BertConfig, where: Path) -> None:
-    """Every key and shape our model has, no more (a checkpoint that would load with random weights, or
-    wrong ones, fails); every weight a float our model computes with (float8: no), and finite (a diverged
-    run's weights are no model)."""
-    check_shapes({k: tuple(v.shape) for k, v in state.items()}, config, where)
-    if not_float := [k for k, v in state.items() if v.dtype not in WEIGHT_DTYPES]:
-        raise DataError(f"{where}: not float16, bfloat16, float32 or float64: {', '.join(not_float[:5])}")
-    if nonfinite := [k for k, v in state.items() if not v.isfinite().all()]:
-        raise DataError(f"{where}: NaN or infinite values (diverged weights) in {', '.join(nonfinite[:5])}")
-
-
-def check_weights_file(file: Path, config: BertConfig) -> None:
-    """`check_shapes` on a safetensors file's header, before a byte of the weights is loaded."""
-    header = records.safetensors_header(file)
-    check_shapes(strip_wrappers({k: shape for k, (_, shape) in header.items()}), config, file)
-
-
-# ---------------------------------------------------------------- a training run's state
-
-
-IMPLEMENTATION = ("foreach", "fused", "capturable", "differentiable")  # how the update runs: this machine's
-SCHEDULED = ("lr", "initial_lr")  # what the schedule sets as training goes: the checkpoint's
-
-
-def _plain(value: Any) -> Any:
-    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
-
-
-def _count(value: Any) -> bool:
-    """A finite number >= 0 (a JSON number, or a one-element floating point tensor)."""
-    if isinstance(value, torch.Tensor):
-        ok = value.numel() == 1 and value.is_floating_point()
-        return ok and bool((value.isfinite() & (value >= 0)).all())
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return number and math.isfinite(value) and value >= 0
-
-
-def optimizer_state(saved: dict, optimizer: torch.optim.Optimizer, where: str) -> dict:
-    """The optimizer state to load from a checkpoint's `saved` one, checked against this run's `optimizer`
-    (built from the validated config): the same param groups over the same parameters, their
-    hyperparameters (betas, eps, weight_decay, amsgrad, maximize, ...) this run's (else one line naming the
-    field: the checkpoint contradicts the settings it was saved with, which `resume_conflicts` compared with
-    this run's), the learning rate the schedule set taken from it, a finite one; how the update runs
-    (foreach, fused, capturable, differentiable) this machine's, so a GPU's checkpoint resumes on a CPU. Each
-    parameter's state: exactly STATE_KEYS, `step` a finite count, the moments finite tensors of the
-    parameter's dtype and shape (the second one >= 0)."""
-    live = optimizer.state_dict()
-    params = [p for group in optimizer.param_groups for p in group["params"]]
-    groups, live_groups = saved["param_groups"], live["param_groups"]
-    if len(groups) != len(live_groups):
-        raise DataError(f"{where}.param_groups: {len(groups)} groups, not {len(live_groups)}")
-    loaded = []
-    for g, (group, own) in enumerate(zip(groups, live_groups, strict=True)):
-        if set(group) != set(own) or group["params"] != own["params"]:
-            raise DataError(f"{where}.param_groups[{g}]: not the parameters and settings of this run's")
-        for key in own.keys() - {"params", *IMPLEMENTATION}:
-            at, value = f"{where}.param_groups[{g}].{key}", group[key]
-            if key in SCHEDULED and not _count(value):
-                raise DataError(f"{at}: {value!r}, not a finite learning rate >= 0")
-            if key not in SCHEDULED and _plain(value) != _plain(own[key]):
-                raise DataError(f"{at}: {value!r}, not {_plain(own[key])!r} as this run's settings make it")
-        loaded.append(own | {k: group[k] for k in SCHEDULED if k in own})
-    for index, entry in saved["state"].items():
-        if not (isinstance(index, int) and 0 <= index < len(params)):
-            raise DataError(f"{where}.state: {index!r}: no parameter of this model")
-        if set(entry) != set(STATE_KEYS):
-            raise DataError(f"{where}.state.{index}: keys {sorted(entry)}, not {sorted(STATE_KEYS)}")
-        param = params[index]
-        for key, value in entry.items():
-            at = f"{where}.state.{index}.{key}"
-            if key == "step":
-                if not _count(value):
-                    raise DataError(f"{at}: {_shown(value)}, not a finite count >= 0")
-            elif not isinstance(value, torch.Tensor) or (value.dtype, value.shape) != (param.dtype,
-                                                                                        param.shape):
-                raise DataError(f"{at}: {_shown(value)}, not the parameter's {param.dtype} "
-                                f"{tuple(param.shape)}")  # fmt: skip
-            elif not value.isfinite().all() or (key == "exp_avg_sq" and (value < 0).any()):
-                what = "not finite or negative" if key == "exp_avg_sq" else "not finite"
-                raise DataError(f"{at}: holds values {what}")
-    return {"state": saved["state"], "param_groups": loaded}
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        held = f" ({value.flatten()[0].item()!r})" if value.numel() == 1 else ""
-        return f"a {value.dtype} tensor of shape {tuple(value.shape)}{held}"
-    return repr(value)
-
-
-def check_schedule(saved: dict, scheduler: Any, step: int, where: str) -> None:
-    """A checkpoint's schedule state shaped like this run's: the same keys with the same kinds of values,
-    the peak learning rates this run's settings make (`base_lrs`), at the checkpoint's step."""
-    live = scheduler.state_dict()
-    if set(saved) != set(live):
-        raise DataError(f"{where}: keys {sorted(saved)}, not {sorted(live)}")
-    for key, own in live.items():
-        if _kind(saved[key]) != _kind(own):
-            raise DataError(f"{where}.{key}: {_kind(saved[key])}, not {_kind(own)} as this run's")
-    if _plain(saved["base_lrs"]) != _plain(live["base_lrs"]):
-        raise DataError(f"{where}.base_lrs: {saved['base_lrs']}, not {live['base_lrs']} as this run's "
-                        "settings make them")  # fmt: skip
-    if saved["last_epoch"] != step:
-        raise DataError(f"{where}.last_epoch: {saved['last_epoch']!r}, not the checkpoint's step {step}")
-    if bad := [v for v in _plain(saved["_last_lr"]) if not _count(v)]:
-        raise DataError(f"{where}._last_lr: {bad[0]!r}, not a finite learning rate >= 0")
-
-
-MAX_RANKS = 2**16  # as many RNG states as trainer.json holds (records.TRAINER_STATE)
-
-
-def data_position(state: dict, grad_accum: int, where: Path, epoch_examples: int | None = None) -> Position:
-    """The place in the global order of examples a checkpoint's run had reached (`trainer.data.Position`),
-    one the run could have reached: within its epoch (of `epoch_examples`, when the shards are known), and
-    no further than its steps of micro-batches of at most MAX_BATCH_SIZE examples on MAX_RANKS ranks could
-    go (a position of 10^17 examples is refused, not taken). A checkpoint of an earlier trainer kept a
-    position per rank and DataLoader worker in rows: one stream (one rank, at most one worker) read the
-    global order itself and converts exactly; several streams read other orders and are refused."""
-    if "data" not in state:
-        return _converted(state, grad_accum, where, epoch_examples)
-    epoch, examples = state["data"]["epoch"], state["data"]["examples"]
-    at = f"{where}: data: epoch {epoch}, examples {examples}"
-    if epoch_examples is not None and examples >= epoch_examples:
-        raise DataError(f"{at}: not within an epoch of {epoch_examples} examples")
-    most = state["step"] * grad_accum * MAX_BATCH_SIZE * MAX_RANKS
-    # the fewest examples this position means: the epochs before it hold more than `examples` each
-    if epoch * (examples + 1) + examples > most:
-        raise DataError(f"{at}: more than {state['step']} steps x {grad_accum} micro-batches of at most "
-                        f"{MAX_BATCH_SIZE} examples on {MAX_RANKS} ranks consume")  # fmt: skip
-    return Position(epoch, examples)
-
-
-def _converted(state: dict, grad_accum: int, where: Path, epoch_examples: int | None) -> Position:
-    """An earlier trainer's `positions` (per rank: batches, and rows per DataLoader worker role) as a
-    `Position`, when it was one stream; else one line saying why it cannot be."""
-    positions = state.get("positions")
-    if not positions:
-        raise DataError(f"{where}: data: missing (the data position)")
-    step, rows = state["step"], [len(p["rows"]) for p in positions]
-    if len(positions) > 1 or rows[0] > 1:
-        raise DataError(f"{where}: positions: a data position per worker stream ({len(positions)} rank(s) x "
-                        f"{max(rows)} DataLoader worker(s)), from an earlier trainer whose order depended on "
-                        "them: not a place in the global order; resume with the release that wrote it, or "
-                        "start a new run dir with --init-from this checkpoint")  # fmt: skip
-    batches, consumed = positions[0]["batches"], sum(positions[0]["rows"])
-    if batches != step * grad_accum or not batches <= consumed <= batches * MAX_BATCH_SIZE:
-        raise DataError(f"{where}: positions[0]: {batches} batches of {consumed} rows, not what the "
-                        f"{step} x {grad_accum} micro-batches of step {step} hold")  # fmt: skip
-    return Position(*divmod(consumed, epoch_examples)) if epoch_examples else Position(0, consumed)
+# ---------------------------------------------------------------- every check, for `corpusprep validate`
 
 
 def check_checkpoint(path: Path) -> None:

@@ -34,9 +34,11 @@ from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.files import atomic_path
 from corpusprep.engine.outputs import KINDS, PIPELINE_RUN_FILES
 from corpusprep.engine.placement import check_not_nested, directories_above, enclosing_output
+from corpusprep.engine.safetensors_file import FLOAT_DTYPES, safetensors_header
 from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError, printable
 from corpusprep.objectives import objective
-from trainer.checkpoint import WEIGHTS, check_state, find_checkpoint, load_checkpoint, write_tensors
+from trainer.checkpoint import WEIGHTS, find_checkpoint, load_checkpoint, write_tensors
+from trainer.checkpoint_checks import check_state
 from trainer.model import BertConfig, BertForPreTraining
 
 # wrappers whose state_dict prefixes every key: torch.compile (OptimizedModule) and DDP, in either order
@@ -230,7 +232,7 @@ HF_PICKLED = ("pytorch_model.bin", "model.ckpt.index", "tf_model.h5")
 def check_hf_model(hf_dir: Path) -> BertConfig:
     """Our BertConfig for a Hugging Face BERT directory, and its weights checked against it before any is
     read: config.json by the records loader and `bert_config_from_hf` (sizes by config.check_fits: a model
-    this machine holds), model.safetensors' header (records.safetensors_header: whole, tensors tiling the
+    this machine holds), model.safetensors' header (safetensors_header: whole, tensors tiling the
     file), every tensor floating point with the shape the config gives it, no encoder weight missing. A
     pickled pytorch_model.bin is refused, never opened. The one check of a Hugging Face model directory:
     `trainer.import_hf` and `trainer.evaluate` read one only after it."""
@@ -253,9 +255,9 @@ def check_hf_model(hf_dir: Path) -> BertConfig:
                              "max_shard_size")
         raise UsageError(f"{hf_dir}: no model.safetensors")
     expected = hf_shapes(config)
-    for name, (dtype, shape) in records.safetensors_header(weights).items():
+    for name, (dtype, shape) in safetensors_header(weights).items():
         known = expected.pop(hf_name(name), None)
-        if dtype not in records.FLOAT_DTYPES:
+        if dtype not in FLOAT_DTYPES:
             raise DataError(f"{weights}: {json.dumps(name)}: {dtype}, not floating point")
         if known is not None and shape != known:
             raise DataError(f"{weights}: {json.dumps(name)}: shape {list(shape)}, {config_path.name} gives "

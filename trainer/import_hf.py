@@ -38,7 +38,8 @@ from corpusprep.engine.rng import rng_for
 from corpusprep.errors import CorpusprepError, OneLineParser, UsageError, printable
 from corpusprep.tokenize import VocabInfo
 from corpusprep.tokenize.vocab import vocab_from_file
-from trainer.checkpoint import CONFIG, WEIGHTS, check_state, load_tensors, save_model
+from trainer.checkpoint import CONFIG, WEIGHTS, load_tensors, save_model
+from trainer.checkpoint_checks import check_state
 from trainer.export import FAULT_POINT, HF_WEIGHTS, check_hf_model, from_hf, output_artifact, write_files
 from trainer.model import BertConfig, BertForPreTraining
 

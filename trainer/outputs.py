@@ -8,16 +8,24 @@ import json
 import re
 from pathlib import Path
 
-from corpusprep.engine import records, storage
+from corpusprep.engine import storage
 from corpusprep.engine.lock import LOCK_NAME
 from corpusprep.engine.manifest import MANIFEST, RUN_RECORD, sha256_file
+from corpusprep.engine.outputs import (
+    CHECKPOINT_CONFIG,
+    CHECKPOINT_STATE,
+    CHECKPOINT_TENSORS,
+    CHECKPOINT_WEIGHTS,
+    PICKLED_CHECKPOINT,
+)
 from corpusprep.engine.records import inside, load_record
+from corpusprep.engine.safetensors_file import FLOAT_DTYPES, safetensors_header
 from corpusprep.errors import CorpusprepError, DataError, UsageError, plural
 from corpusprep.tokenize import read_vocab_txt
 from corpusprep.validate import owned_problems, relative
 
-CHECKPOINT_FILES = (records.CHECKPOINT_WEIGHTS, records.CHECKPOINT_TENSORS, records.CHECKPOINT_STATE,
-                    records.CHECKPOINT_CONFIG)  # fmt: skip
+CHECKPOINT_FILES = (CHECKPOINT_WEIGHTS, CHECKPOINT_TENSORS, CHECKPOINT_STATE,
+                    CHECKPOINT_CONFIG)  # fmt: skip
 
 
 def check_checkpoint_files(step: Path, training: bool = True) -> list[str]:
@@ -26,28 +34,28 @@ def check_checkpoint_files(step: Path, training: bool = True) -> list[str]:
     the size and sha256 config.json records. `training`: a run's step-N (its trainer state too), not a model
     checkpoint (an import's). A checkpoint of the earlier, pickled format is invalid: nothing loads it."""
     name = f"{step.name}/" if training else ""
-    if found := [n for n in records.PICKLED_CHECKPOINT if storage.exists(step / n)]:
+    if found := [n for n in PICKLED_CHECKPOINT if storage.exists(step / n)]:
         return [f"{name}{found[0]}: a checkpoint in the earlier pickled format, which corpusprep no longer "
                 "loads (unpickling a file can run code)"]  # fmt: skip
     wanted = CHECKPOINT_FILES[:-1] if training else CHECKPOINT_FILES[:1]
-    if missing := [f for f in (*wanted, records.CHECKPOINT_CONFIG) if not storage.is_file(step / f)]:
+    if missing := [f for f in (*wanted, CHECKPOINT_CONFIG) if not storage.is_file(step / f)]:
         return [f"{name}{f}: missing" for f in missing]
     try:
-        config = load_record(step / records.CHECKPOINT_CONFIG, "checkpoint_config")
+        config = load_record(step / CHECKPOINT_CONFIG, "checkpoint_config")
         for file in wanted:
             entry = config.get("files", {}).get(file)
             if entry is None:
-                raise DataError(f"{step / records.CHECKPOINT_CONFIG}: files: no record of {file}")
+                raise DataError(f"{step / CHECKPOINT_CONFIG}: files: no record of {file}")
             path = step / file
             same = storage.is_file(path) and storage.stat(path).st_size == entry["size"]
             if not same or sha256_file(path) != entry["sha256"]:
                 raise DataError(f"{path}: missing, or not the file config.json records (size, sha256)")
-        tensors = {f: records.safetensors_header(step / f) for f in wanted if f.endswith(".safetensors")}
-        weights = tensors[records.CHECKPOINT_WEIGHTS]
-        if bad := [t for t, (dtype, _) in weights.items() if dtype not in records.FLOAT_DTYPES]:
-            raise DataError(f"{step / records.CHECKPOINT_WEIGHTS}: {json.dumps(bad[0])}: not floating point")
+        tensors = {f: safetensors_header(step / f) for f in wanted if f.endswith(".safetensors")}
+        weights = tensors[CHECKPOINT_WEIGHTS]
+        if bad := [t for t, (dtype, _) in weights.items() if dtype not in FLOAT_DTYPES]:
+            raise DataError(f"{step / CHECKPOINT_WEIGHTS}: {json.dumps(bad[0])}: not floating point")
         if training:
-            _check_trainer_state(step, tensors[records.CHECKPOINT_TENSORS])
+            _check_trainer_state(step, tensors[CHECKPOINT_TENSORS])
         vocab = config.get("vocab", {})
         if vocab.get("path"):  # an import's own vocab, inside it: the one the model was trained with
             path = inside(step, vocab["path"]) / "vocab.txt"
@@ -67,8 +75,8 @@ def check_checkpoint_files(step: Path, training: bool = True) -> list[str]:
 
 def _check_trainer_state(step: Path, tensors: dict) -> None:
     """trainer.json by its loader: the step of its directory, and every tensor it names held by
-    trainer.safetensors (its data position: `trainer.checkpoint.data_position`)."""
-    path = step / records.CHECKPOINT_STATE
+    trainer.safetensors (its data position: `trainer.checkpoint_checks.data_position`)."""
+    path = step / CHECKPOINT_STATE
     state = load_record(path, "trainer_state")
     if step.name.startswith("step-") and state["step"] != int(step.name.removeprefix("step-") or -1):
         raise DataError(f"{path}: step: {state['step']}, not the step of {step.name}")
@@ -81,7 +89,7 @@ def _check_trainer_state(step: Path, tensors: dict) -> None:
         elif isinstance(value, (dict, list)):
             stack.extend(value.values() if isinstance(value, dict) else value)
     if missing := sorted(set(named) - set(tensors)):
-        raise DataError(f"{path}: names tensor {missing[0]!r}, not in {records.CHECKPOINT_TENSORS}")
+        raise DataError(f"{path}: names tensor {missing[0]!r}, not in {CHECKPOINT_TENSORS}")
 
 
 def validate_run(directory: Path) -> tuple[list[str], str]:
@@ -95,7 +103,7 @@ def validate_run(directory: Path) -> tuple[list[str], str]:
 
 def validate_checkpoint(directory: Path) -> tuple[list[str], str]:
     """A model checkpoint: a run's step-N (with its trainer state), or an import's."""
-    with_state = storage.is_file(directory / records.CHECKPOINT_STATE)
+    with_state = storage.is_file(directory / CHECKPOINT_STATE)
     return check_checkpoint_files(directory, with_state), directory.name
 
 
@@ -143,7 +151,7 @@ def validate_export(directory: Path) -> tuple[list[str], str]:
         return problems, ""
     try:
         config = load_record(directory / "config.json", "hf_config")
-        header = records.safetensors_header(directory / "model.safetensors")  # tensors tile the file exactly
+        header = safetensors_header(directory / "model.safetensors")  # tensors tile the file exactly
         _check_hf_sizes(config, header, directory)
         read_vocab_txt(directory / "vocab.txt")
     except (OSError, DataError, UsageError) as error:

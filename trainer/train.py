@@ -1,111 +1,57 @@
 """Training, from small parts (as torchtitan): builders for the model and the data, and a `Trainer` whose
 `train_step`, `evaluate`, `state_dict` / `load_state_dict` and `save_checkpoint` can be read and tested
 alone; `Trainer.fit` is the loop. The objective (the sentence head and its loss, or none) comes from the
-shards' manifest. Single process, or one process per device under torchrun."""
+shards' manifest. Single process, or one process per device under torchrun.
+
+What the loop uses lives beside it, one job a module: the ranks and devices (trainer.dist), the shards and
+their stream (trainer.shards, trainer.data), a batch through the model (trainer.batch), the validation
+statistics (trainer.validation), where a run starts from (trainer.resume: the run dir's rules, resume,
+init_from) and the checkpoint format (trainer.checkpoint)."""
 
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader
 
 from corpusprep.engine import records, storage
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir, shared_dir
-from corpusprep.engine.outputs import held_output
-from corpusprep.engine.placement import check_not_inside, check_not_nested, in_running_pipeline
+from corpusprep.engine.placement import in_running_pipeline
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab
 from trainer import checkpoint
+from trainer.batch import forward_loss, to_device
+from trainer.checkpoint_checks import check_schedule, check_state, data_position, optimizer_state
 from trainer.config import TrainConfig, parse_duration
-from trainer.data import Position, Shards, ShardStream, cache_for, loader_batches, open_shards
-from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token, pretraining_loss
+from trainer.data import Position, ShardStream, loader_batches
+from trainer.dist import Dist, distributed, log
+from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token
 from trainer.optim import build_optimizer, build_scheduler
+from trainer.resume import (
+    SENTENCE_HEAD,
+    Finished,
+    check_resume_shards,
+    check_run_dir,
+    find_resume,
+    init_weights,
+    shards_record,
+)
+from trainer.shards import Shards, cache_for, open_shards
+from trainer.validation import ratio_moments, ratio_se, score_rows
 
 # dense bf16 peak FLOP/s by device name, for MFU in the progress line (bench/train_gpu.py measures instead)
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "A10": 125e12}
-
-
-@dataclass
-class Dist:
-    rank: int = 0
-    world: int = 1
-    local_rank: int = 0
-    launched: bool = False  # in a process group (torchrun), so training goes through DDP, even at world 1
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-
-@contextlib.contextmanager
-def distributed(config: TrainConfig) -> Iterator[tuple[Dist, torch.device]]:
-    """This process's rank and device; under torchrun (WORLD_SIZE > 1) it joins the process group (NCCL on
-    GPU, gloo on CPU) for the run and leaves it cleanly: a gloo group still alive at interpreter exit
-    aborts the process ("terminate called without an active exception", exit -6)."""
-    want_cuda = config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available())
-    if config.device == "cuda" and not torch.cuda.is_available():
-        raise UsageError("device=cuda but no CUDA device is available")
-    env = os.environ
-    d = Dist(int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0)))
-    # under torchrun even one process joins a group and trains through DDP: the path of N ranks, on 1
-    d.launched = d.world > 1 or "TORCHELASTIC_RUN_ID" in env
-    if want_cuda:
-        torch.cuda.set_device(d.local_rank)
-    backend = "nccl" if want_cuda else "gloo"
-    owned = d.launched and not dist.is_initialized()  # a caller's own group is left to the caller
-    if owned:
-        dist.init_process_group(backend)
-    try:
-        yield d, torch.device("cuda", d.local_rank) if want_cuda else torch.device("cpu")
-    except BaseException:
-        # gloo's destroy closes this rank's connections, so peers waiting in a collective fail at once; NCCL's
-        # would wait for those peers (a hang), so there torchrun's teardown of the failed job does it
-        if owned and backend == "gloo":
-            dist.destroy_process_group()
-        raise
-    if owned:
-        # DDP's reducer sits in reference cycles: free it while its group is alive (freed at interpreter exit,
-        # after the group, it aborts the process), and let every rank arrive before the group goes.
-        gc.collect()
-        dist.barrier()
-        dist.destroy_process_group()
-
-
-def log(d: Dist, message: str) -> None:
-    if d.main:
-        print(message, flush=True)
-
-
-def to_device(batch: dict, device: torch.device) -> dict:
-    """The batch's tensors on `device` (pinned memory: asynchronous copies); its counts stay as they are."""
-    return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
-
-
-# what the model takes from a batch (trainer.data.collate): the flat tokens and where the sequences lie
-MODEL_INPUTS = ("input_ids", "token_type_ids", "position_ids", "cu_seqlens", "rows", "slots", "mlm_positions")
-
-
-def forward_loss(model: nn.Module, batch: dict, autocast) -> tuple:
-    """(MLM logits, sentence logits or None, total loss, MLM loss, sentence loss or None) of one batch."""
-    with autocast():
-        mlm_logits, sentence_logits = model(**{k: batch[k] for k in MODEL_INPUTS})
-    losses = pretraining_loss(mlm_logits, batch["mlm_labels"], sentence_logits, batch.get("sentence_labels"))
-    return mlm_logits, sentence_logits, *losses
 
 
 def new_window() -> dict:
@@ -151,7 +97,7 @@ def build_model(
     if config.checkpoint.init_from:  # the architecture is the saved one (the weights load below)
         where = shards.directory / "manifest.json"
         vocab_size, vocab_sha = shards.vocab.size, shards.manifest["vocab"].get("sha256")
-        bert, init_state, init_path = checkpoint.init_weights(
+        bert, init_state, init_path = init_weights(
             config.checkpoint.init_from, config.model, vocab_size, vocab_sha, where, shards.objective.name
         )
     else:
@@ -205,7 +151,7 @@ class Trainer:
     ):
         self.config, self.d, self.device, self.clock = config, d, device, clock
         self.run_dir = Path(config.logging.run_dir)
-        self.resume_from = self._find_resume()
+        self.resume_from = find_resume(config, d)
         self.shards = open_shards(config.data.shards, ("train", "validation"), verify=config.data.verify,
                                   cache=cache_for(config.data))
         self.objective = self.shards.objective
@@ -227,7 +173,7 @@ class Trainer:
             log(d, f"resumed from {self.resume_from} at step {self.step}")
         elif init_state is not None:  # weights only; optimizer, schedule and data start afresh
             missing, unexpected = self.raw_model.load_state_dict(init_state, strict=False)
-            if any(not k.startswith(checkpoint.SENTENCE_HEAD) for k in [*missing, *unexpected]):
+            if any(not k.startswith(SENTENCE_HEAD) for k in [*missing, *unexpected]):
                 raise DataError(f"{init_path}: weights do not fit the model ({[*unexpected, *missing][:3]})")
             if missing:  # init_from a model of another objective: this objective's head starts fresh
                 log(d, f"sentence head of the {self.objective.name} objective starts fresh")
@@ -267,31 +213,6 @@ class Trainer:
             log(self.d, f"validation: the shards' one masking, not {self.eval_maskings} ({e})")
             self.eval_maskings = 0
             return None
-
-    def _find_resume(self) -> Path | None:
-        """The checkpoint this run continues from, after the checks that need no data: None for a new run."""
-        config, d = self.config, self.d
-        check_run_dir(config)
-        found = checkpoint.latest(self.run_dir)
-        if found is None:
-            if config.checkpoint.resume:  # said, not silent: a mistyped run dir would start over unnoticed
-                log(d, f"{storage.url(self.run_dir)}: no checkpoint to resume from; starting at step 0")
-            return None
-        saved_config = asdict(checkpoint.saved_train(found))  # its values checked: types and ranges
-        if conflicts := checkpoint.resume_conflicts(saved_config, asdict(config)):
-            raise UsageError(
-                f"{found}: saved with other settings ({'; '.join(conflicts[:3])}); use another run dir, or "
-                "the settings it was started with"
-            )
-        saved = checkpoint.read_state(found)  # trainer.json only: the tensors load with the other states
-        if config.schedule.finished(saved["step"], saved.get("elapsed", 0.0)):
-            raise Finished(found, saved)
-        if not config.checkpoint.resume:
-            raise UsageError(
-                f"{storage.url(self.run_dir)}: has checkpoints up to {found.name}; pass --resume or use "
-                "another run dir"
-            )
-        return found
 
     # -------------------------------------------------------- the parts
 
@@ -447,13 +368,13 @@ class Trainer:
             changes = "; ".join(differ[:3])
             raise UsageError(f"{found}: saved with another model ({changes}); use another run dir")
         weights = checkpoint.load_weights(found, self.device)
-        checkpoint.check_state(weights, self.bert, found / checkpoint.WEIGHTS)
+        check_state(weights, self.bert, found / checkpoint.WEIGHTS)
         state = checkpoint.load_state(found, self.device)
         where = found / checkpoint.STATE
         accum = self.config.schedule.grad_accum
-        position = checkpoint.data_position(state, accum, where, self.epoch_examples)
-        optimizer = checkpoint.optimizer_state(state["optimizer"], self.optimizer, f"{where}: optimizer")
-        checkpoint.check_schedule(state["scheduler"], self.scheduler, state["step"], f"{where}: scheduler")
+        position = data_position(state, accum, where, self.epoch_examples)
+        optimizer = optimizer_state(state["optimizer"], self.optimizer, f"{where}: optimizer")
+        check_schedule(state["scheduler"], self.scheduler, state["step"], f"{where}: scheduler")
         self.raw_model.load_state_dict(weights)
         self.optimizer.load_state_dict(optimizer)
         self.scheduler.load_state_dict(state["scheduler"])
@@ -593,20 +514,13 @@ class Trainer:
         return summary | self.last | {"weights_sha256": digest}
 
 
-class Finished(Exception):
-    """The run dir's newest checkpoint is at or past the last step: nothing to train."""
-
-    def __init__(self, found: Path, saved: dict):
-        self.found, self.saved = found, saved
-
-
 def train(config: TrainConfig, clock: Callable[[], float] = time.monotonic) -> dict:
     """Train until the schedule's steps or budget are spent; returns {steps, losses/accuracies, run_dir,
     seconds, train_seconds, status}. `clock` measures the budget (tests inject one).
 
     The run holds the writer's lock on its run dir (rank 0; one run per run dir) and a reader's lock on its
     shards (every rank), so `corpusprep shard --overwrite` of those shards fails at start while it trains
-    (engine.lock); each shard's identity is also checked as it is opened (trainer.data)."""
+    (engine.lock); each shard's identity is also checked as it is read (trainer.shards, trainer.data)."""
     run_dir = Path(config.logging.run_dir)
     new = not storage.exists(run_dir)
     with distributed(config) as (d, device), contextlib.ExitStack() as locks:
@@ -629,109 +543,6 @@ def train(config: TrainConfig, clock: Callable[[], float] = time.monotonic) -> d
                 storage.remove(run_dir / LOCK_NAME, missing_ok=True)
                 storage.rmdir(run_dir)
             raise
-
-
-def check_run_dir(config: TrainConfig) -> None:
-    """The run dir is never an input, nor inside another output, nor another command's output, finished
-    (a manifest of another kind; a pipeline run), unfinished (a killed `build-pairs`: `.work/run.json`) or
-    damaged; a pipeline's own train stage (an artifact of kind "train") is one. A run writing or reading it
-    now is refused by the lock `train` takes next."""
-    run_dir = Path(config.logging.run_dir)
-    if config.data.shards:
-        check_not_nested(run_dir, [config.data.shards], "trainer")  # never write into its input
-    # another run, a checkpoint, an artifact; not a pipeline run (its train stage, started by hand)
-    check_not_inside(run_dir, None, "pick another run dir", pipeline_runs=False)
-    found = held_output(run_dir)
-    if found is not None and (found[0] != "train" or found[1] == "a model checkpoint"):
-        raise UsageError(f"{run_dir}: holds {found[1]}, not a training run; pick another run dir")
-    written = ((run_dir / "checkpoints", storage.is_dir), (run_dir / "metrics.jsonl", storage.is_file))
-    for path, plain in written:  # what it writes: never through a link
-        if path.is_symlink() or (storage.exists(path) and not plain(path)):
-            raise UsageError(f"{path}: a link, or not the kind of file the trainer writes there; move it "
-                             "away or pick another run dir")  # fmt: skip
-
-
-# ---------------------------------------------------------------- resume
-
-
-def shards_record(shards: Shards) -> dict:
-    """What a resumed run must find again in its shards: vocab, objective, length and training rows."""
-    train = [(s.path.name, s.sha256) for s in shards.files("train")]
-    return {
-        "vocab_sha256": shards.manifest.get("vocab", {}).get("sha256"),
-        "objective": shards.objective.name,
-        "max_seq_length": shards.manifest.get("max_seq_length"),
-        "train_shards_sha256": hashlib.sha256(json.dumps(train).encode()).hexdigest(),
-    }
-
-
-def check_resume_shards(found: Path, current: dict, directory: Path) -> None:
-    """Refuse, naming what differs, to continue on shards other than the checkpoint's: compared by content
-    (vocab, objective, length, the training shards' checksums), so a copy at another path is the same."""
-    record = checkpoint.read_config(found)
-    saved = record.get("shards")
-    if not saved:  # a run from before the content record: its vocab, and the shards' path
-        path = record.get("train", {}).get("data", {}).get("shards")
-        saved = {"vocab_sha256": record.get("vocab", {}).get("sha256")}
-        saved["path"] = path and str(Path(path).resolve())
-        current = current | {"path": str(Path(directory).resolve())}
-    differ = [f"{k} {saved[k]} -> {current[k]}" for k in current if saved.get(k) and saved[k] != current[k]]
-    if differ:
-        raise UsageError(f"{found}: trained on other shards ({'; '.join(differ)}); resume on the shards it "
-                         "was trained on, or start another run dir")  # fmt: skip
-
-
-@torch.no_grad()
-def score_rows(
-    model: nn.Module, stream: ShardStream, max_batches: int, device: torch.device, autocast
-) -> torch.Tensor:
-    """[R, 6] float64, one row per row of `stream` (up to `max_batches` batches; 0: all): its MLM loss sum,
-    correct predictions and predictions; its sentence loss, correct (0 or 1) and 1 (zeros without a
-    sentence task). Sums of these over rows give the scores, and `ratio_moments` their standard errors."""
-    loader = DataLoader(stream, batch_size=None, num_workers=0, generator=torch.Generator())
-    per_batch = []
-    for i, batch in enumerate(loader):
-        if max_batches and i >= max_batches:
-            break
-        batch = to_device(batch, device)
-        mlm_logits, sentence_logits, *_ = forward_loss(model, batch, autocast)
-        labels, (B, L) = batch["mlm_labels"], batch["rows"].shape
-        # positions index the flat tokens [T]; a token's slot is its place r * L + i in the [B, L] rows
-        row = torch.div(batch["slots"][batch["mlm_positions"]], L, rounding_mode="floor")
-        losses = F.cross_entropy(mlm_logits.float(), labels, reduction="none").double()
-        stats = torch.zeros(6, B, dtype=torch.float64, device=device)
-        stats[0].index_add_(0, row, losses)
-        stats[1].index_add_(0, row, (mlm_logits.argmax(-1) == labels).double())
-        stats[2].index_add_(0, row, torch.ones_like(losses))
-        if sentence_logits is not None:
-            targets = batch["sentence_labels"]
-            stats[3] = F.cross_entropy(sentence_logits.float(), targets, reduction="none").double()
-            stats[4] = (sentence_logits.argmax(-1) == targets).double()
-            stats[5] = 1.0
-        per_batch.append(stats.T.cpu())
-    return torch.cat(per_batch) if per_batch else torch.zeros(0, 6, dtype=torch.float64)
-
-
-def ratio_moments(y: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
-    """What `ratio_se` needs of per-row counts y (correct) out of n (predicted), as sums that add up over
-    ranks: [sum y, sum n, sum y^2, sum y n, sum n^2, rows]."""
-    y, n = y.double(), n.double()
-    rows = (n > 0).sum().double()
-    return torch.stack([y.sum(), n.sum(), (y * y).sum(), (y * n).sum(), (n * n).sum(), rows])
-
-
-def ratio_se(moments: list[float]) -> float:
-    """Standard error of the accuracy sum(y) / sum(n) with rows as the sampling unit (the ratio estimator's
-    linearisation, as for cluster samples): sqrt(sum (y_i - a n_i)^2 / (R (R - 1))) / mean(n). The tokens
-    of a row share its text, and its maskings share it too, so they are not independent draws: the row is.
-    It counts both the choice of rows and of masks (each row's counts summed over its maskings); NaN for
-    fewer than two rows."""
-    y, n, yy, yn, nn, rows = moments
-    if rows < 2 or n <= 0:
-        return math.nan
-    a = y / n
-    spread = max(yy - 2 * a * yn + a * a * nn, 0.0) / (rows - 1)
-    return math.sqrt(spread / rows) / (n / rows)
 
 
 def duration(seconds: float) -> str:

@@ -58,7 +58,7 @@ def run(
     from trainer.threads import set_wait_policy
 
     set_wait_policy()  # before anything imports torch: the train stage trains in this process
-    from pipelines.config import load_pipeline
+    from pipelines.load import load_pipeline
     from pipelines.runner import run_pipeline
 
     refuse_stdout(run_dir, "--run-dir", "a directory")

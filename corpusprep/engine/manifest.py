@@ -5,6 +5,15 @@ were built from (kind, format version, resolved options, input fingerprints) and
 that wrote them. A consumer checks the files against it (`require`, `verify_file`) before it uses them; a
 producer compares identities (`fingerprint`, `describe_changes`) to decide what a rerun does
 (`engine.artifact`).
+
+    kind            "vocab" | "pairs" | "shards" | "corpus" | "train" | "evaluate" | "export" | "import"
+    format_version  1
+    fingerprint     sha256 of the identity
+    identity        {kind, format_version, options, inputs: {files: [[path, size, mtime_ns], ...]},
+                     the content digest of an upstream artifact (vocab_sha256, pairs), ...}
+    files           {relative path: {size, sha256}}: every file the artifact owns
+    tasks           {task id: {stats, outputs: {path: {size, sha256}}}}: the records of the tasks that
+                    wrote them
 """
 
 from __future__ import annotations

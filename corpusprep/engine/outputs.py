@@ -84,8 +84,14 @@ class OutputKind:
         return found(directory)
 
 
-# the trainer's files (trainer/checkpoint.py, trainer/train.py), as names: the engine imports no trainer
-WEIGHTS = (records.CHECKPOINT_WEIGHTS, *records.PICKLED_CHECKPOINT)  # model.pt & co.: the format before
+# the trainer's files (trainer/checkpoint.py, trainer/train.py), as names: the engine imports no trainer.
+# A checkpoint's: trainer/checkpoint.py writes them, `corpusprep validate` reads them without torch.
+CHECKPOINT_WEIGHTS = "weights.safetensors"  # the model's state dict
+CHECKPOINT_TENSORS = "trainer.safetensors"  # the optimizer's state tensors, the RNG states
+CHECKPOINT_STATE = "trainer.json"  # everything else of a training run's state (kind "trainer_state")
+CHECKPOINT_CONFIG = "config.json"  # kind "checkpoint_config", with every other file's size and sha256
+PICKLED_CHECKPOINT = ("model.pt", "optimizer.pt", "scheduler.pt", "trainer.pt")  # the format before: refused
+WEIGHTS = (CHECKPOINT_WEIGHTS, *PICKLED_CHECKPOINT)  # model.pt & co.: the format before
 STEP_WEIGHTS = tuple(f"checkpoints/step-*/{n}" for n in WEIGHTS[:2])
 PIPELINE_RUN_FILES = ("pipeline.json", "stages")  # beside run.json, written before the first stage
 HF_MODEL_FILES = ("config.json", "model.safetensors")  # trainer.export's, or any save_pretrained BERT
@@ -93,7 +99,7 @@ HF_MODEL_FILES = ("config.json", "model.safetensors")  # trainer.export's, or an
 EXPORT_FILES = ("model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
                 "special_tokens_map.json", "config.json")  # fmt: skip
 # trainer.import_hf's: a model checkpoint (weights, config.json) holding its vocab directory
-IMPORT_FILES = ("vocab/*", records.CHECKPOINT_WEIGHTS, records.CHECKPOINT_CONFIG)
+IMPORT_FILES = ("vocab/*", CHECKPOINT_WEIGHTS, CHECKPOINT_CONFIG)
 # a pipeline's train stage: the trainer's run directory (trainer/train.py, checkpoint.py, plot.py)
 TRAIN_FILES = ("checkpoints/*", "checkpoints/*/*", "metrics.jsonl", "config.toml", "*.png")
 # the stages' own files (corpusprep/tokenize/vocab.py, pair/build.py, shard/build.py, trainer/evaluate)
@@ -114,7 +120,7 @@ KINDS = {k.name: k for k in (
                strict=Sign(globs=STEP_WEIGHTS), owns=TRAIN_FILES, adopt=True),
     OutputKind("checkpoint", "train", "a model checkpoint", "trainer checkpoint",
                "trainer.outputs:validate_checkpoint", signs=Sign(any_of=WEIGHTS),
-               strict=Sign(files=(records.CHECKPOINT_CONFIG,), any_file=WEIGHTS[:2])),
+               strict=Sign(files=(CHECKPOINT_CONFIG,), any_file=WEIGHTS[:2])),
     # an export is written as an artifact, and recognised by its signs too: any Hugging Face model is an
     # output no other command writes into
     OutputKind("export", "export", "a Hugging Face model", "Hugging Face export",

@@ -1,6 +1,16 @@
 """Placement: where an output may lie. Never overlapping one of the command's inputs, never inside another
 corpusprep output, except for the stages of the pipeline running now inside its run directory
 (`pipeline_stages`: an environment variable, so the trainer processes torchrun starts know it too).
+
+Checked before an output's lock is taken: an output that is, contains or lies inside one of the command's
+inputs is refused (`check_not_nested`), and so is one inside another output: an artifact, a pipeline or
+training run, a checkpoint (`enclosing_output`, `check_not_inside`: every command that writes, the trainer
+and the pipeline runner included). The exceptions: the stages of the pipeline running now inside its run
+directory; a trainer run dir inside any pipeline run (a train stage launched by hand from the config the
+pipeline wrote); the directory a command names as its own (`part_of`: an import's vocab inside its
+checkpoint); an export or import directly inside the pipeline run whose output it reads (`runs/demo/hf`
+from `runs/demo/train`). The other way round, a corpus walk (corpusprep/read/inputs.py) prunes every
+directory holding a manifest, a `.work/run.json`, a lock or another output's signs, and counts it.
 """
 
 from __future__ import annotations

@@ -3,21 +3,31 @@
 Nothing on disk that this process did not just write is trusted: a manifest, a task marker, a run record,
 stats, a checkpoint's metadata or a Hugging Face config may have been edited, truncated, copied from
 somewhere else or written to attack. So every JSON record is read by one loader, `load_record(path, kind)`,
-which checks it against the schema of its kind (`SCHEMAS`: types, ranges, required keys; extra keys are
-tolerated, for records of a newer version, and never used) and raises one `DataError` line naming the file
-and the field:
+which checks it against the schema of its kind (types, ranges, required keys; extra keys are tolerated, for
+records of a newer version, and never used) and raises one `DataError` line naming the file and the field:
 
     runs/x/vocab/artifact.json: files["../x"]: not a relative path inside the directory
 
 and every name a record holds is turned into a path by one function, `inside(directory, name)`: a relative
 path of plain components that stays inside its directory, no component a symbolic link (and, where
 corpusprep deletes or writes, not the last one either). Checkpoints hold no pickle (trainer/checkpoint.py:
-tensors in safetensors, the rest in JSON read here). `corpusprep validate` uses the same loaders, so it never
-calls a damaged record valid.
+tensors in safetensors, whose header `corpusprep.engine.safetensors_file` checks, the rest in JSON read
+here). `corpusprep validate` uses the same loaders, so it never calls a damaged record valid.
 
 The schema language is a handful of classes (`Int`, `Num`, `Str`, `Bool`, `Null`, `Either`, `ListOf`,
 `MapOf`, `Obj`, `Name`, `Rule`): small enough to read in one screen, and no dependency (jsonschema is not
 installed at run time, and its error messages do not name a field the way a user reads it).
+
+Each kind's schema lives with the code that writes the record, in its package's `schemas` module
+(corpusprep/shard/schemas.py: the shards manifest; trainer/schemas.py: a checkpoint's records), which
+declares it with `register`. One table, `PRODUCERS`, names the module of every kind, and the loader imports
+that module the first time it checks a record of the kind (`schema`). A lazy table, not registration on a
+producer's own import, because a reader need not have imported the producer (`corpusprep validate` of a
+checkpoint, a worker reading a task marker) and the engine imports nothing from the stages above it
+(tests/architecture/test_engine_layers.py): it names their modules as strings, as `engine.outputs` names
+its validators. A schema module imports only this one and the registries whose names it checks
+(objectives, mask strategies), so reading a record loads no torch, numpy or pyarrow. A new kind: a row in
+`PRODUCERS` and the schema in its producer's module (tests/security/test_records.py checks both agree).
 """
 
 from __future__ import annotations
@@ -25,7 +35,6 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -34,8 +43,6 @@ from typing import Any
 
 from corpusprep.engine import storage
 from corpusprep.errors import DataError
-from corpusprep.mask import strategies
-from corpusprep.objectives import REGISTRY as OBJECTIVES
 
 MAX_BYTES = 512 * 2**20  # a record larger than this is no record corpusprep wrote (big manifests: a few MB)
 MAX_DEPTH = 64  # deeper nesting is refused before any code walks it (ours writes at most ~8 levels)
@@ -322,7 +329,7 @@ def too_deep(value: Any) -> bool:
 def check_record(value: Any, kind: str, where: str | Path) -> Any:
     """`value` (parsed JSON) against the schema of `kind`; one DataError line naming `where` and the field."""
     try:
-        SCHEMAS[kind].check(value, "")
+        schema(kind).check(value, "")
     except RecordError as error:
         raise DataError(f"{where}: {error}") from None
     return value
@@ -362,267 +369,63 @@ def inside(directory: str | Path, name: str, *, write: bool = False) -> Path:
     return path
 
 
-# ---------------------------------------------------------------------------------------------- checkpoints
-
-# A checkpoint's files: trainer/checkpoint.py writes them, `corpusprep validate` reads them without torch.
-CHECKPOINT_WEIGHTS = "weights.safetensors"  # the model's state dict
-CHECKPOINT_TENSORS = "trainer.safetensors"  # the optimizer's state tensors, the RNG states
-CHECKPOINT_STATE = "trainer.json"  # everything else of a training run's state (kind "trainer_state")
-CHECKPOINT_CONFIG = "config.json"  # kind "checkpoint_config", with every other file's size and sha256
-PICKLED_CHECKPOINT = ("model.pt", "optimizer.pt", "scheduler.pt", "trainer.pt")  # the format before: refused
-
-# ---------------------------------------------------------------------------------------------- safetensors
-
-# bytes per element of each safetensors dtype
-FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")  # safetensors' names of the dtypes a model's weights may have
-DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2,
-               "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}  # fmt: skip
-MAX_HEADER = 100 * 2**20  # safetensors' own limit
-
-
-def safetensors_header(path: str | Path) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """{tensor name: (dtype, shape)} of a safetensors file, its header checked as a record (kind
-    "safetensors_header": every tensor's dtype, shape and byte range, the ranges tiling the data exactly up
-    to the end of the file). Read without torch, so `validate` needs none; one DataError line naming the file
-    and the tensor for anything else (a pickle, a truncated or padded file, overlapping tensors)."""
-    with storage.open_file(path, "rb") as f:
-        size = f.seek(0, os.SEEK_END)  # a local file's or an object's (no file descriptor) size
-        f.seek(0)
-        head = f.read(8)
-        length = int.from_bytes(head, "little") if len(head) == 8 else -1
-        if not 2 <= length <= min(MAX_HEADER, size - 8):
-            raise DataError(f"{path}: not a safetensors file (no header; a pickle or another format, or cut "
-                            "short)")  # fmt: skip
-        header = check_record(parse_json(f.read(length), path), "safetensors_header", path)
-    spans = sorted((entry["data_offsets"], name) for name, entry in header.items() if name != "__metadata__")
-    end = 0
-    for (begin, stop), name in spans:
-        entry = header[name]
-        count = math.prod(entry["shape"])
-        if begin != end or stop - begin != count * DTYPE_BYTES[entry["dtype"]]:
-            raise DataError(f"{path}: {json.dumps(name)}.data_offsets: [{begin}, {stop}] is not the "
-                            f"{count} x {entry['dtype']} after byte {end}")  # fmt: skip
-        end = stop
-    if 8 + length + end != size:
-        raise DataError(f"{path}: {size:,} bytes, its header describes {8 + length + end:,} (cut short or "
-                        "padded)")  # fmt: skip
-    return {n: (e["dtype"], tuple(e["shape"])) for n, e in header.items() if n != "__metadata__"}
-
-
 # ---------------------------------------------------------------------------------------------- the kinds
 
+# What the schemas of many kinds share.
 SHA256 = Str(pattern=r"[0-9a-f]{64}", what="a sha256 (64 hex digits)")
 COUNT = Int()
 SCALAR = Either(Null(), Bool(), Int(-MAX_INT - 1), Num(finite=False), Str())
 FILE_ENTRY = Obj({"size": COUNT, "sha256": SHA256})
 FILES = MapOf(FILE_ENTRY, key=Name())
-TASK_ID = Str(pattern=r"[A-Za-z0-9][A-Za-z0-9._-]*", what="a task id")
-# A task's stats: counts, nested by split or reason, lists of examples; checked by shape here (the stage that
-# merges them sums numbers, merges objects and joins lists), and where they steer work, by the stage's own
-# schema below.
-STATS_VALUE: Schema = Either(Int(-MAX_INT - 1), Num(), Bool(), Null(), Str(), Lazy(lambda: STATS_LIST),
-                             Lazy(lambda: STATS))  # fmt: skip
-STATS_LIST = ListOf(STATS_VALUE)
-STATS = MapOf(STATS_VALUE)
-TASK = Obj({"stats": STATS, "outputs": FILES})
-
-# What the tasks of each stage return, where a marker's record is reused (engine.executor, `stats_kind`):
-# the values that steer work typed, the counts numbers (merge_stats adds them), nothing else.
 NUMBER = Either(Int(-MAX_INT - 1), Num())
 BY_REASON = MapOf(COUNT)
-# a split's counts: numbers, but for skips by reason and the files' NotNext - IsNext balances
-SPLIT_COUNTS = Obj({}, {"skipped": BY_REASON, "documents_skipped": BY_REASON,
-                        "file_imbalance": ListOf(Int(-MAX_INT - 1))}, rest=NUMBER)  # fmt: skip
-READ_STATS = Obj({"skipped": BY_REASON, "skipped_files": BY_REASON}, {"examples": MapOf(ListOf(Str()))},
-                 rest=STATS_VALUE)  # corpusprep.read.ReadStats.to_dict()  # fmt: skip
-READ_TASK = Obj({"chunks": Int(0, 2**31), "documents": MapOf(COUNT), "read": READ_STATS}, {"chars": COUNT})
-TOKENS_TASK = Obj({"partition_documents": MapOf(COUNT)}, rest=SPLIT_COUNTS)
-PAIRS_TASK = MapOf(SPLIT_COUNTS)
-MASK_TASK = Obj({"examples": COUNT, "groups": ListOf(ListOf(ListOf(Int(-MAX_INT - 1))))}, rest=NUMBER)
-SHARD_TASK = Obj({"path": Name(), "rows": COUNT}, rest=NUMBER)
 
-KIND = Str(pattern=r"[a-z][a-z0-9_-]*", what="an output kind")
-ARTIFACT = Obj(
-    {"kind": KIND, "format_version": Int(1), "fingerprint": SHA256, "identity": MapOf(Anything()),
-     "files": FILES},
-    {"tasks": MapOf(TASK, key=TASK_ID), "summary": MapOf(SCALAR)},
-)  # fmt: skip
-ARTIFACT_RUN = Obj({"fingerprint": SHA256, "identity": MapOf(Anything())}, {"foreign": ListOf(Name())})
-
-OBJECTIVE = Str(OBJECTIVES)  # the registry itself: an objective registered later is known too
-MASK_STRATEGY = Str(strategies.REGISTRY)  # the registry itself: a strategy registered later is known too
-SEQ_LENGTH = Int(1, 2**16)  # token positions are uint16 in the shards
-
-
-# a vocab's special tokens (corpusprep.tokenize re-exports them), named by a shards manifest's special_ids
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-
-
-def _special_ids() -> Schema:
-    return Obj({t: Int(0, 2**32) for t in SPECIAL_TOKENS})
-
-
-def _special_ids_fit(vocab: dict) -> tuple[str, str] | None:
-    for token, i in vocab["special_ids"].items():
-        if i >= vocab["size"]:
-            return f"special_ids[{json.dumps(token)}]", f"{i}, beyond the vocab's {vocab['size']} tokens"
-    return None
-
-
-def _one_strategy(options: dict) -> tuple[str, str] | None:
-    """`whole_word_mask` (older manifests' name of the whole-word strategy) agrees with `mask_strategy`."""
-    strategy = options.get("mask_strategy")
-    if options.get("whole_word_mask") and strategy not in (None, strategies.WHOLE_WORD_ALIAS):
-        return "whole_word_mask", f"true (the whole-word strategy) contradicts mask_strategy {strategy!r}"
-    return None
-
-
-PAIRS_SPLIT = Obj({"pairs": COUNT}, {"rows": COUNT, "documents": COUNT})
-PAIRS_STATS = Obj(
-    {},
-    {
-        "pairs": COUNT,
-        "splits": MapOf(PAIRS_SPLIT),
-        "objective": OBJECTIVE,
-        "options": Obj({}, {"objective": OBJECTIVE, "max_seq_length": SEQ_LENGTH, "language": Str(),
-                            "dupe_factor": Int(1)}),  # fmt: skip
-        "vocab": Obj({}, {"sha256": SHA256, "size": Int(1)}),
-        "max_seq_length": SEQ_LENGTH,
-    },
-)
-SHARD = Obj({"path": Name(), "rows": COUNT, "bytes": COUNT, "sha256": SHA256})
-SHARDS_MANIFEST = Obj(
-    {
-        "schema_version": Int(1),
-        "max_seq_length": SEQ_LENGTH,
-        "token_dtype": Str(("uint16", "uint32")),
-        "options": Rule(Obj({"masked_lm_prob": Num(0, 1), "max_predictions_per_seq": Int(0, 2**16)},
-                            {"mask_strategy": MASK_STRATEGY, "whole_word_mask": Bool(),
-                             "dupe_masks": Int(1)}),
-                        _one_strategy),
-        "vocab": Rule(Obj({"path": Str(), "sha256": SHA256, "size": Int(1, 2**32),
-                           "special_ids": Lazy(_special_ids)}),
-                      _special_ids_fit),
-        "splits": MapOf(Obj({"shards": ListOf(SHARD)}, {"examples": COUNT})),
-        "totals": MapOf(Int(-MAX_INT - 1)),
-    },
-    {"objective": Opt(OBJECTIVE), "word_segmenter": Opt(Str()), "pairs_stats": PAIRS_STATS,
-     "fingerprint": Str(), "seed": Int(-MAX_INT - 1)},
-)  # fmt: skip
-VOCAB_REPORT = Obj({
-    "vocab_size": Int(1),
-    "documents": Obj({"read": COUNT, "used": COUNT, "skipped": MapOf(COUNT)}),
-    "bytes_read": COUNT,
-})  # fmt: skip
-SENTENCES_RECORD = Obj(
-    {"identity": MapOf(Anything()), "output": ListOf(COUNT, 2, 2), "report": MapOf(Anything())}
-)
-
-# Checkpoints (trainer/checkpoint.py). The model's fields are checked by trainer.config.check_model.
-CHECKPOINT_RECORD = Obj(
-    {"model": MapOf(SCALAR)},
-    {
-        "format": Int(2, 2),
-        "train": Obj({}, {"data": Obj({}, {"shards": Str()})}),
-        "vocab": Obj({}, {"sha256": Opt(SHA256), "size": Opt(Int(1)), "path": Name()}),
-        "shards": MapOf(SCALAR),
-        "files": FILES,
-        "source": Obj({}, {"huggingface": Str(), "initialized_fresh": ListOf(Str())}),
-    },
-)
-TENSOR = Obj({"tensor": Str()}, extra=False)  # a reference to a tensor of the checkpoint's safetensors file
-STATE_VALUE = Either(SCALAR, TENSOR, ListOf(SCALAR))  # an optimizer's or a schedule's state entry
-DATA_POSITION = Obj({"epoch": COUNT, "examples": COUNT}, extra=False)  # a place in the global order
-LEGACY_POSITION = Obj({"batches": COUNT, "rows": ListOf(COUNT, 1024)}, extra=False)  # per rank and worker
-TRAINER = Obj(
-    {
-        "format": Int(2, 2),
-        "step": COUNT,
-        "rng": ListOf(Obj({"cpu": TENSOR, "cuda": Opt(TENSOR)}, extra=False), 2**16, 1),
-        "optimizer": Obj({"state": MapOf(MapOf(STATE_VALUE), key=Str(pattern=r"\d{1,9}", what="an index")),
-                          "param_groups": ListOf(MapOf(STATE_VALUE), 1024, 1)}, extra=False),
-        "scheduler": MapOf(STATE_VALUE),
-        "last_metrics": MapOf(Num(finite=False)),
-    },
-    {
-        "data": DATA_POSITION,
-        "positions": ListOf(LEGACY_POSITION, 2**16, 1),  # an earlier trainer's: trainer.checkpoint reads it
-        "elapsed": Num(0),  # seconds of training so far (a budgeted run's clock); absent before budgets
-    },
-    extra=False,
-)
-TRAINER_STATE = Rule(TRAINER, lambda r: None if {"data", "positions"} & set(r) else ("data", "missing"))
-
-# A Hugging Face BERT config.json (trainer.export.bert_config_from_hf; trainer.import_hf reads it too).
-DIM = Int(1, 2**31 - 1)
-HF_CONFIG = Obj(
-    {"vocab_size": DIM, "hidden_size": DIM, "num_hidden_layers": DIM, "num_attention_heads": DIM,
-     "intermediate_size": DIM},
-    {
-        "max_position_embeddings": DIM, "type_vocab_size": DIM,
-        "hidden_dropout_prob": Num(0, 1), "attention_probs_dropout_prob": Num(0, 1),
-        "layer_norm_eps": Num(0, 1), "initializer_range": Num(0, 1e3),
-        "model_type": Str(), "hidden_act": Str(), "position_embedding_type": Str(),
-        "corpusprep_objective": Opt(OBJECTIVE), "pad_token_id": Opt(Int()), "architectures": ListOf(Str()),
-    },
-)  # fmt: skip
-
-# A Hugging Face tokenizer's files, where corpusprep reads a setting from them.
-TOKENIZER_CONFIG = Obj({}, {"do_lower_case": Bool()})
-TOKENIZER_JSON = Obj({}, {"normalizer": Opt(Obj({}, {"lowercase": Bool()}))})
-
-# Pipeline runs (pipelines/runner.py).
-PIPELINE_RUN = Obj({"pipeline": Str()}, {"source": Str()})
-STAGE_STARTED = Obj({"fingerprint": Str()})
-STAGE_DONE = Obj({
-    "stage": Str(), "kind": Str(), "phase": Opt(Str()), "fingerprint": Str(), "settings": MapOf(Anything()),
-    "inputs": MapOf(Str()), "output": Name(), "outputs": MapOf(COUNT, key=Name()),
-    "counts": MapOf(Anything()),
-    "unit": Opt(Str()), "seconds": Num(0), "engine": Str(), "finished": Str(),
-})  # fmt: skip
-DEMO_STATS = Obj({k: COUNT for k in ("modules", "docstrings", "documents", "bytes")}, {"dropped": Anything()})
-
-# trainer.evaluate's records (one fine-tuning run, the whole evaluation) are defined beside it, in
-# trainer/evaluate/schemas.py, and looked up there when first checked (records stays free of trainer imports).
-def _evaluate_schema(name: str) -> Schema:
-    return Lazy(lambda: getattr(importlib.import_module("trainer.evaluate.schemas"), name))
-
-
-TENSOR_ENTRY = Obj({"dtype": Str(tuple(DTYPE_BYTES)), "shape": ListOf(Int(0, 2**40), 16),
-                    "data_offsets": ListOf(COUNT, 2, 2)}, extra=False)  # fmt: skip
-SAFETENSORS_HEADER = Rule(
-    MapOf(Either(TENSOR_ENTRY, MapOf(Str()))),  # MapOf(Str()): "__metadata__"
-    lambda h: next(((json.dumps(n), "not a tensor's entry") for n, e in h.items()
-                    if (n == "__metadata__") == ("dtype" in e)), None),
-)  # fmt: skip
-
-SCHEMAS: dict[str, Schema] = {
-    "artifact": ARTIFACT,  # DIR/artifact.json (engine.artifact)
-    "artifact_run": ARTIFACT_RUN,  # DIR/.work/run.json
-    "task_marker": TASK,  # DIR/.work/markers/TASK.done.json (engine.executor)
-    "shards_manifest": SHARDS_MANIFEST,  # SHARDS_DIR/manifest.json
-    "pairs_stats": PAIRS_STATS,  # PAIRS_DIR/stats.json
-    "vocab_report": VOCAB_REPORT,  # VOCAB_DIR/vocab_report.json
-    "sentences_record": SENTENCES_RECORD,  # .NAME.done.json beside a `corpusprep sentences` output
-    "checkpoint_config": CHECKPOINT_RECORD,  # step-N/config.json, an import's config.json
-    "trainer_state": TRAINER_STATE,  # step-N/trainer.json
-    "hf_config": HF_CONFIG,  # a Hugging Face BERT's config.json
-    "tokenizer_config": TOKENIZER_CONFIG,  # tokenizer_config.json (casing)
-    "tokenizer_json": TOKENIZER_JSON,  # tokenizer.json (casing of a vocab without tokenizer_config.json)
-    "pipeline_run": PIPELINE_RUN,  # RUN_DIR/run.json
-    "stage_started": STAGE_STARTED,  # RUN_DIR/stages/NAME.started.json
-    "stage_done": STAGE_DONE,  # RUN_DIR/stages/NAME.done.json
-    "demo_stats": DEMO_STATS,  # RUN_DIR/corpus/demo_stats.json
-    "safetensors_header": SAFETENSORS_HEADER,  # the JSON header of a .safetensors file
-    "evaluation": _evaluate_schema("EVALUATION"),  # EVAL_DIR/evaluation.json (trainer.evaluate)
-    # the stats in a task's marker, by the stage that reuses them (Executor.run, `stats_kind`)
-    "read_task": READ_TASK,  # build-pairs: reading the documents into chunks
-    "tokens_task": TOKENS_TASK,  # build-pairs: a chunk split and tokenized
-    "pairs_task": PAIRS_TASK,  # build-pairs: a partition's dupe pass
-    "mask_task": MASK_TASK,  # shard: a pairs file masked and dealt to spill files
-    "shard_task": SHARD_TASK,  # shard: a shard written
-    "evaluate_run": _evaluate_schema("EVALUATE_RUN"),  # trainer.evaluate: one run (also EVAL_DIR/runs/*.json)
+# kind -> the module that declares its schema and registers it (`register`) when imported: the package that
+# writes the record. `schema` imports it the first time a record of the kind is checked.
+PRODUCERS: dict[str, str] = {
+    "artifact": "corpusprep.engine.schemas",
+    "artifact_run": "corpusprep.engine.schemas",
+    "task_marker": "corpusprep.engine.schemas",
+    "shards_manifest": "corpusprep.shard.schemas",
+    "mask_task": "corpusprep.shard.schemas",
+    "shard_task": "corpusprep.shard.schemas",
+    "pairs_stats": "corpusprep.pair.schemas",
+    "read_task": "corpusprep.pair.schemas",
+    "tokens_task": "corpusprep.pair.schemas",
+    "pairs_task": "corpusprep.pair.schemas",
+    "vocab_report": "corpusprep.tokenize.schemas",
+    "tokenizer_config": "corpusprep.tokenize.schemas",
+    "tokenizer_json": "corpusprep.tokenize.schemas",
+    "sentences_record": "corpusprep.split.schemas",
+    "checkpoint_config": "trainer.schemas",
+    "trainer_state": "trainer.schemas",
+    "hf_config": "trainer.schemas",
+    "pipeline_run": "pipelines.schemas",
+    "stage_started": "pipelines.schemas",
+    "stage_done": "pipelines.schemas",
+    "demo_stats": "pipelines.schemas",
+    "safetensors_header": "corpusprep.engine.safetensors_file",
+    "evaluation": "trainer.evaluate.schemas",
+    "evaluate_run": "trainer.evaluate.schemas",
 }
+SCHEMAS: dict[str, Schema] = {}  # kind -> schema, as its producer registered it
 
-__all__ = ["SCHEMAS", "RecordError", "check_record", "inside", "load_record", "parse_json", "read_bytes",
-           "safetensors_header", "too_deep"]
+
+def register(module: str, schemas: dict[str, Schema]) -> None:
+    """Add `schemas` ({kind: schema}) declared by `module` (its `__name__`), which PRODUCERS must name as
+    the producer of each of those kinds: a kind has one schema, in one place."""
+    for kind, declared in schemas.items():
+        if PRODUCERS.get(kind) != module:
+            raise ValueError(f"{module}: registers {kind!r}, which records.PRODUCERS does not give it")
+        SCHEMAS[kind] = declared
+
+
+def schema(kind: str) -> Schema:
+    """The schema of `kind`, its producer's module imported on first use (KeyError: a kind of no producer)."""
+    if kind not in SCHEMAS:
+        importlib.import_module(PRODUCERS[kind])
+    return SCHEMAS[kind]
+
+
+__all__ = ["PRODUCERS", "RecordError", "check_record", "inside", "load_record", "parse_json", "read_bytes",
+           "register", "schema", "too_deep"]

@@ -13,11 +13,14 @@ from typing import TYPE_CHECKING
 
 from corpusprep.engine import storage
 from corpusprep.engine.manifest import require
-from corpusprep.engine.records import SPECIAL_TOKENS, read_bytes
+from corpusprep.engine.records import read_bytes
 from corpusprep.errors import UsageError
 
 if TYPE_CHECKING:
     import numpy as np  # the arrays' properties import it when first used: `corpusprep --help` stays light
+
+# a vocab's special tokens, named by a shards manifest's special_ids
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def is_reserved(token: str) -> bool:

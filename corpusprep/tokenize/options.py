@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from corpusprep.engine.records import SPECIAL_TOKENS
 from corpusprep.errors import UsageError
+from corpusprep.tokenize import SPECIAL_TOKENS
 
 MIN_LEARNED = 100  # a vocab must have room for at least this many tokens besides specials and reserved slots
 # The largest vocab we build. The tokenizers trainer reserves ~70 bytes a token up front (a 10^9 vocab asks

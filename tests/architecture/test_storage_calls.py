@@ -42,6 +42,7 @@ ALLOWED: dict[str, Counter] = {
     "corpusprep/console.py": Counter({"os.open": 1}),  # /dev/null under a closed standard output
     "corpusprep/settings.py": Counter({".read_text": 1}),  # /sys/fs/cgroup: this machine's memory limit
     "trainer/checkpoint.py": Counter({".read_text": 1}),  # /proc/self/status: this process's umask
+    "trainer/threads.py": Counter({".read_text": 1}),  # /sys/fs/cgroup: this machine's CPU quota
     # Parquet read from the stream the seam opened (read/streams.open_file), not from a path
     "corpusprep/read/formats.py": Counter({"pq.ParquetFile": 1}),
 }

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.config import load_pipeline
+from pipelines.load import load_pipeline
 from pipelines.runner import run_pipeline
 from tests.pipelines.helpers import DEMO, SMALL
 

@@ -99,7 +99,7 @@ DEMO_RUN = ["input.demo_mb=0.1", *(s for s in SMALL if not s.startswith("train.s
 
 
 def run_demo(run_dir: Path, *overrides: str, **kwargs) -> dict:
-    from pipelines.config import load_pipeline
+    from pipelines.load import load_pipeline
     from pipelines.runner import run_pipeline
 
     return run_pipeline(load_pipeline(DEMO, [*DEMO_RUN, *overrides]), run_dir, progress=False, **kwargs)

@@ -10,7 +10,8 @@ import pytest
 
 from corpusprep.errors import UsageError
 from pipelines import stages
-from pipelines.config import load_pipeline, plan
+from pipelines.config import plan
+from pipelines.load import load_pipeline
 from pipelines.runner import run_pipeline
 from tests.pipelines.helpers import DEMO, REPO
 

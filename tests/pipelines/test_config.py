@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from corpusprep.errors import UsageError
-from pipelines.config import apply_override, fingerprint, load_pipeline, parse_value, plan
+from pipelines.config import apply_override, fingerprint, parse_value, plan
+from pipelines.load import load_pipeline
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 

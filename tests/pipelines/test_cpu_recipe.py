@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.config import load_pipeline
+from pipelines.load import load_pipeline
 from pipelines.stages import check
 from tests.conftest import SHARED
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from corpusprep.engine.executor import ExecutorOptions
-from pipelines.config import load_pipeline
+from pipelines.load import load_pipeline
 from pipelines.runner import run_pipeline
 from tests.conftest import local_ray
 from tests.pipelines.helpers import (

@@ -11,7 +11,7 @@ import pytest
 
 from corpusprep.errors import UsageError
 from pipelines import stages
-from pipelines.config import load_pipeline
+from pipelines.load import load_pipeline
 from pipelines.runner import run_pipeline
 from pipelines.stages import EvaluateStage
 from tests.pipelines.helpers import DEMO, small_overrides, write_small_corpus

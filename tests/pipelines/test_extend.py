@@ -12,7 +12,7 @@ from rich.console import Console
 
 from corpusprep.errors import UsageError
 from pipelines import stages
-from pipelines.config import load_pipeline
+from pipelines.load import load_pipeline
 from tests.pipelines.conftest import DEMO_RUN, run_demo
 from tests.pipelines.helpers import DEMO
 

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from corpusprep.errors import UsageError
 from pipelines import rundir
-from pipelines.config import load_pipeline
+from pipelines.load import load_pipeline
 from tests.pipelines.test_runner import run, statuses
 
 

@@ -12,7 +12,8 @@ from rich.console import Console
 import corpusprep
 from corpusprep.errors import DataError, UsageError
 from pipelines import stages
-from pipelines.config import fingerprint, load_pipeline
+from pipelines.config import fingerprint
+from pipelines.load import load_pipeline
 from pipelines.runner import run_pipeline
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pipelines.config import load_pipeline
+from pipelines.load import load_pipeline
 from pipelines.runner import run_pipeline
 from tests.pipelines.helpers import DEMO, SMALL, shard_digests, small_overrides, write_small_corpus
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import tomllib
 
-from pipelines.config import load_pipeline
+from pipelines.load import load_pipeline
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 # the settings that make a CPU run take days, stay at chance, or never help, if copied as they are

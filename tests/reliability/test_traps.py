@@ -175,7 +175,7 @@ def test_settings_are_checked_against_the_options_types():
 
 
 def test_file_paths_of_a_pipeline_are_relative_to_it_and_set_paths_to_the_current_directory(tmp_path: Path):
-    from pipelines.config import load_pipeline
+    from pipelines.load import load_pipeline
 
     (tmp_path / "pipes").mkdir()
     (tmp_path / "data").mkdir()

@@ -17,7 +17,7 @@ from safetensors.torch import load_file, save_file
 
 from tests.security.test_fuzz_records import alarm
 from tests.security.trust_world import copy, corpusprep, train_args, trainer_export, trainer_run
-from trainer import checkpoint
+from trainer import checkpoint_checks
 from trainer.model import BertConfig, BertForPreTraining
 
 STEP = Path("checkpoints/step-0000002")
@@ -126,7 +126,7 @@ MODEL = {
     "huge": ({"num_layers": 10**10, "hidden_size": 2, "num_heads": 1, "intermediate_size": 2},
              "config.json: model"),
     # within check_fits here (~4e9 parameters): the weights' header refuses it, and no model of 20,000
-    # layers is built first, not even on the meta device (trainer.checkpoint.weight_shapes)
+    # layers is built first, not even on the meta device (trainer.checkpoint_checks.weight_shapes)
     "layers": ({"num_layers": 20_000}, "weights.safetensors: missing layers.2.attn.qkv.weight"),
     "hidden": ({"hidden_size": 64}, "weights.safetensors: wrong shape of embeddings.word_embeddings.weight"),
 }  # fmt: skip
@@ -155,4 +155,4 @@ def test_weight_shapes_are_the_models_own(objective, pre_ln):
                         pre_ln=pre_ln, objective=objective)  # fmt: skip
     with torch.device("meta"):
         model = BertForPreTraining(config).state_dict()
-    assert list(checkpoint.weight_shapes(config)) == [(k, tuple(v.shape)) for k, v in model.items()]
+    assert list(checkpoint_checks.weight_shapes(config)) == [(k, tuple(v.shape)) for k, v in model.items()]

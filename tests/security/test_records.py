@@ -4,9 +4,12 @@ line naming the file and the field, and `corpusprep validate` says INVALID throu
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -74,7 +77,41 @@ def test_every_kind_corpusprep_reads_has_a_schema():
                     with open(os.path.join(dirpath, name)) as f:
                         text = f.read()
                     used |= set(re.findall(r'load_record\([^)]*?"([a-z_]+)"', text))
-    assert used and used <= set(records.SCHEMAS), used - set(records.SCHEMAS)
+    assert used and used <= set(records.PRODUCERS), used - set(records.PRODUCERS)
+
+
+def test_each_producer_module_registers_the_kinds_the_table_gives_it():
+    """`records.PRODUCERS` and the `register` calls agree: importing every module it names registers every
+    kind, and a module cannot register a kind the table gives another (or none)."""
+    for module in set(records.PRODUCERS.values()):
+        importlib.import_module(module)
+    assert set(records.SCHEMAS) == set(records.PRODUCERS)
+    with pytest.raises(ValueError, match="registers 'artifact'"):
+        records.register("corpusprep.shard.schemas", {"artifact": records.Null()})
+    with pytest.raises(ValueError, match="registers 'new_kind'"):
+        records.register("corpusprep.shard.schemas", {"new_kind": records.Null()})
+
+
+def test_the_loader_finds_a_kind_when_only_the_engine_was_imported():
+    """A fresh process that imported corpusprep.engine.records alone checks a record of a stage above the
+    engine (its producer's schema module imported on first use), names the damaged field as before, and
+    loads no torch, numpy or pyarrow doing it."""
+    code = (
+        "import sys\n"
+        "from corpusprep.engine import records\n"
+        "from corpusprep.errors import DataError\n"
+        "watched = ('torch', 'numpy', 'pyarrow', 'corpusprep.pair.schemas', 'trainer.schemas')\n"
+        "print([m for m in watched if m in sys.modules])\n"
+        "try:\n"
+        "    records.check_record({'pairs': -1}, 'pairs_stats', 'stats.json')\n"
+        "except DataError as e:\n"
+        "    print(e)\n"
+        "records.check_record({'model': {}}, 'checkpoint_config', 'config.json')\n"
+        "print([m for m in watched if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["[]", "stats.json: pairs: -1, not an integer >= 0",
+                                        "['corpusprep.pair.schemas', 'trainer.schemas']"], done.stderr
 
 
 @pytest.mark.parametrize("text, says", [

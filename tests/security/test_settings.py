@@ -12,7 +12,8 @@ import pytest
 
 from corpusprep.errors import UsageError
 from corpusprep.tokenize.options import MAX_VOCAB_SIZE, VocabOptions
-from pipelines.config import load_pipeline, plan
+from pipelines.config import plan
+from pipelines.load import load_pipeline
 from tests.reliability.helpers import REPO, corpusprep, environment, error_line
 
 PIPELINES = REPO / "pipelines"

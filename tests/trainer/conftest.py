@@ -71,7 +71,7 @@ def build_shards(
 
 
 def padded_rows(batch: dict) -> dict[str, torch.Tensor]:
-    """A batch of `trainer.data.collate` as padded rows [R, L], Hugging Face's form: input_ids,
+    """A batch of `trainer.batch.collate` as padded rows [R, L], Hugging Face's form: input_ids,
     token_type_ids, position_ids, attention_mask, and labels (the original token where a prediction is due,
     -100 elsewhere). Past a row's end `rows` points at the padding, so the ids there are [PAD]."""
     rows = batch["rows"]

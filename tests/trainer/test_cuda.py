@@ -26,12 +26,13 @@ from tests.interop.helpers import random_model
 from tests.trainer.test_hf_parity import exported_pair, random_rows
 from tests.trainer.test_train import REPO, small_run
 from tests.trainer.test_unpadded import compiled_graphs, varying_batches
+from trainer.batch import forward_loss, to_device
 from trainer.config import PRESETS, OptimConfig, preset
-from trainer.data import ShardStream, open_shards
+from trainer.data import ShardStream
 from trainer.model import BertForPreTraining, Layout, attention, compile_model
 from trainer.optim import build_optimizer
 from trainer.run import main
-from trainer.train import forward_loss, to_device
+from trainer.shards import open_shards
 
 DEVICE = torch.device(os.environ.get("CUDA_TESTS_DEVICE", "cuda"))
 pytestmark = [

@@ -15,7 +15,8 @@ from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab, num_predictions
 from corpusprep.shard.table import remask_table
-from trainer.data import Position, ShardStream, open_shards
+from trainer.data import Position, ShardStream
+from trainer.shards import open_shards
 
 
 def row_keys(batch: dict) -> list[tuple]:
@@ -273,7 +274,7 @@ def test_rows_the_model_cannot_take_are_one_line_errors_naming_where():
     import pyarrow as pa
 
     from corpusprep.objectives import objective
-    from trainer.data import check_rows
+    from trainer.batch import check_rows
 
     pairs = pa.table({"input_ids": [[2, 5, 3]], "next_sentence_label": pa.array([2], pa.uint8())})
     with pytest.raises(DataError, match=r"^s.parquet: row group 0, row 0: next_sentence_label is 2, not 0"):
@@ -291,7 +292,8 @@ def test_rows_the_model_cannot_take_are_one_line_errors_naming_where():
 def test_shards_lacking_the_objectives_column_are_one_line_errors(tiny_shards):
     """A manifest that says sop over nsp files (hand-edited): pyarrow would just leave the column out."""
     from corpusprep.objectives import objective
-    from trainer.data import BASE_COLUMNS, _RowGroupReader
+    from trainer.data import _RowGroupReader
+    from trainer.shards import BASE_COLUMNS
 
     files = open_shards(tiny_shards).files("train")
     reader = _RowGroupReader(files, objective("sop"), [*BASE_COLUMNS, "sentence_order_label"])

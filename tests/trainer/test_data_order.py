@@ -15,7 +15,8 @@ import pytest
 from torch.utils.data import DataLoader
 
 from tests.trainer.test_data import row_keys
-from trainer.data import Position, ShardStream, loader_batches, open_shards
+from trainer.data import Position, ShardStream, loader_batches
+from trainer.shards import open_shards
 
 SEED, CHUNK_ROWS = 13, 100
 

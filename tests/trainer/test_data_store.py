@@ -18,7 +18,8 @@ from corpusprep.engine import storage
 from corpusprep.errors import DataError
 from trainer import run
 from trainer.cache import ShardCache
-from trainer.data import ShardStream, epoch_order, loader_batches, open_shards, plan_chunks
+from trainer.data import ShardStream, epoch_order, loader_batches, plan_chunks
+from trainer.shards import open_shards
 
 
 def upload(local: Path, url: str) -> str:

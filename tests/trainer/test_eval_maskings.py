@@ -12,7 +12,9 @@ import torch
 
 from tests.trainer.test_train import small_run
 from trainer.config import load_config
-from trainer.train import Dist, Trainer, ratio_moments, ratio_se, train
+from trainer.dist import Dist
+from trainer.train import Trainer, train
+from trainer.validation import ratio_moments, ratio_se
 
 
 def test_the_standard_error_is_the_spread_of_the_score_over_samples_of_rows_and_masks():

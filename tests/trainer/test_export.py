@@ -21,7 +21,7 @@ from tests.interop.helpers import (
     write_checkpoint,
     write_vocab,
 )
-from trainer import checkpoint
+from trainer import checkpoint, checkpoint_checks
 from trainer import export as ex
 from trainer.config import preset
 from trainer.import_hf import import_hf
@@ -80,7 +80,7 @@ def test_wrapper_prefixes_are_stripped_from_compiled_and_ddp_state_dicts(config,
         for name, module in wrapped.items():
             state = module.state_dict()
             assert any(k.startswith(("module.", "_orig_mod.")) for k in state), name
-            cleaned = checkpoint.strip_wrappers(state)
+            cleaned = checkpoint_checks.strip_wrappers(state)
             assert cleaned.keys() == model.state_dict().keys(), name
     finally:
         torch.distributed.destroy_process_group()
@@ -329,7 +329,7 @@ def test_import_fills_missing_heads_and_says_so(tmp_path, capsys):
         ]
     )
     config, state, _ = checkpoint.load_checkpoint(tmp_path / "init")
-    checkpoint.check_state(state, config, tmp_path)
+    checkpoint_checks.check_state(state, config, tmp_path)
     assert float(state["nsp_head.weight"].std()) == pytest.approx(config.init_std, rel=0.3)
 
 

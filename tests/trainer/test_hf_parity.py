@@ -18,12 +18,13 @@ from tests.interop.helpers import (
     write_vocab,
 )
 from tests.trainer.conftest import padded_rows
+from trainer.batch import forward_loss
 from trainer.config import OptimConfig, ScheduleConfig, preset
-from trainer.data import ShardStream, open_shards
+from trainer.data import ShardStream
 from trainer.export import QKV, export, key_names
 from trainer.model import BertForPreTraining
 from trainer.optim import build_optimizer, build_scheduler
-from trainer.train import forward_loss
+from trainer.shards import open_shards
 
 transformers = pytest.importorskip("transformers")
 

@@ -14,10 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from trainer.batch import forward_loss
 from trainer.config import preset
-from trainer.data import ShardStream, open_shards
+from trainer.data import ShardStream
 from trainer.model import BertForPreTraining
-from trainer.train import forward_loss
+from trainer.shards import open_shards
 
 
 def overlap_and_labels(shards: Path, split: str) -> tuple[np.ndarray, np.ndarray]:

@@ -63,7 +63,8 @@ def test_a_step_skipped_on_the_device_leaves_weights_and_optimizer_as_they_were(
     no step count, and reads nothing on the host; check_finite then names the step."""
     from tests.trainer.test_train import small_run
     from trainer.config import load_config
-    from trainer.train import Dist, Trainer
+    from trainer.dist import Dist
+    from trainer.train import Trainer
 
     build = train_module.build_optimizer
     monkeypatch.setattr(train_module, "build_optimizer", lambda m, c, fused: build(m, c, fused=True))

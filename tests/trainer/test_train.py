@@ -17,6 +17,7 @@ from tests.trainer.conftest import build_shards
 from tests.trainer.test_data import row_keys
 from trainer import checkpoint
 from trainer.config import load_config
+from trainer.resume import resume_conflicts
 from trainer.train import train
 
 REPO = Path(__file__).resolve().parents[2]
@@ -220,8 +221,10 @@ def test_a_two_rank_run_resumes_in_one_process(tiny_shards, tmp_path, capsys):
     """Elastic resume: 4 steps of 2 ranks x 4 examples under torchrun, resumed by one process with batches
     of 8 (the same global batch), where a changed rank count used to be refused: it goes on at example 32
     of the global order, its first batch is examples 32..39, and the checkpoint says 32 + 4 x 8."""
-    from trainer.data import Position, ShardStream, open_shards
-    from trainer.train import Dist, Trainer
+    from trainer.data import Position, ShardStream
+    from trainer.dist import Dist
+    from trainer.shards import open_shards
+    from trainer.train import Trainer
 
     run = tmp_path / "run"
     args = small_run(tiny_shards, run, "data.batch_size=4", "schedule.steps=4", "checkpoint.every=2",
@@ -306,8 +309,10 @@ def test_resume_with_another_batch_size_continues_at_the_next_example(tiny_shard
     """(d) 4 steps of 8 examples, then resumed with batches of 12 and 2 DataLoader workers: the position
     counts examples, so the resumed run's first batch is examples 32..43 of the global order, and its
     checkpoint says 32 + 8 x 12 (not a step count)."""
-    from trainer.data import Position, ShardStream, open_shards
-    from trainer.train import Dist, Trainer
+    from trainer.data import Position, ShardStream
+    from trainer.dist import Dist
+    from trainer.shards import open_shards
+    from trainer.train import Trainer
 
     run = tmp_path / "run"
     train(load_config(None, small_run(tiny_shards, run, "schedule.steps=4")))
@@ -372,7 +377,8 @@ def test_the_trainers_parts_work_alone(tiny_shards, tmp_path):
     """train_step, evaluate and state_dict / load_state_dict, without the loop: a step moves the weights
     and the step count, evaluate leaves them alone, and a state saved and loaded into a fresh Trainer gives
     the same next step."""
-    from trainer.train import Dist, Trainer
+    from trainer.dist import Dist
+    from trainer.train import Trainer
 
     torch.set_num_threads(1)
     config = load_config(None, small_run(tiny_shards, tmp_path / "run", "model.dropout=0.0",
@@ -406,11 +412,11 @@ def test_resume_accepts_the_same_run_said_otherwise(tiny_shards, tmp_path, monke
     monkeypatch.chdir(tiny_shards.parent)
     train(load_config(None, small_run(Path(tiny_shards.name), run, "schedule.steps=4")))
     warmup = {"schedule": {"steps": 20, "warmup_steps": None}}  # the default: 10% of the steps
-    assert checkpoint.resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 2}}) == []
-    assert checkpoint.resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 3}}) == [
+    assert resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 2}}) == []
+    assert resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 3}}) == [
         "schedule.warmup_steps: 2 (the default) -> 3"]
     longer = {"schedule": {"steps": 40, "warmup_steps": None}}  # more steps: another default warm-up, said so
-    assert checkpoint.resume_conflicts(warmup, longer) == [
+    assert resume_conflicts(warmup, longer) == [
         "schedule.warmup_steps: 2 (the default) -> 4 (the default)"]
     monkeypatch.chdir(tmp_path)
     again = small_run(tiny_shards, run, "schedule.steps=6", 'model.preset="tiny"', "model.hidden_size=128",

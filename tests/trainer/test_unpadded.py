@@ -19,10 +19,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from corpusprep.mask.examples import list_parts
 from tests.trainer.conftest import build_shards, padded_rows
+from trainer.batch import MODEL_INPUTS, TOKEN_MULTIPLE, collate, forward_loss
 from trainer.config import preset
-from trainer.data import TOKEN_MULTIPLE, ShardStream, collate, open_shards
+from trainer.data import ShardStream
 from trainer.model import BertForPreTraining, compile_model, unpad
-from trainer.train import MODEL_INPUTS, forward_loss
+from trainer.shards import open_shards
 
 
 @pytest.fixture(scope="module")

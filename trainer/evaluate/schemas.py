@@ -1,9 +1,10 @@
-"""The records trainer.evaluate writes and reads back (`corpusprep.engine.records` kinds "evaluate_run" and
-"evaluation", which name this module): one fine-tuning run, and the whole evaluation. Read back on a resume
-and by `corpusprep validate`, so every field a later step indexes is checked here first."""
+"""The records `python -m trainer.evaluate` writes and reads back, registered with
+`corpusprep.engine.records`: one fine-tuning run's, and the whole evaluation's. Read back on a resume and by
+`corpusprep validate`, so every field a later step indexes is checked here first."""
 
 from __future__ import annotations
 
+from corpusprep.engine import records
 from corpusprep.engine.records import (
     COUNT,
     MAX_INT,
@@ -58,3 +59,8 @@ EVALUATION = Rule(
     ),
     lambda r: None if "dev" in r["splits"] else ("splits", "no dev split"),
 )  # fmt: skip
+
+records.register(__name__, {
+    "evaluation": EVALUATION,  # EVAL_DIR/evaluation.json (trainer.evaluate)
+    "evaluate_run": EVALUATE_RUN,  # one fine-tuning run (a task's stats, and EVAL_DIR/runs/*.json)
+})
