@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from corpusprep.read.document import ReadStats  # noqa: E402
 from trainer.evaluate import finetune  # noqa: E402
-from trainer.evaluate.data import read_lines, read_task  # noqa: E402
+from trainer.evaluate.data import read_lines  # noqa: E402
+from trainer.evaluate.readers import read_task  # noqa: E402
 from trainer.evaluate.settings import EvalSettings  # noqa: E402
 from trainer.evaluate.tasks.base import Encoded  # noqa: E402
 

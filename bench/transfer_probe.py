@@ -36,8 +36,8 @@ from safetensors.torch import load_file, save_file
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trainer.evaluate import finetune  # noqa: E402
-from trainer.evaluate.data import read_task  # noqa: E402
 from trainer.evaluate.model import pretrained  # noqa: E402
+from trainer.evaluate.readers import read_task  # noqa: E402
 from trainer.evaluate.settings import EvalSettings  # noqa: E402
 from trainer.shards import open_shards  # noqa: E402
 

@@ -12,7 +12,8 @@ from corpusprep.errors import DataError, UsageError
 from tests.conftest import shared_path
 from tests.trainer.evaluate_helpers import conllu
 from trainer.evaluate.compare import baseline_scores
-from trainer.evaluate.data import Row, Sentence, read_task
+from trainer.evaluate.data import Row, Sentence
+from trainer.evaluate.readers import read_task
 from trainer.evaluate.settings import EvalSettings
 
 UD = """\

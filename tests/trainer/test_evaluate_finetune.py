@@ -17,8 +17,9 @@ from tests.interop.helpers import one_thread
 from tests.trainer.evaluate_helpers import fast_settings, write_run, write_toy_task, write_toy_vocab
 from trainer import checkpoint
 from trainer.evaluate import finetune
-from trainer.evaluate.data import Sentence, read_task
+from trainer.evaluate.data import Sentence
 from trainer.evaluate.model import pretrained, pretraining_cost
+from trainer.evaluate.readers import read_task
 from trainer.evaluate.tasks import task_kind
 
 pytest.importorskip("transformers")

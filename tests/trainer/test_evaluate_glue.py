@@ -11,7 +11,7 @@ import pytest
 from tests.trainer.test_evaluate_command import args, fake_runs, toy  # noqa: F401 - fixtures
 from trainer.evaluate import glue, published
 from trainer.evaluate.__main__ import main
-from trainer.evaluate.data import read_task
+from trainer.evaluate.readers import read_task
 from trainer.evaluate.settings import EvalSettings
 
 SENTENCES = ["the dog runs .", "a cat sleeps .", "we like the red house .", "they find a river .",

@@ -20,8 +20,9 @@ from tests.trainer.test_evaluate_command import args, fake_runs, toy  # noqa: F4
 from trainer.evaluate import __main__ as command
 from trainer.evaluate import data as data_module
 from trainer.evaluate import finetune
-from trainer.evaluate.data import MAX_LABELS, MAX_WORDS, Row, read_task
+from trainer.evaluate.data import MAX_LABELS, MAX_WORDS, Row
 from trainer.evaluate.model import pretrained, pretraining_cost
+from trainer.evaluate.readers import read_task
 from trainer.evaluate.settings import EvalSettings
 from trainer.evaluate.tasks.classify import encode_rows
 from trainer.evaluate.tasks.tag import CHARS_PER_PIECE

@@ -13,7 +13,8 @@ from seqeval.metrics import classification_report, f1_score, precision_score, re
 from corpusprep.errors import DataError, UsageError
 from tests.trainer.test_evaluate_data import task
 from trainer.evaluate.compare import baseline_scores
-from trainer.evaluate.data import Sentence, read_task
+from trainer.evaluate.data import Sentence
+from trainer.evaluate.readers import read_task
 from trainer.evaluate.settings import EvalSettings
 from trainer.evaluate.tasks import task_kind
 

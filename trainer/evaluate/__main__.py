@@ -24,7 +24,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("model", type=Path, help="a trainer run dir (its newest checkpoint), a step-N checkpoint, "
                    "a pipeline run dir or a Hugging Face directory (trainer.export output)")  # fmt: skip
-    data = p.add_argument_group("data (CoNLL-U, CoNLL columns, TSV, CSV, JSONL; .gz/.xz too)")
+    data_options(p.add_argument_group("data (CoNLL-U, CoNLL columns, TSV, CSV, JSONL; .gz/.xz too)"))
+    tuning_options(p.add_argument_group("fine-tuning, the same for both models"))
+    p.add_argument("--workers", type=int, metavar="N", help="fine-tuning runs at once (default: one per "
+                   "CPU on a CPU, one on a GPU); does not change the scores")  # fmt: skip
+    p.add_argument("--vocab", metavar="DIR", help="the checkpoint's vocab dir when its shards have moved")
+    p.add_argument("-o", "--output", type=Path, metavar="DIR", help="also write evaluation.json, "
+                   "evaluation.md, each run's record and predictions there (a rerun does nothing; a killed "
+                   "one resumes)")  # fmt: skip
+    p.add_argument("--overwrite", action="store_true", help="replace an --output of other settings")
+    return p
+
+
+def data_options(data) -> None:
     data.add_argument("--train", metavar="FILE", help="labelled data to fine-tune on")
     data.add_argument("--dev", metavar="FILE", help="labelled data to score after each epoch; the epoch is "
                       "chosen on it")  # fmt: skip
@@ -55,8 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--on-error", choices=ON_ERROR, default=D.on_error,
                       help="a malformed line, a wrong field count or a label not in --train: fail (one line "
                       "naming file:line, exit 1) or skip it, counted (default: %(default)s)")  # fmt: skip
-    tune = p.add_argument_group("fine-tuning, the same for both models")
 
+
+def tuning_options(tune) -> None:
     def option(name: str, kind: type, metavar: str, text: str = "") -> None:
         default = getattr(D, name.removeprefix("--").replace("-", "_"))
         shown = "by model size (trainer/evaluate/settings.py)" if default is None else "%(default)s"
@@ -78,13 +91,6 @@ def build_parser() -> argparse.ArgumentParser:
     option("--max-length", int, "N", "word pieces per example, at most the model's positions; longer "
            "sentences are tagged in windows")
     tune.add_argument("--device", choices=DEVICES, default=D.device, help="default: %(default)s")
-    p.add_argument("--workers", type=int, metavar="N", help="fine-tuning runs at once (default: one per "
-                   "CPU on a CPU, one on a GPU); does not change the scores")  # fmt: skip
-    p.add_argument("--vocab", metavar="DIR", help="the checkpoint's vocab dir when its shards have moved")
-    p.add_argument("-o", "--output", type=Path, metavar="DIR", help="also write evaluation.json, "
-                   "evaluation.md and each run's record there (a rerun does nothing; a killed one resumes)")
-    p.add_argument("--overwrite", action="store_true", help="replace an --output of other settings")
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,8 +34,9 @@ from corpusprep.engine.records import load_record
 from corpusprep.errors import DataError
 from corpusprep.read.inputs import input_files
 from trainer.evaluate import curves, finetune, published, summary
-from trainer.evaluate.data import TaskData, read_task
+from trainer.evaluate.data import TaskData
 from trainer.evaluate.model import model_files, model_shape, pretrained
+from trainer.evaluate.readers import read_task
 from trainer.evaluate.settings import EvalSettings, size_of
 from trainer.evaluate.tasks import headline
 

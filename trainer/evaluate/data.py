@@ -1,19 +1,20 @@
 """Labelled data for fine-tuning, whatever the task kind: the examples, a file's split and what was left out
-of it, the file formats and how a file's is told, and `read_task`. Pure Python: no torch, no transformers
-(the pipeline checks settings with it).
+of it, the file formats and how a file's is told, and the label checks. Pure Python: no torch, no
+transformers (the pipeline checks settings with it).
 
-    task = read_task(settings)     # TaskData: train, dev (and test) examples, the label set, skips
-    task.kind                      # the task kind's name: "tag", "ner", "classify", "regression"...
+    task = readers.read_task(settings)   # TaskData: train, dev (and test) examples, the labels, skips
+    task.kind                            # the task kind's name: "tag", "ner", "classify", "regression"...
 
-Each format has its reader (`conllu.py`, `columns.py`, `tables.py`); each task kind (`tasks/`) says which
-formats it reads and checks the labels. Files are read through `corpusprep.read.streams`, so .gz/.xz/.bz2/.zst
-are decompressed by their magic bytes, a BOM or CRLF does not matter and invalid UTF-8 is replaced (counted).
-Reading is bounded whatever the file holds: a line over `MAX_LINE_BYTES`, a sentence over `MAX_WORDS` words
-and more than `MAX_LABELS` labels are faults, and texts are cut before they are tokenized (the task kinds).
-Bad input (`on_error`): `fail` (default) stops at the first malformed line with `file:line: what`, exit 1;
-`skip` leaves out the sentence or row and counts it, with examples. A dev (or test) label the training file
-never has is the same kind of fault: the model cannot predict it, so it is an error (`fail`) or left out of
-the score and counted (`skip`), never scored silently.
+Each format has its reader (`conllu.py`, `columns.py`, `tables.py`; `readers.py` picks one and reads a
+task's files); each task kind (`tasks/`) says which formats it reads and checks the labels. Files are read
+through `corpusprep.read.streams`, so .gz/.xz/.bz2/.zst are decompressed by their magic bytes, a BOM or
+CRLF does not matter and invalid UTF-8 is replaced (counted). Reading is bounded whatever the file holds: a
+line over `MAX_LINE_BYTES`, a sentence over `MAX_WORDS` words and more than `MAX_LABELS` labels are
+faults, and texts are cut before they are tokenized (the task kinds). Bad input (`on_error`): `fail`
+(default) stops at the first malformed line with `file:line: what`, exit 1; `skip` leaves out the sentence
+or row and counts it, with examples. A dev (or test) label the training file never has is the same kind of
+fault: the model cannot predict it, so it is an error (`fail`) or left out of the score and counted
+(`skip`), never scored silently.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from corpusprep.engine import storage
 from corpusprep.errors import DataError, InputError, UsageError
 from corpusprep.read.document import ReadStats
 from corpusprep.read.streams import (
@@ -271,52 +271,7 @@ class Sentences:
         self.void = False
 
 
-# ---------------------------------------------------------------- the task
-
-
-def read_split(path: str | Path, fmt: str, settings) -> Split:
-    from trainer.evaluate import columns, conllu, tables
-
-    readers = {"conllu": conllu.read_conllu, "conll": columns.read_columns, "tsv": tables.read_table,
-               "csv": tables.read_table, "jsonl": tables.read_table}  # fmt: skip
-    return readers[fmt](Path(path), fmt, settings)
-
-
-def check_file(path: str | Path) -> Path:
-    path = Path(path)
-    if not storage.is_file(path):
-        shown = storage.url(path)
-        raise InputError(f"{shown}: no such file" if not storage.exists(path) else f"{shown}: not a file")
-    return path
-
-
-def read_task(settings) -> TaskData:
-    """The train, dev (and test) files of `settings` (trainer.evaluate.settings.EvalSettings), read by the
-    reader of their format and checked by the task kind (`--task`, or the one `auto` picks)."""
-    from trainer.evaluate.tasks import choose_kind, scores, task_kind
-
-    paths = {name: check_file(p) for name, p in (("train", settings.train), ("dev", settings.dev),
-             ("test", settings.test)) if p}  # fmt: skip
-    formats = {name: file_format(p, settings.format) for name, p in paths.items()}
-    for name, fmt in formats.items():
-        if fmt != formats["train"]:
-            raise UsageError(f"{paths[name]}: a {fmt} file, but the training file is a {formats['train']} "
-                             "file")  # fmt: skip
-    kind = choose_kind(settings.task, formats["train"], paths["train"])
-    splits = {name: read_split(p, formats[name], settings) for name, p in paths.items()}
-    train = splits["train"]
-    if not train.examples:
-        raise DataError(f"{train.path}: no examples")
-    if settings.task == "auto" and kind.name == "classify" and scores([e.label for e in train.examples]):
-        kind = task_kind("regression")
-    labels = kind.label_set(train, settings)
-    data = TaskData(kind.name, labels, train, splits["dev"], splits.get("test"))
-    data.pair = all(isinstance(e, Row) and e.text_b is not None for e in train.examples)
-    for split in data.scored.values():
-        kind.check_scored(split, data, Faults(Path(split.path), settings.on_error, split.skips))
-        if not split.examples:
-            raise DataError(f"{split.path}: no examples left to score")
-    return data
+# ---------------------------------------------------------------- labels
 
 
 def label_set(train: Split, names: Iterator[str]) -> tuple[str, ...]:

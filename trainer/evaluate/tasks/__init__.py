@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from corpusprep.errors import UsageError
-
-if TYPE_CHECKING:
-    from trainer.evaluate.tasks.base import TaskKind
 
 REGISTRY = {  # name -> module holding its KIND
     "tag": "trainer.evaluate.tasks.tag",
@@ -32,13 +29,13 @@ TASKS = ("auto", *REGISTRY)
 METRICS = ("accuracy", "f1", "matthews", "pearson", "spearman", "entity_f1", "exact_match")
 
 
-def task_kind(name: str) -> TaskKind:
+def task_kind(name: str) -> Any:  # a tasks.base.TaskKind (not imported here: it reads data.py)
     if name not in REGISTRY:
         raise UsageError(f"unknown task {name!r} (choose from {', '.join(REGISTRY)})")
     return importlib.import_module(REGISTRY[name]).KIND
 
 
-def choose_kind(name: str, fmt: str, train: Path) -> TaskKind:
+def choose_kind(name: str, fmt: str, train: Path) -> Any:
     """The kind `--task` names, or the one `auto` picks for the training file's format (`scores` may turn
     a table's classification into regression once its labels are read)."""
     kind = task_kind(AUTO[fmt] if name == "auto" else name)
@@ -58,7 +55,7 @@ def scores(labels: list[str]) -> bool:
     return any("." in label for label in labels) and len(set(labels)) > 10
 
 
-def headline(kind: TaskKind, metric: str | None) -> str:
+def headline(kind: Any, metric: str | None) -> str:
     """The metric reported first, chosen on and judged by: `--metric`, else the kind's first."""
     if metric is None:
         return kind.metrics[0]
