@@ -29,8 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from corpusprep.read.document import ReadStats  # noqa: E402
 from trainer.evaluate import finetune  # noqa: E402
-from trainer.evaluate.data import read_lines, read_task  # noqa: E402
+from trainer.evaluate.data import read_lines  # noqa: E402
+from trainer.evaluate.readers import read_task  # noqa: E402
 from trainer.evaluate.settings import EvalSettings  # noqa: E402
+from trainer.evaluate.tasks.base import Encoded  # noqa: E402
 
 SHARED = REPO.parent / "shared"
 EWT = SHARED / "eval" / "ud_en_ewt" / "en_ewt-ud-train.conllu.xz"
@@ -105,17 +107,18 @@ def main() -> None:
     transformers = finetune.require_transformers()
     with tempfile.TemporaryDirectory() as tmp:
         data, model_dir = task_and_model(Path(tmp), args.sentences, args.model)
-        settings = EvalSettings(train="x", dev="x", epochs=1.0, batch_size=args.batch_size, device="cpu")
+        settings = EvalSettings(train="x", dev="x", epochs=1.0, batch_size=args.batch_size, lr=1e-3,
+                                device="cpu")
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(model_dir))
-        features = finetune.encode(tokenizer, data, data.train.examples, settings.max_length).features
-        collator = finetune.collator_for(transformers, tokenizer, "tag")
+        features = data.task.encode(tokenizer, data, data.train.examples, settings, train=True).features
+        collator = data.task.collator(transformers, tokenizer)
         times: dict[str, list[tuple[float, float]]] = {"Trainer": [], "plain loop": []}
         for _ in range(args.repeat):
             for name in times:
                 model = finetune.build_model(model_dir, data, "random", seed=1)
                 started, cpu = time.perf_counter(), time.process_time()
                 if name == "Trainer":
-                    finetune.train(model, tokenizer, data, finetune.Encoded(features, []), settings, seed=1)
+                    finetune.train(model, tokenizer, data, Encoded(features), settings, seed=1)
                     steps = -(-len(features) // settings.batch_size)
                 else:
                     steps = plain_loop(model, features, collator, settings, seed=1)

@@ -36,8 +36,8 @@ from safetensors.torch import load_file, save_file
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trainer.evaluate import finetune  # noqa: E402
-from trainer.evaluate.data import read_task  # noqa: E402
 from trainer.evaluate.model import pretrained  # noqa: E402
+from trainer.evaluate.readers import read_task  # noqa: E402
 from trainer.evaluate.settings import EvalSettings  # noqa: E402
 from trainer.shards import open_shards  # noqa: E402
 
@@ -86,7 +86,7 @@ def make_variant(source: Path, variant: str, out: Path, counts: np.ndarray | Non
 def run_one(job: tuple[str, str, EvalSettings, str, int]) -> tuple[str, int, float]:
     variant, hf_dir, settings, init, seed = job
     torch.set_num_threads(1)
-    scores = finetune.run(Path(hf_dir), read_task(settings), settings, init, seed)
+    scores = finetune.run(Path(hf_dir), read_task(settings), settings, init, seed)["scores"]
     print(f"  {variant:11s} seed {seed}: dev {scores['dev']['accuracy']:.4f}", flush=True)
     return variant, seed, scores["dev"]["accuracy"]
 
@@ -104,7 +104,9 @@ def main() -> None:
     args = p.parse_args()
     if "rare-reset" in args.variants and args.shards is None:
         p.error("rare-reset needs --shards")
-    settings = EvalSettings(train=args.train, dev=args.dev, seeds=args.seeds, device="cpu").check()
+    # trainer.evaluate's settings when this bench was measured: 3 epochs at 1e-3, batch 32, the last epoch
+    settings = EvalSettings(train=args.train, dev=args.dev, seeds=args.seeds, device="cpu", epochs=3.0,
+                            lr=1e-3, batch_size=32, metric="accuracy", select="last").check()
     with pretrained(args.model) as model, tempfile.TemporaryDirectory(prefix="transfer-probe-") as scratch:
         words = load_file(model.hf_dir / "model.safetensors")[WORDS]
         counts = piece_counts(args.shards, words.shape[0]) if "rare-reset" in args.variants else None

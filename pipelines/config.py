@@ -30,7 +30,6 @@ DEMO_INPUT = "@demo"  # input.paths = ["@demo"]: the embedded demo corpus, built
 SECTIONS = ("pipeline", "input", "vocab", "pairs", "shard", "train", "phases", "evaluate")
 PHASE_SECTIONS = ("pairs", "shard", "train")
 KINDS = ("corpus", "vocab", "pairs", "shard", "train", "plot", "evaluate")  # run order within a phase
-EVALUATE_PATHS = ("train", "dev", "test", "vocab")  # [evaluate] keys that name files
 # demo_mb: size of the demo corpus (None: corpusprep.demo_corpus.DEFAULT_MAX_MB)
 INPUT_DEFAULTS = {"paths": [DEMO_INPUT], "format": "auto", "text_field": "text", "on_error": "auto",
                   "max_document_mb": MAX_DOCUMENT_MB, "document_per_file": False, "demo_mb": None}
@@ -135,9 +134,11 @@ def resolve_paths(raw: dict[str, Any], base: Path) -> None:
     if isinstance(vocab, dict) and "from_vocab" in vocab:
         vocab["from_vocab"] = _absolute(vocab["from_vocab"], base)
     evaluate = raw.get("evaluate")
-    for key in EVALUATE_PATHS if isinstance(evaluate, dict) else ():
-        if key in evaluate:
-            evaluate[key] = _absolute(evaluate[key], base)
+    if isinstance(evaluate, dict):  # its files, and each of its tasks' (trainer/evaluate/multitask.py)
+        from trainer.evaluate.multitask import path_entries
+
+        for table, key, _ in list(path_entries(evaluate)):
+            table[key] = _absolute(table[key], base)
     for train in _train_tables(raw):
         checkpoint = train.get("checkpoint")
         if isinstance(checkpoint, dict) and "init_from" in checkpoint:
@@ -165,9 +166,12 @@ def check_paths(pipeline: Pipeline) -> None:
         if isinstance(init, str) and not storage.exists(init):
             raise UsageError(f"{where}: train.checkpoint.init_from: {init}: no such file or directory")
     evaluate = pipeline.config.get("evaluate") or {}
-    for key in EVALUATE_PATHS:
-        if isinstance(evaluate.get(key), str) and not storage.exists(evaluate[key]):
-            raise UsageError(f"{where}: evaluate.{key}: {evaluate[key]}: no such file or directory")
+    if evaluate:
+        from trainer.evaluate.multitask import path_entries
+
+        for table, key, name in path_entries(evaluate):
+            if isinstance(table[key], str) and not storage.exists(table[key]):
+                raise UsageError(f"{where}: {name}: {table[key]}: no such file or directory")
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 from corpusprep.engine import storage
 from corpusprep.engine.files import write_json
 from pipelines.config import Pipeline
+from trainer.evaluate import multitask
 from trainer.evaluate import summary as evaluation
 
 
@@ -106,7 +107,17 @@ def markdown(summary: dict[str, Any]) -> str:
         lines += ["", "## Training curves", ""]
         lines += [f"![{c}]({c})" for c in summary["curves"]]
     for s in summary["stages"]:
-        if isinstance(s["counts"].get("evaluation"), dict):
-            lines += ["", f"## Evaluation: is the model better than nothing? ({s['name']})", ""]
-            lines += evaluation.markdown(s["counts"]["evaluation"]).splitlines()
+        found = s["counts"].get("evaluations") or {"": s["counts"].get("evaluation")}
+        if not all(isinstance(r, dict) for r in found.values()):
+            continue
+        lines += ["", f"## Evaluation: is the model better than nothing? ({s['name']})", ""]
+        if list(found) == [""]:  # one task: its page
+            lines += evaluation.markdown(found[""]).splitlines()
+        else:  # several: one table across them (medians over seeds), each task's page in OUT/NAME/
+            lines += multitask.table(found)
+            lines += ["", *(f"- {name}: `{s['output']}/{name}/evaluation.md`" for name in found)]
+        for name, result in found.items():  # the dev score per epoch of both models (dev-curves.png)
+            where = f"{s['output']}/{name}/" if name else f"{s['output']}/"
+            lines += [f"![dev score per epoch: {name or s['name']}]({where}{c})"
+                      for c in result.get("curves", [])]  # fmt: skip
     return "\n".join(lines) + "\n"

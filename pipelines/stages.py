@@ -520,30 +520,42 @@ class PlotStage(StageKind):
 
 class EvaluateStage(StageKind):
     """`python -m trainer.evaluate` on the last train stage's model, into an artifact of its own (each
-    fine-tuning run a task: a stopped evaluation resumes after its last finished run)."""
+    fine-tuning run a task: a stopped evaluation resumes after its last finished run); with several tasks
+    (`[evaluate.tasks.NAME]`), one artifact per task in `OUT/NAME/` (trainer/evaluate/multitask.py)."""
 
     kind = "evaluate"
 
     @staticmethod
     def settings(stage: Stage):
-        from trainer.evaluate.settings import EvalSettings
+        """Each task's EvalSettings, by name ("" for the one task of a table without `tasks`)."""
+        from trainer.evaluate import multitask
 
-        return _options(EvalSettings, stage.settings["evaluate"], "evaluate").check("evaluate.")
+        return multitask.settings(stage.settings["evaluate"])
 
     def check(self, stage: Stage) -> None:
         self.settings(stage)
 
     def input_files(self, stage: Stage) -> list[str]:
-        settings = self.settings(stage)
-        return [p for p in (settings.train, settings.dev, settings.test) if p]
+        return [p for s in self.settings(stage).values() for p in (s.train, s.dev, s.test) if p]
+
+    def validate(self, stage: Stage, ctx: StageContext) -> list[str]:
+        names = [name for name in self.settings(stage) if name]
+        return [p for out in ([ctx.out / n for n in names] or [ctx.out]) for p in manifests.problems(out)]
 
     def run(self, stage: Stage, ctx: StageContext) -> StageResult:
-        from trainer.evaluate.compare import evaluate
+        from trainer.evaluate import multitask
 
         model = ctx.need(stage, "train")
-        result = evaluate(model, self.settings(stage), ctx.out, overwrite=ctx.overwrite,
-                          model_identity=manifests.content_digest(model),
-                          workers=ctx.executor.workers)  # fmt: skip
+        results = multitask.evaluate_tasks(model, self.settings(stage), ctx.out, overwrite=ctx.overwrite,
+                                           model_identity=manifests.content_digest(model),
+                                           workers=ctx.executor.workers)  # fmt: skip
+        if multitask.ONE not in results:  # several tasks: every result for report.md's table across them
+            files = tuple(f"{name}/{f}" for name in results
+                          for f in (*manifests.owned_files(ctx.out / name), manifests.MANIFEST))  # fmt: skip
+            helps = sum(s["outcome"] == "helps" for r in results.values() for s in r["splits"].values())
+            return StageResult({"tasks": len(results), "splits_helped": helps, "evaluations": results},
+                               files=files)  # fmt: skip
+        result = results[multitask.ONE]
         dev = result["splits"]["dev"]
         # the dev means for the counts table; the whole result for report.md's evaluation section
         counts = {"seeds": len(result["seeds"]), "pretrained": dev["pretrained"]["mean"],

@@ -15,7 +15,7 @@ from pipelines.load import load_pipeline
 from pipelines.runner import run_pipeline
 from pipelines.stages import EvaluateStage
 from tests.pipelines.helpers import DEMO, small_overrides, write_small_corpus
-from tests.trainer.evaluate_helpers import write_toy_task
+from tests.trainer.evaluate_helpers import write_toy_rows, write_toy_task
 
 PIPELINE = """
 [pipeline]
@@ -58,8 +58,8 @@ def test_evaluate_is_planned_after_the_last_phase_with_the_pipeline_seed_and_pat
     task = toml.parent / "task"
     assert last.settings["evaluate"] == {"seed": 3, "train": str(task / "train.conllu"),
                                          "dev": str(task / "dev.conllu"), "epochs": 1}  # fmt: skip
-    settings = EvaluateStage.settings(last)
-    assert settings.epochs == 1.0 and settings.seeds == 3  # the rest: trainer.evaluate's defaults
+    settings = EvaluateStage.settings(last)[""]  # the one task of a table without tasks
+    assert settings.epochs == 1.0 and settings.seeds is None  # the rest: by the model size, when it runs
     assert "evaluate" not in [s.kind for s in load_pipeline(DEMO).stages]  # no table, no stage
 
 
@@ -67,8 +67,9 @@ def test_evaluate_is_planned_after_the_last_phase_with_the_pipeline_seed_and_pat
     ("override", "message"),
     [
         ("evaluate.seeds=0", "evaluate.seeds=0: must be > 0"),
+        ("evaluate.epochs=inf", "evaluate.epochs=inf: must be > 0 and at most 1,000"),  # was an OverflowError
         ("evaluate.epoch=2", "evaluate.epoch: unknown setting"),
-        ("evaluate.lr='fast'", "evaluate.lr: expected a number, got 'fast'"),
+        ("evaluate.lr='fast'", r"evaluate.lr: expected a number \(or leave it out\), got 'fast'"),
         ("evaluate.dev='nope.conllu'", "evaluate.dev: "),
     ],
 )
@@ -145,6 +146,70 @@ def test_the_templates_commented_example_is_valid(tmp_path):
     path = tmp_path / "p.toml"
     path.write_text(DEMO.read_text() + "\n" + table + "\n")
     stage = load_pipeline(path).stages[-1]
-    settings = EvaluateStage.settings(stage)
+    settings = EvaluateStage.settings(stage)[""]
     assert (stage.kind, settings.seeds, settings.label_column) == ("evaluate", 3, "upos")
     assert settings.test == str(tmp_path / "ud" / "en_ewt-ud-test.conllu.xz")
+
+
+SEVERAL = PIPELINE.replace('''[evaluate]
+train = "task/train.conllu"
+dev = "task/dev.conllu"
+epochs = 1
+''', '''[evaluate]
+epochs = 1
+
+[evaluate.tasks.upos]
+train = "task/train.conllu"
+dev = "task/dev.conllu"
+
+[evaluate.tasks.pairs]
+train = "rows/train.tsv"
+dev = "rows/dev.tsv"
+lr = 3e-3
+''')
+
+
+def test_several_tasks_are_planned_with_shared_settings_and_their_own_paths(tmp_path):
+    (tmp_path / "corpus.txt").write_text("Some text.\n")
+    write_toy_task(tmp_path / "task", train=8, dev=4)
+    write_toy_rows(tmp_path / "rows", train=8, dev=4)
+    path = tmp_path / "several.toml"
+    path.write_text(SEVERAL)
+    settings = EvaluateStage.settings(load_pipeline(path).stages[-1])
+    assert list(settings) == ["upos", "pairs"]
+    assert settings["upos"].train == str(tmp_path / "task" / "train.conllu") and settings["upos"].lr is None
+    assert (settings["pairs"].epochs, settings["pairs"].lr, settings["pairs"].seed) == (1.0, 3e-3, 3)
+    files = EvaluateStage().input_files(load_pipeline(path).stages[-1])
+    assert files[2] == str(tmp_path / "rows" / "train.tsv")
+    path.write_text(SEVERAL.replace("rows/dev.tsv", "rows/nope.tsv"))
+    with pytest.raises(UsageError, match=r"evaluate\.tasks\.pairs\.dev: .*nope\.tsv: no such file"):
+        run_pipeline(load_pipeline(path), tmp_path / "run", progress=False)
+    path.write_text(SEVERAL.replace("lr = 3e-3", "lr = 'fast'"))
+    with pytest.raises(UsageError, match=r"evaluate\.tasks\.pairs\.lr: expected a number"):
+        run_pipeline(load_pipeline(path), tmp_path / "run", progress=False)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow  # ~40 s: a small pipeline, then four real fine-tuning runs
+def test_several_tasks_make_one_table_across_them_and_a_plot_each(tmp_path):
+    pytest.importorskip("transformers")
+    corpus = write_small_corpus(tmp_path / "corpus.jsonl", 0.15)
+    upos = write_toy_task(tmp_path / "task", train=24, dev=8)
+    rows = write_toy_rows(tmp_path / "rows", train=24, dev=8)
+    overrides = [*small_overrides(corpus), "evaluate.seeds=1", "evaluate.epochs=2", "evaluate.max_length=32",
+                 "evaluate.device='cpu'", f"evaluate.tasks.upos.train='{upos[0]}'",
+                 f"evaluate.tasks.upos.dev='{upos[1]}'", f"evaluate.tasks.pairs.train='{rows[0]}'",
+                 f"evaluate.tasks.pairs.dev='{rows[1]}'"]  # fmt: skip
+    run_dir = tmp_path / "run"
+    first = run_pipeline(load_pipeline(DEMO, overrides), run_dir, progress=False)
+    evaluate = first["stages"][-1]
+    assert evaluate["status"] == "ran" and evaluate["counts"]["tasks"] == 2
+    for name, kind in (("upos", "tag"), ("pairs", "classify")):
+        result = json.loads((run_dir / "evaluate" / name / "evaluation.json").read_text())
+        assert result["kind"] == kind and (run_dir / "evaluate" / name / "dev-curves.png").is_file()
+    report = (run_dir / "report.md").read_text()
+    assert "| task | metric | pre-trained | random init | gain | baseline | verdict |" in report
+    assert "| upos dev | accuracy |" in report and "| pairs dev | accuracy |" in report
+    assert "(evaluate/upos/dev-curves.png)" in report and "(evaluate/pairs/dev-curves.png)" in report
+    second = run_pipeline(load_pipeline(DEMO, overrides), run_dir, progress=False)
+    assert {s["status"] for s in second["stages"]} == {"skipped"}

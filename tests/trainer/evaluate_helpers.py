@@ -91,8 +91,61 @@ def write_run(run_dir: Path, vocab_dir: Path, seed: int = 0, step: int = 20) -> 
     return checkpoint
 
 
+def stand_in_run(data, settings: EvalSettings, score: float) -> dict:
+    """What finetune.run returns, for a stand-in run that scores `score` on every metric of every scored
+    split, its predictions the cheap baseline's (so that every file the evaluation writes is there)."""
+    scores = dict.fromkeys(data.task.metrics, score) | {"n": 104}
+    return {"scores": dict.fromkeys(data.scored, scores), "epoch": settings.epochs,
+            "predictions": {name: data.task.baseline(data, s) for name, s in data.scored.items()},
+            "curve": [[settings.epochs, score]], "collapsed": {}, "diverged": None, "training_loss": 1.0,
+            "state": {}}  # fmt: skip
+
+
 def fast_settings(train: Path, dev: Path, vocab: Path, **overrides) -> EvalSettings:
     """Settings that fine-tune the toy task in about a second per run."""
     values = {"train": str(train), "dev": str(dev), "vocab": str(vocab), "seeds": 2, "epochs": 2.0,
               "batch_size": 8, "lr": 1e-3, "max_length": 32, "device": "cpu"} | overrides  # fmt: skip
     return EvalSettings(**values)
+
+
+ENTITIES = {"dog": "ANIMAL", "cat": "ANIMAL", "house": "PLACE", "river": "PLACE"}
+
+
+def write_toy_ner(directory: Path, train: int = 48, dev: int = 16) -> tuple[Path, Path]:
+    """The toy language as IOB2 columns (`word TAG`): animals and places are entities; "the red cat" is one
+    ANIMAL entity of three words, so that a word's tag depends on its neighbours."""
+
+    def tags(sentence: list[tuple[str, str]]) -> list[str]:
+        out = ["O"] * len(sentence)
+        for i, (word, _) in enumerate(sentence):
+            if word in ENTITIES:
+                start = i
+                while start > 0 and sentence[start - 1][1] in ("DET", "ADJ"):
+                    start -= 1
+                out[start : i + 1] = [f"B-{ENTITIES[word]}"] + [f"I-{ENTITIES[word]}"] * (i - start)
+        return out
+
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = directory / "train.iob2", directory / "dev.iob2"
+    for path, (n, seed) in zip(paths, ((train, 1), (dev, 2)), strict=True):
+        blocks = ["\n".join(f"{w} {t}" for (w, _), t in zip(s, tags(s), strict=True))
+                  for s in toy_sentences(n, seed)]  # fmt: skip
+        path.write_text("\n\n".join(blocks) + "\n")
+    return paths
+
+
+def write_toy_rows(directory: Path, regression: bool = False, train: int = 48,
+                   dev: int = 16) -> tuple[Path, Path]:  # fmt: skip
+    """Toy sentence pairs in GLUE's TSV layout: classification (does the second sentence repeat the first's
+    subject?) or regression (STS-B-like: a score from 0 to 5 for how many words the two share)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = directory / "train.tsv", directory / "dev.tsv"
+    for path, (n, seed) in zip(paths, ((train, 3), (dev, 4)), strict=True):
+        firsts, seconds = toy_sentences(n, seed), toy_sentences(n, seed + 100)
+        rows = ["index\tsentence1\tsentence2\t" + ("score" if regression else "label")]
+        for i, (a, b) in enumerate(zip(firsts, seconds, strict=True)):
+            x, y = {w for w, _ in a}, {w for w, _ in b}
+            label = f"{5 * len(x & y) / len(x | y):.3f}" if regression else str(int(a[1][0] == b[1][0]))
+            rows.append(f"{i}\t{' '.join(w for w, _ in a)}\t{' '.join(w for w, _ in b)}\t{label}")
+        path.write_text("\n".join(rows) + "\n")
+    return paths

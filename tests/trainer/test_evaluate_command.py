@@ -14,7 +14,13 @@ from corpusprep.engine.manifest import sha256_file
 from corpusprep.engine.outputs import validate as validate_output
 from corpusprep.errors import UsageError
 from tests.interop.helpers import one_thread
-from tests.trainer.evaluate_helpers import fast_settings, write_run, write_toy_task, write_toy_vocab
+from tests.trainer.evaluate_helpers import (
+    fast_settings,
+    stand_in_run,
+    write_run,
+    write_toy_task,
+    write_toy_vocab,
+)
 from trainer.evaluate import compare, finetune
 from trainer.evaluate.__main__ import main
 from trainer.export import export
@@ -36,15 +42,16 @@ class Calls(list):
 
 @pytest.fixture
 def fake_runs(monkeypatch) -> Calls:
-    """finetune.run replaced by a stand-in: pretrained scores 0.9 + seed/1000, random 0.8 + seed/1000."""
+    """finetune.run replaced by a stand-in: pretrained scores 0.9 + seed/1000, random 0.8 + seed/1000 (the
+    cheap baseline's predictions)."""
     calls = Calls()
 
     def run(hf_dir, data, settings, init, seed):
         calls.append((init, seed))
         if calls.stop_at == len(calls):
             raise KeyboardInterrupt
-        base = 0.9 if init == "pretrained" else 0.8
-        return {"dev": {"accuracy": base + (seed - settings.seed) / 1000, "n": 104}}
+        score = (0.9 if init == "pretrained" else 0.8) + (seed - settings.seed) / 1000
+        return stand_in_run(data, settings, score)
 
     monkeypatch.setattr(finetune, "run", run)
     return calls
@@ -60,9 +67,9 @@ def test_the_page_says_scores_gain_verdict_baseline_and_cost(toy, fake_runs, cap
     out = capsys.readouterr().out
     assert fake_runs == [("pretrained", 12345), ("random", 12345), ("pretrained", 12346), ("random", 12346),
                          ("pretrained", 12347), ("random", 12347)]  # fmt: skip
-    assert "| pre-trained | 0.9000 | 0.9010 | 0.9020 | 0.9010 | 0.0010 |" in out
-    assert "| random init | 0.8000 | 0.8010 | 0.8020 | 0.8010 | 0.0010 |" in out
-    assert "| gain | +0.1000 | +0.1000 | +0.1000 | +0.1000 | 0.0000 |" in out
+    assert "| pre-trained | 0.9000 | 0.9010 | 0.9020 | 0.9010 | 0.9010 | 0.0010 |" in out
+    assert "| random init | 0.8000 | 0.8010 | 0.8020 | 0.8010 | 0.8010 | 0.0010 |" in out
+    assert "| gain | +0.1000 | +0.1000 | +0.1000 | +0.1000 | +0.1000 | 0.0000 |" in out
     assert "dev: pre-training helps: +0.100 ± 0.000 accuracy over 3 seeds" in out
     assert "| most frequent tag per word |" in out
     assert "pre-training cost: 20 steps, 320 sequences, 12,800 tokens, 0.3 min of training" in out
@@ -175,7 +182,7 @@ def test_the_scores_do_not_depend_on_how_many_runs_go_at_once(toy, tmp_path):
         ("bad data", 1, "train.conllu:3: 9 tab-separated fields, CoNLL-U has 10"),
         ("bad setting", 2, "seeds=0: must be > 0"),
         ("no transformers", 2, "needs transformers and accelerate (transformers is missing): "
-                               "pip install 'corpusprep[eval]'"),
+                               "pip install -e '.[eval]'"),
     ],
 )
 def test_bad_input_is_one_line_and_an_exit_code(toy, tmp_path, monkeypatch, capsys, case, code, message):

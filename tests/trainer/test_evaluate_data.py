@@ -11,7 +11,9 @@ import pytest
 from corpusprep.errors import DataError, UsageError
 from tests.conftest import shared_path
 from tests.trainer.evaluate_helpers import conllu
-from trainer.evaluate.data import Row, Sentence, most_frequent_baseline, read_task
+from trainer.evaluate.compare import baseline_scores
+from trainer.evaluate.data import Row, Sentence
+from trainer.evaluate.readers import read_task
 from trainer.evaluate.settings import EvalSettings
 
 UD = """\
@@ -167,8 +169,8 @@ def test_columns_that_cannot_be_told_apart_or_found_are_usage_errors(tmp_path):
     with pytest.raises(UsageError, match=r"--text-column 'body': no such column \(columns: sentence, lab"):
         task(tmp_path, rows, rows, name="x.tsv", text_column="body")
     with pytest.raises(UsageError, match="cannot tell the format from the name"):
-        task(tmp_path, "sentence\tlabel\na\t1\n", "sentence\tlabel\na\t1\n", name="x.txt")
-    with pytest.raises(UsageError, match="a tag file, but the training file is a classify file"):
+        task(tmp_path, "sentence\tlabel\na\t1\n", "sentence\tlabel\na\t1\n", name="x.xml")
+    with pytest.raises(UsageError, match="a conllu file, but the training file is a tsv file"):
         read_task(EvalSettings(train=str(write(tmp_path / "a.tsv", "sentence\tlabel\na\t1\nb\t0\n")),
                                dev=str(write(tmp_path / "b.conllu", UD))))  # fmt: skip
 
@@ -179,10 +181,10 @@ def test_most_frequent_tag_per_word_baseline(tmp_path):
     # `run` is mostly a NOUN; unseen forms take their lower-cased form's tag, else the most frequent tag
     # overall (PRON and VERB tie at 3: the first in label order, PRON)
     dev = conllu([[("RUN", "NOUN"), ("they", "PRON"), ("zebra", "NOUN"), ("walk", "VERB")]])
-    assert most_frequent_baseline(task(tmp_path, train, dev)) == {"dev": 3 / 4}
+    assert baseline_scores(task(tmp_path, train, dev), "dev")["accuracy"] == 3 / 4
     rows = "sentence\tlabel\na\t1\nb\t1\nc\t0\n"
-    majority = most_frequent_baseline(task(tmp_path, rows, "sentence\tlabel\nx\t1\ny\t0\n", name="x.tsv"))
-    assert majority == {"dev": 0.5}
+    majority = baseline_scores(task(tmp_path, rows, "sentence\tlabel\nx\t1\ny\t0\n", name="x.tsv"), "dev")
+    assert majority == {"accuracy": 0.5, "f1": 2 / 3, "matthews": 0.0, "n": 2}
 
 
 @pytest.mark.shared
@@ -195,4 +197,16 @@ def test_ud_english_ewt_as_distributed():
     assert (len(data.train.examples), data.train.units) == (12_544, 204_577)
     assert (len(data.dev.examples), data.dev.units) == (2_001, 25_147)
     assert len(data.labels) == 17 and not data.train.skips.counts
-    assert most_frequent_baseline(data)["dev"] == pytest.approx(0.8659, abs=1e-4)
+    assert baseline_scores(data, "dev")["accuracy"] == pytest.approx(0.8659, abs=1e-4)
+
+
+def test_auto_tells_ner_columns_and_regression_scores(tmp_path):
+    iob2 = "1\tJohn\tB-PER\n2\tleft\tO\n\n1\tParis\tB-LOC\n2\tis\tO\n"
+    assert task(tmp_path, iob2, iob2, name="x.iob2").kind == "ner"
+    assert task(tmp_path, iob2, iob2, name="x.txt").kind == "ner"  # told by its first lines
+    scores = "sentence1\tsentence2\tscore\n" + "".join(f"a{i}\tb\t{i / 3:.3f}\n" for i in range(12))
+    assert task(tmp_path, scores, scores, name="x.tsv").kind == "regression"
+    few = "sentence\tlabel\n" + "".join(f"a{i}\t{i % 2}.0\n" for i in range(12))  # two classes, not scores
+    assert task(tmp_path, few, few, name="x.tsv").kind == "classify"
+    with pytest.raises(UsageError, match="--task ner: .* is a tsv file; ner reads conll"):
+        task(tmp_path, few, few, name="x.tsv", task="ner")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,8 +17,10 @@ from tests.interop.helpers import one_thread
 from tests.trainer.evaluate_helpers import fast_settings, write_run, write_toy_task, write_toy_vocab
 from trainer import checkpoint
 from trainer.evaluate import finetune
-from trainer.evaluate.data import Sentence, read_task
+from trainer.evaluate.data import Sentence
 from trainer.evaluate.model import pretrained, pretraining_cost
+from trainer.evaluate.readers import read_task
+from trainer.evaluate.tasks import task_kind
 
 pytest.importorskip("transformers")
 
@@ -50,26 +53,31 @@ def tokenizer(hf):
     return transformers.AutoTokenizer.from_pretrained(str(hf))
 
 
+def encode_tags(tokenizer, sentences: list[Sentence], max_length: int, labels=("NOUN", "VERB", "PRON")):
+    """The tag kind's features of `sentences` (label ids: the index in `labels`)."""
+    data, settings = SimpleNamespace(labels=labels), SimpleNamespace(max_length=max_length)
+    return task_kind("tag").encode(tokenizer, data, sentences, settings, train=True)
+
+
 def test_the_first_piece_of_each_word_carries_its_label(tokenizer):
-    ids = {"NOUN": 0, "VERB": 1, "PRON": 2}
     sentence = Sentence(("hes", "walking", "\x07", "dog"), ("PRON", "VERB", "NOUN", "NOUN"), (1, 2, 3, 4))
-    encoded = finetune.encode_tagging(tokenizer, [sentence], ids, max_length=32)
+    encoded = encode_tags(tokenizer, [sentence], max_length=32)
     (feature,) = encoded.features
     assert tokenizer.convert_ids_to_tokens(feature["input_ids"]) == [
         "[CLS]", "he", "##s", "walk", "##ing", "dog", "[SEP]"]  # fmt: skip
     assert feature["labels"] == [-100, 2, -100, 1, -100, 0, -100]
     # a word the tokenizer drops (a control character) has no piece to carry its label: never scored right
-    assert encoded.words == [[(1, 0, 0), (3, 0, 1), (5, 0, 3)]]
+    assert encoded.meta == [[(1, 0), (3, 1), (5, 3)]] and encoded.example == [0]
 
 
 def test_a_long_sentence_is_tagged_in_windows_of_whole_words(tokenizer):
     sentence = Sentence(("hes", "walking", "dog", "hes", "cat"), ("PRON", "VERB", "NOUN", "PRON", "NOUN"),
                         (1, 2, 3, 4, 5))  # fmt: skip
-    encoded = finetune.encode_tagging(tokenizer, [sentence], {"NOUN": 0, "VERB": 1, "PRON": 2}, max_length=5)
+    encoded = encode_tags(tokenizer, [sentence], max_length=5)
     tokens = [tokenizer.convert_ids_to_tokens(f["input_ids"]) for f in encoded.features]
     assert tokens == [["[CLS]", "he", "##s", "[SEP]"], ["[CLS]", "walk", "##ing", "dog", "[SEP]"],
                       ["[CLS]", "he", "##s", "cat", "[SEP]"]]  # fmt: skip
-    assert sorted(wi for where in encoded.words for _, _, wi in where) == [0, 1, 2, 3, 4]  # each word once
+    assert sorted(wi for where in encoded.meta for _, wi in where) == [0, 1, 2, 3, 4]  # each word once
     assert all(len(f["input_ids"]) <= 5 for f in encoded.features)
 
 
@@ -84,7 +92,7 @@ def test_a_word_longer_than_the_model_raises_no_false_alarm(tokenizer, monkeypat
     monkeypatch.setattr(tokenizer, "model_max_length", 1)  # "walking" is 2 pieces
     try:
         sentence = Sentence(("walking", "dog"), ("VERB", "NOUN"), (1, 2))
-        encoded = finetune.encode_tagging(tokenizer, [sentence], {"NOUN": 0, "VERB": 1}, max_length=32)
+        encoded = encode_tags(tokenizer, [sentence], max_length=32)
     finally:
         root.removeHandler(handler)
     assert len(encoded.features) == 1
@@ -124,11 +132,12 @@ def test_a_seed_gives_the_same_run_and_leaves_the_callers_random_state_alone(toy
     before = torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy()
     transformers = finetune.require_transformers()
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(hf))
-    encoded = finetune.encode(tokenizer, data, data.train.examples, settings.max_length)
+    encoded = data.task.encode(tokenizer, data, data.train.examples, settings, train=True)
     weights = []
     for seed in (5, 5, 6):
         model = finetune.build_model(hf, data, "pretrained", seed)
-        weights.append(finetune.train(model, tokenizer, data, encoded, settings, seed).state_dict())
+        finetune.train(model, tokenizer, data, encoded, settings, seed)
+        weights.append(model.state_dict())
     assert all(torch.equal(a, b) for a, b in zip(weights[0].values(), weights[1].values(), strict=True))
     assert not torch.equal(weights[0]["classifier.weight"], weights[2]["classifier.weight"])
     assert torch.equal(torch.get_rng_state(), before[0]) and random.getstate() == before[1]
@@ -140,7 +149,8 @@ def test_fine_tuning_learns_the_toy_task(toy, hf):
     first = finetune.run(hf, toy["data"], settings, "random", seed=1)
     assert first == finetune.run(hf, toy["data"], settings, "random", seed=1)
     # 6 tags, none above 30% of the words: a model that learnt nothing scores far below 0.8
-    assert first["dev"]["accuracy"] > 0.8 and first["dev"]["n"] == toy["data"].dev.units
+    scores = first["scores"]["dev"]
+    assert scores["accuracy"] > 0.8 and scores["n"] == toy["data"].dev.units
 
 
 def test_the_pre_training_cost_comes_from_the_run(toy):

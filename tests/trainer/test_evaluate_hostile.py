@@ -6,15 +6,26 @@ cost with a note), never a traceback, a hang or a negative count."""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
+from dataclasses import asdict
 
 import pytest
+import torch
 
 from corpusprep.engine.records import MAX_INT
-from tests.trainer.evaluate_helpers import write_run
+from corpusprep.errors import DataError
+from tests.trainer.evaluate_helpers import conllu, fast_settings, write_run
 from tests.trainer.test_evaluate_command import args, fake_runs, toy  # noqa: F401 - fixtures
 from trainer.evaluate import __main__ as command
-from trainer.evaluate.model import pretraining_cost
+from trainer.evaluate import data as data_module
+from trainer.evaluate import finetune
+from trainer.evaluate.data import MAX_LABELS, MAX_WORDS, Row
+from trainer.evaluate.model import pretrained, pretraining_cost
+from trainer.evaluate.readers import read_task
+from trainer.evaluate.settings import EvalSettings
+from trainer.evaluate.tasks.classify import encode_rows
+from trainer.evaluate.tasks.tag import CHARS_PER_PIECE
 from trainer.export import export
 
 main = command.main
@@ -130,3 +141,167 @@ def test_a_resumed_run_record_of_another_task_is_one_line(edit, says, toy, fake_
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: ") and "pretrained-seed12345.done.json" in err[-1] and says in err[-1]
     shutil.rmtree(out)
+
+
+# ---------------------------------------------------------------- issue 39: crashes, bounds, verdicts
+
+
+def test_a_pad_token_beyond_the_vocab_is_one_line_before_any_run(toy, fake_runs, tmp_path, capsys):  # noqa: F811
+    """transformers builds the embedding with pad_token_id as its padding index: one beyond the vocab was an
+    AssertionError (a traceback) in the first run."""
+    hf = _hf(toy, tmp_path)
+    _config({"pad_token_id": 10**6})(hf)
+    argv = args(toy)
+    argv[0] = str(hf)
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    vocab = json.loads((hf / "config.json").read_text())["vocab_size"]
+    assert err == f"error: {hf}/config.json: pad_token_id 1000000 is beyond the vocab (vocab_size {vocab})"
+    assert fake_runs == []
+
+
+@pytest.mark.parametrize(("flags", "says"), [
+    (["--epochs", "inf"], "epochs=inf: must be > 0 and at most 1,000"),
+    (["--epochs", "1e9"], "epochs=1000000000.0: must be > 0 and at most 1,000"),
+    (["--lr", "inf"], "lr=inf: must be > 0 and at most 1"),
+    (["--lr", "nan"], "lr=nan: must be > 0"),
+    (["--batch-size", "0"], "batch_size=0: must be > 0"),
+    (["--max-length", "99999999"], "max_length=99999999: must be 8 to 1,048,576"),
+    (["--metric", "entity_f1"], "--metric entity_f1: tag reports accuracy"),
+])  # fmt: skip
+def test_settings_no_run_can_honour_are_one_line_before_any_run(flags, says, toy, fake_runs, capsys):  # noqa: F811
+    """`--epochs inf` was an OverflowError (after every other stage of a pipeline ran); `--lr inf` trained
+    and scored 0.5 without a word."""
+    assert main(args(toy, *flags)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err and fake_runs == []
+
+
+def test_a_run_that_collapsed_or_diverged_is_a_warning_on_the_page(toy, fake_runs, monkeypatch,  # noqa: F811
+                                                                   capsys):  # fmt: skip
+    """SST-2's 0.5500 is its majority class: a run that learnt nothing must not read as a score."""
+    run = finetune.run
+
+    def collapsing(hf_dir, data, settings, init, seed):
+        found = run(hf_dir, data, settings, init, seed)
+        if init == "random":
+            found |= {"collapsed": {"dev": "'NOUN' for every word"}, "diverged": "training loss nan"}
+        return found
+
+    monkeypatch.setattr(finetune, "run", collapsing)
+    assert main(args(toy, "--seeds", "2")) == 0
+    out = capsys.readouterr().out
+    assert "dev: warning: random seed 12345 predicts 'NOUN' for every word: it collapsed to one answer" in out
+    assert "dev: warning: random seed 12346: training diverged (training loss nan)" in out
+
+
+@pytest.mark.slow  # ~3 s: a real fine-tuning run
+def test_a_diverging_run_is_detected(toy, tmp_path, monkeypatch):  # noqa: F811
+    """A weight that is not finite makes every loss NaN: the run says it diverged, and scores (of a model
+    that predicts one tag) are still written, never a crash."""
+    settings = fast_settings(toy["train"], toy["dev"], toy["vocab"], seeds=1, epochs=1.0)
+    data = read_task(settings)
+    build = finetune.build_model
+
+    def poisoned(hf_dir, data, init, seed):
+        model = build(hf_dir, data, init, seed)
+        with torch.no_grad():
+            model.classifier.weight[0, 0] = float("nan")
+        return model
+
+    monkeypatch.setattr(finetune, "build_model", poisoned)
+    with pretrained(toy["run"], toy["vocab"]) as model:
+        found = finetune.run(model.hf_dir, data, settings, "random", seed=1)
+    assert found["diverged"] == "training loss nan" and found["training_loss"] is None
+    assert 0 <= found["scores"]["dev"]["accuracy"] <= 1
+
+
+def test_a_line_over_the_bound_is_a_fault_never_held_whole(tmp_path, monkeypatch):
+    """One 60 MB TSV line took 6 GB: a line over MAX_LINE_BYTES is a fault of its line (read in pieces of the
+    bound, never whole), or a counted skip."""
+    monkeypatch.setattr(data_module, "MAX_LINE_BYTES", 1000)
+    rows = "sentence\tlabel\n" + "good .\t1\nbad .\t0\n" * 3
+    (tmp_path / "train.tsv").write_text(rows + "x" * 5000 + "\t1\n" + "fine .\t1\n")
+    (tmp_path / "dev.tsv").write_text(rows)
+    settings = EvalSettings(train=str(tmp_path / "train.tsv"), dev=str(tmp_path / "dev.tsv"))
+    with pytest.raises(DataError, match=r"train\.tsv:8: a line over 1,000 bytes"):
+        read_task(settings)
+    data = read_task(EvalSettings(**(asdict(settings) | {"on_error": "skip"})))
+    assert data.train.skips.counts == {"long_line": 1} and data.train.examples[-1].text == "fine ."
+
+
+def test_more_labels_than_the_bound_is_one_line(tmp_path):
+    """A million distinct labels were accepted (4.5 GB, still in epoch 1 after 5 minutes)."""
+    rows = "sentence\tlabel\n" + "".join(f"s\tlabel{i}\n" for i in range(MAX_LABELS + 1))
+    (tmp_path / "train.tsv").write_text(rows)
+    with pytest.raises(DataError, match=r"train\.tsv: more than 10,000 distinct labels \(a column of free "):
+        read_task(EvalSettings(train=str(tmp_path / "train.tsv"), dev=str(tmp_path / "train.tsv")))
+
+
+@pytest.mark.parametrize("name", ["x.conllu", "x.iob2"])
+def test_a_sentence_over_the_word_bound_is_a_fault(tmp_path, name):
+    """A CoNLL-U sentence of 10^6 words took 2.4 GB: beyond MAX_WORDS it is a fault, or a counted skip."""
+    if name.endswith(".conllu"):
+        def line(i):
+            return f"{i}\tw\tw\t{'NOUN' if i % 2 else 'VERB'}\t_\t_\t0\tdep\t_\t_"
+    else:
+        def line(i):
+            return f"w\t{'B-X' if i % 2 else 'O'}"
+    long = "\n".join(line(i) for i in range(1, MAX_WORDS + 2))
+    short = "\n".join(line(i) for i in range(1, 4))
+    (tmp_path / f"train.{name}").write_text(f"{short}\n\n{long}\n\n{short}\n")
+    settings = EvalSettings(train=str(tmp_path / f"train.{name}"), dev=str(tmp_path / f"train.{name}"))
+    says = rf"train\.{name}:{MAX_WORDS + 5}: a sentence of more than 1,000 words"
+    with pytest.raises(DataError, match=says):
+        read_task(settings)
+    data = read_task(EvalSettings(**(asdict(settings) | {"on_error": "skip"})))
+    assert len(data.train.examples) == 2 and data.train.skips.counts == {"malformed_line": 1}
+
+
+def test_texts_are_cut_before_tokenizing_and_no_length_warning_is_printed(toy, tmp_path):  # noqa: F811
+    """Everything was tokenized before truncation (200 bytes of memory per input byte), and transformers
+    printed "Token indices sequence length is longer than the specified maximum" six times per evaluation."""
+    transformers = finetune.require_transformers()
+    hf = _hf(toy, tmp_path)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(hf))
+    seen = []
+    call = type(tokenizer).__call__
+
+    def spy(self, text, pair=None, **kwargs):
+        seen.extend(len(t) for t in [*text, *(pair or [])])
+        return call(self, text, pair, **kwargs)
+
+    rows = [Row("the dog " * 100_000, "a cat " * 10, "1", 1), Row("we run", "they walk", "0", 2)]
+    said: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = said.append
+    root = transformers.utils.logging.get_logger()  # the library's own root logger (it does not propagate)
+    root.addHandler(handler)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(type(tokenizer), "__call__", spy)
+            encoded = encode_rows(tokenizer, rows, [1, 0], max_length=32)
+    finally:
+        root.removeHandler(handler)
+    assert max(seen) <= CHARS_PER_PIECE * 32 and encoded.truncated == 1
+    assert len(encoded.features[0]["input_ids"]) == 32
+    assert not [r for r in said if "Token indices sequence length" in r.getMessage()]
+
+
+@pytest.mark.slow  # ~6 s: four real fine-tuning runs
+def test_a_model_of_64_positions_evaluates_sentences_longer_than_that(toy, tmp_path, capsys):  # noqa: F811
+    """A model trained at 64 tokens with the default --max-length 128 crashed on any sentence over 64 pieces
+    (`The size of tensor a (128) must match ... (64)`): max_length is capped at the model's positions, and
+    the page says so."""
+    long = " ".join(["the", "red", "dog", "sees", "a", "cat"] * 20)
+    rows = "sentence\tlabel\n" + "".join(f"{long if i % 3 == 0 else 'we run .'}\t{i % 2}\n"
+                                         for i in range(24))  # fmt: skip
+    (tmp_path / "train.tsv").write_text(rows)
+    (tmp_path / "long.conllu").write_text(conllu([[(w, "NOUN" if w in ("dog", "cat") else "X")
+                                                   for w in long.split()]] * 6))  # fmt: skip
+    for train in ("train.tsv", "long.conllu"):
+        argv = [str(toy["run"]), "--train", str(tmp_path / train), "--dev", str(tmp_path / train),
+                "--vocab", str(toy["vocab"]), "--seeds", "1", "--epochs", "1", "--workers", "1",
+                "--device", "cpu"]  # fmt: skip
+        assert main(argv) == 0
+        assert "note: max_length 128 capped at 64: the model has 64 positions" in capsys.readouterr().out

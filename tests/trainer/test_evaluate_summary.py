@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from trainer.evaluate.summary import compare, cost_line, t_975, warnings
+from trainer.evaluate.summary import compare, cost_line, run_warnings, t_975, warnings
 
 
 def test_a_gain_larger_than_seed_noise_helps_and_says_by_how_much():
@@ -56,3 +56,32 @@ def test_cost_lines():
                       "note": "one process"}) == (
         "pre-training cost: 1,500 steps, 48,000 sequences, 2.9M tokens, 3.1 min of training (one process)")
     assert cost_line({"known": False, "note": "an imported model"}) == "pre-training cost: an imported model"
+
+
+def test_gains_that_agree_in_sign_are_never_called_seed_noise():
+    """Issue 39: three negative gains whose 95% interval still includes 0 were "no gain beyond seed noise"."""
+    lower = compare([0.80, 0.85, 0.79], [0.81, 0.852, 0.82])
+    assert lower["outcome"] == "no_gain" and "seed noise" not in lower["verdict"]
+    assert lower["verdict"].startswith("not established: every seed lower with pre-training, -0.014 ± 0.014")
+    assert "includes 0; run more seeds" in lower["verdict"]
+    higher = compare([0.81, 0.852, 0.82], [0.80, 0.85, 0.79])
+    assert higher["verdict"].startswith("not established: every seed higher")
+    mixed = compare([0.90, 0.88, 0.91], [0.89, 0.90, 0.88])
+    assert "the seeds disagree on its sign" in mixed["verdict"]
+
+
+def test_the_median_and_the_spread_are_reported():
+    result = compare([0.70, 0.90, 0.80, 0.10, 0.85], [0.1] * 5)
+    assert result["pretrained"]["median"] == 0.80 and result["pretrained"]["min"] == 0.10
+    assert result["pretrained"]["max"] == 0.90 and result["pretrained"]["mean"] == pytest.approx(0.67)
+
+
+def test_a_run_that_collapsed_or_diverged_is_a_warning():
+    runs = [{"init": "pretrained", "seed": 1, "collapsed": {"dev": "'1' for every example"},
+             "diverged": None},
+            {"init": "random", "seed": 1, "collapsed": {}, "diverged": "training loss nan"}]
+    found = run_warnings(runs, "dev", "rows")
+    assert found == ["pretrained seed 1 predicts '1' for every example: it collapsed to one answer (more "
+                     "--epochs, another --lr?)",
+                     "random seed 1: training diverged (training loss nan): its scores mean nothing; lower "
+                     "--lr"]

@@ -1,17 +1,28 @@
-"""Downstream evaluation: is a pre-trained BERT better than nothing, by how much, and at what cost?
+"""Downstream evaluation: is a pre-trained BERT better than nothing, by how much, at what cost, measured
+by the paper's yardsticks (word tagging, named entities, GLUE; extractive QA in squad*.py)?
 
     python -m trainer.evaluate runs/demo/train --train en_ewt-ud-train.conllu.xz --dev en_ewt-ud-dev.conllu.xz
+    python -m trainer.evaluate hf/ --glue glue_data/ -o runs/glue
 
 The model (a run dir, a checkpoint or a Hugging Face directory) and the same architecture randomly
-initialised are fine-tuned with the same settings and seeds (`transformers.Trainer`), and scored on dev:
-per-seed scores, mean and spread of each, the transfer gain with its spread, a verdict, a cheap baseline
-and what the pre-training cost. transformers and accelerate are an optional extra (`corpusprep[eval]`); the
-trainer's own import path does not need them.
+initialised are fine-tuned with the same settings and seeds (`transformers.Trainer`), the epoch chosen on
+dev, and scored by the field's own scorers: per-seed scores, the median and spread of each, the transfer
+gain with its spread, a verdict, the task's cheap baseline, the published BERT figure for a model of BERT's
+shape, and what the pre-training cost. transformers, accelerate, seqeval, scikit-learn and scipy are an
+optional extra (`.[eval]`); the trainer's own import path does not need them.
 
-    data.py      labelled files -> TaskData (CoNLL-U tagging; TSV/CSV/JSONL classification, GLUE's layout)
-    model.py     the model source -> a directory transformers loads (via trainer.export) + its cost
-    finetune.py  one fine-tuning run with transformers, scored
-    summary.py   seeds -> means, spreads, gain, verdict, the markdown page (pure Python)
-    compare.py   the runs over seeds and inits; an artifact when written to a directory
-    settings.py  every setting and its default (the command's flags, a pipeline's [evaluate] table)
+    tasks/       one module per task kind (tag, ner, classify, regression), registered in one table
+    data.py      examples, splits, faults, formats (pure Python); conllu.py, columns.py, tables.py read them
+    readers.py   a task's files -> TaskData, by their format's reader and the task kind's checks
+    metrics.py   the scores, by seqeval, scikit-learn and scipy
+    model.py     the model source -> a directory transformers loads (via trainer.export), its shape, its cost
+    finetune.py  one fine-tuning run, the epoch chosen on dev, its predictions and scores
+    compare.py   the runs over seeds, inits (and a grid); an artifact when written to a directory
+    summary.py   seeds -> medians, spreads, gain, verdict, the markdown page (pure Python)
+    curves.py    dev-curves.png: the dev score per epoch of both models
+    glue.py      a GLUE directory, every task, and the Table 1 of it
+    multitask.py several tasks in a pipeline's [evaluate] table
+    published.py Devlin et al. 2019's figures, the one table of them
+    settings.py  every setting, its default and the defaults by model size (flags and [evaluate] alike)
+    schemas.py   the records it writes and reads back
 """

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 from corpusprep.errors import OneLineParser, UsageError, guarded
-from trainer.evaluate.data import FORMATS, ON_ERROR, TASKS
-from trainer.evaluate.settings import DEVICES, EvalSettings
+from trainer.evaluate.data import FORMATS, ON_ERROR
+from trainer.evaluate.published import BENCHMARKS
+from trainer.evaluate.settings import DEVICES, SELECT, EvalSettings
+from trainer.evaluate.tasks import METRICS, TASKS
 
 D = EvalSettings()  # the defaults, shown in --help
 
@@ -22,45 +24,73 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("model", type=Path, help="a trainer run dir (its newest checkpoint), a step-N checkpoint, "
                    "a pipeline run dir or a Hugging Face directory (trainer.export output)")  # fmt: skip
-    data = p.add_argument_group("data: CoNLL-U (tagging) or TSV/CSV/JSONL (classification), .gz/.xz too")
-    data.add_argument("--train", required=True, metavar="FILE", help="labelled data to fine-tune on")
-    data.add_argument("--dev", required=True, metavar="FILE", help="labelled data to score")
-    data.add_argument("--test", metavar="FILE", help="a second scored file (a held-back split)")
-    data.add_argument("--task", choices=TASKS, default=D.task, help="default: auto, from the format")
-    data.add_argument("--format", choices=FORMATS, default=D.format, help="default: auto, from the names")
+    data_options(p.add_argument_group("data (CoNLL-U, CoNLL columns, TSV, CSV, JSONL; .gz/.xz too)"))
+    tuning_options(p.add_argument_group("fine-tuning, the same for both models"))
+    p.add_argument("--workers", type=int, metavar="N", help="fine-tuning runs at once (default: one per "
+                   "CPU on a CPU, one on a GPU); does not change the scores")  # fmt: skip
+    p.add_argument("--vocab", metavar="DIR", help="the checkpoint's vocab dir when its shards have moved")
+    p.add_argument("-o", "--output", type=Path, metavar="DIR", help="also write evaluation.json, "
+                   "evaluation.md, each run's record and predictions there (a rerun does nothing; a killed "
+                   "one resumes)")  # fmt: skip
+    p.add_argument("--overwrite", action="store_true", help="replace an --output of other settings")
+    return p
+
+
+def data_options(data) -> None:
+    data.add_argument("--train", metavar="FILE", help="labelled data to fine-tune on")
+    data.add_argument("--dev", metavar="FILE", help="labelled data to score after each epoch; the epoch is "
+                      "chosen on it")  # fmt: skip
+    data.add_argument("--test", metavar="FILE", help="a held-back split, scored once with that epoch")
+    data.add_argument("--glue", metavar="DIR", help="instead of --train/--dev: every GLUE task of a "
+                      "directory laid out as GLUE's (TASK/train.tsv, TASK/dev.tsv; WNLI left out), then a "
+                      "table like BERT's Table 1")  # fmt: skip
+    data.add_argument("--glue-tasks", metavar="A,B", help="with --glue: only these tasks (CoLA,SST-2,MRPC,"
+                      "QQP,STS-B,MNLI,QNLI,RTE)")  # fmt: skip
+    data.add_argument("--task", choices=TASKS, default=D.task, help="default: auto (CoNLL-U: tag; columns: "
+                      "ner; tables: classify, or regression for scores)")  # fmt: skip
+    data.add_argument("--format", choices=FORMATS, default=D.format, help="default: auto, from the names "
+                      "(else the first lines)")  # fmt: skip
+    data.add_argument("--metric", choices=METRICS, metavar="NAME", help="the headline score, chosen on and "
+                      f"judged by: {', '.join(METRICS)} (default: the task's first: accuracy for tag and "
+                      "classify, entity_f1 for ner, pearson for regression)")  # fmt: skip
+    data.add_argument("--benchmark", choices=BENCHMARKS, metavar="NAME", help="the public set these files "
+                      f"are ({', '.join(BENCHMARKS)}): a BERT-base or -large shaped model is shown beside "
+                      "the published figure")  # fmt: skip
     data.add_argument("--label-column", metavar="NAME|N", help="CoNLL-U: upos (default), xpos, feats, deprel "
-                      "or a field number; tables: default recognised from the header")  # fmt: skip
+                      "or a field number; columns: the tag column's number (default: the last of tags); "
+                      "tables: default recognised from the header")  # fmt: skip
     data.add_argument("--text-column", metavar="NAME|N", help="the text (default: sentence, sentence1, "
-                      "question, #1 String, text...)")  # fmt: skip
+                      "question, #1 String, text...); columns: the word column's number")  # fmt: skip
     data.add_argument("--pair-column", metavar="NAME|N", help="the second text of a pair task")
     data.add_argument("--no-header", dest="header", action="store_false", default=argparse.SUPPRESS,
                       help="TSV/CSV without a header row: name columns by number, from 1")  # fmt: skip
     data.add_argument("--on-error", choices=ON_ERROR, default=D.on_error,
                       help="a malformed line, a wrong field count or a label not in --train: fail (one line "
                       "naming file:line, exit 1) or skip it, counted (default: %(default)s)")  # fmt: skip
-    tune = p.add_argument_group("fine-tuning, the same for both models")
 
+
+def tuning_options(tune) -> None:
     def option(name: str, kind: type, metavar: str, text: str = "") -> None:
         default = getattr(D, name.removeprefix("--").replace("-", "_"))
+        shown = "by model size (trainer/evaluate/settings.py)" if default is None else "%(default)s"
         tune.add_argument(name, type=kind, default=default, metavar=metavar,
-                          help=f"{text} (default: %(default)s)" if text else "default: %(default)s")
+                          help=f"{text} (default: {shown})" if text else f"default: {shown}")
 
-    option("--seeds", int, "N", "runs per model, seeds --seed, --seed + 1, ...")
+    option("--seeds", int, "N", "runs per model, seeds --seed, --seed + 1, ...; the median is reported")
     option("--seed", int, "N", "the first seed")
-    option("--epochs", float, "X")
+    option("--epochs", float, "X", "dev is scored after each")
     option("--batch-size", int, "N")
     option("--lr", float, "X", "peak learning rate")
+    tune.add_argument("--select", choices=SELECT, default=D.select, help="the epoch whose weights are "
+                      "scored: best on dev (test scored once with it) or last (default: "
+                      "%(default)s)")  # fmt: skip
+    tune.add_argument("--grid", action="store_true", default=D.grid, help="BERT's search: learning rate x "
+                      "batch 16, 32 x epochs (by model size), each model's chosen on dev")  # fmt: skip
     option("--warmup", float, "X", "linear warm-up, share of the steps")
     option("--weight-decay", float, "X")
-    option("--max-length", int, "N", "word pieces per example; longer sentences are tagged in windows")
+    option("--max-length", int, "N", "word pieces per example, at most the model's positions; longer "
+           "sentences are tagged in windows")
     tune.add_argument("--device", choices=DEVICES, default=D.device, help="default: %(default)s")
-    p.add_argument("--workers", type=int, metavar="N", help="fine-tuning runs at once (default: one per "
-                   "CPU on a CPU, one on a GPU); does not change the scores")  # fmt: skip
-    p.add_argument("--vocab", metavar="DIR", help="the checkpoint's vocab dir when its shards have moved")
-    p.add_argument("-o", "--output", type=Path, metavar="DIR", help="also write evaluation.json, "
-                   "evaluation.md and each run's record there (a rerun does nothing; a killed one resumes)")
-    p.add_argument("--overwrite", action="store_true", help="replace an --output of other settings")
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,8 +103,19 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.workers is not None and args.workers < 1:
             raise UsageError(f"--workers {args.workers}: must be >= 1")
-        result = evaluate(args.model, EvalSettings(**names), args.output, overwrite=args.overwrite,
-                          workers=args.workers)  # fmt: skip
+        options = {"overwrite": args.overwrite, "workers": args.workers}
+        if args.glue is not None:
+            from trainer.evaluate import glue
+
+            if args.train or args.dev or args.test:
+                raise UsageError("--glue DIR reads each task's files: leave out --train, --dev and --test")
+            base = EvalSettings(**(names | {"train": "", "dev": ""}))
+            print(glue.table(glue.run_suite(args.model, args.glue, base, args.output, args.glue_tasks,
+                                            **options)), end="")  # fmt: skip
+            return 0
+        if not args.train or not args.dev:
+            raise UsageError("--train and --dev are needed (or --glue DIR)")
+        result = evaluate(args.model, EvalSettings(**names), args.output, **options)
         print(markdown(result), end="")
         return 0
 

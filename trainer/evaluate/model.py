@@ -13,7 +13,7 @@ import contextlib
 import math
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +47,15 @@ def is_hf_dir(path: Path) -> bool:
 
 def check_hf_dir(path: Path) -> None:
     """A Hugging Face directory is read as import_hf reads one (`export.check_hf_model`: its config, sizes
-    and weights' header), and its vocab.txt by the vocab's reader, before transformers opens anything."""
+    and weights' header), and its vocab.txt by the vocab's reader, before transformers opens anything. Its
+    `pad_token_id` must be a token of the vocab: transformers builds the embedding with it as the padding
+    index and fails an assertion (a traceback) on one beyond."""
     check_hf_model(path)
+    config = schemas.load_record(path / "config.json", "hf_config")
+    pad = config.get("pad_token_id")
+    if pad is not None and pad >= config["vocab_size"]:
+        raise DataError(f"{path / 'config.json'}: pad_token_id {pad} is beyond the vocab (vocab_size "
+                        f"{config['vocab_size']})")  # fmt: skip
     if storage.is_file(path / "vocab.txt"):
         VocabInfo.load(path)
     elif not storage.is_file(path / "tokenizer.json"):
@@ -67,6 +74,14 @@ def locate(source: str | Path) -> Path:
         check_hf_dir(path)
         return path
     return find_checkpoint(path)
+
+
+def model_shape(source: str | Path) -> dict[str, int]:
+    """hidden_size, num_layers and max_position of the model at `source`, from its config (checked as
+    export reads it): what its fine-tuning defaults, its max_length and its published figures depend on."""
+    found = locate(source)
+    config = asdict(check_hf_model(found)) if is_hf_dir(found) else read_config(found)["model"]
+    return {k: config[k] for k in ("hidden_size", "num_layers", "max_position")}
 
 
 def model_files(source: str | Path) -> list[list[Any]]:

@@ -1,19 +1,40 @@
 """The records `python -m trainer.evaluate` writes and reads back, registered with
-`corpusprep.engine.records`: one fine-tuning run's, and the whole evaluation's."""
+`corpusprep.engine.records`: one fine-tuning run's, and the whole evaluation's. Read back on a resume and by
+`corpusprep validate`, so every field a later step indexes is checked here first."""
 
 from __future__ import annotations
 
 from corpusprep.engine import records
-from corpusprep.engine.records import COUNT, MAX_INT, Bool, Int, ListOf, MapOf, Num, Obj, Opt, Rule, Str
+from corpusprep.engine.records import (
+    COUNT,
+    MAX_INT,
+    Anything,
+    Bool,
+    Int,
+    ListOf,
+    MapOf,
+    Num,
+    Obj,
+    Opt,
+    Rule,
+    Str,
+)
 
-# trainer.evaluate (trainer/evaluate/compare.py): one fine-tuning run's record, and the whole evaluation.
 SEED = Int(-MAX_INT - 1)
+SCORE = Num(-1, 1)  # every metric: accuracy, F1, P/R in [0, 1]; Matthews and correlations in [-1, 1]
+ENTITY_TYPE = Obj({"precision": SCORE, "recall": SCORE, "f1": SCORE, "n": COUNT})
+SCORES = Obj({"n": COUNT}, {"truncated": COUNT, "per_type": MapOf(ENTITY_TYPE)}, rest=SCORE)  # every metric
 EVALUATE_RUN = Obj({
     "init": Str(("pretrained", "random")), "seed": SEED, "threads": Int(1), "seconds": Num(0),
-    "scores": MapOf(Obj({"accuracy": Num(0, 1), "n": Int(1)}, {"truncated": COUNT})),
+    "scores": MapOf(SCORES),
+}, {
+    "epoch": Num(0), "curve": ListOf(ListOf(Num(), 2, 2)), "diverged": Opt(Str()), "collapsed": MapOf(Str()),
+    "config": Obj({"lr": Num(0), "batch_size": Int(1), "epochs": Num(0)}), "state": MapOf(Anything()),
 })  # fmt: skip
 SEED_SCORES = Obj({"scores": ListOf(Num()), "mean": Num(), "std": Opt(Num(0))},
-                  {"interval": ListOf(Num(), 2, 2)})  # fmt: skip
+                  {"interval": ListOf(Num(), 2, 2), "median": Num(), "min": Num(), "max": Num()})  # fmt: skip
+MEDIANS = Obj({"pretrained": Num(), "random": Num(), "baseline": Num()})  # a metric's, over the seeds
+PUBLISHED = Obj({"name": Str(), "metric": Str(), "value": Num()})
 EVALUATION = Rule(
     Obj(
         {
@@ -27,12 +48,14 @@ EVALUATION = Rule(
                              "weight_decay": Num(0), "max_length": Int(1)}),
             "splits": MapOf(Obj({"pretrained": SEED_SCORES, "random": SEED_SCORES, "gain": SEED_SCORES,
                                  "verdict": Str(), "outcome": Str(("helps", "hurts", "no_gain", "unknown")),
-                                 "baseline": Num(0, 1), "n": Int(1), "warnings": ListOf(Str())})),
+                                 "baseline": SCORE, "n": COUNT, "warnings": ListOf(Str())},
+                                {"metrics": MapOf(MEDIANS), "published": ListOf(PUBLISHED)})),
             "runs": ListOf(EVALUATE_RUN), "seconds": Num(0), "wall_seconds": Num(0), "runs_at_once": Int(1),
             "load_average": Num(0), "cpus": Int(1),
         },
         {"skipped": MapOf(Obj({"counts": MapOf(COUNT), "examples": ListOf(Str(), min_len=1)})),
-         "invalid_utf8": MapOf(COUNT)},
+         "invalid_utf8": MapOf(COUNT), "notes": ListOf(Str()), "grid": ListOf(Anything()),
+         "curves": ListOf(Str())},
     ),
     lambda r: None if "dev" in r["splits"] else ("splits", "no dev split"),
 )  # fmt: skip
