@@ -126,7 +126,8 @@ def _file_ancestor(path: Path) -> Path | None:
 _TEMP_NAME = re.compile(r"^\.(.+)\.tmp-\d+(-\d+)?$")  # temp_name's `.NAME.tmp-PID-START`: NAME
 
 
-def _user_path(name: str | bytes) -> Path:
+def user_path(name: str | bytes | os.PathLike) -> Path:
+    """The path a user knows: a temporary name (`.NAME.tmp-PID-START`, being written) as its final NAME."""
     path = Path(os.fsdecode(name))
     temp = _TEMP_NAME.match(path.name)
     return path.with_name(temp[1]) if temp else path
@@ -137,9 +138,9 @@ def describe_os_error(error: OSError) -> tuple[str, int]:
     file where a directory is needed, or the reverse), 1 when the system refused or failed (full disk,
     read-only, permission)."""
     number, reason = error.errno, error.strerror or str(error)
-    path = _user_path(error.filename) if error.filename is not None else None
+    path = user_path(error.filename) if error.filename is not None else None
     if number == errno.EISDIR and error.filename2 is not None:  # os.replace(tmp, a directory)
-        path = _user_path(error.filename2)
+        path = user_path(error.filename2)
     if path is None:
         if number in WRITE_ERRNOS:
             return f"cannot write ({reason}; disk full or file size limit?)", 1
