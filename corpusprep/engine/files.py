@@ -15,7 +15,8 @@ from corpusprep.engine import storage
 from corpusprep.engine.storage import atomic_dir, atomic_path, fsync_dir, temp_name
 
 __all__ = ["atomic_dir", "atomic_path", "fsync_dir", "read_json", "remove_stale_temps",
-           "remove_stale_temps_of", "stale_temps", "temp_name", "write_json"]  # fmt: skip
+           "remove_stale_temps_of", "parse_temp", "stale_temps", "temp_name", "writer_gone",
+           "write_json"]  # fmt: skip
 
 
 def write_json(path: str | Path, data: Any) -> None:
@@ -55,9 +56,9 @@ def stale_temps(directory: str | Path, names: Iterable[str]) -> list[Path]:
                 continue
             prefix = f"{where.relative_to(directory).as_posix()}/" if where != directory else ""
             for tmp in storage.glob(where, ".*.tmp-*"):
-                match = _TEMP.fullmatch(tmp.name)
-                if match and _stale(int(match[2]), match[3] and int(match[3])) and any(
-                    fnmatch.fnmatchcase(prefix + match[1], p) for p in patterns
+                temp = parse_temp(tmp.name)
+                if temp and _stale(temp[1], temp[2]) and any(
+                    fnmatch.fnmatchcase(prefix + temp[0], p) for p in patterns
                 ):
                     found.append(tmp)
     return found
@@ -72,11 +73,24 @@ def remove_stale_temps_of(path: Path) -> int:
 _TEMP = re.compile(r"\.(.+)\.tmp-(\d{1,9})(?:-(\d{1,20}))?")  # temp_name's `.NAME.tmp-PID-START` (or -PID)
 
 
-def _stale(pid: int, start: int | None) -> bool:
-    """Left by a process that is gone: no process of that pid, or one started at another time than the
-    writer (its pid reused); this process's own temporaries are stale too (it is only starting)."""
+def parse_temp(name: str) -> tuple[str, int, int | None] | None:
+    """(NAME, PID, START) of a temporary name (`temp_name`'s `.NAME.tmp-PID-START`, or an older `-PID`);
+    None for any other name."""
+    match = _TEMP.fullmatch(name)
+    return (match[1], int(match[2]), match[3] and int(match[3])) if match else None
+
+
+def writer_gone(pid: int, start: int | None) -> bool:
+    """Has the process that wrote under a temporary name of (pid, start) gone: no such process (or a
+    zombie), or one started at another time than the writer (its pid reused)?"""
     reused = bool(start) and storage.process_start(pid) not in (0, start)
-    return pid == os.getpid() or not alive(pid) or reused
+    return not alive(pid) or reused
+
+
+def _stale(pid: int, start: int | None) -> bool:
+    """Left by a process that is gone (`writer_gone`); this process's own temporaries are stale too (it is
+    only starting)."""
+    return pid == os.getpid() or writer_gone(pid, start)
 
 
 def _linked_below(directory: Path, where: Path) -> bool:

@@ -1,16 +1,20 @@
 """This machine's file system, the `file` row of the storage seam's `STORES` (plain paths and `file://`
-URLs): pathlib, os and pyarrow on local paths, atomic writes by a temporary name in the same directory.
+URLs): pathlib, os and pyarrow on local paths, atomic writes by a temporary name in the same directory. And
+`PrivateDir`, a folder one user's code keeps to itself, handled without following a link.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import glob as globlib
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
-from stat import S_ISREG
+from stat import S_ISLNK, S_ISREG
 from typing import IO, TYPE_CHECKING, Any
 
 from corpusprep.engine.storage import STORES, Store, fsync_dir, temp_name
@@ -167,3 +171,136 @@ class LocalStore(Store):
         import pyarrow.parquet as pq
 
         return pq.read_table(self.local(path), **kwargs)
+
+
+class PrivateDir:
+    """A folder of this user's that only the code that made it writes (the trainer's shard cache), on this
+    machine: made here (mode 0700, a mode never changed after) or found so, owned by this user and holding
+    the owner's `record` (or nothing yet: being made); entered through a descriptor opened without following
+    a link, and every entry handled by name relative to it, never through a link (lstat semantics: a link
+    is an entry like any other, never what it points at). Anything else is one line, nothing touched:
+    `what` names the folder's owner in it ("the shard cache"), `advice` what to do instead."""
+
+    def __init__(self, root: Path, name: str, record: str, what: str, advice: str) -> None:
+        self.path, self.record = Path(root) / name, record
+        self._what, self._advice = what, advice
+        self._lock = threading.Lock()  # flock does not exclude two threads of one open descriptor
+        os.makedirs(root, exist_ok=True)  # the user's own folder (or the system's temporary one)
+        root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o700, dir_fd=root_fd)
+            try:
+                self.fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                  dir_fd=root_fd)  # fmt: skip
+            except OSError as error:
+                if error.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                if S_ISLNK(os.stat(name, dir_fd=root_fd, follow_symlinks=False).st_mode):
+                    raise UsageError(f"{self.path}: a symbolic link, not {what}'s folder; corpusprep follows "
+                                     f"no link there (remove it, or {advice})") from None  # fmt: skip
+                raise UsageError(f"{self.path}: not a folder; remove it, or {advice}") from None
+        finally:
+            os.close(root_fd)
+        try:
+            self._check()
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def _check(self) -> None:
+        st = os.fstat(self.fd)
+        if st.st_uid != os.getuid():
+            raise UsageError(f"{self.path}: belongs to another user (uid {st.st_uid}), not {self._what}'s "
+                             f"folder; {self._advice}")  # fmt: skip
+        if st.st_mode & 0o077:  # others may write into it: not one made here (a mode is never changed)
+            self._foreign(f"mode {st.st_mode & 0o777:o}")
+
+    def _foreign(self, why: str) -> None:
+        raise UsageError(f"{self.path}: not a folder {self._what} made ({why}); remove it, or {self._advice}")
+
+    def claim(self, record: bytes) -> None:
+        """Hold the folder's record: the one there, or `record` written now into a folder still empty (just
+        made, here or by a process racing this one); a folder holding files but no record is refused."""
+        with self.locked():
+            found = self.lstat(self.record)
+            if found is not None and not S_ISREG(found.st_mode):
+                self._foreign(f"{self.record} is no file")
+            if found is None:
+                if [n for n in self.names() if n != self._new_record]:
+                    self._foreign(f"files, but no {self.record}")
+                self.write_record(record)
+
+    @property
+    def _new_record(self) -> str:
+        return f".{self.record}.new"  # the record being replaced: a name only the owner writes, locked
+
+    def write_record(self, data: bytes) -> None:
+        """Replace the record with `data` in one step (call it holding the lock)."""
+        if (left := self.lstat(self._new_record)) is not None and S_ISREG(left.st_mode):
+            self.remove(self._new_record)  # a record write that was killed
+        with self.create(self._new_record) as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        self.replace(self._new_record, self.record)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """This folder to oneself: other threads, processes and caches over it wait (flock on it)."""
+        with self._lock:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def lstat(self, name: str) -> os.stat_result | None:
+        """The entry `name` itself (a link: the link), None when there is none."""
+        try:
+            return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def names(self) -> list[str]:
+        return sorted(os.listdir(self.fd))
+
+    def create(self, name: str) -> IO:
+        """A new regular file (never a name that exists, never through a link), open to write."""
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                     dir_fd=self.fd)  # fmt: skip
+        return os.fdopen(fd, "wb")
+
+    def open_read(self, name: str) -> IO:
+        """A regular file to read: a link, a FIFO or a device is FileNotFoundError (no file of the folder)."""
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=self.fd)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise FileNotFoundError(errno.ENOENT, "a link, not a file", str(self.path / name)) from None
+            raise
+        if not S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise FileNotFoundError(errno.ENOENT, "not a regular file", str(self.path / name))
+        return os.fdopen(fd, "rb")
+
+    def link(self, source: str, target: str) -> bool:
+        """Give the file `source` the name `target` too, unless `target` exists (False): never replaces."""
+        try:
+            os.link(source, target, src_dir_fd=self.fd, dst_dir_fd=self.fd, follow_symlinks=False)
+        except FileExistsError:
+            return False
+        return True
+
+    def replace(self, source: str, target: str) -> None:
+        os.replace(source, target, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def remove(self, name: str) -> None:
+        os.unlink(name, dir_fd=self.fd)
+
+    def touch(self, name: str) -> None:
+        """Set the entry's modification time to now (a link's own, never its target's)."""
+        os.utime(name, dir_fd=self.fd, follow_symlinks=False)

@@ -95,13 +95,9 @@ LEFTOVER = "leftover temporary file of an interrupted write (a rerun of the comm
 
 
 def left_behind(directory: Path, manifest: dict) -> list[Path]:
-    """Temporary names of killed writes of the files a finished artifact owns (its manifest's, its kind's
-    output patterns): a rerun that finds the artifact complete removes them (engine.artifact)."""
-    from corpusprep.engine.outputs import KINDS  # the registry imports this module
-
-    kind = KINDS.get(manifest["kind"])
-    names = [*(kind.owns if kind else ()), *map(glob.escape, manifest["files"]), MANIFEST]
-    return stale_temps(directory, names)
+    """Temporary names of killed writes of the files a finished artifact lists (and of its manifest): a
+    rerun that finds the artifact complete removes them (engine.artifact)."""
+    return stale_temps(directory, [*map(glob.escape, manifest["files"]), MANIFEST])
 
 
 def damaged(directory: Path, manifest: dict, checksums: bool | Iterable[str]) -> list[tuple[Path, str]]:
