@@ -110,3 +110,20 @@ def test_every_command_refuses_a_url_no_store_can_hold_in_one_line(s3_server, in
     assert not failures, "\n".join(failures)
     assert objects() == before  # nothing written to the store (a glob's key, a lease)
     assert os.listdir(tmp_path) == []  # nor here
+
+
+def test_a_url_is_named_with_its_two_slashes_in_every_message(s3_server, tmp_path):
+    """pathlib folds `s3://b/k` into `s3:/b/k`; every message passes `errors.printable`, which gives a URL of
+    the storage seam's schemes its `//` back (the records' own names and `validate`'s lines included)."""
+    url = f"s3://{S3_BUCKET}/messages-{os.getpid()}"
+    text = tmp_path / "text.txt"
+    text.write_text("".join(f"Document {i} says a few words. And some more.\n\n" for i in range(60)))
+    assert corpusprep("vocab", text, "-o", f"{url}/vocab", "--vocab-size", "120", "--no-progress").code == 0
+    storage.write_bytes(f"{url}/vocab/vocab.txt", b"[PAD]\n")  # shorter than its manifest says
+    pairs = tmp_path / "pairs"
+    said = [corpusprep("validate", f"{url}/vocab"),
+            corpusprep("build-pairs", text, "--vocab", f"{url}/vocab", "-o", pairs, "--no-progress")]
+    for done in said:
+        assert done.code == 1 and f"{url}/vocab" in done.err, done.err
+        assert "s3:/" not in done.err.replace("s3://", ""), done.err
+    assert f"{url}/vocab/vocab.txt: 6 bytes, manifest says" in said[1].err
