@@ -8,6 +8,8 @@ moto's S3 server (the `s3_server` fixture), from real inputs (tests/security/tru
 from __future__ import annotations
 
 import os
+import random
+import time
 from pathlib import Path
 
 import pytest
@@ -112,6 +114,7 @@ def test_every_command_refuses_a_url_no_store_can_hold_in_one_line(s3_server, in
     assert os.listdir(tmp_path) == []  # nor here
 
 
+@pytest.mark.slow  # a vocab to S3 and three commands in this process (3 s)
 def test_a_url_is_named_with_its_two_slashes_in_every_message(s3_server, tmp_path):
     """pathlib folds `s3://b/k` into `s3:/b/k`; every message passes `errors.printable`, which gives a URL of
     the storage seam's schemes its `//` back (the records' own names and `validate`'s lines included)."""
@@ -127,3 +130,56 @@ def test_a_url_is_named_with_its_two_slashes_in_every_message(s3_server, tmp_pat
         assert done.code == 1 and f"{url}/vocab" in done.err, done.err
         assert "s3:/" not in done.err.replace("s3://", ""), done.err
     assert f"{url}/vocab/vocab.txt: 6 bytes, manifest says" in said[1].err
+
+
+HOSTILE = ["*", "?", "[", "]", "{a,b}", "\n", "\r", "\t", "\x00", "\x7f", "\u2028", "/", "//", ".", "..",
+           "%2F", " ", "~", "é", "#", "\\", "A", "-", ":", "s3://", "**"]  # fmt: skip
+
+
+def mutated(rng, url: str) -> str:
+    """`url` with one to three hostile edits: a character or piece inserted, replaced or a part removed."""
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len("s3:"), len(url) + 1)  # the scheme kept: the seam's object-store side
+        piece = rng.choice(HOSTILE)
+        head, tail = url[:at], url[at:]
+        url = rng.choice([head + piece + tail, head + piece + tail[1:], head + tail[2:]])
+    return url
+
+
+@pytest.mark.slow  # 2 s of rounds, at least 10 (5 s on a loaded machine): a lease, a write, a removal each
+def test_hostile_output_urls_write_where_they_say_or_are_refused(s3_server, tmp_path, monkeypatch):
+    """A seeded random sequence (bounded in time) of mutated output URLs through the seam's writes (the
+    writer's lease, a file, a removal of the tree): each is refused in one line (a CorpusprepError) or
+    touches only the objects under its own key; objects beside it (a sibling prefix, a longer name, a
+    parent's file) are never changed or removed, and nothing lands in the working directory but where a
+    plain relative path says."""
+    from corpusprep.engine.lock import exclusive_dir
+    from corpusprep.engine.urls import split_url
+    from corpusprep.errors import CorpusprepError
+
+    monkeypatch.chdir(tmp_path)
+    rng = random.Random(int(os.environ.get("CORPUSPREP_FUZZ_SEED", "39")))
+    base = f"{S3_BUCKET}/hostile-{os.getpid()}"
+    victims = {f"{base}/out-other/a": b"1", f"{base}/outx": b"2", f"{base}/parent.bin": b"3",
+               f"{base}/o/u/t/b": b"4", f"{base}/out/../a": b"5"}  # fmt: skip  (`..`: a key, to S3)
+    fs = storage.store_for(f"s3://{base}").fs(f"s3://{base}")[0]
+    deadline, rounds = time.monotonic() + 2, 0
+    while time.monotonic() < deadline or rounds < 10:
+        rounds += 1
+        for key, data in victims.items():
+            fs.pipe_file(key, data)  # (again: a URL that holds one may remove it)
+        given = mutated(rng, f"s3://{base}/out")
+        before = objects()
+        try:
+            with exclusive_dir(given):
+                storage.write_bytes(storage.join(given, "f.bin"), b"x")
+                storage.remove_tree(given)
+        except CorpusprepError as error:
+            assert "\n" not in str(error), repr(given)
+        key = split_url(given)[1] if storage.scheme_of(given) else "\0"  # a local path: no object at all
+        for name in sorted(set(objects()) ^ set(before)):  # created or removed: under its own key only
+            assert name == key or name.startswith(key + "/"), (given, name)
+        fs.invalidate_cache()
+        for name, data in victims.items():
+            assert name.startswith(key + "/") or fs.cat_file(name) == data, (given, name)
+    fs.rm(base, recursive=True)
