@@ -130,10 +130,15 @@ class ShardCache:
                 future.add_done_callback(lambda _, key=sha256: self._done(key))
 
     def close(self) -> None:
-        """Wait for the fetches under way (a reader that stops early leaves none running)."""
+        """Wait for the fetches under way (a reader that stops early leaves none running); the folder's
+        descriptor is closed too (a later read opens it again)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        with self._lock:
+            if self._folder is not None and self._pid == os.getpid():
+                self._folder.close()
+            self._folder = None
 
     def _done(self, sha256: str) -> None:
         with self._lock:

@@ -171,6 +171,7 @@ def killed_fetch(cache: ShardCache, sha: str) -> str:
     return name
 
 
+@pytest.mark.slow  # 2 s of rounds, at least 10 (3 s on a loaded machine)
 def test_random_faults_never_touch_what_the_cache_did_not_write(tmp_path):
     """A seeded random sequence (bounded in time) of user files and links planted in the cache's folder and
     beside it, fetches, evictions (a bound of one to four copies), damaged copies, killed fetches' leftovers,
