@@ -129,7 +129,7 @@ def training_wait(shards: str, cache_dir: str, prefetch: str, steps: str, run_di
         started = time.perf_counter()
         trainer.train_step()
         step_times.append(time.perf_counter() - started)
-    fetched = len(list(Path(cache_dir).glob("*.parquet")))  # shards in the cache: fetched by this run
+    fetched = len(list(Path(cache_dir).glob("*/*.parquet")))  # in the cache's folder: fetched by this run
     return {"waits": waits, "steps": step_times, "fetched": fetched}
 
 

@@ -49,10 +49,13 @@ _CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))
 def printable(text: str) -> str:
     """`text` as one line of UTF-8: the bytes of a file name that is not valid UTF-8 (which Python keeps as
     surrogates) as \\xNN, as in document ids (`caf\\xe9.txt`), and control characters as \\n, \\r, \\t,
-    \\xNN. Every message goes through here on its way out (errors, warnings, stats examples), so a file is
-    always named one way and a message is always one line."""
+    \\xNN; a URL shown through a Path (pathlib folds `s3://b/k` into `s3:/b/k`) with its `//` back. Every
+    message goes through here on its way out (errors, warnings, stats examples), so a file is always named
+    one way and a message is always one line."""
     if not text.isprintable():  # cheap when clean: str.isprintable is one C loop
         text = text.translate(_CONTROL_ESCAPES)
+    if ":/" in text:
+        text = _unfolded(text)
     try:
         text.encode("utf-8")
         return text
@@ -62,6 +65,17 @@ def printable(text: str) -> str:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a lone surrogate that is no escaped byte (JSON can carry one)
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _unfolded(text: str) -> str:
+    """`s3:/b/k` as `s3://b/k`, for the schemes of the storage seam's table (`storage.STORES`, read where it
+    is loaded: a process that never loaded it handled no URL), not where a name merely holds `word:/`."""
+    storage = sys.modules.get("corpusprep.engine.storage")
+    schemes = sorted(s for s in getattr(storage, "STORES", ()) if s != "file")
+    if not schemes:
+        return text
+    folded = rf"(?<![\w+.\-/:])({'|'.join(map(re.escape, schemes))}):/(?=[^/])"
+    return re.sub(folded, r"\1://", text, flags=re.IGNORECASE)
 
 
 class CorpusprepError(Exception):
@@ -85,7 +99,6 @@ class DataError(CorpusprepError):
 
 
 # The last line of defence of every entry point: errors that escaped the specific checks, as one line.
-WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
 INTERRUPTED = "interrupted; rerun to continue"
 TERMINATED = "terminated (SIGTERM); rerun to continue"
 TERMINATED_EXIT = 128 + signal.SIGTERM  # 143: what a shell reports for a process SIGTERM ended
@@ -132,10 +145,21 @@ def _file_ancestor(path: Path) -> Path | None:
 _TEMP_NAME = re.compile(r"^\.(.+)\.tmp-\d+(-\d+)?$")  # temp_name's `.NAME.tmp-PID-START`: NAME
 
 
-def _user_path(name: str | bytes) -> Path:
+def user_path(name: str | bytes | os.PathLike) -> Path:
+    """The path a user knows: a temporary name (`.NAME.tmp-PID-START`, being written) as its final NAME."""
     path = Path(os.fsdecode(name))
     temp = _TEMP_NAME.match(path.name)
     return path.with_name(temp[1]) if temp else path
+
+
+# what a failed write says, by errno: the one wording of a full disk wherever a write fails (any stage,
+# any library: pyarrow's "Error writing bytes to file. Detail: [errno 28] ..." included)
+WRITE_FAILURES = {
+    errno.ENOSPC: "disk full",
+    errno.EDQUOT: "disk quota full",
+    errno.EFBIG: "file too large for the file system or this process's file size limit",
+    errno.EROFS: "a read-only location",
+}
 
 
 def describe_os_error(error: OSError) -> tuple[str, int]:
@@ -143,12 +167,13 @@ def describe_os_error(error: OSError) -> tuple[str, int]:
     file where a directory is needed, or the reverse), 1 when the system refused or failed (full disk,
     read-only, permission)."""
     number, reason = error.errno, error.strerror or str(error)
-    path = _user_path(error.filename) if error.filename is not None else None
+    path = user_path(error.filename) if error.filename is not None else None
     if number == errno.EISDIR and error.filename2 is not None:  # os.replace(tmp, a directory)
-        path = _user_path(error.filename2)
+        path = user_path(error.filename2)
+    if number in WRITE_FAILURES:
+        failed = f"cannot write: {WRITE_FAILURES[number]} ({os.strerror(number)})"
+        return (f"{path}: {failed}" if path is not None else failed), 1
     if path is None:
-        if number in WRITE_ERRNOS:
-            return f"cannot write ({reason}; disk full or file size limit?)", 1
         return reason, 1
     if number == errno.ENOTDIR and (parent := _file_ancestor(path)) is not None:
         return f"{parent}: is a file, not a directory (needed for {path})", 2
@@ -156,11 +181,13 @@ def describe_os_error(error: OSError) -> tuple[str, int]:
         return f"{path}: is a file, not a directory", 2
     if number == errno.EISDIR:
         return f"{path}: is a directory, not a file", 2
-    if number in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-        return f"{path}: cannot write ({reason}; disk full or file size limit?)", 1
-    if number == errno.EROFS:
-        return f"{path}: cannot write ({reason})", 1
     return f"{path}: {reason}", 1
+
+
+def write_failed(path: str | os.PathLike, error: OSError) -> CorpusprepError:
+    """A failed write of `path` as one line (`describe_os_error`'s), for code that reports it itself."""
+    named = error if error.filename is not None else OSError(error.errno, error.strerror or str(error), path)
+    return CorpusprepError(describe_os_error(named)[0])
 
 
 _RUST_OS_ERROR = re.compile(r"^(.*) \(os error (\d+)\)")  # tokenizers, polars: "File too large (os error 27)"

@@ -51,6 +51,7 @@ from corpusprep.engine import storage
 from corpusprep.engine.lock import LOCK_NAME
 from tests.conftest import REPO, local_ray
 from tests.test_readme_commands import commands, fenced_blocks
+from trainer.cache import cache_folder
 
 DOC = REPO / "docs" / "cluster.md"
 SECTION = "Rehearsal on one machine"
@@ -225,7 +226,7 @@ def assert_same_outputs(cluster_dir: Path, local_dir: Path) -> None:
 
 def assert_trained_from_s3(done: subprocess.CompletedProcess, root: Path, shards: Path) -> None:
     manifest = json.loads((shards / "manifest.json").read_text())
-    cache = root / "driver" / "tmp" / f"corpusprep-shards-{os.getuid()}"
+    cache = root / "driver" / "tmp" / cache_folder()
     fetched = {p.name.removesuffix(".parquet") for p in cache.glob("*.parquet")}
     digests = {entry["sha256"] for split in manifest["splits"].values() for entry in split["shards"]}
     assert fetched and fetched <= digests, (fetched, digests)  # 4 steps need not reach every shard

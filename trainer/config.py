@@ -110,7 +110,7 @@ class DataConfig:
     dynamic_masking: bool = False  # re-mask every epoch from the original tokens
     verify: bool = False  # sha256 every shard against the manifest before training
     # shards on an object store (`s3://...`): fetched into a local cache, each verified once on download
-    cache_dir: str = ""  # "": corpusprep-shards-<uid> in the system's temporary directory (trainer/cache.py)
+    cache_dir: str = ""  # where the cache makes its folder ("": the temporary directory; trainer/cache.py)
     cache_bytes: int = 8 << 30  # the cache's bound: least recently used shards evicted beyond it (8 GiB)
     prefetch_shards: int = 2  # shards fetched ahead of the reader, in the background (0: none)
 

@@ -219,6 +219,7 @@ class Artifact:
         found = damaged(self.directory, manifest, self.row.checksums)
         if not found:
             storage.remove_tree(self.work)  # a kill between the manifest and this cleanup
+            self._remove_stale_temps()  # a killed writer's, if one was still a zombie when its run ended
             self.complete, self.state = manifest, State.COMPLETE
             return
         path, why = found[0]

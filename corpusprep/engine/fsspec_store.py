@@ -22,53 +22,79 @@ import contextlib
 import errno
 import functools
 import os
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import IO, Any
 
-from corpusprep.engine.storage import Store, url
+from corpusprep.engine import urls
+from corpusprep.engine.storage import Store
+from corpusprep.engine.urls import split_url, url
 from corpusprep.errors import CorpusprepError, UsageError, printable
 
 # scheme -> the extra that installs its client (pyproject's optional dependencies)
 EXTRAS = {"s3": "s3", "gs": "gcs", "gcs": "gcs"}
-_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):/+")
 # the clients' exceptions that are no OSError (no credentials, no endpoint, a throttled or refused request)
 _CLIENTS = ("botocore", "aiobotocore", "aiohttp", "google", "gcsfs", "s3fs")
-
-
-def split_url(path: Any) -> tuple[str, str]:
-    """(scheme, "bucket/key") of `s3://bucket/key` or `s3:/bucket/key`, the key without a trailing `/`."""
-    text = os.fspath(path)
-    found = _URL.match(text)
-    if found is None:
-        raise UsageError(f"{printable(text)}: not a URL (scheme://bucket/key)")
-    return found[1].lower(), text[found.end() :].rstrip("/")
+# the store's answers that say the bucket is not there (S3's codes; gcsfs says so in its message)
+_NO_BUCKET = ("NoSuchBucket", "InvalidBucketName")
+# the errno of a client's OSError that has none (s3fs raises FileNotFoundError("Not Found")), by its type
+_ERRNOS = {FileNotFoundError: errno.ENOENT, PermissionError: errno.EACCES, FileExistsError: errno.EEXIST,
+           IsADirectoryError: errno.EISDIR, NotADirectoryError: errno.ENOTDIR}  # fmt: skip
 
 
 def client_errors(method: Callable) -> Callable:
-    """A client's failure (no credentials, an unreachable endpoint) as one line naming the path, never a
-    traceback; OSErrors (a missing object: FileNotFoundError, a refused one: PermissionError) pass as they
-    are, for the callers that handle them as a local file system's."""
+    """A client's failure as one line naming the URL, never a traceback: a missing bucket (exit 2), no
+    credentials or an unreachable endpoint (exit 1). Other OSErrors (a missing object: FileNotFoundError,
+    a refused one: PermissionError) pass as their own type, for the callers that handle them as a local file
+    system's, with the errno and the URL the top-level message needs (s3fs gives neither)."""
 
     @functools.wraps(method)
     def call(self: FsspecStore, path: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, path, *args, **kwargs)
-        except (OSError, CorpusprepError):
+        except CorpusprepError:
             raise
+        except OSError as error:
+            raise _named(error, _url_among(path, args)) from error
         except Exception as error:
             if not type(error).__module__.startswith(_CLIENTS):
                 raise
-            # the URL among the arguments: put_file's is its second
-            where = next((a for a in (path, *args) if isinstance(a, (str, Path)) and _URL.match(str(a))),
-                         path)  # fmt: skip
+            where = _url_among(path, args)
             scheme, _ = split_url(where)
             raise CorpusprepError(f"{printable(url(where))}: {scheme}:// failed: {printable(str(error))} "
                                   "(credentials and endpoint: docs/manual/input.md)") from error  # fmt: skip
 
     return call
+
+
+def _url_among(path: Any, args: tuple) -> Any:
+    """The URL among a method's arguments: put_file's is its second."""
+    return next((a for a in (path, *args) if isinstance(a, (str, Path)) and urls.scheme_of(a)), path)
+
+
+def _named(error: OSError, where: Any) -> OSError | UsageError:
+    """`error` with an errno and the URL; a bucket that is not there as one UsageError line."""
+    if _client_code(error) in _NO_BUCKET or "bucket does not exist" in str(error).lower():
+        scheme, rest = split_url(where)
+        bucket = rest.partition("/")[0]  # named alone: whichever object of it was asked for first
+        return UsageError(f"{scheme}://{printable(bucket)}: no such bucket{urls.bucket_hint(bucket)}; create "
+                          "it or check the URL")  # fmt: skip
+    if type(error) not in (OSError, *_ERRNOS) or (error.errno is not None and error.filename is not None):
+        return error
+    number = error.errno if error.errno is not None else _ERRNOS.get(type(error), errno.EIO)
+    return type(error)(number, error.strerror or str(error) or os.strerror(number), url(where))
+
+
+def _client_code(error: BaseException) -> str | None:
+    """The store's error code (S3's `NoSuchBucket`) of the client error `error` was made from."""
+    seen = error
+    while seen is not None:
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            return response.get("Error", {}).get("Code")
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 class FsspecStore(Store):
@@ -78,8 +104,11 @@ class FsspecStore(Store):
         self._fs: dict[str, Any] = {}
         self._pid = os.getpid()
 
-    def fs(self, path: Any) -> tuple[Any, str]:
-        """(the file system for `path`'s scheme, the key in it)."""
+    def fs(self, path: Any, *, literal: bool = False, whole: bool = False) -> tuple[Any, str]:
+        """(the file system for `path`'s scheme, the key in it); a URL no store can hold is one line
+        (`urls.check`; `literal`: a path written, or listed from, which fsspec must not expand; `whole`: an
+        object written)."""
+        urls.check(path, literal=literal or whole, whole=whole)
         scheme, key = split_url(path)
         if self._pid != os.getpid():  # a forked child (a DataLoader worker): the parent's are not fork-safe
             self._fs, self._pid = {}, os.getpid()
@@ -100,7 +129,7 @@ class FsspecStore(Store):
 
     @client_errors
     def open(self, path: Any, mode: str = "rb", **kwargs: Any) -> IO:
-        fs, key = self.fs(path)
+        fs, key = self.fs(path, whole=any(c in mode for c in "wax+"))  # a write
         return fs.open(key, mode, **kwargs)
 
     @client_errors
@@ -111,7 +140,7 @@ class FsspecStore(Store):
 
     @client_errors
     def put_file(self, local: Path, path: Any) -> None:
-        fs, key = self.fs(path)
+        fs, key = self.fs(path, whole=True)
         fs.put_file(os.fspath(local), key)
 
     @client_errors
@@ -136,7 +165,7 @@ class FsspecStore(Store):
 
     @client_errors
     def glob(self, path: Any, pattern: str) -> list[Path]:
-        fs, key = self.fs(path)
+        fs, key = self.fs(path, literal=True)
         return self._paths(path, fs.glob(f"{key}/{pattern}"))
 
     @client_errors
@@ -169,7 +198,7 @@ class FsspecStore(Store):
     @client_errors
     def create_exclusive(self, path: Any, data: bytes) -> str:
         """Put `data` at `path` only where no object is (`If-None-Match: *`); FileExistsError if one is."""
-        fs, key = self.fs(_conditional(path))
+        fs, key = self.fs(_conditional(path), whole=True)
         with _precondition_as_exists(path):
             return _tag(fs.pipe_file(key, data, mode="create"))
 
@@ -188,21 +217,23 @@ class FsspecStore(Store):
     def replace_if(self, path: Any, data: bytes, tag: str) -> str:
         """Put `data` at `path` only while the object there is still the one tagged `tag` (`If-Match`);
         FileExistsError when another write came between (S3's 412 PreconditionFailed)."""
-        fs, key = self.fs(_conditional(path))
+        fs, key = self.fs(_conditional(path), whole=True)
         with _precondition_as_exists(path):
             return _tag(fs.pipe_file(key, data, IfMatch=f'"{tag}"'))
 
     def makedirs(self, path: Any) -> None:
-        pass  # no directories: a key's prefix exists while an object under it does
+        """No directories (a key's prefix exists while an object under it does): only the URL is checked, so
+        that an output no store can hold is refused before anything is done."""
+        urls.check(path, literal=True)
 
     @client_errors
     def replace(self, source: Any, target: Any) -> None:
-        fs, key = self.fs(source)
-        fs.mv(key, self.fs(target)[1])
+        fs, key = self.fs(source, whole=True)
+        fs.mv(key, self.fs(target, whole=True)[1])
 
     @client_errors
     def remove(self, path: Any, missing_ok: bool = False) -> None:
-        fs, key = self.fs(path)
+        fs, key = self.fs(path, literal=True)
         if not fs.isfile(key):  # a DELETE of no object succeeds: say so as a local file system would
             if missing_ok:
                 return
@@ -211,7 +242,7 @@ class FsspecStore(Store):
 
     @client_errors
     def remove_tree(self, path: Any) -> None:
-        fs, key = self.fs(path)
+        fs, key = self.fs(path, literal=True)  # fsspec would remove whatever a glob character matches
         if fs.exists(key):
             fs.rm(key, recursive=True)
 

@@ -10,7 +10,7 @@ when its process dies, so a killed run never leaves a stale one.
 The lock file is opened without following a symbolic link and used only if it is a regular file with one
 name (a link or a hard link to another file would have that file truncated), never blocking on a FIFO.
 flock does not reach across machines on every network file system: the trainer also checks each shard's
-identity as it opens it (trainer/data.py).
+identity as it opens it (trainer/shards.py).
 
 An object store (`s3://`) has no flock. There the writer holds a *lease* instead, an object of the same
 name, `DIR/.corpusprep.lock`, by this rule:
@@ -25,8 +25,11 @@ name, `DIR/.corpusprep.lock`, by this rule:
 - a lease whose heartbeat is older than `LEASE_TIMEOUT_SECONDS` belongs to a writer that is dead (killed,
   its machine gone) or stalled for that long: it may be taken over, by a write conditional on it being
   still that stale object, so of two writers taking it over one wins; the clocks of the machines writing
-  one output must agree to well within the timeout (NTP does). A lease written from this host by a pid
-  that no longer runs here is stale at once (a killed run resumed on the same machine need not wait);
+  one output must agree to well within the timeout (NTP does). A heartbeat more than
+  `CLOCK_SKEW_SECONDS` ahead of this machine's clock is stale too: no writer whose clock agrees wrote it (a
+  forged lease dated 9999 would otherwise hold the prefix for good). A lease written from this host by a
+  pid that no longer runs here (or is a zombie) is stale at once (a killed run resumed on the same machine
+  need not wait);
 - the writer deletes its lease when it finishes or fails; a killed one leaves it, for the timeout above;
 - a reader of a store (build-pairs its vocab, shard its pairs) takes no lease: it fails at start while a
   live writer's lease is there, but a writer does not see it; what protects it is the manifest's sha256 of
@@ -56,6 +59,7 @@ from corpusprep.errors import CorpusprepError, UsageError
 LOCK_NAME = ".corpusprep.lock"  # the lock file; on an object store, the writer's lease object
 LEASE_TIMEOUT_SECONDS = 120.0  # a lease not renewed for this long may be taken over
 HEARTBEAT_SECONDS = 15.0  # how often its holder renews it: many renewals fit in the timeout
+CLOCK_SKEW_SECONDS = 30.0  # how far ahead of this clock a live writer's heartbeat may be (its clock's error)
 
 
 def _open(directory: Path) -> int | None:
@@ -298,15 +302,17 @@ def lease_age(record: dict) -> float:
 
 
 def _stale(record: dict) -> bool:
-    """Not renewed for LEASE_TIMEOUT_SECONDS, or its writer was a process of this host that is gone."""
+    """Not renewed for LEASE_TIMEOUT_SECONDS, renewed "later" than this clock allows (CLOCK_SKEW_SECONDS
+    ahead: no live writer's), or its writer was a process of this host that is gone."""
     if record["host"] == socket.gethostname() and record["pid"] != os.getpid() and not alive(record["pid"]):
         return True
-    return lease_age(record) > LEASE_TIMEOUT_SECONDS
+    return not -CLOCK_SKEW_SECONDS <= lease_age(record) <= LEASE_TIMEOUT_SECONDS
 
 
 def _describe(record: dict) -> str:
     age = lease_age(record)
-    return (f"another corpusprep run (host {record['host']}, pid {record['pid']}, heartbeat {age:.0f} s ago; "
+    when = f"{age:.0f} s ago" if age >= 0 else f"{-age:.0f} s ahead of this machine's clock"
+    return (f"another corpusprep run (host {record['host']}, pid {record['pid']}, heartbeat {when}; "
             f"its lease is stale after {LEASE_TIMEOUT_SECONDS:.0f} s)")  # fmt: skip
 
 

@@ -18,6 +18,7 @@ producer compares identities (`fingerprint`, `describe_changes`) to decide what 
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import records, storage
+from corpusprep.engine.files import stale_temps
 from corpusprep.engine.records import inside
 from corpusprep.errors import DataError, InputError
 
@@ -81,18 +83,30 @@ def content_digest(directory: str | Path) -> str:
 
 
 def problems(
-    directory: str | Path, manifest: dict | None = None, *, checksums: bool | Iterable[str] = False
+    directory: str | Path, manifest: dict | None = None, *, checksums: bool | Iterable[str] = False,
+    leftovers: bool = True,
 ) -> list[str]:
     """Owned files that are missing or changed (size; with `checksums`, content: of every file, or of the
-    files named), one line each."""
+    files named), and (`leftovers`) temporary files of killed writes left beside them, one line each."""
     directory = Path(directory)
     try:
         manifest = manifest or load_manifest(directory)
         if manifest is None:
             return [f"{directory / MANIFEST}: missing (an unfinished or foreign directory)"]
-        return [f"{path}: {why}" for path, why in damaged(directory, manifest, checksums)]
+        found = [f"{path}: {why}" for path, why in damaged(directory, manifest, checksums)]
+        left = left_behind(directory, manifest) if leftovers else []
+        return found + [f"{path}: {LEFTOVER}" for path in left]
     except DataError as error:
         return [str(error)]
+
+
+LEFTOVER = "leftover temporary file of an interrupted write (a rerun of the command that wrote it removes it)"
+
+
+def left_behind(directory: Path, manifest: dict) -> list[Path]:
+    """Temporary names of killed writes of the files a finished artifact lists (and of its manifest): a
+    rerun that finds the artifact complete removes them (engine.artifact)."""
+    return stale_temps(directory, [*map(glob.escape, manifest["files"]), MANIFEST])
 
 
 def damaged(directory: Path, manifest: dict, checksums: bool | Iterable[str]) -> list[tuple[Path, str]]:
@@ -135,7 +149,7 @@ def require(
         raise InputError(f"{directory}: {what}")
     if manifest["kind"] not in kinds:
         raise InputError(f"{directory}: holds {manifest['kind']}, not {' or '.join(kinds)}")
-    found = problems(directory, manifest, checksums=checksums)
+    found = problems(directory, manifest, checksums=checksums, leftovers=False)  # harmless to a reader
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise DataError(f"{found[0]}{more}; {_repair_hint(found[0], directory)}")

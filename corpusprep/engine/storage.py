@@ -1,9 +1,10 @@
 """The storage seam: the one module through which corpusprep lists, opens, writes, renames, removes and stats
 files, so that another file system is one module and one row in `STORES`.
 
-A path is resolved to its store by its URL scheme (`store_for`): a plain path or `file://` is `LocalStore`,
-another scheme is looked up in `STORES` ("module:class", imported on first use, like the engines'
-`ENGINES`), and a scheme not in the table is one line naming the path. Stage code calls the module's
+A path is resolved to its store by its URL scheme (`store_for`; how a URL is read, shown and checked:
+engine/urls.py): a plain path or `file://` is `LocalStore` (engine/local_store.py), another scheme is looked
+up in `STORES` ("module:class", imported on first use, like the engines' `ENGINES`), and a scheme not in the
+table is one line naming the path. Stage code calls the module's
 functions (`open_file`, `write_bytes`, `atomic_path`, `glob`, `replace`, `parquet_file`, ...), which
 dispatch on the path; it never opens, lists, writes, renames or removes with pathlib, os, shutil or pyarrow
 itself (tests/architecture/test_storage_calls.py counts what is left; path checks such as `is_file` or
@@ -30,20 +31,18 @@ machine; like pathlib's, a recursive glob descends into no linked folder.
 from __future__ import annotations
 
 import contextlib
-import glob as globlib
 import importlib
 import os
-import re
 import shutil
 import sys
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
-from stat import S_ISREG
 from typing import IO, TYPE_CHECKING, Any
 
-from corpusprep.errors import CorpusprepError, DataError, UsageError, os_error_in, printable
+from corpusprep.engine.urls import scheme_of, url
+from corpusprep.errors import DataError, UsageError, printable
 
 if TYPE_CHECKING:  # pyarrow is imported where Parquet is read or written: the CLI and records stay light
     import pyarrow as pa
@@ -51,21 +50,13 @@ if TYPE_CHECKING:  # pyarrow is imported where Parquet is read or written: the C
 
 # scheme -> "module:class" of its Store, imported on first use; a plain path (no scheme) is the local store
 STORES: dict[str, str] = {
-    "file": "corpusprep.engine.storage:LocalStore",
+    "file": "corpusprep.engine.local_store:LocalStore",
     # object stores through fsspec (engine/fsspec_store.py): s3fs, gcsfs (`gcs://` is gcsfs' other name)
     "s3": "corpusprep.engine.fsspec_store:FsspecStore",
     "gs": "corpusprep.engine.fsspec_store:FsspecStore",
     "gcs": "corpusprep.engine.fsspec_store:FsspecStore",
 }
-# `s3://b/k`, and the same URL after pathlib folded its `//` (`s3:/b/k`): never a local folder named `s3:`
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):/")
 _LOADED: dict[str, Store] = {}
-
-
-def scheme_of(path: str | os.PathLike) -> str | None:
-    """The URL scheme of `path` (`"s3"` for `s3://bucket/key`), None for a plain local path."""
-    match = _SCHEME.match(os.fspath(path))
-    return match[1].lower() if match else None
 
 
 def store_for(path: str | os.PathLike) -> Store:
@@ -80,16 +71,6 @@ def store_for(path: str | os.PathLike) -> Store:
         module, _, name = STORES[scheme].partition(":")
         _LOADED[scheme] = getattr(importlib.import_module(module), name)()
     return _LOADED[scheme]
-
-
-def url(path: str | os.PathLike) -> str:
-    """`path` as text to record or show: a URL with its `//` back (pathlib folds `s3://b/k` into `s3:/b/k`),
-    a local path (or a `file://` URL) as it is."""
-    text = os.fspath(path)
-    scheme = scheme_of(text)
-    if scheme is None or scheme == "file":
-        return text
-    return f"{scheme}://{_SCHEME.sub('', text, count=1).lstrip('/')}"
 
 
 def local_path(path: str | os.PathLike) -> Path:
@@ -250,150 +231,6 @@ def join(path: Any, name: str) -> Any:
     return path / name if isinstance(path, Path) else f"{str(path).rstrip('/')}/{name}"
 
 
-class LocalStore(Store):
-    """This machine's file system: pathlib, os and pyarrow on local paths; atomic writes by a temporary name
-    in the same directory (`temp_name`), fsync, then `os.replace`."""
-
-    def local(self, path: Any) -> Path:
-        return Path(_unwrap(path))
-
-    def resolve(self, path: Any) -> Path:
-        return self.local(path).resolve()
-
-    def open(self, path: Any, mode: str = "rb", **kwargs: Any) -> IO:
-        return open(self.local(path), mode, **kwargs)
-
-    def put_file(self, local: Path, path: Any) -> None:
-        with self.atomic_path(path) as tmp:
-            shutil.copyfile(local, tmp)
-
-    def list(self, path: Any) -> list[Path]:
-        return sorted(self.local(path).iterdir())
-
-    def glob(self, path: Any, pattern: str) -> list[Path]:
-        return sorted(self.local(path).glob(pattern))
-
-    def match(self, pattern: str) -> list[Path]:
-        # the pattern as given (a Path would drop a trailing `/`, which makes `**/` match directories only)
-        return sorted(map(Path, globlib.glob(_unwrap(pattern), recursive=True)))
-
-    def entries(self, path: Any) -> tuple[list[str], list[str]]:
-        with os.scandir(self.local(path)) as found:
-            dirs, files = [], []
-            for entry in found:
-                (dirs if entry.is_dir() else files).append(entry.name)
-        return dirs, files
-
-    def walk(self, path: Any) -> Iterator[tuple[Path, list[str], list[str]]]:
-        for directory, dirs, files in os.walk(self.local(path)):
-            yield Path(directory), dirs, files
-
-    def rglob(self, path: Any, pattern: str) -> list[Path]:
-        return sorted(self.local(path).rglob(pattern))
-
-    def stat(self, path: Any) -> os.stat_result:
-        return self.local(path).stat()
-
-    def read_bounded(self, path: Any, limit: int) -> bytes:
-        """Never a FIFO or a device: opened without blocking, then checked to be a regular file."""
-        fd = os.open(self.local(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            st = os.fstat(fd)
-            if not S_ISREG(st.st_mode):
-                raise DataError(f"{path}: not a regular file")
-            if st.st_size > limit:
-                raise DataError(f"{path}: {st.st_size:,} bytes, more than a record corpusprep reads "
-                                f"({limit:,})")  # fmt: skip
-            with os.fdopen(fd, "rb", closefd=False) as f:
-                return f.read(limit + 1)
-        finally:
-            os.close(fd)
-
-    def is_dir(self, path: Any) -> bool:
-        return self.local(path).is_dir()
-
-    def is_file(self, path: Any) -> bool:
-        return self.local(path).is_file()
-
-    def exists(self, path: Any) -> bool:
-        return self.local(path).exists()
-
-    def makedirs(self, path: Any) -> None:
-        self.local(path).mkdir(parents=True, exist_ok=True)
-
-    def replace(self, source: Any, target: Any) -> None:
-        os.replace(self.local(source), self.local(target))
-
-    def remove(self, path: Any, missing_ok: bool = False) -> None:
-        self.local(path).unlink(missing_ok=missing_ok)
-
-    def remove_tree(self, path: Any) -> None:
-        path = self.local(path)
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-
-    def rmdir(self, path: Any) -> None:
-        self.local(path).rmdir()
-
-    @contextlib.contextmanager
-    def atomic_path(self, path: Any) -> Iterator[Path]:
-        path = self.local(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = temp_name(path)
-        self.remove_tree(tmp)  # a name left there (a link planted to redirect the write) is never used
-        try:
-            yield tmp
-            with open(tmp, "rb") as f:
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException as error:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-            ours = isinstance(error, CorpusprepError) or not isinstance(error, Exception)
-            cause = None if ours else os_error_in(error)
-            if cause is not None and cause.filename is None:
-                # a failed write() (full disk) names no file: name the one being written
-                raise OSError(cause.errno, cause.strerror, str(path)) from error
-            raise
-
-    @contextlib.contextmanager
-    def atomic_dir(self, path: Any) -> Iterator[Path]:
-        path = self.local(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = temp_name(path)
-        self.remove_tree(tmp)
-        tmp.mkdir()
-        try:
-            yield tmp
-            fsync_dir(tmp)
-            if path.exists() or path.is_symlink():  # a rerun of the same write after a crash that followed
-                self.remove_tree(path)  # the rename (a link there: the link goes, never what it points at)
-            os.replace(tmp, path)
-            fsync_dir(path.parent)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-
-    def parquet_file(self, path: Any, **kwargs: Any) -> pq.ParquetFile:
-        import pyarrow.parquet as pq
-
-        return pq.ParquetFile(self.local(path), **kwargs)
-
-    def read_table(self, path: Any, **kwargs: Any) -> pa.Table:
-        import pyarrow.parquet as pq
-
-        return pq.read_table(self.local(path), **kwargs)
-
-
-def _unwrap(path: Any) -> str:
-    """A local path's text, a `file://` URL's path part."""
-    text = os.fspath(path)
-    return re.sub(r"^[A-Za-z]+:(//)?", "", text) if scheme_of(text) == "file" else text
-
-
 def temp_name(path: Path) -> Path:
     """The temporary name a file is written under before it is renamed into place (same directory):
     `.NAME.tmp-PID-START`, the writer's pid and start time (`process_start`), so that a later run tells a
@@ -404,12 +241,21 @@ def temp_name(path: Path) -> Path:
 def process_start(pid: int) -> int:
     """When process `pid` started, in clock ticks since boot (Linux's /proc/PID/stat, field 22); 0 where
     that is not known (another system, or no such process)."""
+    found = process_stat(pid)
+    return found[1] if found else 0
+
+
+def process_stat(pid: int) -> tuple[str, int] | None:
+    """(state, start) of process `pid` from Linux's /proc/PID/stat: its state letter (`R`, `S`, ..., `Z` a
+    zombie: killed or ended, not yet reaped by its parent) and its start time in clock ticks since boot;
+    None where that is not known (another system, or no such process)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
-        return int(stat[stat.rindex(b")") + 2 :].split()[19])
+        fields = stat[stat.rindex(b")") + 2 :].split()  # the command name, in parentheses, may hold spaces
+        return fields[0].decode(), int(fields[19])
     except (OSError, ValueError, IndexError):
-        return 0
+        return None
 
 
 def fsync_file(path: str | os.PathLike) -> None:

@@ -39,7 +39,7 @@ from corpusprep.engine.files import write_json
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
 from corpusprep.engine.stage import StageRun, stage_run
-from corpusprep.errors import CorpusprepError, DataError, InputError, UsageError
+from corpusprep.errors import DataError, InputError, UsageError, write_failed
 from corpusprep.mask import ACTIONS, MaskVocab, examples_from_pairs, examples_from_pieces, mask_examples
 from corpusprep.mask.strategies import get as mask_strategy
 from corpusprep.objectives import objective as objective_spec
@@ -99,7 +99,7 @@ def _writing(path: str | Path) -> Iterator[None]:
     try:
         yield
     except OSError as error:
-        raise CorpusprepError(f"{path}: cannot write ({error.strerror or error})") from error
+        raise write_failed(path, error) from error
 
 
 def mask_file(task: Task) -> dict[str, Any]:

@@ -38,7 +38,7 @@ def write_group(f: BinaryIO, masked: Masked) -> list[int]:
     ]
     layout = _layout(ex.ids.dtype, len(ex), width, masked.positions.shape[1])
     for array, (dtype, _) in zip(arrays, layout, strict=True):
-        np.ascontiguousarray(array, dtype).tofile(f)
+        f.write(np.ascontiguousarray(array, dtype).data)  # not tofile: a short write there loses its errno
     return [offset, len(ex), width, masked.positions.shape[1]]
 
 

@@ -10,10 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("corpusprep", "trainer", "pipelines")
 LIMIT = 600
-ALLOWED: dict[str, int] = {
-    # being split by the `safety` engineer at the time of issue 40; the lead deletes this row at merge
-    "corpusprep/engine/storage.py": 603,
-}
+ALLOWED: dict[str, int] = {}
 
 
 def module_lengths() -> dict[str, int]:

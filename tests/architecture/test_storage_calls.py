@@ -1,7 +1,7 @@
 """A ratchet: code lists, opens, writes, renames and removes files through the storage seam
 (corpusprep/engine/storage.py), so that another file system is one module there. Counted by `ast` over
-corpusprep/, trainer/ and pipelines/ (not tests/ or bench/), outside the seam itself (storage.py and
-fsspec_store.py, a store of its `STORES`):
+corpusprep/, trainer/ and pipelines/ (not tests/ or bench/), outside the seam itself (storage.py,
+local_store.py and fsspec_store.py, the stores of its `STORES`):
 - the builtin `open`;
 - a path method: `.open`, `.read_text`, `.write_text`, `.read_bytes`, `.write_bytes`, `.glob`, `.rglob`,
   `.iterdir`, `.unlink`, `.mkdir`, `.rmdir`, `.touch`, and `.rename` / `.replace` with one argument (a
@@ -23,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("corpusprep", "trainer", "pipelines")
 # the seam: storage.py and the stores of `STORES` (a store's calls are on its own file system)
-SEAM = ("corpusprep/engine/storage.py", "corpusprep/engine/fsspec_store.py")
+SEAM = ("corpusprep/engine/storage.py", "corpusprep/engine/local_store.py",
+        "corpusprep/engine/fsspec_store.py")
 PATH_METHODS = frozenset({"open", "read_text", "write_text", "read_bytes", "write_bytes", "glob", "rglob",
                           "iterdir", "unlink", "mkdir", "rmdir", "touch", "rename", "replace"})  # fmt: skip
 ONE_ARGUMENT = frozenset({"rename", "replace"})  # Path's take one (str.replace two, DataFrame.rename a dict)

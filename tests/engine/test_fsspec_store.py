@@ -127,3 +127,38 @@ def test_a_writer_on_a_store_without_wired_conditional_writes_is_one_line():
     refused = r"^gs://b/out/\.corpusprep\.lock: no writer's lease on gs:// yet"  # no client needed first
     with pytest.raises(UsageError, match=refused), exclusive_dir("gs://b/out"):
         pass
+
+
+@pytest.mark.parametrize("given,line", [
+    ("s3://b//x/y", r"^s3://b//x/y: an output on an object store may not hold an empty, `\.` or `\.\.` part$"),
+    ("s3://bkt/a/../y", r"^s3://bkt/a/\.\./y: an output on an object store may not hold an empty"),
+    ("s3://bkt/out[1]", r"^s3://bkt/out\[1\]: an output may not hold a glob character"),
+    ("s3://bkt/a\rb", r"^s3://bkt/a\\rb: a control character in the URL"),
+    ("s3://-bkt/x", r"^s3://-bkt/x: not a bucket name \(-bkt: 3 to 63 lowercase"),
+    ("s3://b%t/x", r"^s3://b%t/x: not a bucket name"),
+    ("s3://", r"^s3://: no bucket name \(s3://BUCKET/KEY\)$"),
+    (Path("s3://"), r"^s3://: no bucket name \(s3://BUCKET/KEY\)$"),  # pathlib's `s3:`: no local folder
+])
+def test_an_output_url_no_store_can_hold_is_one_line_before_any_request(given, line, tmp_path, monkeypatch):
+    """No client is needed to refuse it (gs:// has none installed here), and nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    for write in (lambda: storage.makedirs(given), lambda: storage.write_bytes(given, b"x"),
+                  lambda: storage.remove_tree(given)):  # fmt: skip
+        with pytest.raises(UsageError, match=line):
+            write()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_url_is_read_as_given_but_written_only_literally():
+    """Reads take patterns (an input `s3://b/corpus/*.jsonl`) and a folded `s3:` (the parent of a bucket);
+    a write does not: a key with `*` would be expanded by fsspec, a bucket is no object."""
+    from corpusprep.engine import urls
+
+    urls.check("s3://bkt/corpus/*.jsonl")
+    urls.check("s3://bkt")
+    urls.check("s3://Legacy_Bucket.1/x", literal=True)  # S3's old rule: accepted by the store, if it exists
+    with pytest.raises(UsageError, match=r"^s3://bkt: a bucket, not an object"):
+        urls.check("s3://bkt", whole=True)
+    assert urls.bucket_hint("bkt") == "" and "lowercase" in urls.bucket_hint("BKT")
+    assert urls.url(Path("s3:///x")) == "s3://x"  # pathlib's folding: `s3:///x` is the bucket x
+    assert storage.is_dir(Path("s3://")) is False  # the parent of `s3:/bucket`, read: a local name, absent

@@ -30,9 +30,9 @@ def lease_of(directory: str) -> dict:
     return found[0]
 
 
-def plant(directory: str, host: str, age_s: float, pid: int = 4242) -> None:
-    """A lease another writer left: its host, pid and a heartbeat `age_s` seconds old."""
-    heartbeat = (datetime.now(UTC) - timedelta(seconds=age_s)).isoformat()
+def plant(directory: str, host: str, age_s: float, pid: int = 4242, heartbeat: str = "") -> None:
+    """A lease another writer left: its host, pid and a heartbeat `age_s` seconds old (or `heartbeat`)."""
+    heartbeat = heartbeat or (datetime.now(UTC) - timedelta(seconds=age_s)).isoformat()
     record = {"host": host, "pid": pid, "nonce": "f" * 16, "heartbeat": heartbeat, "timeout_s": 120.0}
     storage.write_bytes(f"{directory}/{LOCK_NAME}", json.dumps(record).encode())
 

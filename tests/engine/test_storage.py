@@ -18,6 +18,7 @@ import pytest
 from corpusprep.engine import storage
 from corpusprep.engine.executor import LocalExecutor, Task
 from corpusprep.engine.files import read_json, write_json
+from corpusprep.engine.local_store import LocalStore
 from corpusprep.engine.lock import exclusive_dir
 from corpusprep.engine.manifest import sha256_file
 from corpusprep.errors import UsageError
@@ -84,7 +85,7 @@ def test_a_recursive_glob_descends_into_no_linked_folder(tmp_path):
 
 def test_file_urls_are_local_paths(tmp_path):
     url = f"file://{tmp_path}/x.json"
-    assert isinstance(storage.store_for(url), storage.LocalStore)
+    assert isinstance(storage.store_for(url), LocalStore)
     write_json(url, {"a": 1})
     assert read_json(tmp_path / "x.json") == {"a": 1}
     assert storage.local_path(url) == tmp_path / "x.json"
@@ -196,7 +197,7 @@ def test_the_table_picks_a_store_by_scheme(memory):
     assert isinstance(storage.store_for("mem://bucket/x"), memory)
     assert isinstance(storage.store_for(Path("mem://bucket/x")), memory)  # pathlib folds `//`: still ours
     assert storage.store_for("mem://a") is storage.store_for("mem://b")  # one instance, made on first use
-    assert isinstance(storage.store_for("/tmp/x"), storage.LocalStore)
+    assert isinstance(storage.store_for("/tmp/x"), LocalStore)
     with pytest.raises(UsageError, match="mem://bucket/lock: needs a local file system"):
         storage.local_path("mem://bucket/lock")
     no_lease = "no conditional write, so no writer.s lease"  # engine/lock.py: a store's writer needs one

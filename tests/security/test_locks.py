@@ -1,5 +1,6 @@
 """Locks never follow a name corpusprep did not make: a lock file that is a symbolic link, a hard link, a FIFO
-or a directory is refused in one line, and whatever it points at is left as it was."""
+or a directory is refused in one line, and whatever it points at is left as it was. A forged lease on an
+object store holds its prefix no longer than a stale one."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import os
 
 import pytest
 
+from corpusprep.engine import lock, storage
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir, shared_dir
 from corpusprep.errors import UsageError
+from tests.engine.test_lease import lease_of, plant
 from tests.security.trust_world import corpusprep
 
 
@@ -45,3 +48,19 @@ def test_a_lock_that_is_not_a_plain_file_is_refused_and_its_target_untouched(tmp
     assert victim.read_text() == "precious\n"
     assert sorted(p.name for p in out.iterdir()) == [LOCK_NAME]
 
+
+def test_a_lease_dated_in_the_future_holds_a_prefix_no_longer_than_a_clock_can_err(s3_dir):
+    """A forged lease whose heartbeat is in the year 9999 would lock its prefix for good: a heartbeat more
+    than CLOCK_SKEW_SECONDS ahead of this clock is no live writer's, so it is stale and taken over (by the
+    same conditional write as an expired one); one a little ahead (a clock's error) is still live."""
+    out = f"{s3_dir}/out"
+    assert lock.CLOCK_SKEW_SECONDS == 30
+    plant(out, "elsewhere", age_s=-20)  # 20 s ahead: a live writer's whose clock is a little ahead
+    ahead = r"heartbeat (19|20) s ahead of this machine's clock;"
+    with pytest.raises(UsageError, match=ahead), exclusive_dir(out):
+        pass
+    for forged in ("9999-12-31T23:59:59+00:00", "9999-12-31T23:59:59-14:00"):
+        plant(out, "elsewhere", age_s=0, heartbeat=forged)
+        with exclusive_dir(out):
+            assert lease_of(out)["host"] != "elsewhere"  # taken over: ours now
+        assert not storage.exists(f"{out}/{LOCK_NAME}")  # and released

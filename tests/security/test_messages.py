@@ -26,6 +26,15 @@ def test_printable_escapes_control_characters_and_bytes_that_are_not_utf8():
 
 
 @pytest.mark.slow  # ~1.3 s idle
+def test_printable_gives_a_folded_url_its_two_slashes_and_leaves_other_names_alone():
+    from corpusprep.engine import storage  # noqa: F401  (its table of schemes: loaded by every URL's use)
+
+    folded = f"{Path('s3://bkt/v/vocab.txt')}: 6 bytes; rerun the command that wrote {Path('gs://b/v')}"
+    assert printable(folded) == "s3://bkt/v/vocab.txt: 6 bytes; rerun the command that wrote gs://b/v"
+    for text in ("see s3://b/k", "/tmp/s3:/x", "notes:/x", "file:/tmp/x", "s3:/", "a/b.s3:/c"):
+        assert printable(text) == text
+
+
 def test_a_file_name_holding_a_newline_keeps_every_message_on_one_line(tmp_path):
     bad = tmp_path / "two\nlines\r.jsonl"
     bad.write_text('{"text": "A good line."}\nnot json\n')

@@ -17,7 +17,7 @@ import torch
 from corpusprep.engine import storage
 from corpusprep.errors import DataError
 from trainer import run
-from trainer.cache import ShardCache
+from trainer.cache import ShardCache, cache_folder
 from trainer.data import ShardStream, epoch_order, loader_batches, plan_chunks
 from trainer.shards import open_shards
 
@@ -55,8 +55,9 @@ def test_batches_from_a_store_are_the_local_batches(tiny_shards, s3_dir, tmp_pat
     cache.close()
     train = remote.files("train")
     assert all(f.path.as_posix().startswith("s3:/") for f in train)
-    assert {p.name for p in (tmp_path / "cache").iterdir()} == {f"{f.sha256}.parquet" for f in train} | {
-        f"{remote.manifest['vocab']['sha256']}.txt"
+    folder = tmp_path / "cache" / cache_folder()  # the cache's own, in the directory it was given
+    assert {p.name for p in folder.iterdir()} == {f"{f.sha256}.parquet" for f in train} | {
+        f"{remote.manifest['vocab']['sha256']}.txt", "owned.json"
     }
     assert cache.fetched == len(train) + 1  # each shard and the vocab once, prefetched or not
 
@@ -66,11 +67,19 @@ def test_batches_from_a_store_are_the_local_batches(tiny_shards, s3_dir, tmp_pat
     again.close()
     assert again.fetched == 0
 
-    # a file damaged on disk since (same size) is not trusted by its name: it is fetched again
-    damaged = tmp_path / "cache" / f"{train[0].sha256}.parquet"
-    data = bytearray(damaged.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    damaged.write_bytes(bytes(data))
+    # a copy damaged on disk since (same size, same times: bit rot) is not trusted by its name: it is
+    # removed (it is the cache's) and fetched again
+    damaged = folder / f"{train[0].sha256}.parquet"
+    st = damaged.stat()
+    with open(damaged, "r+b") as f:
+        f.seek(st.st_size // 2)
+        byte = f.read(1)
+        f.seek(st.st_size // 2)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(damaged, ns=(st.st_atime_ns, st.st_mtime_ns))
+    record = json.loads((folder / "owned.json").read_text())
+    record["files"][damaged.name]["identity"][3] = damaged.stat().st_ctime_ns  # as if the disk did it
+    (folder / "owned.json").write_text(json.dumps(record))
     third = ShardCache(tmp_path / "cache", max_bytes=1 << 30, ahead=2)
     assert_same_batches(epoch_batches(open_shards(url, cache=third)), epoch_batches(open_shards(tiny_shards)))
     third.close()
@@ -88,7 +97,7 @@ def test_dataloader_workers_read_a_store_through_their_own_cache(tiny_shards, s3
     got = list(itertools.islice(loader_batches(stream, num_workers=2), 40))
     want = ShardStream(open_shards(tiny_shards), "train", 64, seed=5, chunk_rows=64).worker_batches(0, 1)
     assert_same_batches(got, [next(want) for _ in range(40)])
-    assert {p.suffix for p in (tmp_path / "cache").iterdir()} == {".parquet"}
+    assert {p.suffix for p in (tmp_path / "cache" / cache_folder()).iterdir()} == {".parquet", ".json"}
 
 
 @pytest.mark.slow  # ~3.4 s (loaded machine): two epochs read, files evicted and fetched again
@@ -102,7 +111,7 @@ def test_the_cache_bound_holds_and_reads_stay_correct(tiny_shards, s3_dir, tmp_p
         cache = ShardCache(directory, max_bytes=bound, ahead=ahead)
         assert_same_batches(epoch_batches(open_shards(url, cache=cache)), want)
         cache.close()
-        held = [p.stat().st_size for p in directory.glob("*.parquet")]
+        held = [p.stat().st_size for p in (directory / cache_folder()).glob("*.parquet")]
         assert cache.fetched > len(sizes) + 1  # evicted, fetched again when the order came back (+ the vocab)
         assert sum(held) <= max(bound, max(sizes))  # the bound, or the one file in use when it is smaller
 
@@ -129,8 +138,8 @@ def test_a_corrupt_object_is_one_line_naming_its_url(tiny_shards, s3_dir, tmp_pa
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
     assert f"{url}/{name}: sha256" in lines[0] and "the file is not used" in lines[0]
-    assert not (cache / f"{files[first].sha256}.parquet").exists()
-    assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no partial file left either
+    assert not (cache / cache_folder() / f"{files[first].sha256}.parquet").exists()
+    assert not [p for p in (cache / cache_folder()).iterdir() if p.name.startswith(".")]  # no partial file
 
 
 def upload_one(local: Path, url: str) -> None:
@@ -167,7 +176,7 @@ def test_training_from_a_store_equals_training_from_the_local_copy(tiny_shards, 
     shutil.rmtree(cache)
     assert run.main(train_command(url, cut, cache, "--resume")) == 0
     assert losses(cut) == losses(tmp_path / "local")
-    assert any(cache.glob("*.parquet"))
+    assert any(cache.glob("*/*.parquet"))
     saved = json.loads(storage.read_text(next((cut / "checkpoints").glob("step-0000008/config.json"))))
     assert saved["train"]["data"]["shards"] == url  # recorded as the URL, not as a local path
 
@@ -179,21 +188,24 @@ def test_a_shards_url_with_no_manifest_is_one_line(s3_dir, tmp_path):
     assert not isinstance(found.value, DataError)  # a usage error: nothing was read
 
 
-def test_a_fetch_is_verified_and_the_cache_is_writable_by_its_owner_alone(tmp_path):
+def test_a_fetch_is_verified_and_the_cache_keeps_a_folder_of_its_own(tmp_path):
     """The cache's own rules, on a local source (any path of the seam fetches alike): kept under its sha256
-    only when the bytes match, never left half-written, and a directory others could write into tightened
-    (a file in it is trusted by its name)."""
+    only when the bytes match, never left half-written, in a folder it made (mode 0700) inside the directory
+    it was given, whose mode it never changes (a folder others can write into stays so: the cache's own
+    folder inside is its alone)."""
     source = tmp_path / "shard.parquet"
     source.write_bytes(b"rows" * 1000)
     sha = hashlib.sha256(source.read_bytes()).hexdigest()
     directory = tmp_path / "cache"
-    directory.mkdir(mode=0o777)
+    directory.mkdir()
     os.chmod(directory, 0o777)
     cache = ShardCache(directory, max_bytes=1 << 20, ahead=0)
     line = rf"^{source}: sha256 .* but the manifest says {'0' * 12}\.\.\.; the file is not used$"
     with pytest.raises(DataError, match=line):
         cache.local(source, "0" * 64, 4000)
-    assert list(directory.iterdir()) == [] and directory.stat().st_mode & 0o777 == 0o755
+    folder = directory / cache_folder()
+    assert [p.name for p in folder.iterdir()] == ["owned.json"]
+    assert directory.stat().st_mode & 0o777 == 0o777 and folder.stat().st_mode & 0o777 == 0o700
     assert cache.local(source, sha, 4000).read_bytes() == source.read_bytes()
-    assert [p.name for p in directory.iterdir()] == [f"{sha}.parquet"] and cache.fetched == 1
-    assert cache.local(source, sha, 4000) == directory / f"{sha}.parquet" and cache.fetched == 1  # cached
+    assert sorted(p.name for p in folder.iterdir()) == [f"{sha}.parquet", "owned.json"] and cache.fetched == 1
+    assert cache.local(source, sha, 4000) == folder / f"{sha}.parquet" and cache.fetched == 1  # cached
