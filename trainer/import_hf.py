@@ -39,7 +39,8 @@ from corpusprep.errors import CorpusprepError, OneLineParser, UsageError, printa
 from corpusprep.tokenize import VocabInfo
 from corpusprep.tokenize.vocab import vocab_from_file
 from trainer.checkpoint import CONFIG, WEIGHTS, check_state, load_tensors, save_model
-from trainer.export import FAULT_POINT, HF_WEIGHTS, check_hf_model, from_hf, output_artifact, write_files
+from trainer.export import FAULT_POINT, HF_WEIGHTS, check_hf_model, output_artifact, write_files
+from trainer.hf_families import from_hf
 from trainer.model import BertConfig, BertForPreTraining
 
 COMMAND = "trainer.import_hf"  # in messages

@@ -20,7 +20,8 @@ from tests.interop.helpers import (
 from tests.trainer.conftest import padded_rows
 from trainer.config import OptimConfig, ScheduleConfig, preset
 from trainer.data import ShardStream, open_shards
-from trainer.export import QKV, export, key_names
+from trainer.export import export
+from trainer.hf_families import key_names
 from trainer.model import BertForPreTraining
 from trainer.optim import build_optimizer, build_scheduler
 from trainer.train import forward_loss
