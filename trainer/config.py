@@ -188,7 +188,14 @@ class OptimConfig:
 
 
 WARMUP_SHARE = 0.1  # warm-up when not given: this share of the run (of `steps`, or of the budget)
-DECAY_SHAPES = ("linear", "cosine", "1-sqrt")
+# How the lr falls over the decay: the share of the peak at `left`, the share of the decay still ahead (1 at
+# its start, 0 at the end). linear: BERT's; cosine: half a cosine (Loshchilov & Hutter 2017); 1-sqrt:
+# Hagele et al. 2024, whose cooldowns found it best for warm-up-stable-decay.
+DECAY_SHAPES: dict[str, Callable[[float], float]] = {
+    "linear": lambda left: left,
+    "cosine": lambda left: 0.5 * (1 - math.cos(math.pi * left)),
+    "1-sqrt": lambda left: 1 - math.sqrt(1 - left),
+}
 DEFAULT_STEPS = 1000  # `steps` when neither steps nor a budget is given
 DURATION = re.compile(r"(\d+(?:\.\d+)?)(s|m|h)")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
@@ -464,7 +471,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "schedule.warmup_fraction": (lambda v: v is None or _fraction(v), "in [0, 1)"),
     "schedule.grad_accum": BATCH_SIZE,  # micro-batches: as many as sequences in one, at most
     "schedule.decay_fraction": (lambda v: v is None or (_number(v) and 0 < v <= 1), "in (0, 1]"),
-    "schedule.decay_shape": one_of(DECAY_SHAPES),
+    "schedule.decay_shape": one_of(tuple(DECAY_SHAPES)),
     "data.batch_size": BATCH_SIZE,
     "data.num_workers": AT_LEAST_ZERO,
     "data.chunk_rows": AT_LEAST_ONE,
