@@ -514,8 +514,10 @@ def parameter_count(values: dict[str, Any]) -> int | None:
     vocab, hidden, layers = sizes
     inner = values.get("intermediate_size") or 4 * hidden
     mlp = (3 if values.get("mlp") in MLPS[1:] else 2) * hidden * inner  # a gated MLP has three matrices
-    positions = (values.get("max_position") or 512) + (values.get("type_vocab_size") or 2)
-    return (vocab + positions) * hidden + layers * (4 * hidden * hidden + mlp) + 2 * hidden**2
+    learned = values.get("position") in (None, "learned")  # rotary positions have no table
+    positions = (values.get("max_position") or 512) if learned else 0
+    segments = 2 if values.get("type_vocab_size") is None else values["type_vocab_size"]
+    return (vocab + positions + segments) * hidden + layers * (4 * hidden * hidden + mlp) + 2 * hidden**2
 
 
 MAX_PARAMETERS = 10**12  # beyond any model this trainer builds (BERT-large: 3.4e8), whatever the memory
