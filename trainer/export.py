@@ -301,7 +301,7 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
     head = model.config.sentence_head
     with tempfile.TemporaryDirectory(prefix="corpusprep-verify-") as scratch:  # an export on a store: a copy
         local = local_copy(Path(out_dir), Path(scratch))
-        hf_class = getattr(transformers, json.loads((local / COMMIT).read_text())["architectures"][0])
+        hf_class = getattr(transformers, json.loads(storage.read_text(local / COMMIT))["architectures"][0])
         hf, info = hf_class.from_pretrained(str(local), output_loading_info=True)
     hf.eval()
     model = model.eval()
