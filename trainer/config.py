@@ -17,8 +17,13 @@ from corpusprep.engine.records import parse_json
 from corpusprep.errors import DataError, UsageError
 from corpusprep.settings import machine_memory, read_toml
 
-# fields that shape the weights; with checkpoint.init_from they come from the saved model
-ARCHITECTURE = ("num_layers", "hidden_size", "num_heads", "intermediate_size", "max_position", "pre_ln")
+# fields that make the model (its weights and what it computes); with checkpoint.init_from they come from the
+# saved model
+ARCHITECTURE = ("num_layers", "hidden_size", "num_heads", "intermediate_size", "max_position", "pre_ln",
+                "type_vocab_size", "layer_norm_eps", "mlp", "bias", "position", "rotary_theta",
+                "embedding_norm")
+MLPS = ("gelu", "geglu", "swiglu")  # BERT's dense GELU MLP; gated: GELU (GeGLU) or SiLU (SwiGLU) gates
+POSITIONS = ("learned", "rotary")  # BERT's learned table; rotary position embeddings (RoPE)
 
 
 @dataclass
@@ -36,6 +41,17 @@ class BertConfig:
     pre_ln: bool = False  # LayerNorm before each sublayer (+ a final one): more stable at depth/high lr
     init_std: float = 0.02
     objective: str = objectives.DEFAULT  # with a sentence task (nsp, sop): pooler + sentence head
+    # Since BERT (the `modern` presets combine them as ModernBERT does; trainer/model.py says what each
+    # computes). Defaults are BERT's, so a config saved before these existed reads as the model it was.
+    mlp: str = "gelu"  # gelu | geglu | swiglu (Shazeer 2020)
+    bias: bool = True  # biases in linear layers and LayerNorms (the MLM decoder's vocab bias always stays)
+    position: str = "learned"  # learned | rotary (Su et al. 2021; type_vocab_size 0 drops segments too)
+    rotary_theta: float = 10000.0  # RoPE's base (RoFormer's; ModernBERT's 160,000 serves 8,192 tokens)
+    embedding_norm: bool = False  # pre-LN only: LayerNorm the embeddings instead of layer 0's input
+
+    @property
+    def gated(self) -> bool:
+        return self.mlp != "gelu"
 
     @property
     def sentence_head(self) -> bool:
@@ -43,7 +59,7 @@ class BertConfig:
 
     def __post_init__(self) -> None:
         if self.intermediate_size == 0 and isinstance(self.hidden_size, int):
-            self.intermediate_size = 4 * self.hidden_size
+            self.intermediate_size = default_intermediate(self.hidden_size, self.mlp)
         check_model({f.name: getattr(self, f.name) for f in fields(self)})  # a config, --set, a checkpoint
 
 
@@ -58,17 +74,45 @@ PRESETS: dict[str, tuple[int, int, int]] = {
 }
 
 
+def default_intermediate(hidden: int, mlp: str) -> int:
+    """The MLP's width when not given: BERT's 4 x hidden; a gated MLP 2/3 of that (rounded up to a multiple
+    of 8), so that its three matrices hold as many weights as BERT's two (Shazeer 2020's comparison)."""
+    return 4 * hidden if mlp == "gelu" else -(-8 * hidden // 3 // 8) * 8
+
+
+# Families of presets: "FAMILY-SIZE" is a size of PRESETS with the family's options. `modern`: ModernBERT's
+# architecture (Warner et al. 2024): pre-LN with a LayerNorm on the embeddings (none before layer 0's
+# attention) and a final one, GeGLU, no biases, rotary positions and no segment embeddings, LayerNorm eps
+# 1e-5; every layer attends globally (ModernBERT's local layers, a window of 128 tokens, would attend to a
+# whole row at the CPU recipe's 64 and BERT's 128 tokens). Exported as `ModernBertForMaskedLM`.
+MODERN = {"pre_ln": True, "embedding_norm": True, "mlp": "geglu", "bias": False, "position": "rotary",
+          "type_vocab_size": 0, "layer_norm_eps": 1e-5}  # fmt: skip
+FAMILIES: dict[str, dict[str, Any]] = {"modern": MODERN}
+PRESET_NAMES = (*PRESETS, *(f"{family}-{size}" for family in FAMILIES for size in PRESETS))
+
+
+def preset_size(name: str) -> str:
+    """The size of a preset name ("modern-mini" -> "mini"); ValueError for a name that is no preset."""
+    if name not in PRESET_NAMES:
+        raise ValueError(f"unknown model preset {name!r} (choose from {', '.join(PRESET_NAMES)})")
+    return name.rpartition("-")[2]
+
+
+def preset_fields(name: str) -> dict[str, Any]:
+    """The BertConfig fields a preset sets: its size's, and its family's options."""
+    layers, hidden, heads = PRESETS[preset_size(name)]
+    family = FAMILIES.get(name.rpartition("-")[0], {})
+    return {"num_layers": layers, "hidden_size": hidden, "num_heads": heads, **family}
+
+
 def preset(name: str, **overrides) -> BertConfig:
     """A config from a named preset; any BertConfig field can be overridden."""
-    if name not in PRESETS:
-        raise ValueError(f"unknown model preset {name!r} (choose from {', '.join(PRESETS)})")
-    layers, hidden, heads = PRESETS[name]
+    args = preset_fields(name)
     known = {f.name for f in fields(BertConfig)}
     unknown = set(overrides) - known
     if unknown:
         raise ValueError(f"unknown model option(s): {', '.join(sorted(unknown))}")
-    args = {"num_layers": layers, "hidden_size": hidden, "num_heads": heads} | overrides
-    return BertConfig(**args)
+    return BertConfig(**(args | overrides))
 
 
 @dataclass
@@ -83,6 +127,14 @@ class ModelConfig:
     dropout: float = 0.1  # training settings, not architecture: these apply with init_from too
     attention_dropout: float = 0.1
     pre_ln: bool | None = None  # default false (post-LN, as BERT)
+    # the options since BERT (BertConfig says what each is; the `modern-*` presets set them all)
+    mlp: str | None = None  # gelu (BERT) | geglu | swiglu
+    bias: bool | None = None  # default true
+    position: str | None = None  # learned (BERT) | rotary
+    rotary_theta: float | None = None  # default 10000
+    embedding_norm: bool | None = None  # default false; pre-LN only
+    type_vocab_size: int | None = None  # default 2 (BERT's segments A and B); 0: none
+    layer_norm_eps: float | None = None  # default 1e-12 (BERT's); modern: 1e-5
 
     def bert_config(self, vocab_size: int, objective: str = objectives.DEFAULT) -> BertConfig:
         """The architecture for a vocab and an objective (the shards' manifest gives both)."""
@@ -94,7 +146,7 @@ class ModelConfig:
         """The architecture this config sets explicitly (preset or fields) where `saved` differs."""
         wanted: dict = {}
         if self.preset is not None:
-            wanted = dict(zip(ARCHITECTURE[:3], PRESETS[self.preset], strict=True))
+            wanted = {k: v for k, v in preset_fields(self.preset).items() if k in ARCHITECTURE}
         wanted |= {k: getattr(self, k) for k in ARCHITECTURE if getattr(self, k) is not None}
         differ = {k: v for k, v in wanted.items() if v != getattr(saved, k)}
         return [f"model.{k}={v} (saved: {getattr(saved, k)})" for k, v in differ.items()]
@@ -117,8 +169,8 @@ class DataConfig:
 
 # The peak learning rate when optim.lr is not set, by model preset: BERT's 1e-4 (Devlin et al. 2019) from
 # small up; the small presets tolerate, and need, larger steps: mini (H256) takes ELECTRA-Small's 5e-4 (Clark
-# et al. 2020, same width), tiny (H128) 1e-3. A run from other weights (checkpoint.init_from) without a
-# preset: BERT's.
+# et al. 2020, same width), tiny (H128) 1e-3; a family's preset ("modern-tiny") takes its size's. A run from
+# other weights (checkpoint.init_from) without a preset: BERT's.
 PRESET_LR = {"tiny": 1e-3, "mini": 5e-4, "small": 1e-4, "medium": 1e-4, "base": 1e-4, "large": 1e-4}
 BERT_LR = 1e-4
 DEFAULT_PRESET = "tiny"
@@ -136,6 +188,14 @@ class OptimConfig:
 
 
 WARMUP_SHARE = 0.1  # warm-up when not given: this share of the run (of `steps`, or of the budget)
+# How the lr falls over the decay: the share of the peak at `left`, the share of the decay still ahead (1 at
+# its start, 0 at the end). linear: BERT's; cosine: half a cosine (Loshchilov & Hutter 2017); 1-sqrt:
+# Hagele et al. 2024, whose cooldowns found it best for warm-up-stable-decay.
+DECAY_SHAPES: dict[str, Callable[[float], float]] = {
+    "linear": lambda left: left,
+    "cosine": lambda left: 0.5 * (1 - math.cos(math.pi * left)),
+    "1-sqrt": lambda left: 1 - math.sqrt(1 - left),
+}
 DEFAULT_STEPS = 1000  # `steps` when neither steps nor a budget is given
 DURATION = re.compile(r"(\d+(?:\.\d+)?)(s|m|h)")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
@@ -165,6 +225,19 @@ class ScheduleConfig:
     warmup_steps: int | None = None
     warmup_fraction: float | None = None  # warm-up as a share of the run (steps or budget); None: 0.1
     grad_accum: int = 1  # micro-batches per optimizer step
+    # Warm-up-stable-decay (trapezoidal: Xing et al. 2018; WSD, Hu et al. 2024; ModernBERT): the lr stays at
+    # its peak after the warm-up and decays to 0 over the last `decay_fraction` of the run (steps or budget).
+    # None: over all of the run after the warm-up, BERT's triangle. Hagele et al. 2024 found a decay over
+    # the last 20% with `1-sqrt` matching a cosine schedule tuned to the run's length.
+    decay_fraction: float | None = None
+    decay_shape: str = "linear"  # linear (BERT's) | cosine | 1-sqrt: how the lr falls over the decay
+
+    @property
+    def decay(self) -> int:
+        """The decay steps in effect (a run by steps): `decay_fraction` of the steps, else all after the
+        warm-up."""
+        steps = self.max_steps or 0
+        return steps - self.warmup if self.decay_fraction is None else round(self.decay_fraction * steps)
 
     @property
     def max_steps(self) -> int | None:
@@ -326,7 +399,8 @@ def default_lr(config: TrainConfig) -> float:
     (their architecture is the saved one)."""
     if config.model.preset is None and config.checkpoint.init_from:
         return BERT_LR
-    return PRESET_LR.get(config.model.preset or DEFAULT_PRESET, BERT_LR)  # unknown preset: validate says so
+    name = config.model.preset or DEFAULT_PRESET
+    return PRESET_LR[preset_size(name)] if name in PRESET_NAMES else BERT_LR  # unknown: validate says so
 
 
 def _number(value: Any) -> bool:
@@ -350,6 +424,18 @@ BATCH_SIZE = (lambda v: _whole(v, 1) and v <= MAX_BATCH_SIZE, f"an integer from 
 FRACTION = (_fraction, "in [0, 1)")
 POSITIVE = (lambda v: _number(v) and v > 0, "a number > 0")
 NON_NEGATIVE = (lambda v: _number(v) and v >= 0, "a number >= 0")
+BOOL = (lambda v: isinstance(v, bool), "true or false")
+
+
+def one_of(choices: tuple[str, ...]) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: isinstance(v, str) and v in choices), f"one of {', '.join(choices)}"
+
+
+# The longest run a schedule honours: a year, 8,760 hours (or a billion steps, a year at ~30 steps/s). Far
+# beyond any run; past it the warm-up share alone outlasts the machine, so the lr of every step taken would
+# sit near 0 (a 10^20-hour budget gave 3e-24 at step 2,000), and a checkpoint interval would never come.
+MAX_RUN_SECONDS = 366 * 24 * 3600
+MAX_STEPS = 10**9
 
 # The range of every numeric setting, in one place: a TOML file, --set, the flags, a pipeline's [train]
 # (load_config -> validate) and a saved model (BertConfig runs check_model) are all checked here.
@@ -361,11 +447,17 @@ MODEL_RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "num_heads": AT_LEAST_ONE,
     "intermediate_size": AT_LEAST_ONE,
     "max_position": AT_LEAST_ONE,
-    "type_vocab_size": AT_LEAST_ONE,
+    "type_vocab_size": (lambda v: _whole(v, 0), "an integer >= 0 (0: no segment embeddings)"),
     "dropout": FRACTION,
     "attention_dropout": FRACTION,
     "layer_norm_eps": POSITIVE,
     "init_std": POSITIVE,
+    "pre_ln": BOOL,
+    "mlp": one_of(MLPS),
+    "bias": BOOL,
+    "position": one_of(POSITIONS),
+    "rotary_theta": (lambda v: _number(v) and v > 1, "a number > 1"),
+    "embedding_norm": BOOL,
 }
 RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "optim.lr": NON_NEGATIVE,
@@ -374,9 +466,12 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "optim.eps": POSITIVE,
     "optim.weight_decay": NON_NEGATIVE,
     "optim.grad_clip": (lambda v: _number(v) and v >= 0, "a number >= 0 (0: off)"),
-    "schedule.steps": (lambda v: v is None or _whole(v, 1), "an integer >= 1"),
+    "schedule.steps": (lambda v: v is None or (_whole(v, 1) and v <= MAX_STEPS),
+                       f"an integer from 1 to {MAX_STEPS:,}"),
     "schedule.warmup_fraction": (lambda v: v is None or _fraction(v), "in [0, 1)"),
-    "schedule.grad_accum": AT_LEAST_ONE,
+    "schedule.grad_accum": BATCH_SIZE,  # micro-batches: as many as sequences in one, at most
+    "schedule.decay_fraction": (lambda v: v is None or (_number(v) and 0 < v <= 1), "in (0, 1]"),
+    "schedule.decay_shape": one_of(tuple(DECAY_SHAPES)),
     "data.batch_size": BATCH_SIZE,
     "data.num_workers": AT_LEAST_ZERO,
     "data.chunk_rows": AT_LEAST_ONE,
@@ -401,6 +496,12 @@ def check_model(values: dict[str, Any]) -> None:
     hidden, heads = values.get("hidden_size"), values.get("num_heads")
     if hidden is not None and heads is not None and hidden % heads:
         raise ValueError(f"model.hidden_size={hidden} must be divisible by model.num_heads={heads}")
+    if values.get("position") == "rotary" and None not in (hidden, heads) and hidden // heads % 2:
+        raise ValueError(f"model.position='rotary' rotates pairs of dimensions: a head of "
+                         f"hidden_size / num_heads = {hidden // heads} has an odd number")  # fmt: skip
+    if values.get("embedding_norm") is True and values.get("pre_ln") is False:
+        raise ValueError("model.embedding_norm=true is pre-LN's (pre_ln=true): post-LN BERT normalises its "
+                         "embeddings already")  # fmt: skip
     check_fits(values)
 
 
@@ -412,8 +513,11 @@ def parameter_count(values: dict[str, Any]) -> int | None:
         return None
     vocab, hidden, layers = sizes
     inner = values.get("intermediate_size") or 4 * hidden
-    positions = (values.get("max_position") or 512) + (values.get("type_vocab_size") or 2)
-    return (vocab + positions) * hidden + layers * (4 * hidden * hidden + 2 * hidden * inner) + 2 * hidden**2
+    mlp = (3 if values.get("mlp") in MLPS[1:] else 2) * hidden * inner  # a gated MLP has three matrices
+    learned = values.get("position") in (None, "learned")  # rotary positions have no table
+    positions = (values.get("max_position") or 512) if learned else 0
+    segments = 2 if values.get("type_vocab_size") is None else values["type_vocab_size"]
+    return (vocab + positions + segments) * hidden + layers * (4 * hidden * hidden + mlp) + 2 * hidden**2
 
 
 MAX_PARAMETERS = 10**12  # beyond any model this trainer builds (BERT-large: 3.4e8), whatever the memory
@@ -447,6 +551,8 @@ def validate(c: TrainConfig) -> None:
         try:
             if duration and parse_duration(duration) <= 0:
                 raise ValueError(f"{duration!r} is no time at all")
+            if duration and parse_duration(duration) > MAX_RUN_SECONDS:
+                raise ValueError(f"{duration!r} is more than a year (8784h), longer than any run")
         except ValueError as e:
             raise UsageError(f"config: {key}: {e}") from None
     s = c.schedule
@@ -464,6 +570,13 @@ def validate(c: TrainConfig) -> None:
         (
             s.budget or 0 <= s.warmup <= (s.max_steps or 0),
             f"schedule.warmup_steps={s.warmup} must be in [0, steps={s.max_steps}]",
+        ),
+        (
+            s.decay_fraction is None or (s.warmup_share + s.decay_fraction <= 1 if s.budget
+                                         else s.warmup + s.decay <= (s.max_steps or 0)),
+            f"schedule.warmup_fraction={s.warmup_share} + decay_fraction={s.decay_fraction} must be at most "
+            "1 (the whole budget)" if s.budget else f"schedule: a warm-up of {s.warmup} steps and a decay of "
+            f"{s.decay} (decay_fraction={s.decay_fraction}) must fit in steps={s.max_steps}",
         ),
         (c.device in ("auto", "cpu", "cuda"), f"device must be auto, cpu or cuda, not {c.device!r}"),
     ]

@@ -1,14 +1,17 @@
-"""A trainer checkpoint as a Hugging Face BERT directory, and the weight names both ways.
+"""A trainer checkpoint as a Hugging Face directory (the class of its family: trainer/hf_families.py).
 
     python -m trainer.export runs/demo/checkpoints/step-0000300 hf/demo [--vocab DIR] [--verify]
 
-A model trained with a sentence task (objective nsp or sop) is written as `BertForPreTraining` (SOP's head
+A BERT trained with a sentence task (objective nsp or sop) is written as `BertForPreTraining` (SOP's head
 is `cls.seq_relationship`; config.json says which task it learnt, `corpusprep_objective`); one trained on
 masked LM alone (`none`) as `BertForMaskedLM`, with no pooler and no sentence head, so nothing is missing.
-OUT_DIR loads with `transformers` `AutoModelForPreTraining` (nsp, sop) / `AutoModelForMaskedLM` /
-`AutoModel` / `AutoTokenizer` / `pipeline("fill-mask")`: config.json, model.safetensors,
-vocab.txt, tokenizer.json, tokenizer_config.json, special_tokens_map.json; OUT_DIR is an artifact of kind
-"export" (corpusprep.engine.artifact, with its artifact.json): a rerun of the same checkpoint and vocab is up
+A pre-LN BERT as `MegatronBertForPreTraining` / `MegatronBertForMaskedLM`; the `modern-*` presets as
+`ModernBertForMaskedLM`; any other combination of the model's options is refused in one line, before
+anything is written. OUT_DIR loads with `transformers` `AutoModelForPreTraining` (nsp, sop) /
+`AutoModelForMaskedLM` / `AutoModel` / `AutoTokenizer` / `pipeline("fill-mask")` (and the Auto classes of
+fine-tuning: token and sequence classification): config.json, model.safetensors, vocab.txt, tokenizer.json,
+tokenizer_config.json, special_tokens_map.json; OUT_DIR is an artifact of kind "export"
+(corpusprep.engine.artifact, with its artifact.json): a rerun of the same checkpoint and vocab is up
 to date, another is refused until --overwrite, a killed export is finished by the next run. Writing needs
 torch, safetensors and corpusprep's `tokenizers`; `--verify` (optional) imports transformers to compare
 logits.
@@ -36,145 +39,12 @@ from corpusprep.engine.outputs import KINDS, PIPELINE_RUN_FILES
 from corpusprep.engine.placement import check_not_nested, directories_above, enclosing_output
 from corpusprep.engine.safetensors_file import FLOAT_DTYPES, safetensors_header
 from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError, printable
-from corpusprep.objectives import objective
 from trainer.checkpoint import WEIGHTS, find_checkpoint, load_checkpoint, write_tensors
 from trainer.checkpoint_checks import check_state
+from trainer.hf_families import config_from_hf, family_named, hf_config, hf_shapes, to_hf
 from trainer.model import BertConfig, BertForPreTraining
 
-# wrappers whose state_dict prefixes every key: torch.compile (OptimizedModule) and DDP, in either order
-# in older (TF-converted) checkpoints
-LEGACY_SUFFIXES = {".gamma": ".weight", ".beta": ".bias"}
-EMBEDDING_TABLES = ("word_embeddings", "position_embeddings", "token_type_embeddings")
-QKV = ("query", "key", "value")  # row blocks of our fused qkv, in this order
-HEADS = ("bert.pooler.", "cls.predictions.", "cls.seq_relationship.")  # initialised fresh when missing
-
-
-# ---------------------------------------------------------------- names
-
-
-def module_names(num_layers: int, sentence_head: bool = True) -> dict[str, str]:
-    """Our module prefix -> Hugging Face `BertForPreTraining` module prefix (each has .weight/.bias);
-    without the sentence head, `BertForMaskedLM`'s (no pooler, no seq_relationship)."""
-    names = {
-        "embeddings.norm": "bert.embeddings.LayerNorm",
-        "mlm_head.dense": "cls.predictions.transform.dense",
-        "mlm_head.norm": "cls.predictions.transform.LayerNorm",
-    }
-    if sentence_head:
-        names |= {"pooler": "bert.pooler.dense", "nsp_head": "cls.seq_relationship"}
-    for i in range(num_layers):
-        hf = f"bert.encoder.layer.{i}"
-        names |= {
-            f"layers.{i}.attn.out": f"{hf}.attention.output.dense",
-            f"layers.{i}.attn_norm": f"{hf}.attention.output.LayerNorm",
-            f"layers.{i}.mlp.fc1": f"{hf}.intermediate.dense",
-            f"layers.{i}.mlp.fc2": f"{hf}.output.dense",
-            f"layers.{i}.mlp_norm": f"{hf}.output.LayerNorm",
-        }
-    return names
-
-
-def key_names(config: BertConfig) -> dict[str, str]:
-    """Every state-dict key but the fused QKV: ours -> Hugging Face's."""
-    keys = {f"embeddings.{t}.weight": f"bert.embeddings.{t}.weight" for t in EMBEDDING_TABLES}
-    keys["mlm_head.bias"] = "cls.predictions.bias"
-    for ours, hf in module_names(config.num_layers, config.sentence_head).items():
-        keys |= {f"{ours}.weight": f"{hf}.weight", f"{ours}.bias": f"{hf}.bias"}
-    return keys
-
-
-def to_hf(state: dict[str, torch.Tensor], config: BertConfig) -> dict[str, torch.Tensor]:
-    """Our state dict -> `BertForPreTraining`'s, as its `save_pretrained` writes it (tied decoder omitted)."""
-    if config.pre_ln:
-        raise UsageError(
-            "a pre-LN model (pre_ln=true) has no Hugging Face BERT equivalent: BERT normalises after each "
-            "sublayer, so the weights would compute something else"
-        )
-    out = {hf: state[ours] for ours, hf in key_names(config).items()}
-    for i in range(config.num_layers):
-        for part in ("weight", "bias"):
-            blocks = state[f"layers.{i}.attn.qkv.{part}"].chunk(3, dim=0)
-            for name, block in zip(QKV, blocks, strict=True):
-                out[f"bert.encoder.layer.{i}.attention.self.{name}.{part}"] = block
-    # safetensors refuses views and shared storage: give every tensor its own contiguous memory
-    return {k: v.detach().to("cpu", copy=True).contiguous() for k, v in out.items()}
-
-
-def hf_name(key: str) -> str:
-    """A Hugging Face weight's name as `BertForPreTraining` has it: legacy gamma/beta renamed, a bare
-    `BertModel`'s prefixed."""
-    for old, suffix in LEGACY_SUFFIXES.items():
-        if key.endswith(old):
-            key = key[: -len(old)] + suffix
-    return "bert." + key if key.startswith(("embeddings.", "encoder.", "pooler.")) else key
-
-
-def from_hf(state: dict[str, torch.Tensor], config: BertConfig) -> tuple[dict[str, torch.Tensor], list[str]]:
-    """A Hugging Face BERT state dict -> ours, and the Hugging Face names of heads it lacked.
-
-    Accepts `BertForPreTraining` / `BertForMaskedLM` / `BertModel` checkpoints and legacy gamma/beta names.
-    Missing heads (pooler, MLM transform, NSP) are returned so the caller can initialise them fresh; a
-    missing encoder weight, an untied decoder or a leftover unknown key is an error.
-    """
-    state = {hf_name(key): value for key, value in state.items()}
-    for buffer in ("bert.embeddings.position_ids", "bert.embeddings.token_type_ids"):
-        state.pop(buffer, None)
-    words = state.get("bert.embeddings.word_embeddings.weight")
-    decoder = state.pop("cls.predictions.decoder.weight", None)
-    if decoder is not None and words is not None and not torch.equal(decoder, words):
-        raise UsageError("the MLM decoder is not tied to the word embeddings (BERT and our model tie them)")
-    decoder_bias = state.pop("cls.predictions.decoder.bias", None)
-    bias = state.get("cls.predictions.bias")
-    if decoder_bias is not None and bias is not None and not torch.equal(decoder_bias, bias):
-        raise UsageError("cls.predictions.decoder.bias differs from cls.predictions.bias")
-
-    out: dict[str, torch.Tensor] = {}
-    missing: list[str] = []
-    for ours, hf in key_names(config).items():
-        if hf in state:
-            out[ours] = state.pop(hf)
-        else:
-            missing.append(hf)
-    for i in range(config.num_layers):
-        for part in ("weight", "bias"):
-            names = [f"bert.encoder.layer.{i}.attention.self.{n}.{part}" for n in QKV]
-            if all(n in state for n in names):
-                out[f"layers.{i}.attn.qkv.{part}"] = torch.cat([state.pop(n) for n in names])
-            else:
-                missing += [n for n in names if n not in state]
-    if lost := [k for k in missing if not k.startswith(HEADS)]:
-        raise UsageError(f"not a complete BERT checkpoint: missing {', '.join(lost[:5])}")
-    if state:
-        raise UsageError(f"unknown weights (not BERT?): {', '.join(sorted(state)[:5])}")
-    return out, missing
-
-
 # ---------------------------------------------------------------- configs
-
-
-def hf_config(config: BertConfig, pad_token_id: int) -> dict:
-    """config.json of `transformers.BertConfig` for our BertConfig."""
-    return {
-        "architectures": ["BertForPreTraining" if config.sentence_head else "BertForMaskedLM"],
-        "corpusprep_objective": config.objective,  # what the sentence head learnt: NotNext or swapped
-        "model_type": "bert",
-        "vocab_size": config.vocab_size,
-        "hidden_size": config.hidden_size,
-        "num_hidden_layers": config.num_layers,
-        "num_attention_heads": config.num_heads,
-        "intermediate_size": config.intermediate_size,
-        "hidden_act": "gelu",  # exact erf GELU in transformers, as in our model
-        "hidden_dropout_prob": config.dropout,
-        "attention_probs_dropout_prob": config.attention_dropout,
-        "max_position_embeddings": config.max_position,
-        "type_vocab_size": config.type_vocab_size,
-        "initializer_range": config.init_std,
-        "layer_norm_eps": config.layer_norm_eps,
-        "pad_token_id": pad_token_id,
-        "position_embedding_type": "absolute",
-        "tie_word_embeddings": True,
-        "torch_dtype": "float32",
-    }
 
 
 def trained_length(saved: dict, config: BertConfig) -> int | None:
@@ -192,46 +62,14 @@ def trained_length(saved: dict, config: BertConfig) -> int | None:
     return length if 1 <= length <= config.max_position else None
 
 
-def bert_config_from_hf(hf: dict, where: Path) -> BertConfig:
-    """Our BertConfig for a Hugging Face BERT config.json; anything our model cannot compute is an error."""
-    checks = {
-        "model_type": (hf.get("model_type", "bert"), "bert"),
-        "hidden_act": (hf.get("hidden_act", "gelu"), "gelu"),
-        "position_embedding_type": (hf.get("position_embedding_type", "absolute"), "absolute"),
-    }
-    for key, (value, want) in checks.items():
-        if value != want:
-            raise UsageError(f"{where}: {key} is {value!r}; corpusprep reads only {want!r} BERT")
-    try:
-        return BertConfig(
-            vocab_size=hf["vocab_size"],
-            hidden_size=hf["hidden_size"],
-            num_layers=hf["num_hidden_layers"],
-            num_heads=hf["num_attention_heads"],
-            intermediate_size=hf["intermediate_size"],
-            max_position=hf.get("max_position_embeddings", 512),
-            type_vocab_size=hf.get("type_vocab_size", 2),
-            dropout=hf.get("hidden_dropout_prob", 0.1),
-            attention_dropout=hf.get("attention_probs_dropout_prob", 0.1),
-            layer_norm_eps=hf.get("layer_norm_eps", 1e-12),
-            init_std=hf.get("initializer_range", 0.02),
-            # ours round-trips: an MLM-only export (`none`) comes back without pooler and sentence head; any
-            # other BERT gets BERT's sentence head (fresh where the checkpoint lacks it)
-            objective=objective(hf.get("corpusprep_objective")).name,
-        )
-    except KeyError as e:
-        raise UsageError(f"{where}: lacks {e.args[0]}") from None
-    except (TypeError, ValueError) as e:  # a size out of range or no machine holds (config.check_model): data
-        raise DataError(f"{where}: {e}") from None
-
-
 HF_WEIGHTS = "model.safetensors"
 HF_PICKLED = ("pytorch_model.bin", "model.ckpt.index", "tf_model.h5")
 
 
 def check_hf_model(hf_dir: Path) -> BertConfig:
-    """Our BertConfig for a Hugging Face BERT directory, and its weights checked against it before any is
-    read: config.json by the records loader and `bert_config_from_hf` (sizes by config.check_fits: a model
+    """Our BertConfig for a Hugging Face directory of a family we read (BERT, Megatron-BERT, ModernBERT), and
+    its weights checked against it before any is read: config.json by the records loader and the family's
+    reader (`hf_families.config_from_hf`; sizes by config.check_fits: a model
     this machine holds), model.safetensors' header (safetensors_header: whole, tensors tiling the
     file), every tensor floating point with the shape the config gives it, no encoder weight missing. A
     pickled pytorch_model.bin is refused, never opened. The one check of a Hugging Face model directory:
@@ -241,7 +79,9 @@ def check_hf_model(hf_dir: Path) -> BertConfig:
         raise UsageError(f"{hf_dir}: no config.json (not a save_pretrained directory)")
     # the records loader checks shape and types, BertConfig the sizes; both exit 1. What our model cannot
     # compute (relu, roberta): exit 2
-    config = bert_config_from_hf(records.load_record(config_path, "hf_config"), config_path)
+    record = records.load_record(config_path, "hf_config")
+    config = config_from_hf(record, config_path)
+    family = family_named(record.get("model_type", "bert"), config_path)
     if not storage.is_file(weights):
         if any(storage.is_file(hf_dir / name) for name in HF_PICKLED):
             raise UsageError(
@@ -256,29 +96,15 @@ def check_hf_model(hf_dir: Path) -> BertConfig:
         raise UsageError(f"{hf_dir}: no model.safetensors")
     expected = hf_shapes(config)
     for name, (dtype, shape) in safetensors_header(weights).items():
-        known = expected.pop(hf_name(name), None)
+        known = expected.pop(family.hf_name(name), None)
         if dtype not in FLOAT_DTYPES:
             raise DataError(f"{weights}: {json.dumps(name)}: {dtype}, not floating point")
         if known is not None and shape != known:
             raise DataError(f"{weights}: {json.dumps(name)}: shape {list(shape)}, {config_path.name} gives "
                             f"{list(known)}")  # fmt: skip
-    if lost := [k for k in expected if not k.startswith(HEADS)]:
-        raise DataError(f"{weights}: not a complete BERT checkpoint: missing {', '.join(lost[:3])}")
+    if lost := [k for k in expected if not k.startswith(family.heads)]:
+        raise DataError(f"{weights}: not a complete {family.title} checkpoint: missing {', '.join(lost[:3])}")
     return config
-
-
-def hf_shapes(config: BertConfig) -> dict[str, tuple[int, ...]]:
-    """The shape of every weight of `BertForPreTraining` (`BertForMaskedLM` without the sentence head) for
-    `config`, by Hugging Face name, from our model's shapes (no memory: the meta device)."""
-    with torch.device("meta"):
-        ours = {k: tuple(v.shape) for k, v in BertForPreTraining(config).state_dict().items()}
-    shapes = {hf: ours[k] for k, hf in key_names(config).items()}
-    for i in range(config.num_layers):
-        for part in ("weight", "bias"):
-            rows, *rest = ours[f"layers.{i}.attn.qkv.{part}"]
-            shapes |= {f"bert.encoder.layer.{i}.attention.self.{n}.{part}": (rows // 3, *rest) for n in QKV}
-    words = shapes["bert.embeddings.word_embeddings.weight"]
-    return shapes | {"cls.predictions.decoder.weight": words, "cls.predictions.decoder.bias": words[:1]}
 
 
 # ---------------------------------------------------------------- checkpoint and vocab
@@ -398,18 +224,19 @@ def export_dir(
     path = find_checkpoint(Path(checkpoint))
     config, state, saved = load_checkpoint(path)
     check_state(state, config, path / WEIGHTS)
-    weights = to_hf(state, config)  # raises for pre-LN before anything is written
+    weights = to_hf(state, config)  # a model no Hugging Face class computes: refused before any write
     vocab_dir = find_vocab(path, saved, Path(vocab) if vocab else None, config.vocab_size)
     # Positions beyond the longest trained sequence hold their random initialisation: the export ends at the
     # trained length (max_position_embeddings, the position table, the tokenizer's model_max_length), so a
     # longer input is an error or truncated, never silently read with untrained positions.
     trained = trained_length(saved, config)
     if trained is not None and trained < config.max_position:
-        table = "bert.embeddings.position_embeddings.weight"
-        weights[table] = weights[table][:trained].clone()
+        table = "bert.embeddings.position_embeddings.weight"  # rotary positions have no table
+        if table in weights:
+            weights[table] = weights[table][:trained].clone()
         config = dataclasses.replace(config, max_position=trained)
     texts = tokenizer_files(vocab_dir, config.max_position)
-    record = hf_config(config, texts["vocab.txt"].splitlines().index("[PAD]"))
+    record = hf_config(config, texts["vocab.txt"].splitlines())
     record["corpusprep_trained_length"] = trained
     identity = {
         "checkpoint": {"name": path.name, "weights_sha256": saved["files"][WEIGHTS]["sha256"]},
@@ -474,9 +301,9 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
     import transformers
 
     head = model.config.sentence_head
-    hf_class = transformers.BertForPreTraining if head else transformers.BertForMaskedLM
     with tempfile.TemporaryDirectory(prefix="corpusprep-verify-") as scratch:  # an export on a store: a copy
         local = local_copy(Path(out_dir), Path(scratch))
+        hf_class = getattr(transformers, json.loads(storage.read_text(local / COMMIT))["architectures"][0])
         hf, info = hf_class.from_pretrained(str(local), output_loading_info=True)
     hf.eval()
     model = model.eval()
@@ -490,7 +317,8 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
     mask = torch.arange(length)[None, :] < lengths[:, None]
     with torch.no_grad():
         ours_mlm, ours_nsp = model.padded(ids, types, mask)
-        theirs = hf(input_ids=ids, token_type_ids=types, attention_mask=mask.long())
+        segments = {"token_type_ids": types} if c.type_vocab_size else {}  # ModernBERT has none
+        theirs = hf(input_ids=ids, attention_mask=mask.long(), **segments)
     return {
         "missing_keys": sorted(info["missing_keys"]),
         "unexpected_keys": sorted(info["unexpected_keys"]),
@@ -513,7 +341,8 @@ def positions_note(out: Path) -> str:
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="python -m trainer.export",
-        description="Write a trainer checkpoint as a Hugging Face BERT directory (safetensors + tokenizer).",
+        description="Write a trainer checkpoint as a Hugging Face directory (safetensors + tokenizer): BERT, "
+        "Megatron-BERT (pre-LN) or ModernBERT (the modern-* presets).",
     )
     p.add_argument("checkpoint", type=Path, help="checkpoint directory (step-NNNNNNN) or run directory")
     p.add_argument("out_dir", type=Path, help="output directory for transformers' from_pretrained")

@@ -40,7 +40,8 @@ from corpusprep.tokenize import VocabInfo
 from corpusprep.tokenize.vocab import vocab_from_file
 from trainer.checkpoint import CONFIG, WEIGHTS, load_tensors, save_model
 from trainer.checkpoint_checks import check_state
-from trainer.export import FAULT_POINT, HF_WEIGHTS, check_hf_model, from_hf, output_artifact, write_files
+from trainer.export import FAULT_POINT, HF_WEIGHTS, check_hf_model, output_artifact, write_files
+from trainer.hf_families import from_hf
 from trainer.model import BertConfig, BertForPreTraining
 
 COMMAND = "trainer.import_hf"  # in messages

@@ -2,7 +2,22 @@
 
 Numerically the model is Hugging Face `BertForPreTraining` (post-LN, exact erf GELU, LayerNorm eps 1e-12,
 tanh pooler on [CLS], MLM head dense -> GELU -> LayerNorm -> decoder tied to the word embeddings plus
-its own bias), so weights convert both ways. What differs is *how* it computes, shaped for a GPU:
+its own bias), so weights convert both ways. The options since BERT, each a BertConfig field whose default
+is BERT's (trainer/export.py names the Hugging Face class of each combination, and refuses the others):
+
+- pre_ln: LayerNorm before each sublayer and a final one (Megatron-BERT's layout: `MegatronBertFor*`); with
+  embedding_norm, layer 0's attention LayerNorm normalises the embeddings themselves, where the residual
+  stream starts, and layer 0's attention reads that stream as it is (ModernBERT's embedding norm and its
+  first layer without one: the same function, with the norm's weights under the name every layer has).
+- mlp: geglu / swiglu, gated MLPs (Shazeer 2020): fc1 projects to 2 x intermediate, [input | gate] in that
+  order, and fc2 takes act(input) * gate, as ModernBERT's `Wi`/`Wo` do.
+- bias=False: no bias in any linear layer or LayerNorm (ModernBERT), the decoder's vocab bias excepted.
+- position="rotary": rotary position embeddings (Su et al. 2021) on queries and keys instead of a learned
+  table, in Hugging Face's layout (dimension i turns with i + D/2), computed in fp32 as ModernBERT does;
+  type_vocab_size=0: no segment embeddings. The `modern-*` presets combine them all, as ModernBERT does
+  (exported as `ModernBertForMaskedLM`).
+
+What differs from Hugging Face's is *how* it computes, shaped for a GPU:
 
 - Unpadded: a batch is the real tokens of all its sequences, concatenated ([T], padded only at the end up
   to a bucket size so that shapes repeat), as `trainer.data.collate` builds it in the DataLoader workers.
@@ -27,7 +42,7 @@ The sentence head (pooler + 2-way linear) exists for the objectives with a sente
 the model is Hugging Face's `BertForMaskedLM`: no pooler, no sentence head. `BertForPreTraining.padded`
 takes Hugging Face's padded [B, L] rows instead (for tests, checks and tools; it reads the mask on the host).
 
-State-dict names (frozen; `trainer/export.py` maps them to Hugging Face):
+State-dict names (frozen; `trainer/hf_families.py` maps them to Hugging Face's):
   embeddings.{word_embeddings,position_embeddings,token_type_embeddings}.weight, embeddings.norm.{weight,bias}
   layers.N.attn.qkv.{weight,bias}   fused [3H, H]: rows 0:H query, H:2H key, 2H:3H value (HF head order)
   layers.N.attn.out.{weight,bias}   layers.N.attn_norm.{weight,bias}
@@ -35,7 +50,11 @@ State-dict names (frozen; `trainer/export.py` maps them to Hugging Face):
   final_norm.{weight,bias}          only with pre_ln=True (a pre-LN stack needs a last LayerNorm)
   pooler.{weight,bias}   mlm_head.dense.{weight,bias}   mlm_head.norm.{weight,bias}   mlm_head.bias
   nsp_head.{weight,bias}                 the sentence head (nsp or sop); pooler and it absent with `none`
-The MLM decoder weight *is* embeddings.word_embeddings.weight (tied), so it has no entry of its own.
+The MLM decoder weight *is* embeddings.word_embeddings.weight (tied), so it has no entry of its own. Absent
+by option: every `.bias` but mlm_head.bias with bias=False; position_embeddings with rotary positions;
+token_type_embeddings with type_vocab_size=0; embeddings.norm with pre_ln. Every layer has the same names
+(with embedding_norm, layers.0.attn_norm is ModernBERT's embeddings.norm). A gated MLP's fc1 is
+[2 x intermediate, H]: rows 0:I the input, I:2I the gate.
 """
 
 from __future__ import annotations
@@ -49,23 +68,52 @@ from torch import nn
 from trainer.config import BertConfig
 
 
+def layer_norm(c: BertConfig) -> nn.LayerNorm:
+    return nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps, bias=c.bias)
+
+
 class Embeddings(nn.Module):
     def __init__(self, c: BertConfig):
         super().__init__()
         self.word_embeddings = nn.Embedding(c.vocab_size, c.hidden_size)
-        self.position_embeddings = nn.Embedding(c.max_position, c.hidden_size)
-        self.token_type_embeddings = nn.Embedding(c.type_vocab_size, c.hidden_size)
-        # post-LN BERT normalises the embedding sum; pre-LN normalises inside each block instead
-        self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps) if not c.pre_ln else nn.Identity()
-        self.drop = nn.Dropout(c.dropout)
+        self.learned_positions, self.segments = c.position == "learned", c.type_vocab_size > 0
+        if self.learned_positions:  # rotary positions turn q and k in each attention instead
+            self.position_embeddings = nn.Embedding(c.max_position, c.hidden_size)
+        if self.segments:  # 0: no segments (ModernBERT); the batch's token types are not read
+            self.token_type_embeddings = nn.Embedding(c.type_vocab_size, c.hidden_size)
+        # post-LN BERT normalises the embedding sum; pre-LN normalises inside each block instead (with
+        # embedding_norm, layer 0's first norm does, and the dropout follows it there)
+        self.norm = layer_norm(c) if not c.pre_ln else nn.Identity()
+        self.drop = nn.Dropout(c.dropout) if not c.embedding_norm else nn.Identity()
 
     def forward(
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, position_ids: torch.Tensor
     ) -> torch.Tensor:
         # input_ids, token_type_ids, position_ids: [T] -> [T, H]
-        x = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
-        x = x + self.position_embeddings(position_ids)
+        x = self.word_embeddings(input_ids)
+        if self.segments:
+            x = x + self.token_type_embeddings(token_type_ids)
+        if self.learned_positions:
+            x = x + self.position_embeddings(position_ids)
         return self.drop(self.norm(x))
+
+
+def rotary(position_ids: torch.Tensor, head_dim: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin [T, 1, D] of each token's rotation (RoPE): dimensions i and i + D/2 turn together by
+    position x theta^(-2i/D). fp32 whatever the autocast, and the same operations as Hugging Face's
+    (ModernBertRotaryEmbedding), so that an export computes the same bits."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float, device=position_ids.device)
+                                / head_dim))  # fmt: skip
+    freqs = position_ids[:, None].float() * inv_freq  # [T, D/2]
+    angles = torch.cat((freqs, freqs), dim=-1)[:, None]  # [T, 1, D]: the same angle for i and i + D/2
+    return angles.cos(), angles.sin()
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x [T, A, D] turned by its token's angles, in fp32, back in x's dtype (bf16 for flash attention)."""
+    x32 = x.float()
+    first, second = x32.chunk(2, dim=-1)
+    return (x32 * cos + torch.cat((-second, first), dim=-1) * sin).to(x.dtype)
 
 
 class Layout:
@@ -105,18 +153,23 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: Layout,
     return y.transpose(1, 2).flatten(0, 1)[layout.slots]  # [T, A, D]
 
 
+Rope = tuple[torch.Tensor, torch.Tensor] | None  # rotary's (cos, sin) for the batch, or None
+
+
 class Attention(nn.Module):
     def __init__(self, c: BertConfig):
         super().__init__()
         self.num_heads = c.num_heads
-        self.qkv = nn.Linear(c.hidden_size, 3 * c.hidden_size)  # one matmul instead of three
-        self.out = nn.Linear(c.hidden_size, c.hidden_size)
+        self.qkv = nn.Linear(c.hidden_size, 3 * c.hidden_size, bias=c.bias)  # one matmul instead of three
+        self.out = nn.Linear(c.hidden_size, c.hidden_size, bias=c.bias)
         self.attention_dropout = c.attention_dropout
 
-    def forward(self, x: torch.Tensor, layout: Layout) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, layout: Layout, rope: Rope = None) -> torch.Tensor:
         # x: [T, H]; rows of qkv are [q | k | v], each split into heads as in BERT: 3 x [T, A, D]
         T, H = x.shape
         q, k, v = self.qkv(x).view(T, 3, self.num_heads, H // self.num_heads).unbind(1)
+        if rope is not None:  # positions enter here, as relative angles between each query and key
+            q, k = rotate(q, *rope), rotate(k, *rope)
         y = attention(q, k, v, layout, self.attention_dropout if self.training else 0.0)
         return self.out(y.reshape(T, H))
 
@@ -124,36 +177,52 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, c: BertConfig):
         super().__init__()
-        self.fc1 = nn.Linear(c.hidden_size, c.intermediate_size)
-        self.fc2 = nn.Linear(c.intermediate_size, c.hidden_size)
+        self.gated = c.gated
+        self.act = F.silu if c.mlp == "swiglu" else F.gelu  # exact erf GELU, as in BERT and ModernBERT
+        # gated: one matmul gives [input | gate], 2 x intermediate wide (ModernBERT's Wi and its chunk order)
+        self.fc1 = nn.Linear(c.hidden_size, (2 if self.gated else 1) * c.intermediate_size, bias=c.bias)
+        self.fc2 = nn.Linear(c.intermediate_size, c.hidden_size, bias=c.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(F.gelu(self.fc1(x)))  # exact erf GELU, as in BERT
+        # x: [T, H] -> [T, I] (gated: [T, 2I] -> act(input) * gate, [T, I]) -> [T, H]
+        h = self.fc1(x)
+        if self.gated:
+            h, gate = h.chunk(2, dim=-1)
+            return self.fc2(self.act(h) * gate)
+        return self.fc2(self.act(h))
 
 
 class Block(nn.Module):
-    def __init__(self, c: BertConfig):
+    def __init__(self, c: BertConfig, index: int):
         super().__init__()
         self.pre_ln = c.pre_ln
+        # embedding_norm: layer 0's attn_norm normalises the residual stream where it starts (the
+        # embeddings), not only the attention's input: ModernBERT's embedding norm, under this layer's name
+        self.norms_stream = index == 0 and c.embedding_norm
         self.attn = Attention(c)
-        self.attn_norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.attn_norm = layer_norm(c)
         self.mlp = MLP(c)
-        self.mlp_norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.mlp_norm = layer_norm(c)
         self.drop = nn.Dropout(c.dropout)
 
-    def forward(self, x: torch.Tensor, layout: Layout) -> torch.Tensor:
-        if self.pre_ln:
-            x = x + self.drop(self.attn(self.attn_norm(x), layout))
+    def forward(self, x: torch.Tensor, layout: Layout, rope: Rope = None) -> torch.Tensor:
+        if self.norms_stream:  # x: the embedding sum -> drop(norm(x)), ModernBERT's embedding output
+            x = self.drop(self.attn_norm(x))
+            x = x + self.drop(self.attn(x, layout, rope))
             return x + self.drop(self.mlp(self.mlp_norm(x)))
-        x = self.attn_norm(x + self.drop(self.attn(x, layout)))
+        if self.pre_ln:
+            x = x + self.drop(self.attn(self.attn_norm(x), layout, rope))
+            return x + self.drop(self.mlp(self.mlp_norm(x)))
+        x = self.attn_norm(x + self.drop(self.attn(x, layout, rope)))
         return self.mlp_norm(x + self.drop(self.mlp(x)))
 
 
 class MLMHead(nn.Module):
     def __init__(self, c: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()
-        self.dense = nn.Linear(c.hidden_size, c.hidden_size)
-        self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.dense = nn.Linear(c.hidden_size, c.hidden_size, bias=c.bias)
+        self.norm = layer_norm(c)
+        # the decoder's vocab bias stays with bias=False, as ModernBERT's (it carries the unigram prior)
         self.bias = nn.Parameter(torch.zeros(c.vocab_size))
         self.decoder_weight = [word_embeddings]  # a list, so the tied weight is not registered twice
 
@@ -170,25 +239,24 @@ class BertForPreTraining(nn.Module):
         # decided once here: a registry lookup inside forward would break the compiled graph
         self.sentence_head = config.sentence_head
         self.embeddings = Embeddings(config)
-        self.layers = nn.ModuleList(Block(config) for _ in range(config.num_layers))
+        self.layers = nn.ModuleList(Block(config, i) for i in range(config.num_layers))
         if config.pre_ln:
-            self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+            self.final_norm = layer_norm(config)
         if self.sentence_head:  # created in this order so that nsp init draws as before the objectives
-            self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
+            self.pooler = nn.Linear(config.hidden_size, config.hidden_size, bias=config.bias)
         self.mlm_head = MLMHead(config, self.embeddings.word_embeddings)
         if self.sentence_head:
-            self.nsp_head = nn.Linear(config.hidden_size, 2)
+            self.nsp_head = nn.Linear(config.hidden_size, 2, bias=config.bias)
         self.apply(self._init_weights)
 
     def _init_weights(self, module: nn.Module) -> None:
         std = self.config.init_std
         if isinstance(module, (nn.Linear, nn.Embedding)):
             nn.init.normal_(module.weight, 0.0, std)
-        if isinstance(module, nn.Linear) and module.bias is not None:
+        if isinstance(module, (nn.Linear, nn.LayerNorm)) and module.bias is not None:
             nn.init.zeros_(module.bias)
         if isinstance(module, nn.LayerNorm):
             nn.init.ones_(module.weight)
-            nn.init.zeros_(module.bias)
 
     def encode(
         self,
@@ -198,10 +266,14 @@ class BertForPreTraining(nn.Module):
         layout: Layout,
     ) -> torch.Tensor:
         """Hidden states of the batch's tokens, [T, H]."""
+        c = self.config
         x = self.embeddings(input_ids, token_type_ids, position_ids)
+        # rotary: each token's angles once per batch, shared by every layer (as Hugging Face's models do)
+        rope = rotary(position_ids, c.hidden_size // c.num_heads, c.rotary_theta) if c.position == "rotary" \
+            else None  # fmt: skip
         for layer in self.layers:
-            x = layer(x, layout)
-        return self.final_norm(x) if self.config.pre_ln else x
+            x = layer(x, layout, rope)
+        return self.final_norm(x) if c.pre_ln else x
 
     def forward(
         self,
@@ -246,8 +318,8 @@ class BertForPreTraining(nn.Module):
         n = sum(p.numel() for p in self.parameters())
         if non_embedding:
             e = self.embeddings
-            tables = (e.word_embeddings, e.position_embeddings, e.token_type_embeddings)
-            n -= sum(m.weight.numel() for m in tables)
+            tables = ("word_embeddings", "position_embeddings", "token_type_embeddings")
+            n -= sum(getattr(e, t).weight.numel() for t in tables if hasattr(e, t))
         return n
 
 
@@ -312,7 +384,7 @@ def pretraining_loss(
 def flops_per_token(config: BertConfig, seq_len: int, masked_fraction: float = 0.15) -> float:
     """Training FLOPs per token: 6 x non-embedding matmul params, attention scores, masked-position head."""
     H, L, inner = config.hidden_size, config.num_layers, config.intermediate_size
-    dense = L * (4 * H * H + 2 * H * inner)  # qkv + out + mlp
+    dense = L * (4 * H * H + (3 if config.gated else 2) * H * inner)  # qkv + out + mlp (gated: 3 matrices)
     attention = L * 2 * seq_len * H  # QK^T and AV, per query token
     head = masked_fraction * (H * H + H * config.vocab_size)  # dense + decoder, only at masked positions
     return 6 * (dense + attention + head)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from trainer.config import OptimConfig, ScheduleConfig
+from trainer.config import DECAY_SHAPES, OptimConfig, ScheduleConfig
 
 # What each parameter's state holds, with both optimizers (AdamW without amsgrad, which OptimConfig never
 # sets; Lamb below): a checkpoint's optimizer state must hold exactly these (trainer.checkpoint)
@@ -69,29 +69,36 @@ def build_optimizer(model: nn.Module, c: OptimConfig, fused: bool) -> torch.opti
 def build_scheduler(
     optimizer: torch.optim.Optimizer, c: ScheduleConfig, progress: Callable[[], float] | None = None
 ) -> torch.optim.lr_scheduler.LambdaLR:
-    """Linear warm-up to the peak lr, then linear decay to 0 at the end of the run.
+    """Linear warm-up to the peak lr, then down to 0 at the end of the run: over all the rest by default
+    (BERT's triangle), or, with `decay_fraction` (warm-up-stable-decay), at the peak until the last share of
+    the run and down over it; the decay's shape `decay_shape`.
 
     By steps: over the warm-up steps, then to 0 at `steps`. With a budget, the lr is a function of the run's
     progress (0 to 1, read from `progress()` whenever the scheduler steps: the elapsed share of the budget,
     or of the steps when those end sooner), warm-up over the first `warmup_share` of it."""
+    shape = DECAY_SHAPES[c.decay_shape]
     if c.budget:
         if progress is None:
             raise ValueError("a budgeted schedule needs the run's progress")
-        share = c.warmup_share
-        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: budget_factor(progress(), share))
-    warmup, steps = c.warmup, c.max_steps
+        warmup, decay = c.warmup_share, c.decay_fraction
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: budget_factor(progress(), warmup, decay,
+                                                                                      shape))  # fmt: skip
+    warmup, steps, decay = c.warmup, c.max_steps, c.decay
 
     def factor(step: int) -> float:
         if step < warmup:
             return (step + 1) / warmup
-        return max(0.0, (steps - step) / max(1, steps - warmup))
+        return shape(min(1.0, max(0.0, (steps - step) / max(1, decay))))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def budget_factor(progress: float, warmup: float) -> float:
+def budget_factor(progress: float, warmup: float, decay: float | None = None,
+                  shape: Callable[[float], float] = DECAY_SHAPES["linear"]) -> float:  # fmt: skip
     """The share of the peak lr at `progress` through a budgeted run: up linearly over the first `warmup`
-    of it, then down linearly to 0 at its end (the steps' schedule, over time)."""
+    of it, then at the peak until the last `decay` of it (None: no stable phase) and down to 0 at its end
+    in `shape` (the steps' schedule, over time)."""
     if progress < warmup:
         return progress / warmup
-    return max(0.0, (1 - progress) / (1 - warmup))
+    span = 1 - warmup if decay is None else decay
+    return shape(min(1.0, max(0.0, (1 - progress) / span)))

@@ -1,7 +1,8 @@
 """The trainer on a CUDA GPU (marked `cuda`; skipped where torch finds none, so CI, on CPUs, skips them all):
-bf16 steps of every preset, the varlen flash attention against the masked reference, logits against
-Hugging Face's on the GPU, fused AdamW, a short run that learns, a resume, --compile without a recompilation
-per batch, and DDP over NCCL under torchrun.
+bf16 steps of every preset (the modern-* family too), the varlen flash attention against the masked
+reference, logits against Hugging Face's on the GPU (BERT, Megatron-BERT, ModernBERT), fused AdamW, a short
+run that learns (BERT and modern-tiny), a resume, --compile without a recompilation per batch (mini and
+modern-mini), and DDP over NCCL under torchrun.
 
     python -m pytest -m cuda tests/trainer/test_cuda.py      # on the GPU machine (see BENCHMARKS.md)
     CUDA_TESTS_DEVICE=cpu python -m pytest -m cuda tests/trainer/test_cuda.py   # the tests' own logic on CPU
@@ -23,11 +24,11 @@ import pytest
 import torch
 
 from tests.interop.helpers import random_model
-from tests.trainer.test_hf_parity import exported_pair, random_rows
+from tests.trainer.test_hf_parity import FAMILIES, exported_pair, random_rows, their_logits
 from tests.trainer.test_train import REPO, small_run
 from tests.trainer.test_unpadded import compiled_graphs, varying_batches
 from trainer.batch import forward_loss, to_device
-from trainer.config import PRESETS, OptimConfig, preset
+from trainer.config import PRESET_NAMES, OptimConfig, preset
 from trainer.data import ShardStream
 from trainer.model import BertForPreTraining, Layout, attention, compile_model
 from trainer.optim import build_optimizer
@@ -53,7 +54,7 @@ def rel_error(x: torch.Tensor, ref: torch.Tensor) -> float:
     return float((x.double() - ref.double()).norm() / ref.double().norm())
 
 
-@pytest.mark.parametrize("name", list(PRESETS))
+@pytest.mark.parametrize("name", PRESET_NAMES)
 def test_every_preset_takes_a_bf16_step(tiny_shards, name):
     """Forward and backward of a loader batch in bf16 autocast: a finite loss near ln(vocab) at init, and a
     finite gradient reaching every parameter."""
@@ -93,15 +94,18 @@ def test_flash_attention_equals_the_masked_reference(tiny_shards):
         assert rel_error(fast[:real], ref[:real]) < 2e-2
 
 
+@pytest.mark.parametrize("family", ["bert", "megatron-bert", "modernbert"])
 @pytest.mark.parametrize("padded", [False, True], ids=["no-padding", "padding"])
-def test_logits_equal_transformers_on_the_gpu(tmp_path, padded):
-    """Our model and Hugging Face's BertForPreTraining (sdpa) with the same weights, on the GPU: fp32 logits
-    within 1e-4 (TF32 off); in bf16 autocast each is compared with the fp32 logits, and ours (flash varlen)
-    may be off by no more than 1.5x Hugging Face's own bf16 error, plus 1e-3: the tolerance is bf16's own,
-    as the peer measures it on the same weights and inputs."""
+def test_logits_equal_transformers_on_the_gpu(tmp_path, padded, family):
+    """Our model and Hugging Face's class of its family (sdpa where transformers has it: Megatron-BERT is
+    eager only) with the same weights, on the GPU: fp32 logits within 1e-4 (TF32 off); in bf16 autocast
+    each is compared with the fp32 logits, and ours (flash varlen; rotary in fp32 as theirs) may be off by
+    no more than 1.5x Hugging Face's own bf16 error, plus 1e-3: the tolerance is bf16's own, as the peer
+    measures it on the same weights and inputs."""
     torch.backends.cuda.matmul.allow_tf32 = False
-    config = preset("tiny", vocab_size=2000, hidden_size=256, num_heads=4, num_layers=4)
-    ours, hf = exported_pair(random_model(config, seed=3), tmp_path)
+    options, attns = FAMILIES[family]
+    config = preset("tiny", vocab_size=2000, hidden_size=256, num_heads=4, num_layers=4, **options)
+    ours, hf = exported_pair(random_model(config, seed=3), tmp_path, attns[0])
     ours, hf = ours.to(DEVICE), hf.to(DEVICE)
     B, L = 16, 128
     ids, types, mask, positions = (x.to(DEVICE) for x in random_rows(config.vocab_size, B, L, padded))
@@ -109,9 +113,9 @@ def test_logits_equal_transformers_on_the_gpu(tmp_path, padded):
     for precision, context in (("fp32", contextlib.nullcontext), ("bf16", bf16)):
         with torch.no_grad(), context():
             mlm, nsp = ours.padded(ids, types, mask if padded else None, positions)
-            theirs = hf(input_ids=ids, token_type_ids=types, attention_mask=mask.long())
-        results[precision] = (mlm.float(), theirs.prediction_logits.reshape(B * L, -1)[positions].float(),
-                              nsp.float(), theirs.seq_relationship_logits.float())  # fmt: skip
+            their_mlm, their_nsp = their_logits(hf, ids, types, mask, config)
+        nsps = (nsp.float(), their_nsp.float()) if config.sentence_head else (torch.zeros(1), torch.zeros(1))
+        results[precision] = (mlm.float(), their_mlm.reshape(B * L, -1)[positions].float(), *nsps)
     ours32, hf32, nsp32, hf_nsp32 = results["fp32"]
     assert float((ours32 - hf32).abs().max()) < 1e-4 and float((nsp32 - hf_nsp32).abs().max()) < 1e-4
     ours16, hf16, _, _ = results["bf16"]
@@ -186,17 +190,19 @@ def test_a_short_run_learns_and_a_resume_continues_its_curve(tiny_shards, tmp_pa
     assert gap < 0.05
 
 
-def test_compile_reuses_one_graph_for_batches_of_every_length(tiny_shards):
-    """--compile on the GPU (inductor, bf16, flash varlen inside the graph): 40 training batches whose row
-    count, row length, token and prediction counts all vary compile at most twice, as `compile_model` says
-    (inductor's first graph bounds the token count by rows x row length; the first batch whose tokens fill
-    every row compiles once more); a third compilation fails the test (recompile_limit=2)."""
+@pytest.mark.parametrize("name", ["mini", "modern-mini"])
+def test_compile_reuses_one_graph_for_batches_of_every_length(tiny_shards, name):
+    """--compile on the GPU (inductor, bf16, flash varlen inside the graph, rotary's fp32 angles too):
+    40 training batches whose row count, row length, token and prediction counts all vary compile at most
+    twice, as `compile_model` says (inductor's first graph bounds the token count by rows x row length; the
+    first batch whose tokens fill every row compiles once more); a third compilation fails the test
+    (recompile_limit=2)."""
     from torch._dynamo.testing import CompileCounterWithBackend
 
     torch._dynamo.reset()
     shards = open_shards(tiny_shards)
     torch.manual_seed(0)
-    model = BertForPreTraining(preset("mini", vocab_size=shards.vocab.size)).to(DEVICE).train()
+    model = BertForPreTraining(preset(name, vocab_size=shards.vocab.size)).to(DEVICE).train()
     graphs = CompileCounterWithBackend("inductor" if DEVICE.type == "cuda" else "aot_eager")
     compile_model(model, backend=graphs)
     lengths = set()
@@ -209,6 +215,17 @@ def test_compile_reuses_one_graph_for_batches_of_every_length(tiny_shards):
     print(f"{len(lengths)} batch shapes, {compiled_graphs(graphs)} compilation(s)")
     assert len(lengths) > 20 and compiled_graphs(graphs) <= 2
     torch._dynamo.reset()
+
+
+def test_the_modern_preset_learns_in_a_short_run(tiny_shards, tmp_path):
+    """`trainer.run --preset modern-tiny` on the GPU (bf16, flash varlen with rotary positions, fused AdamW):
+    60 steps lower the loss by more than 1 nat, as BERT's do."""
+    run_dir = tmp_path / "modern"
+    assert main(cuda_run(tiny_shards, run_dir, "--preset", "modern-tiny")) == 0
+    losses = metric_losses(run_dir)
+    assert losses[60] < losses[5] - 1.0, losses
+    saved = json.loads((run_dir / "checkpoints" / "step-0000060" / "config.json").read_text())
+    assert saved["model"]["position"] == "rotary"
 
 
 def test_one_torchrun_process_trains_through_ddp_over_nccl(tiny_shards, tmp_path):

@@ -156,7 +156,7 @@ def test_a_pad_token_beyond_the_vocab_is_one_line_before_any_run(toy, fake_runs,
     assert main(argv) == 1
     err = capsys.readouterr().err.strip()
     vocab = json.loads((hf / "config.json").read_text())["vocab_size"]
-    assert err == f"error: {hf}/config.json: pad_token_id 1000000 is beyond the vocab (vocab_size {vocab})"
+    assert err == f"error: {hf}/config.json: pad_token_id 1000000 is beyond the vocab (0 to {vocab - 1})"
     assert fake_runs == []
 
 

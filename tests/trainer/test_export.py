@@ -23,6 +23,7 @@ from tests.interop.helpers import (
 )
 from trainer import checkpoint, checkpoint_checks
 from trainer import export as ex
+from trainer import hf_families as families
 from trainer.config import preset
 from trainer.import_hf import import_hf
 from trainer.import_hf import main as import_main
@@ -53,8 +54,8 @@ def config():
 
 def test_to_hf_and_back_is_identity(config):
     state = random_model(config).state_dict()
-    hf = ex.to_hf(state, config)
-    back, fresh = ex.from_hf(hf, config)
+    hf = families.to_hf(state, config)
+    back, fresh = families.from_hf(hf, config)
     assert fresh == []
     assert back.keys() == state.keys()
     assert all(torch.equal(back[k], state[k]) for k in state)
@@ -99,11 +100,16 @@ def test_export_from_prefixed_checkpoint_equals_plain(config, tmp_path):
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-def test_pre_ln_is_refused_before_anything_is_written(tmp_path):
-    c = preset("tiny", vocab_size=300, hidden_size=32, num_heads=4, pre_ln=True)
+def test_a_model_no_class_computes_is_refused_in_one_line_before_anything_is_written(tmp_path, capsys):
+    """Pre-LN with GeGLU and learned positions: Megatron-BERT has no gated MLP, ModernBERT no position table.
+    The line says what each family needs."""
+    c = preset("tiny", vocab_size=300, hidden_size=32, num_heads=4, pre_ln=True, mlp="geglu")
     ckpt = write_checkpoint(tmp_path / "ckpt", random_model(c))
-    with pytest.raises(UsageError, match="pre-LN"):
-        ex.export(ckpt, tmp_path / "out", write_vocab(tmp_path / "vocab", 300))
+    vocab = write_vocab(tmp_path / "vocab", 300)
+    assert ex.main([str(ckpt), str(tmp_path / "out"), "--vocab", str(vocab)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no Hugging Face class computes this model (pre_ln=true" in err
+    assert "mlp=geglu, position=learned" in err and "Megatron-BERT needs" in err and "ModernBERT needs" in err
     assert not (tmp_path / "out").exists()
 
 
@@ -343,23 +349,23 @@ def test_import_refuses_what_our_model_cannot_compute(tmp_path):
 
 
 def test_legacy_gamma_beta_names_import(config):
-    hf = ex.to_hf(random_model(config).state_dict(), config)
+    hf = families.to_hf(random_model(config).state_dict(), config)
     legacy = {
         k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
         for k, v in hf.items()
     }
     assert any(k.endswith(".gamma") for k in legacy)
-    back, fresh = ex.from_hf(legacy, config)
-    assert fresh == [] and all(torch.equal(back[k], v) for k, v in ex.from_hf(hf, config)[0].items())
+    back, fresh = families.from_hf(legacy, config)
+    assert fresh == [] and all(torch.equal(back[k], v) for k, v in families.from_hf(hf, config)[0].items())
 
 
 def test_an_untied_decoder_is_refused_and_a_tied_copy_accepted(config):
-    hf = ex.to_hf(random_model(config).state_dict(), config)
+    hf = families.to_hf(random_model(config).state_dict(), config)
     words = hf["bert.embeddings.word_embeddings.weight"]
     tied = hf | {
         "cls.predictions.decoder.weight": words.clone(),
         "cls.predictions.decoder.bias": hf["cls.predictions.bias"].clone(),
     }  # older pytorch_model.bin files store both copies
-    assert ex.from_hf(tied, config)[1] == []
+    assert families.from_hf(tied, config)[1] == []
     with pytest.raises(UsageError, match="not tied"):
-        ex.from_hf(hf | {"cls.predictions.decoder.weight": words + 1}, config)
+        families.from_hf(hf | {"cls.predictions.decoder.weight": words + 1}, config)

@@ -1,10 +1,12 @@
-"""Our BERT is Hugging Face's `BertForPreTraining`: the exported model computes the same logits, and 50
-training steps of our model + optimizer and of transformers' model give the same losses."""
+"""Our BERT is Hugging Face's `BertForPreTraining` (pre-LN: `MegatronBertForPreTraining`; the modern-*
+presets: `ModernBertForMaskedLM`): the exported model computes the same logits, and 50 training steps of our
+model + optimizer and of transformers' model give the same losses."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 
 import pytest
 import torch
@@ -19,9 +21,10 @@ from tests.interop.helpers import (
 )
 from tests.trainer.conftest import padded_rows
 from trainer.batch import forward_loss
-from trainer.config import OptimConfig, ScheduleConfig, preset
+from trainer.config import MODERN, OptimConfig, ScheduleConfig, preset
 from trainer.data import ShardStream
-from trainer.export import QKV, export, key_names
+from trainer.export import export
+from trainer.hf_families import key_names
 from trainer.model import BertForPreTraining
 from trainer.optim import build_optimizer, build_scheduler
 from trainer.shards import open_shards
@@ -36,13 +39,27 @@ def _one_thread():
 
 
 def exported_pair(model: BertForPreTraining, tmp_path, attn: str = "sdpa"):
-    """(our model, transformers' model loaded from our export), both eval mode."""
+    """(our model, transformers' model loaded from our export as the class its config.json names), both
+    eval mode."""
     checkpoint = write_checkpoint(tmp_path / "checkpoint", model)
     vocab = write_vocab(tmp_path / "vocab", model.config.vocab_size)
     out = export(checkpoint, tmp_path / "hf", vocab)
-    hf, info, messages = load_with_log(transformers.BertForPreTraining, out, attn_implementation=attn)
+    cls = getattr(transformers, json.loads((out / "config.json").read_text())["architectures"][0])
+    hf, info, messages = load_with_log(cls, out, attn_implementation=attn)
     assert not info["missing_keys"] and not info["unexpected_keys"] and complaints(messages) == []
     return model.eval(), hf.eval()
+
+
+# Each family's class (trainer/hf_families.py), in the attention implementations transformers has for it on
+# a CPU (Megatron-BERT: eager only); ModernBERT with each gated MLP and with and without biases
+FAMILIES = {
+    "bert": ({}, ("sdpa", "eager")),
+    "megatron-bert": ({"pre_ln": True}, ("eager",)),
+    "megatron-bert-mlm": ({"pre_ln": True, "objective": "none"}, ("eager",)),
+    "modernbert": ({**MODERN, "objective": "none"}, ("sdpa", "eager")),
+    "modernbert-swiglu-biases": ({**MODERN, "objective": "none", "mlp": "swiglu", "bias": True}, ("sdpa",)),
+}
+CASES = [(family, attn) for family, (_, attns) in FAMILIES.items() for attn in attns]
 
 
 def random_rows(vocab_size: int, B: int, L: int, padded: bool, seed: int = 7) -> tuple[torch.Tensor, ...]:
@@ -60,35 +77,38 @@ def random_rows(vocab_size: int, B: int, L: int, padded: bool, seed: int = 7) ->
     return ids, types, mask, chosen.reshape(-1).nonzero().squeeze(1)
 
 
-@pytest.mark.parametrize("attn", ["sdpa", "eager"])  # transformers' two CPU attention implementations
+def their_logits(hf, ids, types, mask, config) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """transformers' MLM logits [B, L, V] and sentence logits (None without a sentence head), given segments
+    where the model has them (ModernBERT has none)."""
+    segments = {"token_type_ids": types} if config.type_vocab_size else {}
+    out = hf(input_ids=ids, attention_mask=mask.long(), **segments)
+    if config.sentence_head:
+        return out.prediction_logits, out.seq_relationship_logits
+    return out.logits, None
+
+
+@pytest.mark.parametrize("family, attn", CASES, ids=[f"{f}-{a}" for f, a in CASES])
 @pytest.mark.parametrize("padded", [False, True], ids=["no-padding", "padding"])
-def test_logits_equal_transformers(tmp_path, padded, attn):
-    config = preset("tiny", vocab_size=700, hidden_size=64, num_heads=4, num_layers=3)
+def test_logits_equal_transformers(tmp_path, padded, family, attn):
+    """fp32 logits of every real position within 1e-5 of the exported model's, rows padded or not."""
+    config = preset("tiny", vocab_size=700, hidden_size=64, num_heads=4, num_layers=3, **FAMILIES[family][0])
     ours, hf = exported_pair(random_model(config, seed=3), tmp_path, attn)
     B, L = 8, 48
     ids, types, mask, positions = random_rows(config.vocab_size, B, L, padded)
     with torch.no_grad():
         mlm, nsp = ours.padded(ids, types, mask if padded else None, positions)
-        theirs = hf(input_ids=ids, token_type_ids=types, attention_mask=mask.long())
-    their_mlm = theirs.prediction_logits.reshape(B * L, -1)[positions]
-    mlm_diff = float((mlm - their_mlm).abs().max())
-    nsp_diff = float((nsp - theirs.seq_relationship_logits).abs().max())
-    print(f"{attn} padded={padded}: max |MLM logit diff| {mlm_diff:.2e}, max |NSP logit diff| {nsp_diff:.2e}")
+        their_mlm, their_nsp = their_logits(hf, ids, types, mask, config)
+    mlm_diff = float((mlm - their_mlm.reshape(B * L, -1)[positions]).abs().max())
+    nsp_diff = float((nsp - their_nsp).abs().max()) if config.sentence_head else 0.0
+    print(f"{family} {attn} padded={padded}: max |MLM logit diff| {mlm_diff:.2e}, max |NSP| {nsp_diff:.2e}")
     assert len(positions) > 20 and float(mlm.abs().max()) > 0.5  # a real comparison, not of zeros
     assert mlm_diff < 1e-5 and nsp_diff < 1e-5
 
 
 def hf_names(model: BertForPreTraining, names: set[str]) -> set[str]:
-    """Transformers' names of our parameters `names` (the fused qkv is three of theirs)."""
-    mapping = key_names(model.config)
-    out = set()
-    for name in names:
-        if ".attn.qkv." in name:
-            layer, part = name.split(".")[1], name.rsplit(".", 1)[1]
-            out |= {f"bert.encoder.layer.{layer}.attention.self.{n}.{part}" for n in QKV}
-        else:
-            out.add(mapping[name])
-    return out
+    """Transformers' names of our parameters `names` (BERT's fused qkv is three of theirs)."""
+    theirs = [key_names(model.config)[name] for name in names]
+    return {n for hf in theirs for n in ((hf,) if isinstance(hf, str) else hf)}
 
 
 def decayed(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> set[str]:

@@ -1,9 +1,15 @@
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+
 import pytest
 import torch
 
-from trainer.config import PRESETS, preset
+from tests.interop.helpers import random_model, write_checkpoint
+from trainer.checkpoint import load_checkpoint
+from trainer.checkpoint_checks import check_state
+from trainer.config import MODERN, PRESET_NAMES, PRESETS, parameter_count, preset
 from trainer.model import (
     BertForPreTraining,
     Layout,
@@ -13,6 +19,18 @@ from trainer.model import (
 )
 
 V = 300
+
+# Each option since BERT on its own, and all of them as ModernBERT combines them (the `modern-*` presets)
+VARIANTS = {
+    "bert": {},
+    "pre_ln": {"pre_ln": True},
+    "geglu": {"mlp": "geglu"},
+    "swiglu": {"mlp": "swiglu"},
+    "no-bias": {"bias": False},
+    "rotary": {"position": "rotary"},
+    "no-segments": {"type_vocab_size": 0},
+    "modern": MODERN,
+}
 
 
 def tiny(**overrides) -> BertForPreTraining:
@@ -41,6 +59,71 @@ def test_presets_and_overrides():
         preset("tiny", hiden_size=3)
     with pytest.raises(ValueError, match="divisible"):
         preset("tiny", num_heads=3)
+    # the modern family: each size with ModernBERT's options, the gated MLP as wide as keeps BERT's weights
+    assert {f"modern-{size}" for size in PRESETS} < set(PRESET_NAMES)
+    m = preset("modern-base")
+    assert (m.num_layers, m.hidden_size, m.num_heads, m.intermediate_size) == (12, 768, 12, 2048)
+    assert asdict(m).items() >= MODERN.items() and preset("modern-mini", bias=True).bias
+    with pytest.raises(ValueError, match="unknown model preset 'modern-huge'"):
+        preset("modern-huge")
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_each_option_shapes_the_weights_as_documented(name):
+    """The state dict of each option (model.py's docstring): no bias but the decoder's vocab bias without
+    biases, no position table with rotary, no segment table with type_vocab_size 0, a gated fc1 twice as
+    wide; every layer with the same names (checkpoint.weight_shapes repeats layer 0). config.parameter_count
+    (the size check before a model is built) within 3% of the real count; a gated MLP of the default width
+    within 1% of BERT's weights."""
+    model = tiny(**VARIANTS[name])
+    c, state = model.config, model.state_dict()
+    biases = [k for k in state if k.endswith(".bias")]
+    assert biases == ["mlm_head.bias"] if not c.bias else len(biases) > 10
+    assert ("embeddings.position_embeddings.weight" in state) == (c.position == "learned")
+    assert ("embeddings.token_type_embeddings.weight" in state) == (c.type_vocab_size > 0)
+    assert ("embeddings.norm.weight" in state) != c.pre_ln and ("final_norm.weight" in state) == c.pre_ln
+    assert state["layers.0.mlp.fc1.weight"].shape == ((2 if c.gated else 1) * c.intermediate_size, 128)
+    layer = [{k.split(".", 2)[2] for k in state if k.startswith(f"layers.{i}.")} for i in range(c.num_layers)]
+    assert all(names == layer[0] for names in layer)
+    total = model.num_params(non_embedding=False)
+    assert abs(parameter_count(asdict(c)) - total) < 0.03 * total
+    mlp = sum(state[f"layers.0.mlp.fc{i}.weight"].numel() for i in (1, 2))
+    assert abs(mlp - 2 * 128 * 512) < 0.01 * 2 * 128 * 512
+
+
+@pytest.mark.parametrize("learned", [True, False], ids=["learned", "rotary"])
+def test_rotary_positions_see_only_distances(learned):
+    """Shifting every position by 7 changes nothing with rotary positions (attention sees q_i . k_j turned by
+    the angle of i - j only) and everything with a learned table: rotary is on, and relative."""
+    model = tiny(**({} if learned else {"position": "rotary"}))
+    ids, types, mask = batch([20, 13], 20)
+    at = torch.arange(20).expand(2, -1)
+    with torch.no_grad():
+        base, _ = model.padded(ids, types, mask, None, at)
+        shifted, _ = model.padded(ids, types, mask, None, at + 7)
+    real = mask[..., None].expand_as(base)
+    diff = float((base - shifted)[real].abs().max())
+    assert (diff > 1e-2) if learned else (diff < 1e-5), diff
+
+
+def test_checkpoints_saved_before_the_options_load_as_the_model_they_were(tmp_path):
+    """A checkpoint whose config.json has none of the new fields (every run before them): BERT's defaults,
+    the same weights, the same logits; a pre-LN one stays pre-LN without an embedding norm."""
+    new = {"mlp", "bias", "position", "rotary_theta", "embedding_norm"}
+    ids, types, mask = batch([12, 9], 12)
+    for pre_ln in (False, True):
+        model = random_model(preset("tiny", vocab_size=V, pre_ln=pre_ln))
+        ckpt = write_checkpoint(tmp_path / f"pre_ln-{pre_ln}", model)
+        record = json.loads((ckpt / "config.json").read_text())
+        record["model"] = {k: v for k, v in record["model"].items() if k not in new}
+        (ckpt / "config.json").write_text(json.dumps(record))
+        config, state, _ = load_checkpoint(ckpt)
+        check_state(state, config, ckpt)
+        assert asdict(config) == asdict(model.config) and config.pre_ln == pre_ln
+        loaded = BertForPreTraining(config).eval()
+        loaded.load_state_dict(state)
+        with torch.no_grad():
+            torch.testing.assert_close(loaded.padded(ids, types, mask)[0], model.padded(ids, types, mask)[0])
 
 
 def test_shapes_and_tied_decoder():
@@ -59,10 +142,11 @@ def test_shapes_and_tied_decoder():
     assert model.num_params(non_embedding=False) - model.num_params() == (V + 512 + 2) * 128
 
 
-def test_padding_never_changes_real_tokens():
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_padding_never_changes_real_tokens(name):
     """A row's outputs are the same alone, padded beside longer rows, or with garbage in its padding."""
     for pre_ln in (False, True):
-        model = tiny(pre_ln=pre_ln)
+        model = tiny(**({"pre_ln": pre_ln} | VARIANTS[name]))
         ids, types, mask = batch([7, 24], 24)
         alone_mlm, alone_nsp = model.padded(ids[:1, :7], types[:1, :7])  # no padding at all
         garbage = ids.clone()
@@ -117,8 +201,9 @@ def test_learns_one_batch():
     assert loss.item() < 0.2
 
 
-def test_flops_per_token_matches_parameter_count():
-    c = preset("mini", vocab_size=1000)
+@pytest.mark.parametrize("name", ["mini", "modern-mini"])
+def test_flops_per_token_matches_parameter_count(name):
+    c = preset(name, vocab_size=1000)
     model = BertForPreTraining(c)
     # non-embedding params minus biases/LayerNorms/pooler/NSP/MLM head ~= the encoder's matmul weights
     encoder = sum(p.numel() for n, p in model.named_parameters() if n.startswith("layers.") and p.ndim == 2)
@@ -126,11 +211,12 @@ def test_flops_per_token_matches_parameter_count():
     assert flops_per_token(c, 128) == pytest.approx(6 * encoder + attention + head)
 
 
-def test_a_packed_row_computes_what_its_pieces_compute_as_rows():
+@pytest.mark.parametrize("name", ["bert", "modern"])
+def test_a_packed_row_computes_what_its_pieces_compute_as_rows(name):
     """Objective `none`: pieces `[CLS] text [SEP]` packed in one row, attention and positions kept inside
     each piece, give the logits each piece gives alone (and the gradient flows the same way: no piece
-    sees another)."""
-    model = tiny(objective="none")
+    sees another); rotary positions restart in each piece as learned ones do."""
+    model = tiny(objective="none", **VARIANTS[name])
     assert not hasattr(model, "nsp_head") and not hasattr(model, "pooler")
     g = torch.Generator().manual_seed(3)
     pieces = [torch.randint(5, V, (n,), generator=g) for n in (9, 14, 5)]  # two rows: [9, 14] and [5]

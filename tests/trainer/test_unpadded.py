@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from corpusprep.mask.examples import list_parts
 from tests.trainer.conftest import build_shards, padded_rows
 from trainer.batch import MODEL_INPUTS, TOKEN_MULTIPLE, collate, forward_loss
-from trainer.config import preset
+from trainer.config import MODERN, preset
 from trainer.data import ShardStream
 from trainer.model import BertForPreTraining, compile_model, unpad
 from trainer.shards import open_shards
@@ -135,14 +135,20 @@ class HostReads(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-@pytest.mark.parametrize("name", ["nsp", "sop", "none"])
-def test_a_training_step_never_reads_the_device_on_the_host(shards_of, name):
+# (objective, model options): each objective with BERT, and packed rows (none) with ModernBERT's options
+STEPS = {"nsp": ("nsp", {}), "sop": ("sop", {}), "none": ("none", {}), "modern": ("none", MODERN)}
+
+
+@pytest.mark.parametrize("case", list(STEPS))
+def test_a_training_step_never_reads_the_device_on_the_host(shards_of, case):
     """Forward, loss and backward of a loader batch, dropout on: no operator that syncs with the device
     (the step before this change called nonzero and read the mask with bool() in every forward)."""
+    name, options = STEPS[case]
     shards = open_shards(shards_of(name))
     batch = next(iter(ShardStream(shards, "train", 16, seed=1)))
     torch.manual_seed(0)
-    model = BertForPreTraining(preset("tiny", vocab_size=shards.vocab.size, objective=name)).train()
+    config = preset("tiny", vocab_size=shards.vocab.size, objective=name, **options)
+    model = BertForPreTraining(config).train()
     with HostReads() as reads:
         forward_loss(model, batch, contextlib.nullcontext)[2].backward()
     assert reads.seen == []
@@ -160,10 +166,10 @@ def fresh_compiler():
     torch._dynamo.reset()
 
 
-def small_model(vocab_size: int, objective: str) -> BertForPreTraining:
+def small_model(vocab_size: int, objective: str, **options) -> BertForPreTraining:
     torch.manual_seed(0)
     config = preset("tiny", vocab_size=vocab_size, objective=objective, num_layers=1, hidden_size=32,
-                    num_heads=2, dropout=0.0, attention_dropout=0.0)  # fmt: skip
+                    num_heads=2, dropout=0.0, attention_dropout=0.0, **options)  # fmt: skip
     return BertForPreTraining(config).train()
 
 
@@ -171,14 +177,16 @@ def compiled_graphs(counter: CompileCounterWithBackend) -> int:
     return len([g for g in counter.graphs if len(g.graph.nodes)])  # (an empty frame is no graph)
 
 
-@pytest.mark.slow  # ~6 s idle (all cases): torch.compile
-@pytest.mark.parametrize("name", ["nsp", "sop", "none"])
-def test_forward_and_backward_compile_as_one_graph(shards_of, name, fresh_compiler):
-    """fullgraph=True, so any graph break raises: the forward and backward of each objective's step compile
-    as one graph (traced by AOTAutograd, as inductor would take it) that gives eager's loss and gradients."""
+@pytest.mark.slow  # ~8 s idle (all cases): torch.compile
+@pytest.mark.parametrize("case", list(STEPS))
+def test_forward_and_backward_compile_as_one_graph(shards_of, case, fresh_compiler):
+    """fullgraph=True, so any graph break raises: the forward and backward of each objective's step (and of
+    ModernBERT's options: rotary, gated MLP, no biases, the embedding norm) compile as one graph (traced by
+    AOTAutograd, as inductor would take it) that gives eager's loss and gradients."""
+    name, options = STEPS[case]
     shards = open_shards(shards_of(name))
     batch = next(iter(ShardStream(shards, "train", 16, seed=3)))
-    eager, model = small_model(shards.vocab.size, name), small_model(shards.vocab.size, name)
+    eager, model = (small_model(shards.vocab.size, name, **options) for _ in range(2))
     graphs = CompileCounterWithBackend("aot_eager")
     compile_model(model, backend=graphs)
     losses = [forward_loss(m, batch, contextlib.nullcontext)[2] for m in (eager, model)]
@@ -205,15 +213,16 @@ def varying_batches(shards_dir, spec, pad_id: int, count: int, seed: int = 0) ->
 
 
 @pytest.mark.slow  # ~15-20 s of CPU each: 300 training steps through the compiled graph, one compilation
-@pytest.mark.parametrize("name", ["nsp", "none"])  # sop's graph is nsp's: the same heads, another label
-def test_batches_of_varying_lengths_reuse_one_graph(shards_of, name, fresh_compiler):
+@pytest.mark.parametrize("case", ["nsp", "none", "modern"])  # sop's graph is nsp's: another label
+def test_batches_of_varying_lengths_reuse_one_graph(shards_of, case, fresh_compiler):
     """Every size of the batch is symbolic (compile_model's dynamic=True): 300 training batches of real
     shard rows, of varying rows, row length, tokens, sequences and predictions, reuse the graph the first
     compiled, a recompilation being a failure; evaluation (eval mode, no grad: a graph of its own) compiles
     once more. So a run compiles twice. (A batch of a single row would compile once more: torch specialises
-    sizes 0 and 1.)"""
+    sizes 0 and 1.) Rotary positions add no symbol of their own: their angles follow the token count."""
+    name, options = STEPS[case]
     shards = open_shards(shards_of(name))
-    model = small_model(shards.vocab.size, name)
+    model = small_model(shards.vocab.size, name, **options)
     graphs = CompileCounterWithBackend("aot_eager")
     compile_model(model, backend=graphs)
     shapes = set()

@@ -46,16 +46,10 @@ def is_hf_dir(path: Path) -> bool:
 
 
 def check_hf_dir(path: Path) -> None:
-    """A Hugging Face directory is read as import_hf reads one (`export.check_hf_model`: its config, sizes
-    and weights' header), and its vocab.txt by the vocab's reader, before transformers opens anything. Its
-    `pad_token_id` must be a token of the vocab: transformers builds the embedding with it as the padding
-    index and fails an assertion (a traceback) on one beyond."""
+    """A Hugging Face directory is read as import_hf reads one (`export.check_hf_model`: its config, sizes,
+    a `pad_token_id` inside the vocab, and the weights' header), and its vocab.txt by the vocab's reader,
+    before transformers opens anything."""
     check_hf_model(path)
-    config = schemas.load_record(path / "config.json", "hf_config")
-    pad = config.get("pad_token_id")
-    if pad is not None and pad >= config["vocab_size"]:
-        raise DataError(f"{path / 'config.json'}: pad_token_id {pad} is beyond the vocab (vocab_size "
-                        f"{config['vocab_size']})")  # fmt: skip
     if storage.is_file(path / "vocab.txt"):
         VocabInfo.load(path)
     elif not storage.is_file(path / "tokenizer.json"):

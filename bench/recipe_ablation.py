@@ -1,0 +1,365 @@
+"""The modern encoder recipe, change by change, at one budget of CPU time (issue 38, item 4).
+
+Each row of ROWS adds one change to the row above; every row pre-trains for the same training time
+(`schedule.budget`, the trainer's clock: steps only, not evaluation) with each pre-training seed, then is
+scored by `python -m trainer.evaluate` on each task (its CLI, so the task kinds and options it gains apply
+here unchanged). Rows with no Hugging Face class (pre-LN with GeGLU and a position table: trainer.evaluate
+fine-tunes through an export) get the trainer's own held-out masked-LM loss and accuracy only, which every
+row also reports (comparable between rows of the same masking rate).
+
+    python bench/recipe_ablation.py run --budget 30m --seeds 3            # every row, UD EWT UPOS
+    python bench/recipe_ablation.py run --budget 30m --rows recipe mini  # some rows
+    python bench/recipe_ablation.py run ... --task upos --task 'cola=--train C/train.tsv.xz --dev C/dev.tsv'
+    python bench/recipe_ablation.py speed --steps 60                     # steps/s of the presets
+
+The data (vocab, packed pairs, shards) is the recipe's (`pipelines/cpu-recipe.toml`, built once per masking
+rate with `corpusprep run --until shard`); the training settings are its [train] table plus the row's, the
+fine-tuning settings its [evaluate] table (`--eval-extra` appends flags, e.g. a dry run's `--epochs 0.05`).
+Everything lands under --out (default runs/ablation); a rerun skips what is done (a trainer run with its
+marker, an evaluation through evaluate's own -o), so a killed run continues. The table goes to stdout and to
+OUT/table.md, the numbers to OUT/results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from corpusprep.settings import read_toml  # noqa: E402
+from trainer.config import PRESET_LR, load_config, preset_size  # noqa: E402
+
+RECIPE = REPO / "pipelines" / "cpu-recipe.toml"
+EWT = REPO.parent / "shared" / "eval" / "ud_en_ewt" / "en_ewt-ud"
+TASKS = {  # name -> trainer.evaluate's task flags; `--task NAME=FLAGS` adds or replaces one
+    "upos": f"--train {EWT}-train.conllu.xz --dev {EWT}-dev.conllu.xz",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    change: str  # what it adds to the row above, in the table
+    train: dict = field(default_factory=dict)  # `--set` values of trainer.run (dotted keys)
+    masking: float | None = None  # the shards' masked_lm_prob from this row on (None: the row above's)
+    pending: str = ""  # why the row cannot run yet
+
+
+# Each row adds its change to every row above it (the order of issue 38). The larger preset keeps its own
+# learning rate (the recipe states tiny's 1e-3); 30% masking predicts up to 20 of 64 tokens; `rotary`
+# completes ModernBERT's layout (its embedding LayerNorm, no segments, eps 1e-5): the `modern-mini` preset;
+# the schedule is warm-up-stable-decay with a 1-sqrt cooldown over the last 20% (Hagele et al. 2024).
+ROWS = [
+    Row("recipe", "pipelines/cpu-recipe.toml (tiny, post-LN BERT)", masking=0.15),
+    Row("mini", "the mini preset (L4/H256) at the same time", {"model.preset": "mini",
+                                                                 "optim.lr": PRESET_LR["mini"]}),
+    Row("mask-30", "30% masking (MosaicBERT)", masking=0.30),
+    Row("pre-ln", "pre-LN + final LayerNorm", {"model.pre_ln": True}),
+    Row("geglu", "GeGLU MLP (as many weights)", {"model.mlp": "geglu"}),
+    Row("no-bias", "no biases", {"model.bias": False}),
+    Row("rotary", "rotary positions (+ embedding norm, no segments: ModernBERT's layout)",
+        {"model.position": "rotary", "model.embedding_norm": True, "model.type_vocab_size": 0,
+         "model.layer_norm_eps": 1e-5}),
+    Row("wsd", "warm-up-stable-decay, 1-sqrt over the last 20%",
+        {"schedule.decay_fraction": 0.2, "schedule.decay_shape": "1-sqrt"}),
+    Row("batch-ramp", "batch-size ramp", pending="needs trainer/data.py and trainer/train.py (issue 38)"),
+]
+BY_NAME = {row.name: row for row in ROWS}
+
+
+def flat(table: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in table.items():
+        out |= flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
+    return out
+
+
+def settings(literal: dict) -> list[str]:
+    """`--set key=value` arguments, values as TOML/JSON literals."""
+    return [arg for key, value in literal.items() for arg in ("--set", f"{key}={json.dumps(value)}")]
+
+
+def run(command: list[str], log: Path) -> None:
+    """A command, its output appended to `log`; a failure stops the bench with the log's tail."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as out:
+        out.write(f"$ {' '.join(command)}\n")
+        out.flush()
+        done = subprocess.run(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, check=False)
+    if done.returncode:
+        tail = "\n".join(log.read_text().splitlines()[-15:])
+        sys.exit(f"failed ({done.returncode}): {' '.join(command)}\n{tail}")
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace):
+        self.args, self.out = args, Path(args.out).resolve()
+        self.recipe = read_toml(Path(args.recipe), "recipe")
+        self.python = [sys.executable]
+
+    def shards(self, masking: float) -> Path:
+        """The recipe's shards at this masking rate (its pairs, vocab and seeds), built once."""
+        run_dir = self.out / f"data-mask{round(masking * 100)}"
+        if not (run_dir / "shards" / "manifest.json").is_file():
+            length = self.recipe["pairs"]["max_seq_length"]
+            data = {"shard.masked_lm_prob": masking,
+                    "shard.max_predictions_per_seq": math.ceil(masking * length)} | flat(self.args.data_set)
+            command = [str(Path(sys.executable).parent / "corpusprep"), "run", str(self.args.recipe),
+                       "--run-dir", str(run_dir), "--until", "shard", "--no-progress", *settings(data)]
+            print(f"data: masking {masking:.0%} -> {run_dir}", flush=True)
+            run(command, self.out / "logs" / f"{run_dir.name}.log")
+        return run_dir / "shards"
+
+    def train_settings(self, upto: Row) -> tuple[dict, float]:
+        """The trainer's settings of a row (the recipe's [train] and each row's changes up to it) and the
+        row's masking rate."""
+        values, masking = flat(self.recipe["train"]), 0.15
+        for row in ROWS[: ROWS.index(upto) + 1]:
+            values |= row.train
+            masking = row.masking if row.masking is not None else masking
+        return values, masking
+
+    def scorer(self, values: dict) -> str:
+        """Who scores a row's model: "evaluate" (trainer.evaluate fine-tunes its export), or why only the
+        held-out masked LM does: no Hugging Face class computes it, or trainer.evaluate builds another class
+        from its export (it built Bert* classes from any export before it took transformers' Auto classes:
+        a silently fresh encoder, never a score)."""
+        from corpusprep.errors import UsageError
+        from trainer.hf_families import family_of
+
+        nested: dict = {}
+        for key, value in values.items():
+            *sections, name = key.split(".")
+            node = nested
+            for section in sections:
+                node = node.setdefault(section, {})
+            node[name] = value
+        objective = self.recipe["pairs"]["objective"]
+        model = load_config(nested).model.bert_config(vocab_size=300, objective=objective)
+        try:
+            family = family_of(model)
+        except UsageError:
+            return "no HF class"
+        return "evaluate" if evaluate_builds(model) else f"evaluate cannot read {family.title} yet"
+
+    def pretrain(self, row: Row, seed: int) -> Path:
+        values, masking = self.train_settings(row)
+        values |= {"schedule.budget": self.args.budget, "schedule.steps": 10**9}  # the budget ends the run
+        run_dir = self.out / "runs" / f"{row.name}-seed{seed}"
+        marker = run_dir.with_name(run_dir.name + ".done")
+        if not marker.exists():
+            resume = ["--resume"] if run_dir.exists() else []
+            command = [*self.python, "-m", "trainer.run", "--shards", str(self.shards(masking)), "--run-dir",
+                       str(run_dir), *settings(values | {"seed": seed}), *resume]
+            print(f"{row.name} seed {seed}: pre-training for {self.args.budget}", flush=True)
+            run(command, self.out / "logs" / f"{run_dir.name}.log")
+            marker.write_text(time.strftime("%Y-%m-%d %H:%M:%S\n"))
+        return run_dir
+
+    def evaluate(self, run_dir: Path, task: str) -> dict:
+        """trainer.evaluate's record for one pre-trained run on one task (its -o: a rerun reuses it)."""
+        out = self.out / "evaluations" / f"{run_dir.name}-{task}"
+        if not (out / "evaluation.json").is_file():
+            common = [arg for key, value in self.recipe.get("evaluate", {}).items()
+                      if key not in ("train", "dev", "test")
+                      for arg in (f"--{key.replace('_', '-')}", str(value))]  # fmt: skip
+            command = [*self.python, "-m", "trainer.evaluate", str(run_dir), *self.tasks[task].split(),
+                       *common, *self.args.eval_extra.split(), "-o", str(out)]
+            print(f"{run_dir.name}: evaluating on {task}", flush=True)
+            run(command, self.out / "logs" / f"{run_dir.name}-{task}.log")
+        return json.loads((out / "evaluation.json").read_text())
+
+    @property
+    def tasks(self) -> dict[str, str]:
+        chosen = {}
+        for spec in self.args.task or ["upos"]:
+            name, _, flags = spec.partition("=")
+            chosen[name] = flags or TASKS[name]
+        return chosen
+
+
+def evaluate_builds(config) -> bool:
+    """Whether trainer.evaluate fine-tunes an export of `config` as the export's own class with its weights
+    (a random model of it exported to a temporary directory; a second or so)."""
+    import tempfile
+    from types import SimpleNamespace
+
+    import torch
+    from safetensors.torch import load_file
+
+    from trainer.checkpoint import save_model
+    from trainer.evaluate.finetune import build_model
+    from trainer.export import export
+    from trainer.hf_families import family_of
+    from trainer.model import BertForPreTraining
+
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        (root / "vocab").mkdir()
+        (root / "model").mkdir()
+        specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        words = [f"w{i}" for i in range(config.vocab_size - len(specials))]
+        (root / "vocab" / "vocab.txt").write_text("\n".join(specials + words) + "\n")
+        model = BertForPreTraining(config)
+        save_model(root / "model", model.state_dict(), {"model": asdict(config), "train": {}})
+        out = export(root / "model", root / "hf", root / "vocab")
+        task = SimpleNamespace(kind="tag", labels=("a", "b"))
+        built = build_model(out, task, "pretrained", seed=0).state_dict()
+        family = family_of(config)
+        encoder = {k: v for k, v in load_file(out / "model.safetensors").items()
+                   if k.startswith(family.bare[0]) and not k.startswith(family.heads)}  # fmt: skip
+        return all(k in built and torch.equal(built[k], v) for k, v in encoder.items())
+
+
+def held_out(run_dir: Path) -> dict:
+    """The run's last held-out masked-LM record and its steps (metrics.jsonl)."""
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
+    last = [r for r in records if "val_mlm_loss" in r][-1]
+    return {"steps": max(r.get("step", 0) for r in records), "val_mlm_loss": last["val_mlm_loss"],
+            "val_mlm_acc": last["val_mlm_acc"]}
+
+
+def task_score(record: dict) -> tuple[str, float, float]:
+    """(split, the pre-trained model's mean score over the fine-tuning seeds, the random init's)."""
+    split = "test" if "test" in record["splits"] else "dev"
+    scores = record["splits"][split]
+    return split, scores["pretrained"]["mean"], scores["random"]["mean"]
+
+
+def mean_sd(values: list[float]) -> str:
+    if len(values) < 2:
+        return f"{values[0]:.4f} (1 seed)"
+    return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def verdict(now: list[float], before: list[float] | None) -> str:
+    """The change against the row above: its mean difference and Welch's standard error (pre-training seeds);
+    "helps" or "hurts" beyond 2 standard errors, else "noise"."""
+    if not before or len(now) < 2 or len(before) < 2:
+        return ""
+    diff = statistics.fmean(now) - statistics.fmean(before)
+    se = math.sqrt(statistics.variance(now) / len(now) + statistics.variance(before) / len(before))
+    call = "helps" if diff > 2 * se else "hurts" if diff < -2 * se else "noise"
+    return f"{diff:+.4f} ± {se:.4f} {call}"
+
+
+def run_rows(args: argparse.Namespace) -> int:
+    bench = Bench(args)
+    rows = [BY_NAME[name] for name in args.rows] if args.rows else ROWS
+    seeds = [args.first_seed + i for i in range(args.seeds)]
+    results: dict = {"budget": args.budget, "seeds": seeds, "tasks": bench.tasks, "rows": {}}
+    for row in rows:
+        if row.pending:
+            results["rows"][row.name] = {"change": row.change, "pending": row.pending}
+            continue
+        values, masking = bench.train_settings(row)
+        scorer = bench.scorer(values)
+        entry = {"change": row.change, "masking": masking, "scorer": scorer, "seeds": {}}
+        for seed in seeds:
+            run_dir = bench.pretrain(row, seed)
+            found = held_out(run_dir)
+            if scorer == "evaluate":
+                for task in bench.tasks:
+                    split, pretrained, random = task_score(bench.evaluate(run_dir, task))
+                    found[task] = {"split": split, "pretrained": pretrained, "random": random}
+            entry["seeds"][seed] = found
+        results["rows"][row.name] = entry
+        write(results, bench.out)
+    print(write(results, bench.out))
+    return 0
+
+
+def write(results: dict, out: Path) -> str:
+    """The table (markdown) and results.json; returns the table."""
+    tasks = list(results["tasks"])
+    head = ["row", "change", "steps", "held-out MLM acc", *tasks, *[f"{t}: vs row above" for t in tasks]]
+    lines = [f"Budget {results['budget']} of training per run; pre-training seeds {results['seeds']}; "
+             "mean ± sd over them. Scores: trainer.evaluate's pre-trained mean (test split if given, else "
+             "dev).", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]  # fmt: skip
+    before: dict[str, list[float]] = {}
+    for name, entry in results["rows"].items():
+        if "pending" in entry:
+            pending = f"| {name} | {entry['change']} | not run: {entry['pending']} |"
+            lines.append(pending + " |" * (len(head) - 3))
+            continue
+        runs = list(entry["seeds"].values())
+        steps = statistics.fmean(r["steps"] for r in runs)
+        acc = mean_sd([r["val_mlm_acc"] for r in runs])
+        cells, deltas = [], []
+        for task in tasks:
+            if entry["scorer"] != "evaluate":
+                cells.append(entry["scorer"])
+                deltas.append("")
+                continue
+            scores = [r[task]["pretrained"] for r in runs]
+            cells.append(mean_sd(scores))
+            deltas.append(verdict(scores, before.get(task)))
+            before[task] = scores
+        change = f"{entry['change']} (masking {entry['masking']:.0%})"
+        lines.append(f"| {name} | {change} | {steps:,.0f} | {acc} | " + " | ".join(cells + deltas) + " |")
+    table = "\n".join(lines) + "\n"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "table.md").write_text(table)
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    return table
+
+
+def speed(args: argparse.Namespace) -> int:
+    """Steps/s (and sequences/s) of each preset at the recipe's training settings on the recipe's shards,
+    over `--steps` steps after a warm-up window (the first progress record, which holds start-up)."""
+    bench = Bench(args)
+    shards = bench.shards(0.15)
+    print("| preset | steps/s | sequences/s | tokens/s |\n|---|---|---|---|")
+    for name in args.presets:
+        values, _ = bench.train_settings(ROWS[0])
+        values |= {"model.preset": name, "optim.lr": PRESET_LR[preset_size(name)],
+                   "schedule.steps": args.steps, "eval.every": 0, "eval.max_batches": 1,
+                   "logging.every": 10, "checkpoint.every": args.steps}  # fmt: skip
+        run_dir = bench.out / "speed" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        run([*bench.python, "-m", "trainer.run", "--shards", str(shards), "--run-dir", str(run_dir),
+             *settings(values)], bench.out / "logs" / f"speed-{name}.log")  # fmt: skip
+        records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        windows = [r for r in records if "seq_per_s" in r][1:]  # the first window holds start-up
+        seqs = statistics.fmean(r["seq_per_s"] for r in windows)
+        tokens = statistics.fmean(r["tokens_per_s"] for r in windows)
+        batch = values["data.batch_size"]
+        print(f"| {name} | {seqs / batch:.2f} | {seqs:,.0f} | {tokens:,.0f} |", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default="runs/ablation", help="where data, runs, evaluations and the table go")
+    p.add_argument("--recipe", type=Path, default=RECIPE, help="the pipeline file of row 1's settings")
+    p.add_argument("--data-set", type=json.loads, default={}, metavar="JSON",
+                   help='settings of the data stages, e.g. \'{"input": {"paths": ["small.txt"]}}\'')
+    sub = p.add_subparsers(dest="command", required=True)
+    rows = sub.add_parser("run", help="pre-train and score rows")
+    rows.add_argument("--budget", default="30m", help="training time of every run (default 30m)")
+    rows.add_argument("--seeds", type=int, default=3, help="pre-training seeds per row (default 3)")
+    rows.add_argument("--first-seed", type=int, default=12345, help="the recipe's seed, then +1, +2 ...")
+    rows.add_argument("--rows", nargs="+", choices=list(BY_NAME), help="default: every row")
+    rows.add_argument("--task", action="append", metavar="NAME[=FLAGS]",
+                      help=f"a task by name ({', '.join(TASKS)}) or NAME=trainer.evaluate's task flags; "
+                      "repeatable (default: upos)")
+    rows.add_argument("--eval-extra", default="", help="flags appended to every trainer.evaluate call")
+    rows.set_defaults(handler=run_rows)
+    pace = sub.add_parser("speed", help="steps/s of presets at the recipe's settings")
+    pace.add_argument("--presets", nargs="+", default=["tiny", "mini", "modern-tiny", "modern-mini"])
+    pace.add_argument("--steps", type=int, default=60)
+    pace.set_defaults(handler=speed)
+    args = p.parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
