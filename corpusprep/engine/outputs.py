@@ -72,6 +72,9 @@ class OutputKind:
     adopt: bool = False
     checksums: bool = False
     looks_like: tuple[str, ...] = ()
+    # an output that is a corpus itself: a reader given its directory reads these of its files (the manifest's,
+    # matching these patterns), their documents keeping the ids recorded in them (a curate output's kept ones)
+    corpus: tuple[str, ...] = ()
 
     def adopting(self, owns: Sequence[str] | None = None) -> OutputKind:
         """This kind for files written before its artifact is opened (by hand: a test's fixture, a
@@ -102,6 +105,7 @@ VOCAB_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_
 PAIRS_FILES = ("stats.json", "train/part-*.parquet", "validation/part-*.parquet")
 SHARDS_FILES = ("manifest.json", "vocab.txt", "train/shard-*.parquet", "validation/shard-*.parquet")
 EVALUATION_FILES = ("runs/*.json", "evaluation.json", "evaluation.md")
+CURATE_FILES = ("kept/part-*", "removed.jsonl", "curate.json", "report.md", "report.png")
 
 # In the order recognition tries them (an export and a shards directory hold a vocab.txt too).
 KINDS = {k.name: k for k in (
@@ -133,6 +137,9 @@ KINDS = {k.name: k for k in (
                signs=Sign(files=("stats.json",), any_dir=("train", "validation")), owns=PAIRS_FILES),
     OutputKind("evaluate", "evaluate", "corpusprep evaluate", "evaluation directory",
                "trainer.outputs:validate_evaluation", artifact=True, owns=EVALUATION_FILES),
+    OutputKind("curate", "curate", "curated documents", "curate directory",
+               "corpusprep.curate.validate:validate_curated", artifact=True, owns=CURATE_FILES,
+               corpus=("kept/part-*",)),
     OutputKind("corpus", "corpus", "corpusprep corpus", "demo corpus directory",
                "corpusprep.validate:validate_artifact", artifact=True, owns=("demo*.json*",)),
 )}  # fmt: skip

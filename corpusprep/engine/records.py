@@ -22,6 +22,7 @@ installed at run time, and its error messages do not name a field the way a user
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -646,6 +647,9 @@ SCHEMAS: dict[str, Schema] = {
     "mask_task": MASK_TASK,  # shard: a pairs file masked and dealt to spill files
     "shard_task": SHARD_TASK,  # shard: a shard written
     "evaluate_run": EVALUATE_RUN,  # trainer.evaluate: one fine-tuning run (also EVAL_DIR/runs/*.json)
+    # corpusprep curate's, defined beside it (corpusprep/curate/schema.py), imported when one is checked
+    **{kind: Lazy(lambda kind=kind: importlib.import_module("corpusprep.curate.schema").SCHEMAS[kind])
+       for kind in ("curate_stats", "curate_removed", "curate_read_task")},
 }
 
 __all__ = ["SCHEMAS", "RecordError", "check_record", "inside", "load_record", "parse_json", "read_bytes",

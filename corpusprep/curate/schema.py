@@ -1,0 +1,36 @@
+"""What curate writes and reads back: the kept documents' columns, and the schemas (engine.records' language)
+of its records: the summary (`curate.json`), a line of `removed.jsonl`, and the read task's stats, which steer
+the later phases. engine/records.py looks these up by kind ("curate_stats", "curate_removed",
+"curate_read_task") when it checks a record."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from corpusprep.engine.records import COUNT, MAX_INT, Int, ListOf, MapOf, Num, Obj, Str
+
+KEPT_FIELDS = ("id", "text", "language", "language_score")
+
+
+def kept_schema(languages: bool) -> pa.Schema:
+    fields = [pa.field("id", pa.string(), nullable=False), pa.field("text", pa.string(), nullable=False)]
+    if languages:
+        fields += [pa.field("language", pa.string()), pa.field("language_score", pa.float32())]
+    return pa.schema(fields)
+
+
+DOC_ID = Str(pattern=r"[^\x00-\x1f\x7f]{1,4096}", what="a document id (1 to 4096 printable characters)")
+BY_REASON = MapOf(COUNT)
+CURATE_STATS = Obj(
+    {"documents": COUNT, "kept": COUNT, "removed": BY_REASON, "read": Obj({}, {"skipped": BY_REASON})},
+    {"languages": BY_REASON, "characters": MapOf(COUNT),
+     "evaluation": Obj({}, {"examples": COUNT, "found": COUNT, "too_short": COUNT})},
+)  # fmt: skip
+CURATE_REMOVED = Obj({"id": DOC_ID, "reason": Str(pattern=r"[a-z][a-z0-9-]*", what="a reason")},
+                     {"kept": DOC_ID, "eval_file": Str(), "eval_position": Str(), "detail": Str(),
+                      "paragraphs": ListOf(Int(0, MAX_INT)), "language": Str(),
+                      "language_score": Num(0, 1)})  # fmt: skip
+CURATE_READ_TASK = Obj({"chunks": Int(0, 2**31), "documents": COUNT, "starts": ListOf(COUNT),
+                        "read": Obj({}, {"skipped": BY_REASON})}, {"chars": COUNT})  # fmt: skip
+
+SCHEMAS = {"curate_stats": CURATE_STATS, "curate_removed": CURATE_REMOVED, "curate_read_task": CURATE_READ_TASK}
