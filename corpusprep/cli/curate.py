@@ -20,7 +20,8 @@ from corpusprep.read import ReadOptions
 
 CurateDir = Annotated[Path, typer.Option("--output", "-o", help="Directory to write: kept/part-*.jsonl (or "
                                          ".parquet), removed.jsonl, curate.json, report.md, report.png.")]
-OutputFormat = Annotated[str, typer.Option("--format", help=f"Kept documents as {' or '.join(OUTPUT_FORMATS)} "
+OutputFormat = Annotated[str, typer.Option("--format", help=f"Kept documents as {' or '.join(OUTPUT_FORMATS)}"
+                                           " "
                                            "(id, text; language, language_score with --languages).")]
 Exact = Annotated[bool, typer.Option(help="Remove exact duplicates (equal after NFC, case folding and "
                                      "whitespace runs as one space).")]
@@ -46,7 +47,8 @@ Languages = Annotated[str, typer.Option(help="Keep documents in these languages 
                                         "en,fr); empty: no language identification.")]
 Filters = Annotated[str, typer.Option(help="Quality filters, comma-separated, in order: word-count, "
                                       "word-length, symbol-ratio, ellipsis-lines, repeated-lines, "
-                                      "repeated-ngrams (gopher: all six), boilerplate-lines (all: every one).")]
+                                      "repeated-ngrams (gopher: all six), boilerplate-lines (all: every "
+                                      "one).")]
 
 
 @app.command("curate")

@@ -30,7 +30,8 @@ from corpusprep.engine import storage
 from corpusprep.engine.executor import OUTPUTS_KEY, Task
 
 ANALYSIS_SCHEMA = pa.schema([
-    pa.field("doc", pa.int64(), nullable=False), pa.field("reason", pa.string()), pa.field("detail", pa.string()),
+    pa.field("doc", pa.int64(), nullable=False), pa.field("reason", pa.string()),
+    pa.field("detail", pa.string()),
     pa.field("examples", pa.list_(pa.int64())), pa.field("paragraphs", pa.list_(pa.int64())),
     pa.field("language", pa.string()), pa.field("score", pa.float32()), pa.field("text", pa.string()),
 ])  # fmt: skip

@@ -102,14 +102,14 @@ def _check_languages(languages: tuple[str, ...]) -> None:
 
 def _phases(run: StageRun, inputs, out_dir: Path, options: CurateOptions, read_options) -> dict[str, Any]:
     work = run.work
+    index, examples, evaluation = _evaluation(run, options)  # first: a bad evaluation file fails at once
     read_task = Task("read", ReadArgs(tuple(map(str, inputs)), read_options, options, work))
-    (read,) = run.phase("read", functools.partial(read_stage, reporter=run.reporter), [read_task], unit="docs",
-                        local=True, stats_kind="curate_read_task")  # fmt: skip
+    (read,) = run.phase("read", functools.partial(read_stage, reporter=run.reporter), [read_task],
+                        unit="docs", local=True, stats_kind="curate_read_task")  # fmt: skip
     if not read["documents"]:
         storage.remove_tree(work)
         raise no_usable_documents(inputs, read["read"])
     starts, chunks, documents = tuple(read["starts"]), read["chunks"], read["documents"]
-    index, examples, evaluation = _evaluation(run, options)
     seconds = read.get("chars", math.inf) / ANALYSE_CHARS_PER_SECOND
     run.phase("analyse", analyse_task, [
         Task(f"analyse-{c:06d}", AnalyseArgs(c, starts[c], work, options, index)) for c in range(chunks)],
@@ -144,7 +144,8 @@ def evaluation_task(task: Task) -> dict[str, Any]:
     examples = [e for path in options.decontaminate for e in read_examples(path)]
     index = EvalIndex.build(examples, options.ngram, options.min_example_words)
     index.save(index_path)
-    write_ipc(table_path, pa.table({"file": [e.file for e in examples], "position": [e.position for e in examples],
+    write_ipc(table_path, pa.table({"file": [e.file for e in examples],
+                                    "position": [e.position for e in examples],
                                     "text": [e.text for e in examples]}))  # fmt: skip
     return {"examples": len(examples), "too_short": index.too_short}
 
@@ -154,16 +155,20 @@ def _dedup(run: StageRun, options: CurateOptions, starts, chunks: int, buckets: 
     if not options.deduplicates:
         return {}
     kinds = [("exact", 0)] * options.exact + [("near", b) for b in range(options.bands)] * options.near
-    tasks = [Task(f"{kind}-b{band:03d}-k{k:05d}", dedup.PairArgs(kind, band, k, buckets, run.work, chunks, starts,
-                                                                 options.threshold),
-                  outputs=(dedup.pairs_path(run.work, kind, band, k).relative_to(run.work.parent).as_posix(),))
+    tasks = [Task(f"{kind}-b{band:03d}-k{k:05d}",
+                  dedup.PairArgs(kind, band, k, buckets, run.work, chunks, starts, options.threshold),
+                  outputs=(_relative(run, dedup.pairs_path(run.work, kind, band, k)),))
              for kind, band in kinds for k in range(buckets)]  # fmt: skip
     stats = merge_stats(run.phase("pairs", dedup.pairs_task, tasks, unit="bands"))
     decisions = dedup.decisions_path(run.work)
     cluster = Task("cluster", (run.work, documents, options.bands, buckets, options.near, options.exact),
-                   outputs=(decisions.relative_to(run.work.parent).as_posix(),))
+                   outputs=(_relative(run, decisions),))
     (clusters,) = run.phase("cluster", cluster_task, [cluster], unit="clusters", local=True)
     return {**stats, **clusters}
+
+
+def _relative(run: StageRun, path: Path) -> str:
+    return path.relative_to(run.work.parent).as_posix()
 
 
 def cluster_task(task: Task) -> dict[str, Any]:
@@ -176,7 +181,7 @@ def _lines(run: StageRun, options: CurateOptions, starts, chunks: int, buckets: 
     decisions = dedup.decisions_path(run.work)
     tasks = [Task(f"lines-k{k:05d}", dedup.PairArgs("lines", 0, k, buckets, run.work, chunks, starts,
                                                     options.threshold, decisions),
-                  outputs=(dedup.pairs_path(run.work, "lines", 0, k).relative_to(run.work.parent).as_posix(),))
+                  outputs=(_relative(run, dedup.pairs_path(run.work, "lines", 0, k)),))
              for k in range(buckets)]  # fmt: skip
     run.phase("lines", dedup.pairs_task, tasks, unit="buckets")
     return buckets

@@ -61,7 +61,8 @@ def read_stage(task: Task, reporter: Reporter) -> dict[str, Any]:
     def flush() -> None:
         chunk = len(starts)
         starts.append(total - len(ids))
-        write_ipc(chunk_path(args.work, chunk), pa.table({"id": arrow.strings(ids), "text": arrow.strings(texts)}))
+        table = pa.table({"id": arrow.strings(ids), "text": arrow.strings(texts)})
+        write_ipc(chunk_path(args.work, chunk), table)
         write_ipc(ids_path(args.work, chunk), pa.table({"id": arrow.strings(ids)}))
         written.extend(p.relative_to(args.work.parent).as_posix()
                        for p in (chunk_path(args.work, chunk), ids_path(args.work, chunk)))  # fmt: skip

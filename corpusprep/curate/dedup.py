@@ -163,7 +163,8 @@ def components(n: int, pairs: np.ndarray) -> np.ndarray:
 
 
 def load_pairs(work: Path, kind: str, bands: int, buckets: int) -> np.ndarray:
-    found = [load_npy(pairs_path(work, kind, band, bucket)) for band in range(bands) for bucket in range(buckets)]
+    found = [load_npy(pairs_path(work, kind, band, bucket))
+             for band in range(bands) for bucket in range(buckets)]  # fmt: skip
     return np.concatenate(found) if found else np.empty((0, 2), np.int64)
 
 

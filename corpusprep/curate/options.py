@@ -53,8 +53,10 @@ class CurateOptions:
         object.__setattr__(self, "languages", tuple(dict.fromkeys(x.strip().lower() for x in self.languages
                                                                      if x.strip())))
         checks = [
-            (self.format in OUTPUT_FORMATS, f"--format {self.format!r}: choose from {', '.join(OUTPUT_FORMATS)}"),
-            (1 <= self.shingle <= MAX_NGRAM, f"--shingle {self.shingle}: must be from 1 to {MAX_NGRAM} words"),
+            (self.format in OUTPUT_FORMATS,
+             f"--format {self.format!r}: choose from {', '.join(OUTPUT_FORMATS)}"),
+            (1 <= self.shingle <= MAX_NGRAM,
+             f"--shingle {self.shingle}: must be from 1 to {MAX_NGRAM} words"),
             (1 <= self.bands <= self.permutations <= MAX_PERMUTATIONS,
              f"--permutations {self.permutations} / --bands {self.bands}: need 1 <= bands <= permutations <= "
              f"{MAX_PERMUTATIONS}"),

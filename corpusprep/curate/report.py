@@ -29,8 +29,8 @@ def report_markdown(stats: dict) -> str:
     if duplicates:
         lines += ["", f"Duplicates: {duplicates.get('exact_pairs', 0):,} exact pairs, "
                   f"{duplicates.get('near_pairs', 0):,} near pairs verified of "
-                  f"{duplicates.get('near_candidates', 0):,} LSH candidates, {duplicates.get('clusters', 0):,} "
-                  "clusters (each keeps its first document)."]
+                  f"{duplicates.get('near_candidates', 0):,} LSH candidates, "
+                  f"{duplicates.get('clusters', 0):,} clusters (each keeps its first document)."]
     for reason, shown in stats.get("examples", {}).items():
         lines += ["", f"## {reason}", "", "| id | why | text |", "|---|---|---|"]
         for record in shown:
@@ -40,7 +40,8 @@ def report_markdown(stats: dict) -> str:
     lines += _evaluation_lines(stats.get("evaluation") or {})
     if stats.get("languages"):
         lines += ["", "## languages of the kept documents", "", "| language | documents |", "|---|---:|"]
-        lines += [f"| {lang} | {n:,} |" for lang, n in sorted(stats["languages"].items(), key=lambda x: -x[1])]
+        ranked = sorted(stats["languages"].items(), key=lambda x: -x[1])
+        lines += [f"| {lang} | {n:,} |" for lang, n in ranked]
     lines += ["", "![outcomes](report.png)", ""]
     return "\n".join(lines)
 

@@ -33,4 +33,5 @@ CURATE_REMOVED = Obj({"id": DOC_ID, "reason": Str(pattern=r"[a-z][a-z0-9-]*", wh
 CURATE_READ_TASK = Obj({"chunks": Int(0, 2**31), "documents": COUNT, "starts": ListOf(COUNT),
                         "read": Obj({}, {"skipped": BY_REASON})}, {"chars": COUNT})  # fmt: skip
 
-SCHEMAS = {"curate_stats": CURATE_STATS, "curate_removed": CURATE_REMOVED, "curate_read_task": CURATE_READ_TASK}
+SCHEMAS = {"curate_stats": CURATE_STATS, "curate_removed": CURATE_REMOVED,
+           "curate_read_task": CURATE_READ_TASK}

@@ -72,8 +72,8 @@ class OutputKind:
     adopt: bool = False
     checksums: bool = False
     looks_like: tuple[str, ...] = ()
-    # an output that is a corpus itself: a reader given its directory reads these of its files (the manifest's,
-    # matching these patterns), their documents keeping the ids recorded in them (a curate output's kept ones)
+    # an output that is a corpus itself: a reader given its directory reads these of its files (of those the
+    # manifest owns), their documents keeping the ids recorded in them (a curate output's kept ones)
     corpus: tuple[str, ...] = ()
 
     def adopting(self, owns: Sequence[str] | None = None) -> OutputKind:

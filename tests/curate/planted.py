@@ -17,16 +17,19 @@ from pathlib import Path
 
 from corpusprep.curate import text as txt
 
-WORDS = ("the of and to in is was for that with as on by it from at are be this which an or his had not "
-         "were but have their they one has first new more after its also two other been who time all "
-         "would into some there when can city year people used these state part during only between "
-         "made many under then world three most such over where well school water known later team "
-         "government through against life while called early war number area before about found work "
-         "since system history being may both same family music house club river around second game "
-         "several because film local each place land public until village series often line national "
-         "small form end even during station without country large name based including power book "
-         "church began built did great group company back including own set within order much north "
-         "south east west old high long age field park member party short").split()
+_TEXT = (
+    "the of and to in is was for that with as on by it from at are be this which an or his had not "
+    "were but have their they one has first new more after its also two other been who time all would "
+    "into some there when can city year people used these state part during only between made many "
+    "under then world three most such over where well school water known later team government "
+    "through against life while called early war number area before about found work since system "
+    "history being may both same family music house club river around second game several because "
+    "film local each place land public until village series often line national small form end even "
+    "during station without country large name based including power book church began built did "
+    "great group company back including own set within order much north south east west old high long "
+    "age field park member party short"
+)
+WORDS = _TEXT.split()
 FOREIGN = ("de", "fr", "es", "ru", "fi", "pl")
 UD = Path(__file__).resolve().parents[3] / "shared" / "sbd" / "ud"
 

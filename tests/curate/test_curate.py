@@ -17,7 +17,6 @@ from corpusprep.read import ReadOptions, iter_documents
 from tests.curate.planted import planted_corpus
 
 
-
 def digests(out: Path) -> dict[str, str]:
     return {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(out.rglob("*")) if p.is_file() and not p.name.startswith(".")}  # fmt: skip
