@@ -36,12 +36,12 @@ class CurateOptions:
     threshold: float = 0.7  # estimated Jaccard a candidate pair must reach to count as near-duplicates
     lines: bool = False  # also remove lines (paragraphs) repeated across documents, but in their first one
     min_line_chars: int = 60  # shorter lines are never taken for boilerplate (headings, "References")
-    decontaminate: tuple[str, ...] = ()  # evaluation files: remove documents sharing an n-gram with them
+    decontaminate: tuple[str, ...] | list[str] = ()  # evaluation files: remove documents sharing an n-gram with them
     ngram: int = 13  # decontamination n-gram (GPT-3, NeMo Curator)
     min_example_words: int = 8  # examples shorter than `ngram` words are matched whole from this length
     paragraphs: bool = False  # decontamination removes the matching paragraphs, not the whole document
-    languages: tuple[str, ...] = ()  # keep these (ISO 639-1); empty: no language identification
-    filters: tuple[str, ...] = ()  # quality filters by name (curate/filters), in this order; empty: none
+    languages: tuple[str, ...] | list[str] = ()  # keep these (ISO 639-1); empty: no language identification
+    filters: tuple[str, ...] | list[str] = ()  # quality filters by name (curate/filters), in this order; empty: none
     seed: int = 12345  # the MinHash permutations
     docs_per_chunk: int = 4096  # documents per task (and CHUNK_CHARS of text): the unit of parallel work
 
