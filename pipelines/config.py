@@ -26,9 +26,9 @@ from corpusprep.read.document import MAX_DOCUMENT_MB, ReadOptions
 from corpusprep.settings import check_settings, parse_toml, read_toml
 
 DEMO_INPUT = "@demo"  # input.paths = ["@demo"]: the embedded demo corpus, built at run time
-SECTIONS = ("pipeline", "input", "vocab", "pairs", "shard", "train", "phases", "evaluate")
+SECTIONS = ("pipeline", "input", "curate", "vocab", "pairs", "shard", "train", "phases", "evaluate")
 PHASE_SECTIONS = ("pairs", "shard", "train")
-KINDS = ("corpus", "vocab", "pairs", "shard", "train", "plot", "evaluate")  # run order within a phase
+KINDS = ("corpus", "curate", "vocab", "pairs", "shard", "train", "plot", "evaluate")  # run order in a phase
 EVALUATE_PATHS = ("train", "dev", "test", "vocab")  # [evaluate] keys that name files
 # demo_mb: size of the demo corpus (None: corpusprep.demo_corpus.DEFAULT_MAX_MB)
 INPUT_DEFAULTS = {"paths": [DEMO_INPUT], "format": "auto", "text_field": "text", "on_error": "auto",
@@ -240,6 +240,11 @@ def plan(raw: dict[str, Any], source: Path) -> Pipeline:
     stages = []
     if demo:
         stages.append(Stage("corpus", "corpus", {"max_mb": inputs["demo_mb"]}, {}, "corpus"))
+    if "curate" in config:  # the later stages read the curated documents (JSONL, ids kept)
+        stages.append(Stage("curate", "curate", {"curate": seeded(_table(config, "curate", str(source))),
+                                                 "read": read}, {"corpus": corpus_need}, "curate"))
+        corpus_need = "curate"
+        read = {**read, "format": "auto", "text_field": "text", "document_per_file": False}
     vocab = _table(config, "vocab", str(source))
     stages.append(Stage("vocab", "vocab", {"vocab": vocab, "read": read}, {"corpus": corpus_need}, "vocab"))
 

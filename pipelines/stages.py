@@ -44,6 +44,10 @@ class StageContext:
         """The keyword arguments every data-prep stage function takes for how (never what) it runs."""
         return {"executor": self.executor, "overwrite": self.overwrite, "progress": self.progress}
 
+    def corpus(self, stage: Stage) -> list[str]:
+        """What the stage reads as its corpus: the curate stage's output when it has one, else the inputs."""
+        return [str(self.dirs["curate"])] if stage.needs.get("corpus") == "curate" else self.inputs
+
     def need(self, stage: Stage, role: str) -> Path:
         """The output directory of the stage this one reads in `role` ("vocab", "pairs", "shards", ...)."""
         return self.dirs[stage.needs[role]]
@@ -111,6 +115,29 @@ class CorpusStage(StageKind):
         return StageResult({**counts, "MB": round(stats["bytes"] / 1e6, 3)}, unit="documents")
 
 
+class CurateStage(StageKind):
+    kind = "curate"
+    parallel = True
+
+    def check(self, stage: Stage) -> None:
+        from corpusprep.curate.options import CurateOptions
+
+        super().check(stage)
+        _options(CurateOptions, stage.settings["curate"], "curate")
+
+    def run(self, stage: Stage, ctx: StageContext) -> StageResult:
+        from corpusprep.curate.build import curate
+        from corpusprep.curate.options import CurateOptions
+
+        options = _options(CurateOptions, stage.settings["curate"], "curate")
+        stats = curate(ctx.corpus(stage), ctx.out, options, _read_options(stage), **ctx.scheduling())
+        counts = {"documents": stats["documents"], "kept": stats["kept"], "removed": stats["removed"]}
+        return StageResult(counts, unit="documents")
+
+    def input_files(self, stage: Stage) -> list[str]:
+        return list(stage.settings["curate"].get("decontaminate", []))
+
+
 class VocabStage(StageKind):
     kind = "vocab"
 
@@ -125,7 +152,8 @@ class VocabStage(StageKind):
         from corpusprep.tokenize.vocab import build_vocab
 
         options = _options(VocabOptions, stage.settings["vocab"], "vocab")
-        report = build_vocab(ctx.inputs, ctx.out, options, _read_options(stage), overwrite=ctx.overwrite)
+        report = build_vocab(ctx.corpus(stage), ctx.out, options, _read_options(stage),
+                             overwrite=ctx.overwrite)
         docs = report["documents"]
         counts = {
             "vocab_size": report["vocab_size"],
@@ -162,7 +190,7 @@ class PairsStage(StageKind):
 
         options = _options(PairOptions, stage.settings["pairs"], "pairs")
         stats = build_pairs(
-            ctx.inputs,
+            ctx.corpus(stage),
             ctx.need(stage, "vocab"),
             ctx.out,
             options,
@@ -421,8 +449,8 @@ class EvaluateStage(StageKind):
 
 
 KINDS: dict[str, StageKind] = {
-    k.kind: k for k in (CorpusStage(), VocabStage(), PairsStage(), ShardStage(), TrainStage(), PlotStage(),
-                        EvaluateStage())
+    k.kind: k for k in (CorpusStage(), CurateStage(), VocabStage(), PairsStage(), ShardStage(), TrainStage(),
+                        PlotStage(), EvaluateStage())
 }
 
 
