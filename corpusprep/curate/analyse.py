@@ -134,6 +134,7 @@ def analyse_task(task: Task) -> dict[str, Any]:
         np.savez(f, **keys)
     written = [analysis_path(args.work, args.chunk), keys_path(args.work, args.chunk)]
     return {"documents": len(texts), "survivors": int(len(keys["exact_docs"])),
+            "line_keys": len(keys["lines"]),
             OUTPUTS_KEY: [p.relative_to(args.work.parent).as_posix() for p in written]}  # fmt: skip
 
 

@@ -111,12 +111,13 @@ def _phases(run: StageRun, inputs, out_dir: Path, options: CurateOptions, read_o
         raise no_usable_documents(inputs, read["read"])
     starts, chunks, documents = tuple(read["starts"]), read["chunks"], read["documents"]
     seconds = read.get("chars", math.inf) / ANALYSE_CHARS_PER_SECOND
-    run.phase("analyse", analyse_task, [
+    analysed = merge_stats(run.phase("analyse", analyse_task, [
         Task(f"analyse-{c:06d}", AnalyseArgs(c, starts[c], work, options, index)) for c in range(chunks)],
-        unit="chunks", seconds=seconds)  # fmt: skip
-    buckets = dedup.bucket_count(documents)
+        unit="chunks", seconds=seconds))  # fmt: skip
+    # a document's band key and number (16 bytes), and its signature when it is a candidate
+    buckets = dedup.bucket_count(documents, 16 + 4 * options.permutations)
     pair_stats = _dedup(run, options, starts, chunks, buckets, documents)
-    line_buckets = _lines(run, options, starts, chunks, buckets)
+    line_buckets = _lines(run, options, starts, chunks, dedup.bucket_count(analysed["line_keys"], 16))
     written = merge_stats(run.phase("write", write_task, [
         Task(f"write-{c:06d}", WriteArgs(c, starts, work, out_dir, options, examples, line_buckets))
         for c in range(chunks)], unit="docs", count=lambda s: s["documents"], seconds=seconds / 4))
@@ -178,7 +179,7 @@ def cluster_task(task: Task) -> dict[str, Any]:
 def _lines(run: StageRun, options: CurateOptions, starts, chunks: int, buckets: int) -> int:
     if not options.lines:
         return 0
-    decisions = dedup.decisions_path(run.work)
+    decisions = dedup.decisions_path(run.work) if options.deduplicates else None
     tasks = [Task(f"lines-k{k:05d}", dedup.PairArgs("lines", 0, k, buckets, run.work, chunks, starts,
                                                     options.threshold, decisions),
                   outputs=(_relative(run, dedup.pairs_path(run.work, "lines", 0, k)),))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from corpusprep.curate.dedup import RUN_WINDOW
 from corpusprep.engine import storage
 from corpusprep.engine.files import atomic_path
 
@@ -31,6 +32,10 @@ def report_markdown(stats: dict) -> str:
                   f"{duplicates.get('near_pairs', 0):,} near pairs verified of "
                   f"{duplicates.get('near_candidates', 0):,} LSH candidates, "
                   f"{duplicates.get('clusters', 0):,} clusters (each keeps its first document)."]
+        if duplicates.get("near_windowed"):
+            lines += [f"{duplicates['near_windowed']:,} groups of equal band values held more than "
+                      f"{RUN_WINDOW + 1:,} distinct signatures: each compared with the {RUN_WINDOW:,} "
+                      "before it."]
     for reason, shown in stats.get("examples", {}).items():
         lines += ["", f"## {reason}", "", "| id | why | text |", "|---|---|---|"]
         for record in shown:

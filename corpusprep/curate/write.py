@@ -120,7 +120,7 @@ def _decide(row: dict, doc_id: str, text: str, dups: Duplicates | None, lines: d
     if doc in lines:
         left = [line for line in text.split("\n") if txt.line_key(line) not in lines[doc]]
         if not any(line.strip() for line in left):
-            return {"id": doc_id, "reason": "repeated-lines"}
+            return {"id": doc_id, "reason": "shared-lines"}
         record["_text"] = "\n".join(left)
     return record
 

@@ -99,6 +99,7 @@ def test_ray_gives_the_local_bytes(planted, tmp_path):
     ray.shutdown()
 
 
+@pytest.mark.slow  # ~2 s: two runs
 def test_several_chunks_and_buckets_keep_the_decisions(tmp_path, monkeypatch):
     """Dedup across chunks and buckets: the same kept set whatever the chunking, and a small chunk size."""
     from corpusprep.curate import dedup
@@ -106,12 +107,53 @@ def test_several_chunks_and_buckets_keep_the_decisions(tmp_path, monkeypatch):
     p = planted_corpus(seed=5, originals=60, near=12, exact=6, shared=4, evaluation=0, foreign=0)
     corpus = p.write(tmp_path / "c.jsonl")
     kept = {}
-    for name, per_chunk, per_bucket in (("one", 4096, dedup.DOCS_PER_BUCKET), ("many", 7, 16)):
-        monkeypatch.setattr(dedup, "DOCS_PER_BUCKET", per_bucket)
+    for name, per_chunk, per_bucket in (("one", 4096, dedup.BUCKET_BYTES), ("many", 7, 16 * 464)):
+        monkeypatch.setattr(dedup, "BUCKET_BYTES", per_bucket)
         out = tmp_path / name
         curate([str(corpus)], out, CurateOptions(docs_per_chunk=per_chunk), ReadOptions(), workers=1,
                progress=False)  # fmt: skip
         kept[name] = (out / "removed.jsonl").read_text()
         assert manifest.load_manifest(out)["kind"] == "curate"
+        buckets = json.loads((out / "curate.json").read_text())["duplicates"]["buckets"]
+        assert (buckets > 1) == (name == "many")
     assert kept["many"] == kept["one"]
     assert len(kept["one"].splitlines()) >= len(p.exact) + len(p.near) - 2  # 12 pairs: recall ~0.96 each
+
+
+@pytest.mark.slow  # ~2 s: two runs
+def test_lines_repeated_across_documents_are_taken_out_but_in_the_first(tmp_path, monkeypatch):
+    """--lines: a long line held by many documents stays in the first only (a document left with nothing
+    goes, `shared-lines`); unique lines, short repeated ones and one repeated inside a single document stay;
+    the same whatever the chunks and buckets, and without dedup (this corpus has no duplicates)."""
+    import random
+
+    from corpusprep.curate import dedup
+    from tests.curate.planted import document
+
+    rng = random.Random(4)
+    notice = "This page was last edited on a Tuesday; its text is available under a free licence."
+    own = "A line of sixty characters or more that only the first document holds, twice over."
+    texts = [document(rng, 2) for _ in range(12)]
+    texts[0] += f"\n{own}\n{own}\nSee also"
+    texts = texts[:2] + [f"{t}\n{notice}\nSee also" if i % 2 else f"{notice.upper()}\n{t}"
+                         for i, t in enumerate(texts[2:])] + [notice]  # fmt: skip
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    outputs = {}
+    for name, per_chunk, buckets, dedup_too in (("one", 4096, 1, True), ("many", 3, 3, False)):
+        monkeypatch.setattr(dedup, "bucket_count", lambda keys, size, buckets=buckets: buckets)
+        out = tmp_path / name
+        options = CurateOptions(lines=True, docs_per_chunk=per_chunk, exact=dedup_too, near=dedup_too)
+        curate([str(corpus)], out, options, ReadOptions(), workers=1, progress=False)
+        outputs[name] = ([(d.id, d.text) for d in iter_documents([str(out)], ReadOptions())],
+                         (out / "removed.jsonl").read_text())  # fmt: skip
+    assert outputs["many"] == outputs["one"]
+    kept = dict(outputs["one"][0])
+    removed = [json.loads(x) for x in outputs["one"][1].splitlines()]
+    assert removed == [{"id": "c.jsonl:12", "reason": "shared-lines"}]
+    assert kept["c.jsonl:0"] == texts[0] and kept["c.jsonl:1"] == texts[1]  # its own repeat, "See also"
+    assert kept["c.jsonl:2"] == texts[2]  # the first to hold the notice keeps it (upper case: one line)
+    for i in range(3, 12):
+        left = [x for x in texts[i].split("\n") if x.lower() != notice.lower()]
+        assert kept[f"c.jsonl:{i}"] == "\n".join(left)
+    assert sum(t.endswith("See also") for t in kept.values()) == 6
