@@ -30,10 +30,12 @@ Near = Annotated[bool, typer.Option(help="Remove near duplicates: MinHash + LSH,
 Shingle = Annotated[int, typer.Option(help="Words per shingle (datatrove, Lee et al. 2022: 5).")]
 Permutations = Annotated[int, typer.Option(help="MinHash values per document (datatrove: 112 = 14 x 8).")]
 Bands = Annotated[int, typer.Option(help="LSH bands, each of permutations / bands rows (datatrove: 14).")]
-Threshold = Annotated[float, typer.Option(help="Estimated Jaccard similarity from which a candidate pair "
-                                          "counts as near duplicates.")]
+Threshold = Annotated[float, typer.Option(help="Estimated Jaccard similarity (the share of equal MinHash "
+                                          "values) from which a candidate pair counts as near duplicates "
+                                          "(ours; Lee et al. 2022 cut the true Jaccard at 0.8).")]
 Lines = Annotated[bool, typer.Option("--lines/--no-lines", help="Also take out lines repeated across kept "
-                                     "documents (boilerplate), in all but the first document holding each.")]
+                                     "documents (boilerplate), in all but the first document holding each "
+                                     "(reason shared-lines when none is left).")]
 MinLineChars = Annotated[int, typer.Option(help="--lines: shorter lines are never taken out.")]
 Decontaminate = Annotated[list[str] | None, typer.Option(
     help="Evaluation file (CoNLL-U, CoNLL NER columns, GLUE-style TSV/CSV/JSONL, SQuAD JSON; repeat the "
