@@ -18,7 +18,7 @@ from corpusprep.curate.analyse import analysis_path
 from corpusprep.curate.chunks import chunk_path, ids_path, read_ipc
 from corpusprep.curate.dedup import decisions_path, load_npy, load_npz, pairs_path
 from corpusprep.curate.options import CurateOptions
-from corpusprep.curate.schema import kept_schema
+from corpusprep.curate.schemas import kept_schema
 from corpusprep.engine import storage
 from corpusprep.engine.executor import OUTPUTS_KEY, Task
 

@@ -647,8 +647,8 @@ SCHEMAS: dict[str, Schema] = {
     "mask_task": MASK_TASK,  # shard: a pairs file masked and dealt to spill files
     "shard_task": SHARD_TASK,  # shard: a shard written
     "evaluate_run": EVALUATE_RUN,  # trainer.evaluate: one fine-tuning run (also EVAL_DIR/runs/*.json)
-    # corpusprep curate's, defined beside it (corpusprep/curate/schema.py), imported when one is checked
-    **{kind: Lazy(lambda kind=kind: importlib.import_module("corpusprep.curate.schema").SCHEMAS[kind])
+    # corpusprep curate's, defined beside it (corpusprep/curate/schemas.py), imported when one is checked
+    **{kind: Lazy(lambda kind=kind: importlib.import_module("corpusprep.curate.schemas").SCHEMAS[kind])
        for kind in ("curate_stats", "curate_removed", "curate_read_task")},
 }
 
