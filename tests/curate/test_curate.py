@@ -99,7 +99,6 @@ def test_ray_gives_the_local_bytes(planted, tmp_path):
     ray.shutdown()
 
 
-@pytest.mark.slow  # ~2 s: two runs
 def test_several_chunks_and_buckets_keep_the_decisions(tmp_path, monkeypatch):
     """Dedup across chunks and buckets: the same kept set whatever the chunking, and a small chunk size."""
     from corpusprep.curate import dedup
@@ -120,7 +119,6 @@ def test_several_chunks_and_buckets_keep_the_decisions(tmp_path, monkeypatch):
     assert len(kept["one"].splitlines()) >= len(p.exact) + len(p.near) - 2  # 12 pairs: recall ~0.96 each
 
 
-@pytest.mark.slow  # ~2 s: two runs
 def test_lines_repeated_across_documents_are_taken_out_but_in_the_first(tmp_path, monkeypatch):
     """--lines: a long line held by many documents stays in the first only (a document left with nothing
     goes, `shared-lines`); unique lines, short repeated ones and one repeated inside a single document stay;

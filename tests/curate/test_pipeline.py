@@ -39,7 +39,6 @@ def test_the_templates_curate_block_plans_a_stage_before_vocab():
         check(plan({**raw, "curate": {"threshold": 2}}, TEMPLATE).stages[0])
 
 
-@pytest.mark.slow  # ~3 s: curate and vocab in this process
 def test_a_pipeline_curates_and_vocab_reads_the_kept_documents(tmp_path):
     from pipelines.runner import run_pipeline
 
