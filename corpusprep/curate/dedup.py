@@ -9,7 +9,8 @@ that slice from every chunk and sorts it. A run of equal keys is a group of cand
   verified pair that joins two groups of the run is written (a spanning forest: the run's clusters, in fewer
   pairs), so a near-copy is found whatever else shares its bucket (not only against the run's first).
 Memory is one bucket of one band: its keys and the signatures of its candidates (`bucket_count` sizes the
-buckets so that this stays under BUCKET_BYTES whatever the corpus).
+buckets so that this stays under BUCKET_BYTES on average whatever the corpus; one band value held by very
+many documents, a text copied that often, still lands in one bucket).
 
 `cluster` joins the pairs (exact and near, every band) into clusters (`components`: union-find as min-label
 propagation over all pairs at once); every document ends labelled by the least document number of its
