@@ -27,9 +27,9 @@ from corpusprep.settings import check_settings, parse_toml
 from trainer.threads import available_cores
 
 DEMO_INPUT = "@demo"  # input.paths = ["@demo"]: the embedded demo corpus, built at run time
-SECTIONS = ("pipeline", "input", "vocab", "pairs", "shard", "train", "phases", "evaluate")
+SECTIONS = ("pipeline", "input", "curate", "vocab", "pairs", "shard", "train", "phases", "evaluate")
 PHASE_SECTIONS = ("pairs", "shard", "train")
-KINDS = ("corpus", "vocab", "pairs", "shard", "train", "plot", "evaluate")  # run order within a phase
+KINDS = ("corpus", "curate", "vocab", "pairs", "shard", "train", "plot", "evaluate")  # run order in a phase
 # demo_mb: size of the demo corpus (None: corpusprep.demo_corpus.DEFAULT_MAX_MB)
 INPUT_DEFAULTS = {"paths": [DEMO_INPUT], "format": "auto", "text_field": "text", "on_error": "auto",
                   "max_document_mb": MAX_DOCUMENT_MB, "document_per_file": False, "demo_mb": None}
@@ -201,7 +201,7 @@ def plain_name(name: str, where: str, names: str) -> str:
 
 def check_runner_keys(section: dict[str, Any], where: str) -> None:
     """The [train] keys the runner reads itself (`processes`, `init_from_previous`), checked when the file is
-    planned; the trainer's keys are checked by its own checker (`stages.TrainStage.check`, which
+    planned; the trainer's keys are checked by its own checker (`train_stage.TrainStage.check`, which
     `load_pipeline` calls for every stage, whatever --until selects)."""
     for key, (ok, must) in RUNNER_TRAIN_KEYS.items():
         if key in section and not ok(section[key]):
@@ -235,6 +235,11 @@ def plan(raw: dict[str, Any], source: Path) -> Pipeline:
     stages = []
     if demo:
         stages.append(Stage("corpus", "corpus", {"max_mb": inputs["demo_mb"]}, {}, "corpus"))
+    if "curate" in config:  # the later stages read the curated documents (JSONL, ids kept)
+        stages.append(Stage("curate", "curate", {"curate": seeded(_table(config, "curate", str(source))),
+                                                 "read": read}, {"corpus": corpus_need}, "curate"))
+        corpus_need = "curate"
+        read = {**read, "format": "auto", "text_field": "text", "document_per_file": False}
     vocab = _table(config, "vocab", str(source))
     stages.append(Stage("vocab", "vocab", {"vocab": vocab, "read": read}, {"corpus": corpus_need}, "vocab"))
 

@@ -28,7 +28,7 @@ from corpusprep.engine import outputs, records, storage
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
 from corpusprep.errors import DataError, UsageError
 from pipelines.config import Pipeline
-from pipelines.stages import train_toml_path
+from pipelines.train_stage import train_toml_path
 
 RUN_FILE = "run.json"  # names the pipeline a run dir belongs to
 STAGES_DIR = "stages"

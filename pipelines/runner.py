@@ -35,9 +35,9 @@ from corpusprep.engine.files import remove_stale_temps, write_json
 from corpusprep.engine.manifest import sha256_file
 from corpusprep.errors import CorpusprepError, DataError, UsageError
 from corpusprep.read.inputs import input_files
-from pipelines import changes, report, rundir, stages
+from pipelines import changes, report, rundir, stages, train_stage
 from pipelines.config import Pipeline, Stage, check_paths, fingerprint, select
-from pipelines.stages import StageContext
+from pipelines.stage_kind import StageContext
 
 RUN_FILE, STAGES_DIR = rundir.RUN_FILE, rundir.STAGES_DIR
 
@@ -115,7 +115,7 @@ def run_pipeline(
         _forget_moved_outputs(selected, previous, run_dir, console)
         write_json(run_dir / RUN_FILE, {"pipeline": pipeline.name, "source": str(pipeline.source)})
         write_json(run_dir / "pipeline.json", pipeline.config)
-        stages.write_train_configs(pipeline.stages, dirs)
+        train_stage.write_train_configs(pipeline.stages, dirs)
         ran = []
         for number, stage in enumerate(selected, 1):
             label = f"[{number}/{len(selected)}] {stage.name}"

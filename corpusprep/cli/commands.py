@@ -1,3 +1,3 @@
 """Imports every command module so that each registers its commands on the app."""
 
-from corpusprep.cli import pairs, run, sentences, shard, vocab  # noqa: F401
+from corpusprep.cli import curate, pairs, run, sentences, shard, vocab  # noqa: F401

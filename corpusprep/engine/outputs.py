@@ -72,6 +72,9 @@ class OutputKind:
     adopt: bool = False
     checksums: bool = False
     looks_like: tuple[str, ...] = ()
+    # an output that is a corpus itself: a reader given its directory reads these of its files (of those the
+    # manifest owns), their documents keeping the ids recorded in them (a curate output's kept ones)
+    corpus: tuple[str, ...] = ()
 
     def adopting(self, owns: Sequence[str] | None = None) -> OutputKind:
         """This kind for files written before its artifact is opened (by hand: a test's fixture, a
@@ -110,6 +113,7 @@ SHARDS_FILES = ("manifest.json", "vocab.txt", "train/shard-*.parquet", "validati
 EVALUATION_FILES = ("runs/*.json", "predictions/*.jsonl", "dev-curves.png", "evaluation.json",
                     "evaluation.md")  # fmt: skip
 PLOT_FILES = ("*.png",)  # a pipeline's plot stage: trainer.plot's curves of its train stage
+CURATE_FILES = ("kept/part-*", "removed.jsonl", "curate.json", "report.md", "report.png")
 
 # In the order recognition tries them (an export and a shards directory hold a vocab.txt too).
 KINDS = {k.name: k for k in (
@@ -141,6 +145,9 @@ KINDS = {k.name: k for k in (
                signs=Sign(files=("stats.json",), any_dir=("train", "validation")), owns=PAIRS_FILES),
     OutputKind("evaluate", "evaluate", "corpusprep evaluate", "evaluation directory",
                "trainer.outputs:validate_evaluation", artifact=True, owns=EVALUATION_FILES),
+    OutputKind("curate", "curate", "curated documents", "curate directory",
+               "corpusprep.curate.validate:validate_curated", artifact=True, owns=CURATE_FILES,
+               corpus=("kept/part-*",)),
     OutputKind("corpus", "corpus", "corpusprep corpus", "demo corpus directory",
                "corpusprep.validate:validate_artifact", artifact=True, owns=("demo*.json*",)),
     OutputKind("plot", "plot", "corpusprep training curves", "training curves directory",

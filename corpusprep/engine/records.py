@@ -407,6 +407,9 @@ PRODUCERS: dict[str, str] = {
     "safetensors_header": "corpusprep.engine.safetensors_file",
     "evaluation": "trainer.evaluate.schemas",
     "evaluate_run": "trainer.evaluate.schemas",
+    "curate_stats": "corpusprep.curate.schemas",
+    "curate_removed": "corpusprep.curate.schemas",
+    "curate_read_task": "corpusprep.curate.schemas",
 }
 SCHEMAS: dict[str, Schema] = {}  # kind -> schema, as its producer registered it
 

@@ -1,5 +1,5 @@
 """One parser per input format. A parser turns lines (or Parquet batches) into records
-`(position, text, sentences, problem, part)`: position is a 1-based line or row number, problem is
+`(position, text, sentences, problem, part, id)`: position is a 1-based line or row number, problem is
 `(reason, detail)` for a record that cannot be a document, part is 0 for a whole document and 1, 2, ... for
 the parts of one longer than the document size bound (`ReadOptions.max_document_bytes`), cut at line
 boundaries (a longer line: at a space or character boundary, `streams.iter_lines`). Parsers never count or
@@ -26,6 +26,7 @@ class Record(NamedTuple):
     sentences: tuple[str, ...] | None = None
     problem: tuple[str, str] | None = None
     part: int = 0  # 0: a whole document; 1, 2, ...: a part of one cut at the size bound
+    id: str | None = None  # the record's own `id` (JSONL field, Parquet column), where it has a string one
 
 
 _BLANK_LINE = re.compile(r"(?:^|\n)[^\S\n]*(?:\n|$)")  # an empty or whitespace-only line
@@ -202,7 +203,8 @@ def parse_jsonl(lines: Iterator[str], path: Path, options: ReadOptions, stats: R
         else:
             if "\\u" in line:  # only JSON escapes can smuggle in NULs or lone surrogates
                 text = _repair(text, f"{path}:{lineno}", stats)
-            yield Record(lineno, normalize_text(text))  # no longer than its line: within the bound
+            doc_id = obj.get("id")  # used only for files whose ids are recorded (read.inputs.RecordedIds)
+            yield Record(lineno, normalize_text(text), id=doc_id if isinstance(doc_id, str) else None)
 
 
 def parse_parquet(raw: BinaryIO, path: Path, options: ReadOptions, stats: ReadStats) -> Iterator[Record]:
@@ -225,7 +227,9 @@ def parse_parquet(raw: BinaryIO, path: Path, options: ReadOptions, stats: ReadSt
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
         raise Unreadable("bad_text_column", f"{path}: column {text_field!r} is {kind}, not a string")
     row = 0
-    batches = parquet.iter_batches(batch_size=8192, columns=[text_field])
+    # the `id` column too where it is a string one: read.inputs.RecordedIds (curate's kept documents) use it
+    with_ids = "id" in schema.names and text_field != "id" and pa.types.is_string(schema.field("id").type)
+    batches = parquet.iter_batches(batch_size=8192, columns=[text_field, "id"] if with_ids else [text_field])
     while True:
         try:
             batch = next(batches, None)
@@ -235,7 +239,8 @@ def parse_parquet(raw: BinaryIO, path: Path, options: ReadOptions, stats: ReadSt
             return
         column = batch.column(0)
         stats.bytes += pc.sum(pc.binary_length(column)).as_py() or 0
-        for value in column.to_pylist():
+        ids = batch.column(1).to_pylist() if with_ids else [None] * len(column)
+        for value, doc_id in zip(column.to_pylist(), ids, strict=True):
             row += 1
             if value is None:
                 yield Record(row, None, problem=("null_text", f"column {text_field!r} is null"))
@@ -244,7 +249,7 @@ def parse_parquet(raw: BinaryIO, path: Path, options: ReadOptions, stats: ReadSt
                     value = _repair(value, f"{path}: row {row}", stats)
                 parts = cut_text(normalize_text(value), limit)
                 for part, text in enumerate(parts, 1):
-                    yield Record(row, text, part=part if len(parts) > 1 else 0)
+                    yield Record(row, text, part=part if len(parts) > 1 else 0, id=doc_id)
 
 
 def parse_wiki(lines: Iterator[str], path: Path, options: ReadOptions, stats: ReadStats) -> Iterator[Record]:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from corpusprep.engine import storage
-from corpusprep.engine.outputs import is_artifact_dir, recognise
+from corpusprep.engine import manifest, storage
+from corpusprep.engine.outputs import KINDS, is_artifact_dir, recognise
 from corpusprep.errors import InputError
 
 MARKER_SUFFIX = ".done.json"  # engine completion markers; temp files and locks are hidden (".name")
@@ -29,6 +30,26 @@ def printable_source(source: str) -> str:
             _warned.add(escaped)
             log.warning(f"{escaped}: file name is not valid UTF-8; read, its document ids escaped as here")
         return escaped
+
+
+class RecordedIds(str):
+    """The source name of a file whose documents carry their ids (an output that is a corpus: curate's kept
+    documents): the reader takes each document's `id` field instead of numbering it."""
+
+
+def corpus_output(directory: Path) -> list[tuple[Path, str]] | None:
+    """The files to read of a finished corpusprep output that is a corpus (its kind's `corpus` patterns,
+    among the files its manifest owns, each present with its size: `manifest.require`); None for any other
+    directory (another output is refused by the walk, as before)."""
+    found = manifest.read_manifest(directory) if storage.is_file(directory / manifest.MANIFEST) else None
+    kind = KINDS.get(found["kind"]) if found is not None else None
+    if kind is None or not kind.corpus:
+        return None
+    record = manifest.require(directory, kind.name)
+    names = sorted(n for n in record["files"] if any(fnmatch.fnmatchcase(n, p) for p in kind.corpus))
+    if not names:
+        raise InputError(f"{storage.url(directory)}: holds no documents (every one was removed)")
+    return [(manifest.inside(directory, name), RecordedIds(name)) for name in names]
 
 
 def _wanted(name: str) -> bool:
@@ -118,6 +139,8 @@ def resolve_inputs(
         path = Path(arg)
         if storage.is_file(path):
             files = [(path, path.name)]
+        elif storage.is_dir(path) and (kept := corpus_output(path)) is not None:
+            files = kept
         elif storage.is_dir(path):
             before = len(passed_over)
             files = [(p, p.relative_to(path).as_posix()) for p in _walk(path, passed_over)]
@@ -150,7 +173,7 @@ def resolve_inputs(
             key = storage.resolve(file)
             if key not in seen:
                 seen.add(key)
-                found.append((file, printable_source(source)))
+                found.append((file, source if isinstance(source, RecordedIds) else printable_source(source)))
     passed_over[:] = list(dict.fromkeys(passed_over))  # a directory reached twice is noted once
     return found
 

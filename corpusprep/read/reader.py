@@ -16,10 +16,11 @@ from itertools import chain
 from pathlib import Path
 
 from corpusprep.engine import storage
+from corpusprep.engine.records import CONTROL
 from corpusprep.errors import DataError, InputError
 from corpusprep.read.document import FORMAT_TABLE, Document, ReadOptions, ReadStats
 from corpusprep.read.formats import Record, detect_format, parser
-from corpusprep.read.inputs import resolve_inputs
+from corpusprep.read.inputs import RecordedIds, resolve_inputs
 from corpusprep.read.streams import (
     SNIFF,
     Unopenable,
@@ -108,7 +109,8 @@ def _documents(records: Iterator[Record], path: Path, source: str, unit: str, op
                stats: ReadStats) -> Iterator[Document]:
     """Number every record (ids stay stable when a neighbour is skipped), skip or fail the bad ones; count
     the documents cut at the size bound (each part is a document of its own, with its own id)."""
-    for index, (position, text, sentences, problem, part) in enumerate(records):
+    recorded = isinstance(source, RecordedIds)  # a curate output's kept documents: their own ids
+    for index, (position, text, sentences, problem, part, doc_id) in enumerate(records):
         stats.documents_seen += 1
         if part:
             stats.document_parts += 1
@@ -117,6 +119,9 @@ def _documents(records: Iterator[Record], path: Path, source: str, unit: str, op
                 stats.note("document_cut", f"{path}{unit}{position}: document longer than "
                            f"{options.max_document_bytes:,} bytes (--max-document-mb "
                            f"{options.max_document_mb:g}): cut into parts at line boundaries")
+        if problem is None and recorded and (doc_id is None or CONTROL.search(doc_id) or not doc_id):
+            problem = ("bad_id", "no document id (a string without control characters) in a file of "
+                                 "recorded ids")
         if problem is None and (not text or text.isspace()):
             # Not corrupt data (Wikipedia has ~10% stub pages), so never an error, even under fail.
             problem = ("empty_document", "empty or whitespace-only document")
@@ -128,4 +133,4 @@ def _documents(records: Iterator[Record], path: Path, source: str, unit: str, op
             stats.skip_document(reason, f"{where}: {detail}")
             continue
         stats.documents += 1
-        yield Document(f"{source}:{index}", text, sentences)
+        yield Document(doc_id if recorded else f"{source}:{index}", text, sentences)

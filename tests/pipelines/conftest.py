@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import stages
-from pipelines.stages import StageKind, StageResult
+from pipelines.stage_kind import StageKind, StageResult
 from tests.pipelines.helpers import DEMO, SMALL
 
 PIPELINE = """

@@ -30,7 +30,7 @@ def with_phase_train(train: dict) -> dict:
     ({"processes": 10**9}, r"train.processes: expected an integer from 1 to \d+ .*, got 1000000000"),
     ({"init_from_previous": "no"}, r"train.init_from_previous: expected true or false, got 'no'"),
     ({"optim": {"lr": "fast"}}, r"^train-seq512: optim.lr: expected float, got 'fast'"),
-    ({"schedule": {"steps": 0}}, r"^train-seq512: schedule.steps=0 must be an integer from 1 to 1,000,000,000"),
+    ({"schedule": {"steps": 0}}, r"^train-seq512: schedule.steps=0 must be an integer from 1 to 1,000,000"),
     ({"model": {"hidden_size": 1_000_000}}, r"^train-seq512: model.hidden_size=1,000,000 .* more than this"),
     ({"nosuch": 1}, r"^train-seq512: unknown config key 'nosuch'"),
 ])
