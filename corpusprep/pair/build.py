@@ -35,7 +35,7 @@ from corpusprep.objectives.base import NO_PARTNER, NO_SENTENCES, ONE_SENTENCE  #
 from corpusprep.pair.options import PairOptions
 from corpusprep.pair.schema import SPLITS
 from corpusprep.pair.sizes import partition_count
-from corpusprep.pair.stats import STATS_VERSION, assemble_stats, imbalance_warning
+from corpusprep.pair.stats import STATS_VERSION, assemble_stats, imbalance_warning, loss_warnings
 from corpusprep.pair.tasks import (  # noqa: F401  (document_split, document_partition: re-exported)
     PairArgs,
     ReadArgs,
@@ -112,8 +112,9 @@ def build_pairs(
             unit="pairs", count=lambda s: sum(v["pairs"] for v in s.values()), stats_kind="pairs_task",
             seconds=tokens / PAIR_TOKENS_PER_SECOND))
         stats = assemble_stats(read, token_stats, pair_stats, partitions, identity, vocab, options)
-        if warning := imbalance_warning(stats, str(out_dir)):
-            log.warning(warning)
+        for warning in (imbalance_warning(stats, str(out_dir)), *loss_warnings(stats, str(out_dir))):
+            if warning:
+                log.warning(warning)
         write_json(out_dir / "stats.json", stats)  # no run time in it: the same inputs give the same bytes
         run.commit(files=["stats.json"])
     return {**stats, "seconds": round(time.perf_counter() - started, 3)}
