@@ -15,6 +15,7 @@ Google's vocab and build-pairs' default options. Work files and bytes: the peak,
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -82,7 +83,9 @@ def run(repo: Path, corpus: Path, fmt: str, vocab: Path, out: Path, workers: int
     if process.returncode not in (0, -9):
         sys.exit(f"failed: {' '.join(command)}\n{process.stderr.read().decode()[-3000:]}")
     finished = process.returncode == 0
-    return {"seconds": seconds, "rss": peak, "files": files, "bytes": size, "finished": finished}
+    pairs = json.loads((out / "stats.json").read_text())["pairs"] if finished else 0
+    return {"seconds": seconds, "rss": peak, "files": files, "bytes": size, "pairs": pairs,
+            "finished": finished}
 
 
 def main() -> None:
@@ -104,13 +107,15 @@ def main() -> None:
                                 args.timeout)
             r = results[name]
             mb = corpus.stat().st_size / 1e6
-            print(f"{name:>8}: {mb:.1f} MB{f', {documents:,} documents' if name == 'tiny' else ''}: "
-                  f"{r['seconds']:.1f} s{'' if r['finished'] else ' (STOPPED at --timeout)'}, peak RSS "
-                  f"{r['rss'] / 2**20:,.0f} MiB, work: {r['files']:,} files, {r['bytes'] / 2**20:,.1f} MiB "
-                  f"({r['files'] / mb:.1f} files and {r['bytes'] / 1e6 / mb:.2f} MB per MB of input)")
+            stopped = "" if r["finished"] else " (STOPPED at --timeout)"
+            count = f", {documents:,} documents" if name == "tiny" else ""
+            print(f"{name:>8}: {mb:.1f} MB{count}: {r['seconds']:.1f} s{stopped}, {r['pairs']:,} pairs, "
+                  f"peak RSS {r['rss'] / 2**20:,.0f} MiB, work: {r['files']:,} files, "
+                  f"{r['bytes'] / 2**20:,.1f} MiB ({r['files'] / mb:.1f} files and "
+                  f"{r['bytes'] / 1e6 / mb:.2f} MB per MB of input)")
         o, t = results["ordinary"], results["tiny"]
-        print("tiny / ordinary: " + ", ".join(f"{key} {t[key] / max(o[key], 1):.2f}x"
-                                             for key in ("seconds", "rss", "files", "bytes")))  # fmt: skip
+        keys = ("seconds", "rss", "files", "bytes", "pairs")
+        print("tiny / ordinary: " + ", ".join(f"{key} {t[key] / max(o[key], 1):.2f}x" for key in keys))
         print(f"code: {args.repo}; command: {' '.join(sys.argv)}")
 
 

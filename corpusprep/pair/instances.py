@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -161,7 +162,7 @@ class _Rows:
         self.short.append(short)
 
 
-def _nsp_rows(part: PartitionTokens, u: list[float], max_tokens: int, short_seq_prob: float,
+def _nsp_rows(part: PartitionTokens, u: Sequence[float], max_tokens: int, short_seq_prob: float,
               by_segment: bool) -> _Rows:  # fmt: skip
     """`make_pairs`' chunks and their B segments, reading the uniforms `u` in order."""
     off, doc_off = compact(part.sent_offsets), compact(part.doc_offsets)
@@ -195,7 +196,7 @@ def _nsp_rows(part: PartitionTokens, u: list[float], max_tokens: int, short_seq_
     return rows
 
 
-def _balanced_choice(u: list[float], k: int, balance: int) -> tuple[bool, int]:
+def _balanced_choice(u: Sequence[float], k: int, balance: int) -> tuple[bool, int]:
     """A label kept balanced: the running balance (labelled - unlabelled) decides, a coin from `u[k]` at zero;
     and where the next draw is."""
     if balance:
@@ -203,7 +204,7 @@ def _balanced_choice(u: list[float], k: int, balance: int) -> tuple[bool, int]:
     return u[k] < 0.5, k + 1
 
 
-def _random_segment(off: list[int], doc_off: list[int], d: int, target: int, u: list[float],
+def _random_segment(off: Sequence[int], doc_off: Sequence[int], d: int, target: int, u: Sequence[float],
                     k: int) -> tuple[int, int, int, int]:  # fmt: skip
     """A NotNext B: from a uniformly drawn sentence of a uniformly drawn document other than `d`, whole
     sentences up to `target` tokens: its first sentence, stop sentence and document, and the next draw."""
@@ -271,7 +272,7 @@ def make_sop_pairs(
     return pairs, unpaired
 
 
-def _sop_rows(part: PartitionTokens, u: list[float], max_tokens: int, short_seq_prob: float,
+def _sop_rows(part: PartitionTokens, u: Sequence[float], max_tokens: int, short_seq_prob: float,
               by_segment: bool) -> tuple[_Rows, int]:  # fmt: skip
     """`make_sop_pairs`' chunks (A, B and whether to swap them), reading the uniforms `u` in order; and the
     count of sentences left without a partner."""
@@ -303,7 +304,7 @@ def check_short_seq_by(value: str) -> bool:
     return value == "segment"
 
 
-def draw_target(u: list[float], k: int, max_tokens: int, short_seq_prob: float) -> tuple[int, int]:
+def draw_target(u: Sequence[float], k: int, max_tokens: int, short_seq_prob: float) -> tuple[int, int]:
     """A target length as BERT draws it (with probability short_seq_prob uniform in [2, max_tokens]), from
     the uniforms `u` at `k`; and where the next draw is. A row's target is short when below max_tokens."""
     if u[k] < short_seq_prob:

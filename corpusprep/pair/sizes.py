@@ -1,7 +1,7 @@
 """How `build-pairs` cuts its work: chunks (one tokenize task each) and partitions (one pair task per dupe
-pass each) follow the bytes of text, not the count of documents, so that five million two-word documents cost
-about what the same megabytes of Wikipedia cost (bench/tiny_documents.py), and one process's memory is
-bounded by the size of what it holds, not by the longest document (the reader cuts a document at
+pass each) follow the bytes of text, not the count of documents, so that five million two-word documents
+keep as few work files as the same megabytes of Wikipedia (bench/tiny_documents.py), and one process's memory
+is bounded by the size of what it holds, not by the longest document (the reader cuts a document at
 `--max-document-mb` already: `read.document.MAX_DOCUMENT_MB`).
 
 The bound this gives (docs/manual/pairs.md, tests/pair/test_work_bound.py): a chunk holds at least
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import math
 
-# A chunk ends once it holds CHUNK_CHARS // CHUNK_GROWTH ... CHUNK_CHARS characters: at least MIN_CHUNK_CHARS,
-# growing with the text read so far (1/CHUNK_GROWTH of it), so a small corpus still makes enough tasks for
-# the cores and a large one few enough: a pair task reads its partition's slice of every chunk.
+# A chunk ends (after docs_per_chunk documents) once it holds MIN_CHUNK_CHARS, or 1/CHUNK_GROWTH of the text
+# read before it when that is more: a small corpus still makes a task per core, a large one few tasks (a pair
+# task reads its partition's batch of every chunk).
 MIN_CHUNK_CHARS = 2**20
 CHUNK_GROWTH = 16
 # Never more than this (a larger document is a chunk of its own, at most --max-document-mb): a tokenize task
