@@ -67,8 +67,9 @@ from corpusprep.engine.placement import (
 from corpusprep.engine.records import inside
 from corpusprep.errors import DataError, UsageError
 
-# where an artifact's work files live, down to the deepest (a pairs build's .work/tokens/SPLIT/PART/FILE):
-# the folders whose killed writes' temporaries a rerun removes, with those of the files the kind owns
+# where an artifact's work files live, down to the deepest (a pairs build's .work/tokens/FILE, a curate
+# build's .work/removed/FILE): the folders whose killed writes' temporaries a rerun removes, with those of
+# the files the kind owns
 WORK_FILES = tuple(f"{WORK}/" + "/".join(["*"] * depth) for depth in range(1, 6))
 
 

@@ -2,13 +2,15 @@
 pieces), partition by partition, resumable, in bounded memory.
 
 Stages (each resumable: outputs are atomic, finished tasks leave a completion marker under `.work`):
-1. read: one streaming pass over the input writes documents in chunks of `docs_per_chunk` (or CHUNK_CHARS of
-   text) to `.work/docs` and counts them, which fixes the number of partitions per split.
+1. read: one streaming pass over the input writes documents in chunks (`sizes.ChunkRule`: by bytes of text) to
+   `.work/docs` and counts them and their characters, which fixes the number of partitions per split
+   (`sizes.partition_count`).
 2. tokenize, one task per chunk: split, tokenize once, assign each document to its split (`unit_interval`) and
-   partition (`stable_hash`), and write one token cache per (split, partition) touched by the chunk.
-3. pairs, one task per (split, partition, dupe pass): load the partition's caches and write
-   `{split}/part-PPPPP-dD.parquet`. Partitions hold about `docs_per_partition` documents: the pool NotNext
-   segments are drawn from (and packed rows are filled from), and what one task holds in memory.
+   partition (`stable_hash`), and write the chunk's tokens to one file, a batch per (split, partition).
+3. pairs, one task per (split, partition, dupe pass): read the partition's batch of each chunk and write
+   `{split}/part-PPPPP-dD.parquet`. Partitions hold about `docs_per_partition` documents (within the bounds of
+   `sizes`): the pool NotNext segments are drawn from (and packed rows are filled from), and what one task
+   holds in memory.
 """
 
 from __future__ import annotations
@@ -25,13 +27,15 @@ from typing import Any
 from corpusprep.engine import storage
 from corpusprep.engine.executor import Executor, Task, executor_for, merge_stats
 from corpusprep.engine.files import write_json
-from corpusprep.engine.records import load_record
+from corpusprep.engine.records import COUNT, Obj, RecordError, load_record
 from corpusprep.engine.stage import StageRun, stage_run
+from corpusprep.errors import DataError
 from corpusprep.objectives import objective as objective_spec
 from corpusprep.objectives.base import NO_PARTNER, NO_SENTENCES, ONE_SENTENCE  # noqa: F401  (re-exported)
 from corpusprep.pair.options import PairOptions
 from corpusprep.pair.schema import SPLITS
-from corpusprep.pair.stats import STATS_VERSION, assemble_stats, imbalance_warning
+from corpusprep.pair.sizes import partition_count
+from corpusprep.pair.stats import STATS_VERSION, assemble_stats, imbalance_warning, loss_warnings
 from corpusprep.pair.tasks import (  # noqa: F401  (document_split, document_partition: re-exported)
     PairArgs,
     ReadArgs,
@@ -40,6 +44,7 @@ from corpusprep.pair.tasks import (  # noqa: F401  (document_split, document_par
     document_split,
     load_tokenizer,
     pair_task,
+    partition_name,
     read_stage,
     tokenize_task,
 )
@@ -93,21 +98,23 @@ def build_pairs(
         if not any(read["documents"].values()):
             storage.remove_tree(run.work)  # nothing to resume: a rerun with other read options starts clean
             raise no_usable_documents(inputs, read["read"])
-        partitions = {split: max(1, math.ceil(read["documents"][split] / options.docs_per_partition))
-                      for split in SPLITS}  # fmt: skip
-        token_stats = merge_stats(run.phase(
+        partitions = plan_partitions(read, options, run)
+        chunk_stats = run.phase(
             "tokenize", tokenize_task, token_tasks(run, read["chunks"], vocab, options, partitions),
             unit="docs", count=lambda s: sum(s[x]["documents"] for x in SPLITS), stats_kind="tokens_task",
-            seconds=read.get("chars", math.inf) / TOKENIZE_CHARS_PER_SECOND))  # a resumed read may lack chars
+            seconds=read.get("chars", math.inf) / TOKENIZE_CHARS_PER_SECOND)  # a resumed read may lack chars
+        token_stats = merge_stats(chunk_stats)
         check_tokens(token_stats, read, inputs, run, options)
         tokens = options.dupe_factor * sum(token_stats.get(split, {}).get("tokens", 0) for split in SPLITS)
+        sources = partition_sources(run, chunk_stats, partitions)
         pair_stats = merge_stats(run.phase(
-            "pairs", pair_task, pair_tasks(run, out_dir, token_stats, partitions, vocab, options),
+            "pairs", pair_task, pair_tasks(out_dir, sources, partitions, vocab, options),
             unit="pairs", count=lambda s: sum(v["pairs"] for v in s.values()), stats_kind="pairs_task",
             seconds=tokens / PAIR_TOKENS_PER_SECOND))
         stats = assemble_stats(read, token_stats, pair_stats, partitions, identity, vocab, options)
-        if warning := imbalance_warning(stats, str(out_dir)):
-            log.warning(warning)
+        for warning in (imbalance_warning(stats, str(out_dir)), *loss_warnings(stats, str(out_dir))):
+            if warning:
+                log.warning(warning)
         write_json(out_dir / "stats.json", stats)  # no run time in it: the same inputs give the same bytes
         run.commit(files=["stats.json"])
     return {**stats, "seconds": round(time.perf_counter() - started, 3)}
@@ -124,12 +131,29 @@ def pairs_identity(inputs, out_dir: Path, read_options, options: PairOptions, vo
     }
 
 
+# What the read stage counts beyond pair.schemas.READ_TASK's fields, checked here before it steers the
+# partitions (a marker of an unfinished build by an earlier version lacks it).
+SPLIT_CHARS = Obj({"split_chars": Obj({split: COUNT for split in SPLITS})})
+
+
+def plan_partitions(read: dict, options: PairOptions, run: StageRun) -> dict[str, int]:
+    """The number of partitions of each split, from its documents and characters (`sizes.partition_count`)."""
+    try:
+        SPLIT_CHARS.check(read, "")
+    except RecordError as error:
+        raise DataError(f"{run.work / 'markers'}: the read task's record: {error} (an unfinished build of an "
+                        "earlier version?); pass --overwrite to rebuild") from None
+    return {split: partition_count(read["documents"][split], read["split_chars"][split],
+                                   options.docs_per_partition) for split in SPLITS}  # fmt: skip
+
+
 def token_tasks(run: StageRun, chunks: int, vocab: VocabInfo, options: PairOptions,
                 partitions: dict[str, int]) -> list[Task]:  # fmt: skip
     """One tokenize task per chunk of documents the read stage wrote."""
     tokenizer = vocab.tokenizer_json()
     return [
-        Task(f"tokens-{c:06d}", TokenizeArgs(run.work / "docs" / f"c{c:06d}.arrow", run.work / "tokens",
+        Task(f"tokens-{c:06d}", TokenizeArgs(run.work / "docs" / f"c{c:06d}.arrow",
+                                             run.work / "tokens" / f"c{c:06d}.arrow",
                                              tokenizer, vocab.sep_id, vocab.token_dtype.str, options,
                                              partitions))  # fmt: skip
         for c in range(chunks)
@@ -152,19 +176,35 @@ def check_tokens(token_stats: dict, read: dict, inputs, run: StageRun, options: 
                                                    skip_summary(read["read"]))  # fmt: skip
 
 
-def pair_tasks(run: StageRun, out_dir: Path, token_stats: dict, partitions: dict[str, int], vocab: VocabInfo,
+def partition_sources(run: StageRun, chunk_stats: Sequence[dict], partitions: dict[str, int]
+                      ) -> dict[str, list[tuple[Path, int, int]]]:  # fmt: skip
+    """For each partition, (token file, batch index, documents) of every chunk holding some of its documents:
+    a chunk's token file holds a batch per partition it touches, in (split, partition) order."""
+    known = {partition_name(split, p): (s, p) for s, split in enumerate(SPLITS)
+             for p in range(partitions[split])}  # fmt: skip
+    sources: dict[str, list[tuple[Path, int, int]]] = {}
+    for c, stats in enumerate(chunk_stats):
+        names = stats["partition_documents"]
+        if unknown := sorted(set(names) - set(known)):
+            raise DataError(f"{run.work / 'markers'}: tokens-{c:06d}: no partition {unknown[0]!r} of "
+                            f"{partitions} (a task marker corpusprep did not write?); pass --overwrite")
+        for index, name in enumerate(sorted(names, key=known.__getitem__)):
+            sources.setdefault(name, []).append((run.work / "tokens" / f"c{c:06d}.arrow", index, names[name]))
+    return sources
+
+
+def pair_tasks(out_dir: Path, sources: dict[str, list], partitions: dict[str, int], vocab: VocabInfo,
                options: PairOptions) -> list[Task]:  # fmt: skip
     """One task per (split, partition, dupe pass) of a partition with enough documents for the objective."""
-    docs_in = token_stats["partition_documents"]
     least = objective_spec(options.objective).min_partition_docs
     return [
         Task(f"pairs-{split}-{p:05d}-d{d}",
-             PairArgs(split, p, d, run.work / "tokens" / split / f"p{p:05d}",
+             PairArgs(split, p, d, tuple(sources[partition_name(split, p)]),
                       out_dir / split / f"part-{p:05d}-d{d}.parquet", vocab.token_dtype.str, options),
              outputs=(f"{split}/part-{p:05d}-d{d}.parquet",))  # fmt: skip
         for split in SPLITS
         for p in range(partitions[split])
-        if docs_in.get(f"{split}/{p:05d}", 0) >= least
+        if sum(n for _, _, n in sources.get(partition_name(split, p), ())) >= least
         for d in range(options.dupe_factor)
     ]
 

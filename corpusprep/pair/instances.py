@@ -8,7 +8,9 @@ end, with numpy.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +20,8 @@ from corpusprep.engine import arrow
 from corpusprep.objectives import DEFAULT
 from corpusprep.pair.options import SHORT_SEQ_BY  # when short_seq_prob is drawn: each chunk, or per document
 from corpusprep.pair.schema import pairs_schema
+
+GATHER_ROWS = 65_536  # rows whose tokens `gather` indexes at once
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ def make_pairs(
     # by segment), and every chunk consumes at least one sentence. Scalar Generator calls would cost more
     # than the rest of the loop. (The block's size is part of the output: the truncation draws follow it.)
     n_sentences = len(part.sent_offsets) - 1
-    u = rng.random(2 * part.num_documents + (6 if by_segment else 4) * n_sentences + 1).tolist()
+    u = uniforms(rng, 2 * part.num_documents + (6 if by_segment else 4) * n_sentences + 1)
     rows = _nsp_rows(part, u, max_tokens, short_seq_prob, by_segment)
     a_start, a_end, b_start, b_end, truncated = _truncated(part, rows, max_tokens, rng)
     return Pairs(
@@ -108,20 +112,43 @@ def make_pairs(
     )
 
 
+def uniforms(rng: np.random.Generator, count: int) -> array:
+    """`rng.random(count)` for the chunk loops to read by index: Python floats as a list reads them, in 8
+    bytes each where a list holds 32 (a partition of 200 MB of text draws ~10^7)."""
+    values = array("d")
+    values.frombytes(memoryview(rng.random(count)).cast("B"))
+    return values
+
+
+def compact(values: np.ndarray) -> array:
+    """Integers (offsets) to read one at a time and `bisect`: as a list would, in 8 bytes each, not 36."""
+    out = array("q")
+    out.frombytes(memoryview(np.ascontiguousarray(values, dtype=np.int64)).cast("B"))
+    return out
+
+
+def _ints() -> array:
+    return array("q")
+
+
+def _flags() -> array:
+    return array("b")
+
+
 @dataclass
 class _Rows:
     """The rows of one pass as the chunk loops find them: A = sentences [a_first, a_stop) of document a_doc,
     B = [b_first, b_stop) of b_doc (partition-wide sentence indices), the label and whether the target was
-    short."""
+    short. Compact arrays: a pass over a large partition has ~10^6 rows."""
 
-    a_first: list[int] = field(default_factory=list)
-    a_stop: list[int] = field(default_factory=list)
-    b_first: list[int] = field(default_factory=list)
-    b_stop: list[int] = field(default_factory=list)
-    a_doc: list[int] = field(default_factory=list)
-    b_doc: list[int] = field(default_factory=list)
-    label: list[bool] = field(default_factory=list)
-    short: list[bool] = field(default_factory=list)
+    a_first: array = field(default_factory=_ints)
+    a_stop: array = field(default_factory=_ints)
+    b_first: array = field(default_factory=_ints)
+    b_stop: array = field(default_factory=_ints)
+    a_doc: array = field(default_factory=_ints)
+    b_doc: array = field(default_factory=_ints)
+    label: array = field(default_factory=_flags)
+    short: array = field(default_factory=_flags)
 
     def add(self, a_first: int, a_stop: int, a_doc: int, b_first: int, b_stop: int, b_doc: int, label: bool,
             short: bool) -> None:  # fmt: skip
@@ -135,10 +162,10 @@ class _Rows:
         self.short.append(short)
 
 
-def _nsp_rows(part: PartitionTokens, u: list[float], max_tokens: int, short_seq_prob: float,
+def _nsp_rows(part: PartitionTokens, u: Sequence[float], max_tokens: int, short_seq_prob: float,
               by_segment: bool) -> _Rows:  # fmt: skip
     """`make_pairs`' chunks and their B segments, reading the uniforms `u` in order."""
-    off, doc_off = part.sent_offsets.tolist(), part.doc_offsets.tolist()
+    off, doc_off = compact(part.sent_offsets), compact(part.doc_offsets)
     rows, k, balance = _Rows(), 0, 0
     for d in range(part.num_documents):
         c, last = doc_off[d], doc_off[d + 1]
@@ -169,7 +196,7 @@ def _nsp_rows(part: PartitionTokens, u: list[float], max_tokens: int, short_seq_
     return rows
 
 
-def _balanced_choice(u: list[float], k: int, balance: int) -> tuple[bool, int]:
+def _balanced_choice(u: Sequence[float], k: int, balance: int) -> tuple[bool, int]:
     """A label kept balanced: the running balance (labelled - unlabelled) decides, a coin from `u[k]` at zero;
     and where the next draw is."""
     if balance:
@@ -177,7 +204,7 @@ def _balanced_choice(u: list[float], k: int, balance: int) -> tuple[bool, int]:
     return u[k] < 0.5, k + 1
 
 
-def _random_segment(off: list[int], doc_off: list[int], d: int, target: int, u: list[float],
+def _random_segment(off: Sequence[int], doc_off: Sequence[int], d: int, target: int, u: Sequence[float],
                     k: int) -> tuple[int, int, int, int]:  # fmt: skip
     """A NotNext B: from a uniformly drawn sentence of a uniformly drawn document other than `d`, whole
     sentences up to `target` tokens: its first sentence, stop sentence and document, and the next draw."""
@@ -194,8 +221,8 @@ def _truncated(part: PartitionTokens, rows: _Rows, max_tokens: int,
     """Token ranges a_start, a_end, b_start, b_end of the rows truncated to `max_tokens` (`truncation`, the
     tokens cut from the front drawn from `rng`, A's then B's), and the tokens cut from each row."""
     sent_off = part.sent_offsets
-    a_start, a_end = sent_off[rows.a_first], sent_off[rows.a_stop]
-    b_start, b_end = sent_off[rows.b_first], sent_off[rows.b_stop]
+    a_start, a_end = sent_off[np.asarray(rows.a_first)], sent_off[np.asarray(rows.a_stop)]
+    b_start, b_end = sent_off[np.asarray(rows.b_first)], sent_off[np.asarray(rows.b_stop)]
     cut_a, cut_b = truncation(a_end - a_start, b_end - b_start, max_tokens)
     front_a, front_b = rng.binomial(cut_a, 0.5), rng.binomial(cut_b, 0.5)
     return (a_start + front_a, a_end - (cut_a - front_a), b_start + front_b, b_end - (cut_b - front_b),
@@ -223,7 +250,7 @@ def make_sop_pairs(
     max_tokens = max_seq_length - 3
     by_segment = check_short_seq_by(short_seq_by)
     # At most 2 draws per document and 2 per chunk (4 by segment; a chunk takes at least two sentences).
-    u = rng.random(2 * part.num_documents + (2 if by_segment else 1) * len(part.sent_offsets)).tolist()
+    u = uniforms(rng, 2 * part.num_documents + (2 if by_segment else 1) * len(part.sent_offsets))
     rows, unpaired = _sop_rows(part, u, max_tokens, short_seq_prob, by_segment)
     a_start, a_end, b_start, b_end, truncated = _truncated(part, rows, max_tokens, rng)
     swap = np.asarray(rows.label, dtype=bool)
@@ -245,11 +272,11 @@ def make_sop_pairs(
     return pairs, unpaired
 
 
-def _sop_rows(part: PartitionTokens, u: list[float], max_tokens: int, short_seq_prob: float,
+def _sop_rows(part: PartitionTokens, u: Sequence[float], max_tokens: int, short_seq_prob: float,
               by_segment: bool) -> tuple[_Rows, int]:  # fmt: skip
     """`make_sop_pairs`' chunks (A, B and whether to swap them), reading the uniforms `u` in order; and the
     count of sentences left without a partner."""
-    off, doc_off = part.sent_offsets.tolist(), part.doc_offsets.tolist()
+    off, doc_off = compact(part.sent_offsets), compact(part.doc_offsets)
     rows, k, balance, unpaired = _Rows(), 0, 0, 0
     for d in range(part.num_documents):
         c, last = doc_off[d], doc_off[d + 1]
@@ -277,7 +304,7 @@ def check_short_seq_by(value: str) -> bool:
     return value == "segment"
 
 
-def draw_target(u: list[float], k: int, max_tokens: int, short_seq_prob: float) -> tuple[int, int]:
+def draw_target(u: Sequence[float], k: int, max_tokens: int, short_seq_prob: float) -> tuple[int, int]:
     """A target length as BERT draws it (with probability short_seq_prob uniform in [2, max_tokens]), from
     the uniforms `u` at `k`; and where the next draw is. A row's target is short when below max_tokens."""
     if u[k] < short_seq_prob:
@@ -301,8 +328,14 @@ def gather(tokens: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.ListA
     lengths = ends - starts
     offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
     np.cumsum(lengths, out=offsets[1:])
-    index = np.arange(offsets[-1], dtype=np.int64) + np.repeat(starts - offsets[:-1], lengths)
-    return pa.ListArray.from_arrays(arrow.from_numpy(offsets), arrow.from_numpy(tokens[index]))
+    values = np.empty(offsets[-1], dtype=tokens.dtype)
+    heads = offsets[:-1]
+    for r in range(0, len(lengths), GATHER_ROWS):  # by blocks: an int64 index of every token is 4x them
+        rows = slice(r, r + GATHER_ROWS)
+        lo, hi = offsets[r], offsets[min(r + GATHER_ROWS, len(lengths))]
+        shift = starts[rows] - (heads[rows] - lo)
+        values[lo:hi] = tokens[np.arange(hi - lo, dtype=np.int64) + np.repeat(shift, lengths[rows])]
+    return pa.ListArray.from_arrays(arrow.from_numpy(offsets), arrow.from_numpy(values))
 
 
 def pairs_table(part: PartitionTokens, pairs: Pairs, objective: str = DEFAULT) -> pa.Table:

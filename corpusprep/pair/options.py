@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from corpusprep.errors import UsageError
 from corpusprep.objectives import DEFAULT as DEFAULT_OBJECTIVE
 from corpusprep.objectives import objective as objective_spec
+from corpusprep.pair.sizes import MAX_CHUNK_DOCS
+from corpusprep.ranges import SEED, Range, check_ranges
 from corpusprep.settings import MAX_PASSES
 from corpusprep.split import SentencesOptions, make_splitter
 
@@ -43,25 +45,32 @@ class PairOptions:
         name = self.objective.lower() if isinstance(self.objective, str) else self.objective
         spec = objective_spec(name)  # one line naming the choices on an unknown name
         object.__setattr__(self, "objective", spec.name)
-        least = spec.min_partition_docs
-        checks = [
-            (5 <= self.max_seq_length <= 65_535, "max_seq_length must be in [5, 65535]"),
-            (0 <= self.short_seq_prob <= 1, "short_seq_prob must be in [0, 1]"),
-            (
-                self.short_seq_by in SHORT_SEQ_BY,
-                f"short_seq_by must be {' or '.join(SHORT_SEQ_BY)}, not {self.short_seq_by!r}",
-            ),
-            (1 <= self.dupe_factor <= MAX_PASSES, f"dupe_factor must be in [1, {MAX_PASSES}] (BERT: 10)"),
-            (self.docs_per_partition >= least, f"docs_per_partition must be at least {least} ({spec.name})"),
-            (0 <= self.validation_fraction < 1, "validation_fraction must be in [0, 1)"),
-            (self.docs_per_chunk >= 1, "docs_per_chunk must be at least 1"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise UsageError(f"build-pairs: {message}")
+        self.check()
+        if self.short_seq_by not in SHORT_SEQ_BY:
+            raise UsageError(f"build-pairs: short_seq_by must be {' or '.join(SHORT_SEQ_BY)}, not "
+                             f"{self.short_seq_by!r}")
         for name, value in spec.resolve_options(self).items():  # pack; what rows of pieces do not use
             object.__setattr__(self, name, value)
         for name in ("splitter", "line_breaks"):  # any case, as --objective and --language take it
             if isinstance(getattr(self, name), str):
                 object.__setattr__(self, name, getattr(self, name).lower())
         make_splitter(self.splitter, self.language, self.line_breaks)  # fails now on a bad name or mode
+
+    def ranges(self) -> dict[str, Range]:
+        """The range of each numeric option (`corpusprep.ranges`)."""
+        least = objective_spec(self.objective).min_partition_docs
+        return {
+            "max_seq_length": Range(5, 65_535, why="token positions are uint16"),
+            "short_seq_prob": Range(0, 1, integer=False),
+            "dupe_factor": Range(1, MAX_PASSES, why="BERT: 10"),
+            "docs_per_partition": Range(least, 2**31 - 1, why=f"{self.objective} draws NotNext segments from "
+                                        "other documents" if least > 1 else ""),  # fmt: skip
+            "validation_fraction": Range(0, 1, integer=False, open_high=True),
+            "seed": SEED,
+            "docs_per_chunk": Range(1, MAX_CHUNK_DOCS, why="pair.sizes.MAX_CHUNK_DOCS", flag=False),
+        }
+
+    def check(self) -> None:
+        """One UsageError line naming the first option out of its range (construction runs it; pipeline
+        planning calls it)."""
+        check_ranges(self, self.ranges(), "build-pairs")

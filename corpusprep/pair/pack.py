@@ -23,13 +23,14 @@ filled to 0.941 / 0.959 / 0.969 / 0.974 with 4 / 8 / 16 / 32 open rows at length
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from corpusprep.engine import arrow
-from corpusprep.pair.instances import PartitionTokens, gather
+from corpusprep.pair.instances import PartitionTokens, compact, gather
 from corpusprep.pair.schema import pairs_schema
 
 POOL = 16  # open rows while packing: more fills rows a little better and costs time per new piece
@@ -68,11 +69,11 @@ def make_rows(
 
 def _unpacked(
     part: PartitionTokens, max_seq_length: int, rng: np.random.Generator, vary: bool
-) -> tuple[list, ...]:
-    off, doc_off = part.sent_offsets.tolist(), part.doc_offsets.tolist()
+) -> tuple[array, ...]:
+    off, doc_off = compact(part.sent_offsets), compact(part.doc_offsets)
     budget = max_seq_length - 2
     u = rng.random(part.num_documents).tolist()
-    start, length, doc, sentence, row_of = [], [], [], [], []
+    start, length, doc, sentence, row_of = (array("q") for _ in range(5))  # compact: a piece a sentence
     for d in range(part.num_documents):
         s, last = doc_off[d], doc_off[d + 1]
         first_row = True
@@ -92,13 +93,13 @@ def _unpacked(
     return start, length, doc, sentence, row_of
 
 
-def _pack(part: PartitionTokens, max_seq_length: int, rng: np.random.Generator) -> tuple[list, ...]:
-    off, doc_off = part.sent_offsets.tolist(), part.doc_offsets.tolist()
+def _pack(part: PartitionTokens, max_seq_length: int, rng: np.random.Generator) -> tuple[array, ...]:
+    off, doc_off = compact(part.sent_offsets), compact(part.doc_offsets)
     cap = max_seq_length
     used: list[int] = []  # per row: tokens incl. specials
     is_open: list[bool] = []
     pool: list[int] = []  # open rows
-    start, length, doc, sentence, row_of = [], [], [], [], []
+    start, length, doc, sentence, row_of = (array("q") for _ in range(5))  # compact: a piece a sentence
     for d in rng.permutation(part.num_documents).tolist():
         row = -1  # the row of the document's current piece
         for s in range(doc_off[d], doc_off[d + 1]):

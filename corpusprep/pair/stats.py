@@ -68,3 +68,41 @@ def assemble_stats(
 def imbalance_warning(stats: dict[str, Any], where: str) -> str | None:
     """The objective's warning on finished pairs stats (nsp: its 50/50 is off), if any."""
     return objective_spec(stats.get("objective")).warning(stats, where)
+
+
+# More of the text's tokens than this cut off over-long sentences: say so. Wikipedia loses 0.3% at
+# --max-seq-length 128 (no warning) and 2.6% at 64 (a warning: a choice worth knowing the price of).
+TRUNCATION_WARN_SHARE = 0.01
+
+
+def loss_warnings(stats: dict[str, Any], where: str) -> list[str]:
+    """What a build lost that its user would want to know, one line each, from finished pairs stats: a split
+    asked for that has no rows (10 books at the default --validation-fraction give no validation document),
+    and sentences cut at the row length past TRUNCATION_WARN_SHARE of the tokens."""
+    options, splits = stats["options"], stats["splits"]
+    fraction, length = options["validation_fraction"], options["max_seq_length"]
+    warnings = []
+    for split, counts in splits.items():
+        if counts["pairs"] or (split == "validation" and not fraction):
+            continue
+        if counts["documents"]:
+            skipped = ", ".join(f"{n:,} {why}" for why, n in sorted(counts["documents_skipped"].items()) if n)
+            warnings.append(f"{where}: the {split} split has no rows: its {counts['documents']:,} documents "
+                            f"gave none (skipped: {skipped or 'none'})")  # fmt: skip
+            continue
+        share = fraction if split == "validation" else 1 - fraction
+        warnings.append(f"{where}: the {split} split is empty: none of the {stats['documents']:,} documents "
+                        f"fell in it (--validation-fraction {fraction:g}: {share * stats['documents']:.2g} "
+                        "expected); pass a larger --validation-fraction, or split the text into more "
+                        "documents")  # fmt: skip
+    total = {key: sum(counts[key] for counts in splits.values())
+             for key in ("tokens", "sentence_tokens_truncated", "sentences", "sentences_truncated")}
+    cut, long = total["sentence_tokens_truncated"], total["sentences_truncated"]
+    if cut > TRUNCATION_WARN_SHARE * (cut + total["tokens"]):
+        most = length - objective_spec(stats["objective"]).specials
+        share, long_share = cut / (cut + total["tokens"]), long / max(1, total["sentences"])
+        warnings.append(f"{where}: {share:.1%} of the text's tokens ({cut:,}) were cut: {long:,} sentences "
+                        f"({long_share:.1%}) are longer than a row holds ({most} tokens at --max-seq-length "
+                        f"{length}) and keep their first {most}; a longer --max-seq-length keeps them, as "
+                        "may a splitter that finds their ends (--splitter, --line-breaks)")  # fmt: skip
+    return warnings

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,21 +29,18 @@ from corpusprep.objectives.base import NO_SENTENCES
 from corpusprep.pair.instances import PartitionTokens
 from corpusprep.pair.options import PairOptions
 from corpusprep.pair.schema import SPLITS
+from corpusprep.pair.sizes import ChunkRule
 from corpusprep.pair.tokens import (
+    WORK_IPC,
     concat_partitions,
     encode_documents,
-    load_cache,
-    save_cache,
+    read_token_batch,
     select_documents,
+    token_chunk_writer,
 )
 from corpusprep.read import iter_documents
 from corpusprep.read.document import ReadStats
 from corpusprep.split import make_splitter
-
-# A chunk (one tokenize task) ends after docs_per_chunk documents or this much text, whichever comes first:
-# what a task holds is bounded by bytes (256 book-length documents would be gigabytes). Chunking never
-# changes the output: partitions take their documents in input order whatever the chunks.
-CHUNK_CHARS = 32 * 2**20
 
 
 def document_split(seed: int, doc_id: str, validation_fraction: float) -> str:
@@ -57,7 +54,7 @@ def document_partition(seed: int, doc_id: str, partitions: int) -> int:
 @dataclass(frozen=True)
 class TokenizeArgs:
     chunk: Path
-    cache_dir: Path
+    output: Path  # the chunk's token file (tokens.token_chunk_writer)
     tokenizer_json: Path
     sep_id: int
     token_dtype: str
@@ -70,7 +67,8 @@ class PairArgs:
     split: str
     partition: int
     dupe_pass: int
-    cache_dir: Path
+    # the partition's documents: (token file, batch index, documents) of each chunk that holds some
+    sources: tuple[tuple[Path, int, int], ...]
     output: Path
     token_dtype: str
     options: PairOptions
@@ -98,7 +96,7 @@ def _one_thread() -> Iterator[None]:
 
 
 def tokenize_task(task: Task) -> dict[str, Any]:
-    """Split and tokenize one chunk of documents; write a token cache per (split, partition)."""
+    """Split and tokenize one chunk of documents; write its token file, a batch per (split, partition)."""
     args: TokenizeArgs = task.args
     opts = args.options
     with storage.open_file(args.chunk, "rb") as f:
@@ -117,58 +115,63 @@ def tokenize_task(task: Task) -> dict[str, Any]:
             sentences = splitter(text)
         documents.append(sentences)
     tokenizer = load_tokenizer(str(args.tokenizer_json))
-    splits = [document_split(opts.seed, doc_id, opts.validation_fraction) for doc_id in ids]
+    splits = ["validation" if v else "train" for v in arrow.to_numpy(table.column("validation")).tolist()]
     stats: dict[str, Any] = {"partition_documents": {}}
-    written: list[str] = []
-    for split in SPLITS:
-        members = [d for d, s in enumerate(splits) if s == split]
-        with _one_thread():
-            part, counts = encode_documents(
-                tokenizer,
-                [documents[d] for d in members],
-                [ids[d] for d in members],
-                sep_id=args.sep_id,
-                max_tokens=opts.max_seq_length - objective_spec(opts.objective).specials,
-                dtype=np.dtype(args.token_dtype),
+    dtype = np.dtype(args.token_dtype)
+    with token_chunk_writer(args.output, dtype) as write:  # a batch per (split, partition), in that order
+        for split in SPLITS:
+            members = [d for d, s in enumerate(splits) if s == split]
+            with _one_thread():
+                part, counts = encode_documents(
+                    tokenizer,
+                    [documents[d] for d in members],
+                    [ids[d] for d in members],
+                    sep_id=args.sep_id,
+                    max_tokens=opts.max_seq_length - objective_spec(opts.objective).specials,
+                    dtype=dtype,
+                )
+            usable = np.flatnonzero(np.diff(part.doc_offsets) > 0)
+            stats[split] = {
+                "documents": len(members),
+                "skipped": {NO_SENTENCES: len(members) - len(usable)},
+                "multi_sentence_documents": int(np.count_nonzero(np.diff(part.doc_offsets) >= 2)),
+                **counts,
+                "unk_tokens": int(np.count_nonzero(part.tokens == tokenizer.token_to_id("[UNK]"))),
+            }
+            partitions = np.array(
+                [document_partition(opts.seed, part.doc_ids[d], args.partitions[split]) for d in usable],
+                dtype=np.int64,
             )
-        usable = np.flatnonzero(np.diff(part.doc_offsets) > 0)
-        stats[split] = {
-            "documents": len(members),
-            "skipped": {NO_SENTENCES: len(members) - len(usable)},
-            "multi_sentence_documents": int(np.count_nonzero(np.diff(part.doc_offsets) >= 2)),
-            **counts,
-            "unk_tokens": int(np.count_nonzero(part.tokens == tokenizer.token_to_id("[UNK]"))),
-        }
-        partitions = np.array(
-            [document_partition(opts.seed, part.doc_ids[d], args.partitions[split]) for d in usable],
-            dtype=np.int64,
-        )
-        for p in np.unique(partitions).tolist():
-            docs = usable[partitions == p]
-            path = args.cache_dir / split / f"p{p:05d}" / f"{args.chunk.stem}.npz"
-            save_cache(path, select_documents(part, docs))
-            written.append(path.relative_to(args.cache_dir.parent.parent).as_posix())
-            stats["partition_documents"][f"{split}/{p:05d}"] = len(docs)
-    return {**stats, OUTPUTS_KEY: written}
+            for p in np.unique(partitions).tolist():
+                docs = usable[partitions == p]
+                write(partition_name(split, p), select_documents(part, docs))
+                stats["partition_documents"][partition_name(split, p)] = len(docs)
+    root = args.output.parents[2]  # PAIRS_DIR (the file is PAIRS_DIR/.work/tokens/cNNNNNN.arrow)
+    return {**stats, OUTPUTS_KEY: [args.output.relative_to(root).as_posix()]}
+
+
+def partition_name(split: str, partition: int) -> str:
+    """How stats and token files name a partition: "train/00042"."""
+    return f"{split}/{partition:05d}"
 
 
 class PartitionCache:
-    """A partition's documents from its token caches, the last one loaded kept: a partition's dupe passes
+    """A partition's documents from its token batches, the last one loaded kept: a partition's dupe passes
     are consecutive tasks, so the next pass reuses it (read-only: every pass sees the same arrays). One at
-    a time, so what a process holds stays one partition; a cache file changed since (size, mtime) reloads.
+    a time, so what a process holds stays one partition; a token file changed since (size, mtime) reloads.
     Each process (a pool worker, a Ray worker) has its own."""
 
     def __init__(self) -> None:
         self._key: tuple | None = None
         self._part: PartitionTokens | None = None
 
-    def get(self, cache_dir: Path, dtype: np.dtype) -> PartitionTokens:
-        files = storage.glob(cache_dir, "c*.npz")
-        key = (str(cache_dir), dtype.str,
-               [(f.name, (st := storage.stat(f)).st_size, st.st_mtime_ns) for f in files])  # fmt: skip
+    def get(self, name: str, sources: Sequence[tuple[Path, int, int]], dtype: np.dtype) -> PartitionTokens:
+        files = [(str(path), (st := storage.stat(path)).st_size, st.st_mtime_ns) for path, _, _ in sources]
+        key = (name, dtype.str, tuple(sources), files)
         if self._key != key:
             self._key = self._part = None  # drop the previous partition before loading the next
-            part = concat_partitions([load_cache(f) for f in files], dtype)
+            part = concat_partitions([read_token_batch(path, index, name, documents, dtype)
+                                      for path, index, documents in sources], dtype)  # fmt: skip
             for array in (part.tokens, part.sent_offsets, part.sent_index, part.doc_offsets):
                 array.flags.writeable = False
             self._key, self._part = key, part
@@ -183,7 +186,7 @@ def pair_task(task: Task) -> dict[str, Any]:
     args: PairArgs = task.args
     opts = args.options
     dtype = np.dtype(args.token_dtype)
-    part = PARTITIONS.get(args.cache_dir, dtype)
+    part = PARTITIONS.get(partition_name(args.split, args.partition), args.sources, dtype)
     rng = rng_for(opts.seed, "pairs", args.split, args.partition, args.dupe_pass)
     table, stats = objective_spec(opts.objective).rows(part, opts, rng, args.dupe_pass)
     storage.write_table(table, args.output, compression="zstd", compression_level=1)
@@ -207,6 +210,9 @@ def read_stage(task: Task, reporter: Reporter) -> dict[str, Any]:
     read_stats = ReadStats()
     counts = dict.fromkeys(SPLITS, 0)
     chunk: list = []
+    validation: list[bool] = []  # each document's split, drawn once
+    chars = dict.fromkeys(SPLITS, 0)
+    rule = ChunkRule(options.docs_per_chunk)
     written: list[str] = []
     tick = reporter.phase("read", None, "docs")
 
@@ -216,31 +222,38 @@ def read_stage(task: Task, reporter: Reporter) -> dict[str, Any]:
                 "id": arrow.strings([d.id for d in chunk]),
                 "text": arrow.strings([None if d.sentences is not None else d.text for d in chunk]),
                 "sentences": arrow.string_lists([d.sentences for d in chunk]),
+                "validation": arrow.from_numpy(np.array(validation, dtype=bool)),
             }
         )
         path = work / "docs" / f"c{len(written):06d}.arrow"
-        with atomic_path(path) as tmp, pa.ipc.new_file(tmp, table.schema) as f:
+        with atomic_path(path) as tmp, pa.ipc.new_file(tmp, table.schema, options=WORK_IPC) as f:
             f.write_table(table)
         written.append(path.relative_to(work.parent).as_posix())
         tick(None, {"documents": len(chunk)}, False)
         chunk.clear()
+        validation.clear()
+        rule.ended()
 
-    size = chars = 0
     for doc in iter_documents(list(args.inputs), args.read_options, read_stats):
-        counts[document_split(options.seed, doc.id, options.validation_fraction)] += 1
-        chunk.append(doc)
-        size += len(doc.text) if doc.sentences is None else sum(map(len, doc.sentences))
-        if len(chunk) == options.docs_per_chunk or size >= CHUNK_CHARS:
+        split = document_split(options.seed, doc.id, options.validation_fraction)
+        size = len(doc.text) if doc.sentences is None else sum(map(len, doc.sentences))
+        if rule.before(size):
             flush()
-            chars += size
-            size = 0
+        counts[split] += 1
+        chars[split] += size
+        chunk.append(doc)
+        validation.append(split == "validation")
+        rule.add(size)
+        if rule.after():
+            flush()
     if chunk:
         flush()
     reporter.finish("read")
     return {
         "chunks": len(written),
-        "chars": chars + size,  # for the tokenize stage's choice of workers (not in stats.json)
+        "chars": sum(chars.values()),  # for the tokenize stage's choice of workers (not in stats.json)
         "documents": counts,
+        "split_chars": chars,  # with the documents, the number of partitions (sizes.partition_count)
         "read": read_stats.to_dict(),
         OUTPUTS_KEY: written,
     }

@@ -6,10 +6,12 @@ from dataclasses import dataclass
 
 from corpusprep.errors import UsageError
 from corpusprep.mask import strategies
+from corpusprep.ranges import SEED, Range, check_ranges
 from corpusprep.settings import MAX_PASSES
 
 COMPRESSIONS = ("zstd", "lz4", "snappy", "none")
 DEFAULT_EXAMPLES_PER_SHARD = 50_000
+MAX_SHARDS = 99_999  # shard-NNNNN.parquet: five digits, so names sort as the shards do
 
 
 @dataclass(frozen=True)
@@ -35,20 +37,31 @@ class ShardOptions:
         strategy = strategies.resolve(vars(self))
         object.__setattr__(self, "mask_strategy", strategy)
         object.__setattr__(self, "whole_word_mask", strategy == strategies.WHOLE_WORD_ALIAS)
+        self.check()
         checks = [
-            (0.0 < self.masked_lm_prob < 1.0, "--masked-lm-prob must be in (0, 1)"),
-            (self.max_predictions_per_seq >= 1, "--max-predictions-per-seq must be >= 1"),
-            (1 <= self.dupe_masks <= MAX_PASSES, f"--dupe-masks must be in [1, {MAX_PASSES}]"),
-            (self.num_shards is None or self.num_shards >= 1, "--num-shards must be >= 1"),
-            (self.examples_per_shard is None or self.examples_per_shard >= 1,
-             "--examples-per-shard must be >= 1"),
             (self.num_shards is None or self.examples_per_shard is None,
              "give --num-shards or --examples-per-shard, not both"),
-            (self.max_seq_length is None or 5 <= self.max_seq_length <= 65_535,
-             "--max-seq-length must be in [5, 65535] (num_tokens is uint16)"),
-            (self.row_group_size >= 1, "--row-group-size must be >= 1"),
             (self.compression in COMPRESSIONS, f"--compression must be one of {', '.join(COMPRESSIONS)}"),
         ]
         for ok, message in checks:
             if not ok:
                 raise UsageError(message)
+
+    @staticmethod
+    def ranges() -> dict[str, Range]:
+        """The range of each numeric option (`corpusprep.ranges`)."""
+        return {
+            "masked_lm_prob": Range(0, 1, integer=False, open_low=True, open_high=True),
+            "max_predictions_per_seq": Range(1, 65_535, why="positions are uint16"),
+            "dupe_masks": Range(1, MAX_PASSES),
+            "num_shards": Range(1, MAX_SHARDS, optional=True, why="shard-NNNNN.parquet"),
+            "examples_per_shard": Range(1, 2**31 - 1, optional=True),
+            "max_seq_length": Range(5, 65_535, optional=True, why="num_tokens is uint16"),
+            "seed": SEED,
+            "row_group_size": Range(1, 2**31 - 1),
+        }
+
+    def check(self) -> None:
+        """One UsageError line naming the first option out of its range (construction runs it; pipeline
+        planning calls it)."""
+        check_ranges(self, self.ranges(), "shard")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from corpusprep.errors import UsageError
+from corpusprep.ranges import Range, check_ranges
 from corpusprep.tokenize import SPECIAL_TOKENS
 
 MIN_LEARNED = 100  # a vocab must have room for at least this many tokens besides specials and reserved slots
@@ -34,22 +34,25 @@ class VocabOptions:
     from_vocab: str | None = None
 
     def __post_init__(self) -> None:
-        # sizes are checked before anything is read: one the trainer cannot hold would abort in native code
-        sizes = {"--vocab-size": self.vocab_size, "--reserved": self.reserved,
-                 "--limit-alphabet": self.limit_alphabet, "--min-frequency": self.min_frequency}
-        for flag, value in sizes.items():
-            if value > MAX_VOCAB_SIZE and (flag != "--vocab-size" or self.from_vocab is None):
-                raise UsageError(f"{flag} {value:,}: at most {MAX_VOCAB_SIZE:,} (2^24; BERT's vocab has "
-                                 "30,522 tokens, XLM-R's 250,002)")
-        if self.reserved < 0:
-            raise UsageError(f"--reserved {self.reserved}: must be 0 or more")
-        floor = len(SPECIAL_TOKENS) + self.reserved + MIN_LEARNED
-        if self.from_vocab is None and self.vocab_size < floor:
-            raise UsageError(
-                f"--vocab-size {self.vocab_size} is too small: {len(SPECIAL_TOKENS)} special tokens and "
-                f"{self.reserved} reserved slots leave no room for words (at least {floor})"
-            )
-        if self.min_frequency < 1:
-            raise UsageError(f"--min-frequency {self.min_frequency}: must be 1 or more")
-        if self.limit_alphabet < 1:
-            raise UsageError(f"--limit-alphabet {self.limit_alphabet}: must be 1 or more")
+        self.check()
+
+    def ranges(self) -> dict[str, Range]:
+        """The range of each numeric option (`corpusprep.ranges`); sizes are checked before anything is read:
+        one the trainer cannot hold would abort in native code. --from-vocab takes the vocab's own size."""
+        room = len(SPECIAL_TOKENS) + MIN_LEARNED  # what a vocab holds besides its reserved slots, at least
+        ranges = {  # reserved first: vocab_size's floor counts it
+            "reserved": Range(0, MAX_VOCAB_SIZE - room, why=f"2^24 less {room}: specials, least learned"),
+            "min_frequency": Range(1, MAX_VOCAB_SIZE, why="2^24"),
+            "limit_alphabet": Range(1, MAX_VOCAB_SIZE, why="2^24"),
+        }
+        if self.from_vocab is None:
+            reserved = self.reserved if ranges["reserved"].holds(self.reserved) else 0
+            ranges["vocab_size"] = Range(room + reserved, MAX_VOCAB_SIZE, why=(
+                f"{len(SPECIAL_TOKENS)} special tokens, {reserved:,} reserved and {MIN_LEARNED} learned at "
+                "least; at most 2^24: BERT's vocab has 30,522 tokens, XLM-R's 250,002"))  # fmt: skip
+        return ranges
+
+    def check(self) -> None:
+        """One UsageError line naming the first option out of its range (construction runs it; pipeline
+        planning calls it)."""
+        check_ranges(self, self.ranges(), "vocab")

@@ -65,7 +65,7 @@ def test_objectives_fix_their_options_and_describe_their_rows():
     assert PairOptions(objective="sop").pack is False
     with pytest.raises(UsageError, match="--pack applies to --objective none only, not nsp"):
         PairOptions(pack=True)
-    with pytest.raises(UsageError, match=r"docs_per_partition must be at least 2 \(nsp\)"):
+    with pytest.raises(UsageError, match=r"\(docs_per_partition\) 1: must be an integer from 2.*\(nsp"):
         PairOptions(docs_per_partition=1)
     assert PairOptions(objective="sop", docs_per_partition=1).docs_per_partition == 1
     assert objectives.objective("nsp").describe({"next_sentence_label": 1}) == "NotNext (B is random)"

@@ -190,22 +190,28 @@ def test_too_small_corpus_is_a_clear_error(vocab, tmp_path):
 
 def test_a_partition_is_loaded_once_for_its_passes_and_again_when_its_caches_change(tmp_path, monkeypatch):
     from corpusprep.pair.instances import PartitionTokens
-    from corpusprep.pair.tokens import load_cache, save_cache
+    from corpusprep.pair.tokens import read_token_batch, token_chunk_writer
 
     def part(n: int) -> PartitionTokens:
         return PartitionTokens(np.arange(n, dtype=np.uint16), np.array([0, n]), np.zeros(1, np.uint32),
                                np.array([0, 1]), [f"d{n}"])
 
-    save_cache(tmp_path / "p0" / "c000000.npz", part(5))
-    save_cache(tmp_path / "p1" / "c000000.npz", part(7))
+    def write(first: int) -> None:
+        with token_chunk_writer(tmp_path / "c000000.arrow", np.dtype(np.uint16)) as put:
+            put("train/00000", part(first))
+            put("train/00001", part(7))
+
+    write(5)
+    p0, p1 = (("train/00000", ((tmp_path / "c000000.arrow", 0, 1),)),
+              ("train/00001", ((tmp_path / "c000000.arrow", 1, 1),)))  # fmt: skip
     loads = []
-    monkeypatch.setattr(tasks_module, "load_cache", lambda path: loads.append(path) or load_cache(path))
+    monkeypatch.setattr(tasks_module, "read_token_batch", lambda *a: loads.append(a) or read_token_batch(*a))
     cache = tasks_module.PartitionCache()  # an object, not module state: a fresh one holds nothing
-    first = cache.get(tmp_path / "p0", np.dtype(np.uint16))
-    assert cache.get(tmp_path / "p0", np.dtype(np.uint16)) is first and len(loads) == 1
+    first = cache.get(*p0, np.dtype(np.uint16))
+    assert cache.get(*p0, np.dtype(np.uint16)) is first and len(loads) == 1
     with pytest.raises(ValueError):  # read-only: no pass can change what the next one sees
         first.tokens[0] = 1
-    assert cache.get(tmp_path / "p1", np.dtype(np.uint16)).tokens.tolist() == list(range(7))
-    save_cache(tmp_path / "p0" / "c000000.npz", part(6))  # rewritten (a repaired run): loaded again
-    assert cache.get(tmp_path / "p0", np.dtype(np.uint16)).tokens.tolist() == list(range(6))
+    assert cache.get(*p1, np.dtype(np.uint16)).tokens.tolist() == list(range(7))
+    write(6)  # rewritten (a repaired run): loaded again
+    assert cache.get(*p0, np.dtype(np.uint16)).tokens.tolist() == list(range(6))
     assert len(loads) == 3

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from corpusprep.pair import tasks as tasks_module
+from corpusprep.pair import sizes
 from corpusprep.pair.build import PairOptions, build_pairs
 from corpusprep.read import ReadOptions
 from tests.pair.helpers import make_vocab, synthetic_documents, write_bert
@@ -25,9 +25,10 @@ def test_chunk_boundaries_do_not_change_the_pairs(tmp_path, monkeypatch):
     corpus = write_bert(tmp_path / "corpus.txt", synthetic_documents(120, seed=3))
     base = dict(docs_per_partition=32, validation_fraction=0.1, dupe_factor=2)
     runs = {}
-    cases = [("docs", 256, 2**25), ("small", 7, 2**25), ("bytes", 256, 2000)]
-    for name, docs_per_chunk, chunk_chars in cases:
-        monkeypatch.setattr(tasks_module, "CHUNK_CHARS", chunk_chars)
+    cases = [("docs", 256, 2**20, 2**25), ("small", 7, 0, 2**25), ("bytes", 256, 0, 2000)]
+    for name, docs_per_chunk, least, most in cases:
+        monkeypatch.setattr(sizes, "MIN_CHUNK_CHARS", least)
+        monkeypatch.setattr(sizes, "CHUNK_CHARS", most)
         out = tmp_path / name
         options = PairOptions(**base, docs_per_chunk=docs_per_chunk)
         build_pairs([corpus], vocab, out, options, ReadOptions(format="bert"), workers=1, progress=False)

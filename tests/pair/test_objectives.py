@@ -190,7 +190,7 @@ def test_one_document_per_partition_is_allowed_where_no_other_document_is_drawn(
         stats = build_pairs([few], vocab, tmp_path / objective, options, ReadOptions(), progress=False)
         documents_add_up(stats)
         assert stats["documents_used"] >= 5 and len(parquet_files(tmp_path / objective)) >= 5, objective
-    with pytest.raises(UsageError, match="docs_per_partition must be at least 2"):
+    with pytest.raises(UsageError, match=r"\(docs_per_partition\) 1: must be an integer from 2"):
         PairOptions(docs_per_partition=1)
 
 

@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
+from corpusprep.errors import DataError
 from corpusprep.pair import tokens
 from corpusprep.pair.tokens import (
     concat_partitions,
     encode_documents,
-    load_cache,
-    save_cache,
+    read_token_batch,
     select_documents,
+    token_chunk_writer,
 )
 from tests.pair.helpers import SPECIALS, make_vocab, synthetic_documents
 
@@ -68,15 +69,24 @@ def test_long_documents_are_encoded_in_pieces_with_the_same_result(tokenizer, mo
         assert np.array_equal(getattr(pieces, field), getattr(whole, field)), field
 
 
-def test_select_concat_and_cache_round_trip(tokenizer, tmp_path):
+def test_select_concat_and_token_chunk_round_trip(tokenizer, tmp_path):
     docs = synthetic_documents(30, seed=1)
-    part, _ = encode_documents(
-        tokenizer, docs, [f"d{i}" for i in range(30)], sep_id=3, max_tokens=125, dtype=np.dtype(np.uint16)
-    )
+    dtype = np.dtype(np.uint16)
+    part, _ = encode_documents(tokenizer, docs, [f"d{i}" for i in range(30)], sep_id=3, max_tokens=125,
+                               dtype=dtype)  # fmt: skip
     odd, even = select_documents(part, np.arange(1, 30, 2)), select_documents(part, np.arange(0, 30, 2))
-    save_cache(tmp_path / "odd.npz", odd)
-    back = load_cache(tmp_path / "odd.npz")
-    assert back.doc_ids == odd.doc_ids and np.array_equal(back.tokens, odd.tokens)
+    path = tmp_path / "c000000.arrow"
+    with token_chunk_writer(path, dtype) as write:
+        assert write("train/00000", even) == 0 and write("train/00003", odd) == 1
+    back = read_token_batch(path, 1, "train/00003", 15, dtype)  # only its own batch
+    for field in ("tokens", "sent_offsets", "sent_index", "doc_offsets", "doc_ids"):
+        assert np.array_equal(getattr(back, field), getattr(odd, field)), field
+    for index, name, documents in ((0, "train/00003", 15), (1, "train/00003", 14), (2, "train/00003", 15)):
+        with pytest.raises(DataError, match="not the"):  # another batch, count or one beyond: never used
+            read_token_batch(path, index, name, documents, dtype)
+    path.write_bytes(path.read_bytes()[:-100])  # cut short
+    with pytest.raises(DataError, match="not the"):
+        read_token_batch(path, 1, "train/00003", 15, dtype)
     both = concat_partitions([even, back], np.dtype(np.uint16))
     order = list(range(0, 30, 2)) + list(range(1, 30, 2))
     assert both.doc_ids == [f"d{i}" for i in order]

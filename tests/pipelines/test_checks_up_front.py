@@ -19,9 +19,9 @@ from tests.pipelines.helpers import DEMO, REPO
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ("vocab.vocab_size=-1", "demo.toml: vocab: --vocab-size -1 is too small"),
-        ("pairs.dupe_factor=0", "demo.toml: pairs: build-pairs: dupe_factor must be in [1, 1000]"),
-        ("shard.masked_lm_prob=2", "demo.toml: shard: --masked-lm-prob must be in (0, 1)"),
+        ("vocab.vocab_size=-1", "demo.toml: vocab: --vocab-size (vocab_size) -1: must be"),
+        ("pairs.dupe_factor=0", "demo.toml: pairs: build-pairs: --dupe-factor (dupe_factor) 0: must"),
+        ("shard.masked_lm_prob=2", "demo.toml: shard: --masked-lm-prob (masked_lm_prob) 2.0: must"),
         ("train.schedule.step=10", "demo.toml: train: schedule: unknown config key 'step'"),
         ("train.optim.lr='fast'", "demo.toml: train: optim.lr: expected float"),
         ("train.processes=1000000000", "demo.toml: train.processes: expected an integer from 1 to"),
@@ -44,14 +44,6 @@ def test_a_runs_settings_are_checked_before_its_run_dir_is_made(tmp_path):
 def test_a_pair_or_shard_seed_out_of_range_fails_before_the_vocab_is_built(tmp_path):
     """The seed's range is the pair and shard options' own check (corpusprep/pair, corpusprep/shard):
     planning calls it, so no stage runs."""
-    from corpusprep.shard.options import ShardOptions
-
-    try:
-        ShardOptions(seed=2**64)
-    except UsageError:
-        pass
-    else:
-        pytest.skip("the shard options do not check the seed's range yet")
     with pytest.raises(UsageError, match="seed"):
         load_pipeline(DEMO, ["pipeline.seed=18446744073709551616"])
 
@@ -82,8 +74,6 @@ def test_a_typo_in_training_fails_a_data_only_run_with_one_line_and_writes_nothi
         capture_output=True, text=True, cwd=REPO,
     )  # fmt: skip
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
-        f"corpusprep: error: {DEMO}: train: schedule: unknown config key 'step' (known: steps, budget, "
-        "warmup_steps, warmup_fraction, grad_accum)"
-    ]
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"corpusprep: error: {DEMO}: train: schedule: unknown config key 'step' (known: ")
     assert not (tmp_path / "run").exists()

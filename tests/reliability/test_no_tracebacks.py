@@ -397,6 +397,22 @@ def wait_for_workers(process: subprocess.Popen, n: int, timeout: float = 60) -> 
     raise AssertionError(f"no {n} pool workers appeared; exit {process.poll()}")
 
 
+def kill_a_busy_worker(process: subprocess.Popen, out: Path, timeout: float = 60) -> str:
+    """SIGKILL a pool worker that has taken a task (it notes the task's id under its pid), as the OOM killer
+    does; the task's id. A phase of a few tasks may end, and its workers with it, before the kill: the next
+    phase's workers are tried then."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for victim in pool_workers(process.pid):
+            if running := list(out.rglob(f".running-{victim}")):
+                task = running[0].read_text()
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(victim, signal.SIGKILL)
+                    return task
+        time.sleep(0.02)
+    raise AssertionError(f"no busy pool worker to kill; exit {process.poll()}")
+
+
 @pytest.fixture(scope="module")
 def big(world: Path, tmp_path_factory) -> dict[str, Path]:
     w = tmp_path_factory.mktemp("big")
@@ -433,12 +449,8 @@ def test_ctrl_c_says_interrupted_and_exits_130(which: str, big: dict[str, Path],
 def test_a_killed_worker_is_one_line_naming_the_task_and_memory(which: str, big: dict[str, Path],
                                                                 tmp_path: Path):
     process = start(pairs_argv(big) if which == "build-pairs" else shard_argv(big), tmp_path)
-    victim = wait_for_workers(process, 2)[0]
-    deadline = time.time() + 60
-    while not (running := list((tmp_path / "out").rglob(f".running-{victim}"))) and time.time() < deadline:
-        time.sleep(0.02)  # until the worker has taken a task (it notes the task's id under its pid)
-    task = running[0].read_text()
-    os.kill(victim, signal.SIGKILL)  # as the OOM killer does
+    wait_for_workers(process, 2)
+    task = kill_a_busy_worker(process, tmp_path / "out")
     _, stderr = process.communicate(timeout=60)
     assert TRACEBACK not in stderr, stderr
     assert process.returncode == 1, stderr

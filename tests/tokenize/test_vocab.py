@@ -286,10 +286,10 @@ def test_bad_document_under_fail_names_file_and_line(demo_jsonl, tmp_path):
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (dict(vocab_size=50), "--vocab-size 50 is too small"),
-        (dict(vocab_size=150, reserved=100), "--vocab-size 150 is too small"),
-        (dict(reserved=-1), "--reserved -1"),
-        (dict(min_frequency=0), "--min-frequency 0"),
+        (dict(vocab_size=50), r"--vocab-size \(vocab_size\) 50: must be an integer from 105 to"),
+        (dict(vocab_size=150, reserved=100), r"--vocab-size \(vocab_size\) 150: must be an integer from 205"),
+        (dict(reserved=-1), r"--reserved \(reserved\) -1: must be an integer from 0"),
+        (dict(min_frequency=0), r"--min-frequency \(min_frequency\) 0: must be an integer from 1"),
     ],
 )
 def test_bad_options(options, message):
