@@ -23,7 +23,7 @@ from corpusprep.engine.records import (
 )
 from corpusprep.pair.schemas import OBJECTIVE
 
-# Checkpoints (trainer/checkpoint.py). The model's fields are checked by trainer.config.check_model.
+# Checkpoints (trainer/checkpoint.py). The model's fields are checked by trainer.model_config.check_model.
 CHECKPOINT_RECORD = Obj(
     {"model": MapOf(SCALAR)},
     {
