@@ -106,13 +106,14 @@ class TrainStage(StageKind):
         self.config(stage)
 
     def check_places(self, stage: Stage, dirs: dict[str, Path]) -> None:
-        """checkpoint.init_from is never this stage's own output: a rerun clears it before reading it."""
-        init = self.config(stage).checkpoint.init_from
-        own = storage.resolve(dirs[stage.name])
-        if init and (storage.resolve(init) == own or own in storage.resolve(init).parents):
-            raise UsageError(f"{stage.name}: train.checkpoint.init_from {init}: this stage's own output, "
-                             "which a rerun clears before reading it; to train a finished run longer, pass "
-                             "--extend (docs/manual/pipelines.md), or copy the checkpoint elsewhere first")
+        """checkpoint.init_from is never this stage's own output: a rerun clears it before reading it (the
+        trainer's own check, trainer.resume.check_init_from)."""
+        from trainer.config import load_config
+        from trainer.resume import check_init_from
+
+        config = load_config(train_config(stage, dirs))
+        longer = "to train a finished run longer, pass --extend (docs/manual/pipelines.md)"
+        check_init_from(config, f"{stage.name}: train.", "this stage's own output", longer)
 
     def extension_problem(self, stage: Stage, previous: dict[str, Any]) -> str | None:
         """Why these settings cannot continue the finished run of record `previous` (None: they can: they

@@ -35,6 +35,7 @@ def check_run_dir(config: TrainConfig) -> None:
     run_dir = Path(config.logging.run_dir)
     if config.data.shards:
         check_not_nested(run_dir, [config.data.shards], "trainer")  # never write into its input
+    check_init_from(config)
     # another run, a checkpoint, an artifact; not a pipeline run (its train stage, started by hand)
     check_not_inside(run_dir, None, "pick another run dir", pipeline_runs=False)
     found = held_output(run_dir)
@@ -45,6 +46,23 @@ def check_run_dir(config: TrainConfig) -> None:
         if path.is_symlink() or (storage.exists(path) and not plain(path)):
             raise UsageError(f"{path}: a link, or not the kind of file the trainer writes there; move it "
                              "away or pick another run dir")  # fmt: skip
+
+
+LONGER = "to train a finished run longer, pass --resume with more --steps or a larger --budget " \
+         "(docs/manual/training.md)"
+
+
+def check_init_from(config: TrainConfig, where: str = "config: ", own: str = "this run's own run dir",
+                    longer: str = LONGER) -> None:  # fmt: skip
+    """checkpoint.init_from is never inside the run's own run dir, where the run writes its checkpoints and
+    removes older ones (and a pipeline's rerun clears them before reading): the weights it starts from would
+    not stay. trainer.run (`check_run_dir`) and a pipeline's train stage (pipelines.train_stage, at planning)
+    both ask here; `where`, `own` and `longer` word the refusal for each."""
+    init = config.checkpoint.init_from
+    run_dir = storage.resolve(config.logging.run_dir)
+    if init and (storage.resolve(init) == run_dir or run_dir in storage.resolve(init).parents):
+        raise UsageError(f"{where}checkpoint.init_from {init}: {own}, where the run writes its checkpoints "
+                         f"and removes older ones; {longer}, or copy the checkpoint elsewhere first")
 
 
 class Finished(Exception):
