@@ -93,6 +93,15 @@ def build_scheduler(
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+def lr_at_step(scheduler: torch.optim.lr_scheduler.LRScheduler) -> None:
+    """Set every param group's lr to the one the schedule gives at the scheduler's step (as its `step()`
+    does, recomputed), after a resume loaded the saved one: the same value for a run resumed with its own
+    settings; for a finished run continued with larger limits, the new limits' schedule at that step
+    (the saved lr is the old schedule's last, about 0)."""
+    scheduler.last_epoch -= 1
+    scheduler.step()
+
+
 def budget_factor(progress: float, warmup: float, decay: float | None = None,
                   shape: Callable[[float], float] = DECAY_SHAPES["linear"]) -> float:  # fmt: skip
     """The share of the peak lr at `progress` through a budgeted run: up linearly over the first `warmup`

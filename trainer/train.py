@@ -37,7 +37,7 @@ from trainer.config import TrainConfig, parse_duration
 from trainer.data import Position, ShardStream, loader_batches
 from trainer.dist import Dist, distributed, log
 from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token
-from trainer.optim import build_optimizer, build_scheduler
+from trainer.optim import build_optimizer, build_scheduler, lr_at_step
 from trainer.resume import (
     SENTENCE_HEAD,
     Finished,
@@ -380,6 +380,7 @@ class Trainer:
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = state["step"]
         self.elapsed = float(state.get("elapsed", 0.0))  # runs from before budgets: not counted
+        lr_at_step(self.scheduler)  # this run's schedule at this step (and progress): a continuation's too
         self.position = position
         self.load_rng(state["rng"], where)
 

@@ -414,10 +414,7 @@ def test_resume_accepts_the_same_run_said_otherwise(tiny_shards, tmp_path, monke
     warmup = {"schedule": {"steps": 20, "warmup_steps": None}}  # the default: 10% of the steps
     assert resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 2}}) == []
     assert resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 3}}) == [
-        "schedule.warmup_steps: 2 (the default) -> 3"]
-    longer = {"schedule": {"steps": 40, "warmup_steps": None}}  # more steps: another default warm-up, said so
-    assert resume_conflicts(warmup, longer) == [
-        "schedule.warmup_steps: 2 (the default) -> 4 (the default)"]
+        "schedule warm-up: 2 steps of 20 (the default) -> 3 steps of 20 (schedule.warmup_steps=3)"]
     monkeypatch.chdir(tmp_path)
     again = small_run(tiny_shards, run, "schedule.steps=6", 'model.preset="tiny"', "model.hidden_size=128",
                       "checkpoint.resume=true")  # fmt: skip
