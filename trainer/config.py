@@ -122,6 +122,12 @@ class ScheduleConfig:
     # the last 20% with `1-sqrt` matching a cosine schedule tuned to the run's length.
     decay_fraction: float | None = None
     decay_shape: str = "linear"  # linear (BERT's) | cosine | 1-sqrt: how the lr falls over the decay
+    # A batch-size ramp (Cramming, Geiping & Goldstein 2022; MosaicBERT; ModernBERT): a step takes
+    # `batch_ramp_start` of the grad_accum micro-batches at the start, and linearly more up to all of them
+    # at `batch_ramp_fraction` of the run (steps or budget), in whole micro-batches (optim.micro_batches).
+    # 0: off. The lr schedule is the same either way.
+    batch_ramp_fraction: float = 0.0
+    batch_ramp_start: float = 0.25
 
     @property
     def decay(self) -> int:
@@ -323,6 +329,8 @@ RANGES: dict[str, Range] = {
     "schedule.grad_accum": BATCH_SIZE,  # micro-batches: as many as sequences in one, at most
     "schedule.decay_fraction": (lambda v: v is None or (is_number(v) and 0 < v <= 1), "in (0, 1]"),
     "schedule.decay_shape": one_of(tuple(DECAY_SHAPES)),
+    "schedule.batch_ramp_fraction": (lambda v: is_number(v) and 0 <= v <= 1, "in [0, 1] (0: no ramp)"),
+    "schedule.batch_ramp_start": (lambda v: is_number(v) and 0 < v <= 1, "in (0, 1]"),
     "data.batch_size": BATCH_SIZE,
     "data.num_workers": AT_LEAST_ZERO,
     "data.chunk_rows": AT_LEAST_ONE,
@@ -376,6 +384,12 @@ def validate(c: TrainConfig) -> None:
             f"schedule.warmup_fraction={s.warmup_share} + decay_fraction={s.decay_fraction} must be at most "
             "1 (the whole budget)" if s.budget else f"schedule: a warm-up of {s.warmup} steps and a decay of "
             f"{s.decay} (decay_fraction={s.decay_fraction}) must fit in steps={s.max_steps}",
+        ),
+        (
+            not s.batch_ramp_fraction or s.grad_accum * s.batch_ramp_start >= 1,
+            f"schedule.batch_ramp_start={s.batch_ramp_start} of grad_accum={s.grad_accum} is less than one "
+            "micro-batch: a batch ramp counts whole micro-batches (raise schedule.grad_accum, and lower "
+            "data.batch_size to keep the batch)",
         ),
         (c.device in ("auto", "cpu", "cuda"), f"device must be auto, cpu or cuda, not {c.device!r}"),
     ]

@@ -153,6 +153,7 @@ RESUME_KEYS = (
     "data.dynamic_masking",
     "schedule.grad_accum",
     "schedule.decay_",
+    "schedule.batch_ramp_",
     "checkpoint.init_from",
 )
 
