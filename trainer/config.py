@@ -36,7 +36,7 @@ from trainer.ranges import (
     FRACTION,
     NON_NEGATIVE,
     POSITIVE,
-    Range,
+    RangeCheck,
     is_fraction,
     is_number,
     is_whole,
@@ -303,7 +303,7 @@ def default_lr(config: TrainConfig) -> float:
 # sequences in one micro-batch of one rank: far beyond what a device holds (large batches come from ranks and
 # grad_accum); it bounds how far a checkpoint's data position can lie (trainer.checkpoint.data_position)
 MAX_BATCH_SIZE = 2**20
-BATCH_SIZE: Range = (lambda v: is_whole(v, 1) and v <= MAX_BATCH_SIZE,
+BATCH_SIZE: RangeCheck = (lambda v: is_whole(v, 1) and v <= MAX_BATCH_SIZE,
                      f"an integer from 1 to {MAX_BATCH_SIZE}")
 
 # The longest run a schedule honours: a year, 8,760 hours (or a billion steps, a year at ~30 steps/s). Far
@@ -316,7 +316,7 @@ MAX_STEPS = 10**9
 # (load_config -> validate) and a saved model (BertConfig runs check_model: trainer.model_config's
 # MODEL_RANGES) are all checked here.
 # key -> (test, what the value must be)
-RANGES: dict[str, Range] = {
+RANGES: dict[str, RangeCheck] = {
     "optim.lr": NON_NEGATIVE,
     "optim.beta1": FRACTION,
     "optim.beta2": FRACTION,

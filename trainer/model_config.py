@@ -5,13 +5,12 @@ checks every architecture passes, from a config, --set, a checkpoint or a Huggin
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
 from corpusprep import objectives
 from corpusprep.settings import machine_memory
-from trainer.ranges import AT_LEAST_ONE, BOOL, FRACTION, POSITIVE, is_number, is_whole, one_of
+from trainer.ranges import AT_LEAST_ONE, BOOL, FRACTION, POSITIVE, RangeCheck, is_number, is_whole, one_of
 
 DEFAULT_PRESET = "tiny"
 
@@ -151,7 +150,7 @@ class ModelConfig:
 
 
 # key -> (test, what the value must be) of each architecture field; a config's other settings: trainer.config
-MODEL_RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
+MODEL_RANGES: dict[str, RangeCheck] = {
     "vocab_size": AT_LEAST_ONE,
     "hidden_size": AT_LEAST_ONE,
     "num_layers": AT_LEAST_ONE,

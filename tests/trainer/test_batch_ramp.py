@@ -69,7 +69,6 @@ def test_a_resume_keeps_the_ramp():
         "schedule.batch_ramp_fraction: 0.5 -> 0.2"]
 
 
-@pytest.mark.slow  # ~2 s idle: 10 short steps
 def test_each_step_takes_the_ramps_batch(tiny_shards, tmp_path):
     """Steps of 1, 2, 3, 3, 4... micro-batches of 4 sequences: in the metrics (seqs_per_step, every step)
     and in the data position, which counts exactly the examples read (33 micro-batches of 4)."""

@@ -63,7 +63,7 @@ def test_the_warm_up_compared_is_the_one_the_run_had():
         "schedule.decay_fraction: 0.2 -> 0.3"]  # a resume keeps the decay (a continuation: as a share)
 
 
-@pytest.mark.slow  # ~2 s idle a case: trains 6 steps, then 10 more
+@pytest.mark.slow  # ~1-2 s a case: trains 6 steps, then 10 more
 @pytest.mark.parametrize("extra", [
     (),  # BERT's triangle, the default warm-up: 1 step of 6, 2 of 16
     ("schedule.warmup_fraction=0.2", "schedule.decay_fraction=0.5", 'schedule.decay_shape="1-sqrt"'),  # WSD
@@ -89,7 +89,7 @@ def test_a_finished_run_continues_on_the_new_limits_schedule(tiny_shards, tmp_pa
     assert train(more)["status"] == "done"  # finished again: a rerun does nothing
 
 
-@pytest.mark.slow  # ~3 s idle: 15 steps, then 15 more
+@pytest.mark.slow  # ~1.7 s: 15 steps, then 15 more
 def test_a_finished_budgeted_run_continues_on_the_new_budgets_schedule(tiny_shards, tmp_path):
     """30 s of training (15 fake steps), then --resume with 60 s: 15 more steps, at the lrs of a 60 s run at
     the same progress (half-way: (1 - 0.5) / 0.9 of the peak for the first), never the saved 0."""
