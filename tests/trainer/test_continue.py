@@ -9,28 +9,15 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
 from tests.trainer.test_budget import TICK, FakeClock, budget_run, expected_lrs
+from tests.trainer.test_schedule import lrs
 from tests.trainer.test_train import small_run
-from trainer.config import ScheduleConfig, load_config
-from trainer.optim import build_scheduler
+from trainer.config import load_config
 from trainer.resume import resume_conflicts
 from trainer.train import train
 
 PEAK = 1e-3  # small_run's optim.lr
-
-
-def schedule_lrs(schedule: ScheduleConfig, steps: int) -> list[float]:
-    """The lr of each of `steps` steps of a run by steps started with `schedule`, peak PEAK."""
-    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=PEAK)
-    scheduler = build_scheduler(optimizer, schedule)
-    out = []
-    for _ in range(steps):
-        out.append(optimizer.param_groups[0]["lr"])
-        optimizer.step()
-        scheduler.step()
-    return out
 
 
 def logged(run_dir: Path) -> dict[int, float]:
@@ -81,7 +68,7 @@ def test_a_finished_run_continues_on_the_new_limits_schedule(tiny_shards, tmp_pa
     said = capsys.readouterr().out
     assert ("step-0000006: the run finished there (schedule.steps 6); it continues to schedule.steps 16, at "
             "the learning rates of the new limits' schedule from step 6 on") in said
-    wanted = schedule_lrs(more.schedule, 16)
+    wanted = [PEAK * lr for lr in lrs(more.schedule, 16)]  # the schedule of a 16-step run, peak PEAK
     got = logged(run)
     assert sorted(got) == list(range(1, 17))  # the first run's records, then the continuation's
     assert [got[s] for s in range(7, 17)] == pytest.approx(wanted[6:], rel=1e-12, abs=0)
