@@ -24,7 +24,8 @@ from corpusprep.errors import CorpusprepError, DataError, UsageError, plural
 from corpusprep.tokenize import read_vocab_txt
 from corpusprep.validate import owned_problems, relative
 
-FAMILY_TITLES = {"bert": "BERT", "megatron-bert": "Megatron-BERT", "modernbert": "ModernBERT"}  # hf_families
+# trainer.hf_families' model types and titles, without importing it (torch); a test keeps them equal
+FAMILY_TITLES = {"bert": "BERT", "megatron-bert": "Megatron-BERT", "modernbert": "ModernBERT"}
 CHECKPOINT_FILES = (CHECKPOINT_WEIGHTS, CHECKPOINT_TENSORS, CHECKPOINT_STATE,
                     CHECKPOINT_CONFIG)  # fmt: skip
 
