@@ -36,13 +36,9 @@ def trainer_section(settings: dict[str, Any]) -> dict[str, Any]:
     return section
 
 
-def train_config(stage: Stage, dirs: dict[str, Path], resume: bool = True,
-                 warmup_steps: int | None = None) -> dict[str, Any]:  # fmt: skip
-    """The trainer's config for a train stage: the pipeline's [train] table plus the run dir's paths;
-    `warmup_steps`: the warm-up a continued run keeps (`TrainStage.continuation`)."""
+def train_config(stage: Stage, dirs: dict[str, Path], resume: bool = True) -> dict[str, Any]:
+    """The trainer's config for a train stage: the pipeline's [train] table plus the run dir's paths."""
     section = trainer_section(stage.settings)
-    if warmup_steps is not None:
-        section.setdefault("schedule", {})["warmup_steps"] = warmup_steps
     section.setdefault("data", {})["shards"] = _name(dirs[stage.needs["shards"]])
     section.setdefault("logging", {})["run_dir"] = _name(dirs[stage.name])
     # An interrupted run resumes from its newest checkpoint; a rerun with new settings starts over.
@@ -106,13 +102,14 @@ class TrainStage(StageKind):
         self.config(stage)
 
     def check_places(self, stage: Stage, dirs: dict[str, Path]) -> None:
-        """checkpoint.init_from is never this stage's own output: a rerun clears it before reading it."""
-        init = self.config(stage).checkpoint.init_from
-        own = storage.resolve(dirs[stage.name])
-        if init and (storage.resolve(init) == own or own in storage.resolve(init).parents):
-            raise UsageError(f"{stage.name}: train.checkpoint.init_from {init}: this stage's own output, "
-                             "which a rerun clears before reading it; to train a finished run longer, pass "
-                             "--extend (docs/manual/pipelines.md), or copy the checkpoint elsewhere first")
+        """checkpoint.init_from is never this stage's own output: a rerun clears it before reading it (the
+        trainer's own check, trainer.resume.check_init_from)."""
+        from trainer.config import load_config
+        from trainer.resume import check_init_from
+
+        config = load_config(train_config(stage, dirs))
+        longer = "to train a finished run longer, pass --extend (docs/manual/pipelines.md)"
+        check_init_from(config, f"{stage.name}: train.", "this stage's own output", longer)
 
     def extension_problem(self, stage: Stage, previous: dict[str, Any]) -> str | None:
         """Why these settings cannot continue the finished run of record `previous` (None: they can: they
@@ -135,9 +132,11 @@ class TrainStage(StageKind):
     def continuation(self, stage: Stage, dirs: dict[str, Path], previous: dict[str, Any]) -> int:
         """A finished run continues when its settings differ only in a schedule limit that grew
         (`extension_problem`) and its trainer can resume the newest checkpoint under them
-        (trainer.checkpoint.resume_conflicts); returns that checkpoint's step."""
-        from trainer.checkpoint import latest, read_state, resume_conflicts, saved_train
+        (trainer.resume.resume_conflicts, the check of the trainer's own `--resume`); returns that
+        checkpoint's step. The trainer's schedule is then the new limits' (docs/manual/training.md)."""
+        from trainer.checkpoint import latest, read_state, saved_train
         from trainer.config import load_config
+        from trainer.resume import resume_conflicts
 
         where = f"--extend: {stage.name}"
         if problem := self.extension_problem(stage, previous):
@@ -146,7 +145,7 @@ class TrainStage(StageKind):
         found = latest(dirs[stage.name])
         if found is None:
             raise UsageError(f"{where}: {dirs[stage.name]}: no checkpoint to continue from (drop --extend)")
-        config = load_config(train_config(stage, dirs, warmup_steps=self.kept_warmup(stage, found)))
+        config = load_config(train_config(stage, dirs))
         if conflicts := resume_conflicts(dataclasses.asdict(saved_train(found)), config.to_dict()):
             raise UsageError(f"{where}: {found}: the trainer cannot resume it under the new settings "
                              f"({'; '.join(conflicts[:3])}); drop --extend to train from step 0")
@@ -156,17 +155,6 @@ class TrainStage(StageKind):
             raise UsageError(f"{where}: at step {state['step']:,} the run is finished under the new schedule "
                              f"too ({limits}); raise the limit that stops it")
         return int(state["step"])
-
-    def kept_warmup(self, stage: Stage, found: Path) -> int | None:
-        """The warm-up a continued run keeps: a run by steps resolves its default warm-up from the steps
-        (10% of them), so the continued run states the one it had, already done; None where the settings
-        give one, or a budget (whose warm-up is a share of the time)."""
-        from trainer.checkpoint import saved_train
-
-        schedule = self.config(stage).schedule
-        if schedule.budget or schedule.warmup_steps is not None or schedule.warmup_fraction is not None:
-            return schedule.warmup_steps
-        return saved_train(found).schedule.warmup
 
     def run(self, stage: Stage, ctx: StageContext) -> StageResult:
         identity = {"settings": stage.settings, "shards": manifests.content_digest(ctx.need(stage, "shards"))}
@@ -201,13 +189,8 @@ class TrainStage(StageKind):
     def _train(self, stage: Stage, ctx: StageContext) -> dict[str, Any]:
         from trainer import threads
 
-        warmup = None
-        if ctx.continue_from is not None:
-            from trainer.checkpoint import latest
-
-            warmup = self.kept_warmup(stage, latest(ctx.out))
-        # resumes only this artifact's own checkpoints
-        config = train_config(stage, ctx.dirs, resume=True, warmup_steps=warmup)
+        # resumes only this artifact's own checkpoints (a continuation too: --extend)
+        config = train_config(stage, ctx.dirs, resume=True)
         config_file = train_toml_path(stage, ctx.dirs)
         write_train_toml(config_file, config)
         processes = int(stage.settings["train"].get("processes", 1))

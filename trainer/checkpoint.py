@@ -324,7 +324,7 @@ def bert_config(saved: dict, where: Path) -> BertConfig:
         raise UsageError(f"{where}: unknown model field(s) {', '.join(sorted(unknown))} (newer trainer?)")
     try:
         config = BertConfig(**saved)
-    except (TypeError, ValueError) as e:  # a value out of range (trainer.config.check_model), a wrong type
+    except (TypeError, ValueError) as e:  # out of range (trainer.model_config.check_model), a wrong type
         raise DataError(f"{where}: {e}") from None
     return config  # its sizes checked as it was built: in range, and a model this machine holds (check_fits)
 

@@ -1,6 +1,7 @@
-"""Training configuration: one dataclass per component, filled from TOML and `section.key=value` overrides;
-and the model's architecture (`BertConfig`, the presets), which trainer.model builds. Torch-free: reading a
-config, checking it or printing --help imports no torch."""
+"""Training configuration: one dataclass per component, filled from TOML and `section.key=value` overrides,
+and every setting's range checked in one place (`validate`). The model's settings (the [model] table, the
+architecture and its presets) live in trainer.model_config. Torch-free: reading a config, checking it or
+printing --help imports no torch."""
 
 from __future__ import annotations
 
@@ -12,144 +13,35 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
-from corpusprep import objectives
 from corpusprep.engine.records import parse_json
 from corpusprep.errors import DataError, UsageError
-from corpusprep.settings import machine_memory, read_toml
+from corpusprep.settings import read_toml
 
-# fields that make the model (its weights and what it computes); with checkpoint.init_from they come from the
-# saved model
-ARCHITECTURE = ("num_layers", "hidden_size", "num_heads", "intermediate_size", "max_position", "pre_ln",
-                "type_vocab_size", "layer_norm_eps", "mlp", "bias", "position", "rotary_theta",
-                "embedding_norm")
-MLPS = ("gelu", "geglu", "swiglu")  # BERT's dense GELU MLP; gated: GELU (GeGLU) or SiLU (SwiGLU) gates
-POSITIONS = ("learned", "rotary")  # BERT's learned table; rotary position embeddings (RoPE)
-
-
-@dataclass
-class BertConfig:
-    vocab_size: int = 30522
-    hidden_size: int = 768
-    num_layers: int = 12
-    num_heads: int = 12
-    intermediate_size: int = 0  # 0: 4 * hidden_size
-    max_position: int = 512
-    type_vocab_size: int = 2
-    dropout: float = 0.1  # hidden states (embeddings, attention output, MLP output)
-    attention_dropout: float = 0.1  # attention probabilities
-    layer_norm_eps: float = 1e-12
-    pre_ln: bool = False  # LayerNorm before each sublayer (+ a final one): more stable at depth/high lr
-    init_std: float = 0.02
-    objective: str = objectives.DEFAULT  # with a sentence task (nsp, sop): pooler + sentence head
-    # Since BERT (the `modern` presets combine them as ModernBERT does; trainer/model.py says what each
-    # computes). Defaults are BERT's, so a config saved before these existed reads as the model it was.
-    mlp: str = "gelu"  # gelu | geglu | swiglu (Shazeer 2020)
-    bias: bool = True  # biases in linear layers and LayerNorms (the MLM decoder's vocab bias always stays)
-    position: str = "learned"  # learned | rotary (Su et al. 2021; type_vocab_size 0 drops segments too)
-    rotary_theta: float = 10000.0  # RoPE's base (RoFormer's; ModernBERT's 160,000 serves 8,192 tokens)
-    embedding_norm: bool = False  # pre-LN only: LayerNorm the embeddings instead of layer 0's input
-
-    @property
-    def gated(self) -> bool:
-        return self.mlp != "gelu"
-
-    @property
-    def sentence_head(self) -> bool:
-        return objectives.objective(self.objective).shard_label is not None
-
-    def __post_init__(self) -> None:
-        if self.intermediate_size == 0 and isinstance(self.hidden_size, int):
-            self.intermediate_size = default_intermediate(self.hidden_size, self.mlp)
-        check_model({f.name: getattr(self, f.name) for f in fields(self)})  # a config, --set, a checkpoint
-
-
-# (layers, hidden, heads); intermediate is 4 * hidden unless overridden. tiny..medium as in Turc et al. 2019.
-PRESETS: dict[str, tuple[int, int, int]] = {
-    "tiny": (2, 128, 2),
-    "mini": (4, 256, 4),
-    "small": (4, 512, 8),
-    "medium": (8, 512, 8),
-    "base": (12, 768, 12),
-    "large": (24, 1024, 16),
-}
-
-
-def default_intermediate(hidden: int, mlp: str) -> int:
-    """The MLP's width when not given: BERT's 4 x hidden; a gated MLP 2/3 of that (rounded up to a multiple
-    of 8), so that its three matrices hold as many weights as BERT's two (Shazeer 2020's comparison)."""
-    return 4 * hidden if mlp == "gelu" else -(-8 * hidden // 3 // 8) * 8
-
-
-# Families of presets: "FAMILY-SIZE" is a size of PRESETS with the family's options. `modern`: ModernBERT's
-# architecture (Warner et al. 2024): pre-LN with a LayerNorm on the embeddings (none before layer 0's
-# attention) and a final one, GeGLU, no biases, rotary positions and no segment embeddings, LayerNorm eps
-# 1e-5; every layer attends globally (ModernBERT's local layers, a window of 128 tokens, would attend to a
-# whole row at the CPU recipe's 64 and BERT's 128 tokens). Exported as `ModernBertForMaskedLM`.
-MODERN = {"pre_ln": True, "embedding_norm": True, "mlp": "geglu", "bias": False, "position": "rotary",
-          "type_vocab_size": 0, "layer_norm_eps": 1e-5}  # fmt: skip
-FAMILIES: dict[str, dict[str, Any]] = {"modern": MODERN}
-PRESET_NAMES = (*PRESETS, *(f"{family}-{size}" for family in FAMILIES for size in PRESETS))
-
-
-def preset_size(name: str) -> str:
-    """The size of a preset name ("modern-mini" -> "mini"); ValueError for a name that is no preset."""
-    if name not in PRESET_NAMES:
-        raise ValueError(f"unknown model preset {name!r} (choose from {', '.join(PRESET_NAMES)})")
-    return name.rpartition("-")[2]
-
-
-def preset_fields(name: str) -> dict[str, Any]:
-    """The BertConfig fields a preset sets: its size's, and its family's options."""
-    layers, hidden, heads = PRESETS[preset_size(name)]
-    family = FAMILIES.get(name.rpartition("-")[0], {})
-    return {"num_layers": layers, "hidden_size": hidden, "num_heads": heads, **family}
-
-
-def preset(name: str, **overrides) -> BertConfig:
-    """A config from a named preset; any BertConfig field can be overridden."""
-    args = preset_fields(name)
-    known = {f.name for f in fields(BertConfig)}
-    unknown = set(overrides) - known
-    if unknown:
-        raise ValueError(f"unknown model option(s): {', '.join(sorted(unknown))}")
-    return BertConfig(**(args | overrides))
-
-
-@dataclass
-class ModelConfig:
-    # None = not set: the preset's or BertConfig's default, or with checkpoint.init_from the saved model's
-    preset: str | None = None  # tiny (default) mini small medium base large; the fields below override it
-    hidden_size: int | None = None
-    num_layers: int | None = None
-    num_heads: int | None = None
-    intermediate_size: int | None = None  # default 4 * hidden_size
-    max_position: int | None = None  # default 512
-    dropout: float = 0.1  # training settings, not architecture: these apply with init_from too
-    attention_dropout: float = 0.1
-    pre_ln: bool | None = None  # default false (post-LN, as BERT)
-    # the options since BERT (BertConfig says what each is; the `modern-*` presets set them all)
-    mlp: str | None = None  # gelu (BERT) | geglu | swiglu
-    bias: bool | None = None  # default true
-    position: str | None = None  # learned (BERT) | rotary
-    rotary_theta: float | None = None  # default 10000
-    embedding_norm: bool | None = None  # default false; pre-LN only
-    type_vocab_size: int | None = None  # default 2 (BERT's segments A and B); 0: none
-    layer_norm_eps: float | None = None  # default 1e-12 (BERT's); modern: 1e-5
-
-    def bert_config(self, vocab_size: int, objective: str = objectives.DEFAULT) -> BertConfig:
-        """The architecture for a vocab and an objective (the shards' manifest gives both)."""
-        overrides = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "preset"}
-        set_fields = {k: v for k, v in overrides.items() if v is not None}
-        return preset(self.preset or DEFAULT_PRESET, vocab_size=vocab_size, objective=objective, **set_fields)
-
-    def conflicts(self, saved: BertConfig) -> list[str]:
-        """The architecture this config sets explicitly (preset or fields) where `saved` differs."""
-        wanted: dict = {}
-        if self.preset is not None:
-            wanted = {k: v for k, v in preset_fields(self.preset).items() if k in ARCHITECTURE}
-        wanted |= {k: getattr(self, k) for k in ARCHITECTURE if getattr(self, k) is not None}
-        differ = {k: v for k, v in wanted.items() if v != getattr(saved, k)}
-        return [f"model.{k}={v} (saved: {getattr(saved, k)})" for k, v in differ.items()]
+# the model's settings; MODERN, PRESETS, PRESET_NAMES, parameter_count and preset are imported from here too
+# (`from trainer.config import preset`)
+from trainer.model_config import (  # noqa: F401
+    DEFAULT_PRESET,
+    MODERN,
+    PRESET_NAMES,
+    PRESETS,
+    ModelConfig,
+    check_model,
+    parameter_count,
+    preset,
+    preset_size,
+)
+from trainer.ranges import (
+    AT_LEAST_ONE,
+    AT_LEAST_ZERO,
+    FRACTION,
+    NON_NEGATIVE,
+    POSITIVE,
+    RangeCheck,
+    is_fraction,
+    is_number,
+    is_whole,
+    one_of,
+)
 
 
 @dataclass
@@ -173,7 +65,6 @@ class DataConfig:
 # other weights (checkpoint.init_from) without a preset: BERT's.
 PRESET_LR = {"tiny": 1e-3, "mini": 5e-4, "small": 1e-4, "medium": 1e-4, "base": 1e-4, "large": 1e-4}
 BERT_LR = 1e-4
-DEFAULT_PRESET = "tiny"
 
 
 @dataclass
@@ -231,6 +122,12 @@ class ScheduleConfig:
     # the last 20% with `1-sqrt` matching a cosine schedule tuned to the run's length.
     decay_fraction: float | None = None
     decay_shape: str = "linear"  # linear (BERT's) | cosine | 1-sqrt: how the lr falls over the decay
+    # A batch-size ramp (Cramming, Geiping & Goldstein 2022; MosaicBERT; ModernBERT): a step takes
+    # `batch_ramp_start` of the grad_accum micro-batches at the start, and linearly more up to all of them
+    # at `batch_ramp_fraction` of the run (steps or budget), in whole micro-batches (optim.micro_batches).
+    # 0: off. The lr schedule is the same either way.
+    batch_ramp_fraction: float = 0.0
+    batch_ramp_start: float = 0.25
 
     @property
     def decay(self) -> int:
@@ -403,33 +300,11 @@ def default_lr(config: TrainConfig) -> float:
     return PRESET_LR[preset_size(name)] if name in PRESET_NAMES else BERT_LR  # unknown: validate says so
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _whole(value: Any, low: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
-
-
-def _fraction(value: Any) -> bool:
-    return _number(value) and 0 <= value < 1
-
-
-AT_LEAST_ONE = (lambda v: _whole(v, 1), "an integer >= 1")
-AT_LEAST_ZERO = (lambda v: _whole(v, 0), "an integer >= 0")
 # sequences in one micro-batch of one rank: far beyond what a device holds (large batches come from ranks and
 # grad_accum); it bounds how far a checkpoint's data position can lie (trainer.checkpoint.data_position)
 MAX_BATCH_SIZE = 2**20
-BATCH_SIZE = (lambda v: _whole(v, 1) and v <= MAX_BATCH_SIZE, f"an integer from 1 to {MAX_BATCH_SIZE}")
-FRACTION = (_fraction, "in [0, 1)")
-POSITIVE = (lambda v: _number(v) and v > 0, "a number > 0")
-NON_NEGATIVE = (lambda v: _number(v) and v >= 0, "a number >= 0")
-BOOL = (lambda v: isinstance(v, bool), "true or false")
-
-
-def one_of(choices: tuple[str, ...]) -> tuple[Callable[[Any], bool], str]:
-    return (lambda v: isinstance(v, str) and v in choices), f"one of {', '.join(choices)}"
-
+BATCH_SIZE: RangeCheck = (lambda v: is_whole(v, 1) and v <= MAX_BATCH_SIZE,
+                     f"an integer from 1 to {MAX_BATCH_SIZE}")
 
 # The longest run a schedule honours: a year, 8,760 hours (or a billion steps, a year at ~30 steps/s). Far
 # beyond any run; past it the warm-up share alone outlasts the machine, so the lr of every step taken would
@@ -438,40 +313,24 @@ MAX_RUN_SECONDS = 366 * 24 * 3600
 MAX_STEPS = 10**9
 
 # The range of every numeric setting, in one place: a TOML file, --set, the flags, a pipeline's [train]
-# (load_config -> validate) and a saved model (BertConfig runs check_model) are all checked here.
+# (load_config -> validate) and a saved model (BertConfig runs check_model: trainer.model_config's
+# MODEL_RANGES) are all checked here.
 # key -> (test, what the value must be)
-MODEL_RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "vocab_size": AT_LEAST_ONE,
-    "hidden_size": AT_LEAST_ONE,
-    "num_layers": AT_LEAST_ONE,
-    "num_heads": AT_LEAST_ONE,
-    "intermediate_size": AT_LEAST_ONE,
-    "max_position": AT_LEAST_ONE,
-    "type_vocab_size": (lambda v: _whole(v, 0), "an integer >= 0 (0: no segment embeddings)"),
-    "dropout": FRACTION,
-    "attention_dropout": FRACTION,
-    "layer_norm_eps": POSITIVE,
-    "init_std": POSITIVE,
-    "pre_ln": BOOL,
-    "mlp": one_of(MLPS),
-    "bias": BOOL,
-    "position": one_of(POSITIONS),
-    "rotary_theta": (lambda v: _number(v) and v > 1, "a number > 1"),
-    "embedding_norm": BOOL,
-}
-RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
+RANGES: dict[str, RangeCheck] = {
     "optim.lr": NON_NEGATIVE,
     "optim.beta1": FRACTION,
     "optim.beta2": FRACTION,
     "optim.eps": POSITIVE,
     "optim.weight_decay": NON_NEGATIVE,
-    "optim.grad_clip": (lambda v: _number(v) and v >= 0, "a number >= 0 (0: off)"),
-    "schedule.steps": (lambda v: v is None or (_whole(v, 1) and v <= MAX_STEPS),
+    "optim.grad_clip": (lambda v: is_number(v) and v >= 0, "a number >= 0 (0: off)"),
+    "schedule.steps": (lambda v: v is None or (is_whole(v, 1) and v <= MAX_STEPS),
                        f"an integer from 1 to {MAX_STEPS:,}"),
-    "schedule.warmup_fraction": (lambda v: v is None or _fraction(v), "in [0, 1)"),
+    "schedule.warmup_fraction": (lambda v: v is None or is_fraction(v), "in [0, 1)"),
     "schedule.grad_accum": BATCH_SIZE,  # micro-batches: as many as sequences in one, at most
-    "schedule.decay_fraction": (lambda v: v is None or (_number(v) and 0 < v <= 1), "in (0, 1]"),
+    "schedule.decay_fraction": (lambda v: v is None or (is_number(v) and 0 < v <= 1), "in (0, 1]"),
     "schedule.decay_shape": one_of(tuple(DECAY_SHAPES)),
+    "schedule.batch_ramp_fraction": (lambda v: is_number(v) and 0 <= v <= 1, "in [0, 1] (0: no ramp)"),
+    "schedule.batch_ramp_start": (lambda v: is_number(v) and 0 < v <= 1, "in (0, 1]"),
     "data.batch_size": BATCH_SIZE,
     "data.num_workers": AT_LEAST_ZERO,
     "data.chunk_rows": AT_LEAST_ONE,
@@ -480,63 +339,11 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "data.prefetch_shards": AT_LEAST_ZERO,
     "checkpoint.every": AT_LEAST_ONE,
     "checkpoint.keep": AT_LEAST_ONE,
-    "eval.every": (lambda v: _whole(v, 0), "an integer >= 0 (0: only at the end)"),
-    "eval.max_batches": (lambda v: _whole(v, 0), "an integer >= 0 (0: the whole split)"),
-    "eval.maskings": (lambda v: _whole(v, 0), "an integer >= 0 (0: the shards' own masking)"),
+    "eval.every": (lambda v: is_whole(v, 0), "an integer >= 0 (0: only at the end)"),
+    "eval.max_batches": (lambda v: is_whole(v, 0), "an integer >= 0 (0: the whole split)"),
+    "eval.maskings": (lambda v: is_whole(v, 0), "an integer >= 0 (0: the shards' own masking)"),
     "logging.every": AT_LEAST_ONE,
 }
-
-
-def check_model(values: dict[str, Any]) -> None:
-    """ValueError naming the first model setting out of range (None: not set) or heads that do not divide
-    the hidden size."""
-    for key, value in values.items():
-        if key in MODEL_RANGES and value is not None and not MODEL_RANGES[key][0](value):
-            raise ValueError(f"model.{key}={value!r} must be {MODEL_RANGES[key][1]}")
-    hidden, heads = values.get("hidden_size"), values.get("num_heads")
-    if hidden is not None and heads is not None and hidden % heads:
-        raise ValueError(f"model.hidden_size={hidden} must be divisible by model.num_heads={heads}")
-    if values.get("position") == "rotary" and None not in (hidden, heads) and hidden // heads % 2:
-        raise ValueError(f"model.position='rotary' rotates pairs of dimensions: a head of "
-                         f"hidden_size / num_heads = {hidden // heads} has an odd number")  # fmt: skip
-    if values.get("embedding_norm") is True and values.get("pre_ln") is False:
-        raise ValueError("model.embedding_norm=true is pre-LN's (pre_ln=true): post-LN BERT normalises its "
-                         "embeddings already")  # fmt: skip
-    check_fits(values)
-
-
-def parameter_count(values: dict[str, Any]) -> int | None:
-    """About how many parameters a BERT of these sizes has (embeddings, layers, pooler and MLM head; within
-    a few per cent); None while a size is not set."""
-    sizes = [values.get(k) for k in ("vocab_size", "hidden_size", "num_layers")]
-    if not all(isinstance(v, int) for v in sizes):
-        return None
-    vocab, hidden, layers = sizes
-    inner = values.get("intermediate_size") or 4 * hidden
-    mlp = (3 if values.get("mlp") in MLPS[1:] else 2) * hidden * inner  # a gated MLP has three matrices
-    learned = values.get("position") in (None, "learned")  # rotary positions have no table
-    positions = (values.get("max_position") or 512) if learned else 0
-    segments = 2 if values.get("type_vocab_size") is None else values["type_vocab_size"]
-    return (vocab + positions + segments) * hidden + layers * (4 * hidden * hidden + mlp) + 2 * hidden**2
-
-
-MAX_PARAMETERS = 10**12  # beyond any model this trainer builds (BERT-large: 3.4e8), whatever the memory
-
-
-def check_fits(values: dict[str, Any]) -> None:
-    """ValueError for a model whose float32 weights alone exceed this machine's memory, or MAX_PARAMETERS
-    (hidden_size 10^9 from a hand-edited config, a checkpoint's or a Hugging Face config.json): one line now,
-    not hours of building shapes or an allocation failure inside torch. The one size check of a model: every
-    BertConfig goes through it (check_model)."""
-    count, memory = parameter_count(values), machine_memory()
-    if count is not None and memory is not None and 4 * count > memory:
-        hidden, layers = values["hidden_size"], values["num_layers"]
-        raise ValueError(f"model.hidden_size={hidden:,} with {layers:,} layers has ~{count:.2g} parameters, "
-                         f"{4 * count / 2**30:,.0f} GiB of float32 weights: more than this machine's "
-                         f"{memory / 2**30:,.0f} GiB of memory")
-    if count is not None and count > MAX_PARAMETERS:  # where the memory cannot be read
-        raise ValueError(f"model: ~{count:.2g} parameters, more than {MAX_PARAMETERS:.0e}, beyond any model "
-                         "this trainer builds")  # fmt: skip
 
 
 def validate(c: TrainConfig) -> None:
@@ -577,6 +384,12 @@ def validate(c: TrainConfig) -> None:
             f"schedule.warmup_fraction={s.warmup_share} + decay_fraction={s.decay_fraction} must be at most "
             "1 (the whole budget)" if s.budget else f"schedule: a warm-up of {s.warmup} steps and a decay of "
             f"{s.decay} (decay_fraction={s.decay_fraction}) must fit in steps={s.max_steps}",
+        ),
+        (
+            not s.batch_ramp_fraction or s.grad_accum * s.batch_ramp_start >= 1,
+            f"schedule.batch_ramp_start={s.batch_ramp_start} of grad_accum={s.grad_accum} is less than one "
+            "micro-batch: a batch ramp counts whole micro-batches (raise schedule.grad_accum, and lower "
+            "data.batch_size to keep the batch)",
         ),
         (c.device in ("auto", "cpu", "cuda"), f"device must be auto, cpu or cuda, not {c.device!r}"),
     ]

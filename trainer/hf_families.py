@@ -27,7 +27,7 @@ import torch
 from corpusprep.engine.records import Bool, Int, ListOf, MapOf, Num, Obj, RecordError, Str
 from corpusprep.errors import DataError, UsageError
 from corpusprep.objectives import objective
-from trainer.config import BertConfig
+from trainer.model_config import BertConfig
 
 QKV = ("query", "key", "value")  # row blocks of our fused qkv, in this order, where a family splits it
 EMBEDDING_TABLES = ("word_embeddings", "position_embeddings", "token_type_embeddings")

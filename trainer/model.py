@@ -65,7 +65,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainer.config import BertConfig
+from trainer.model_config import BertConfig
 
 
 def layer_norm(c: BertConfig) -> nn.LayerNorm:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -91,6 +92,26 @@ def build_scheduler(
         return shape(min(1.0, max(0.0, (steps - step) / max(1, decay))))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def lr_at_step(scheduler: torch.optim.lr_scheduler.LRScheduler) -> None:
+    """Set every param group's lr to the one the schedule gives at the scheduler's step (as its `step()`
+    does, recomputed), after a resume loaded the saved one: the same value for a run resumed with its own
+    settings; for a finished run continued with larger limits, the new limits' schedule at that step
+    (the saved lr is the old schedule's last, about 0)."""
+    scheduler.last_epoch -= 1
+    scheduler.step()
+
+
+def micro_batches(progress: float, schedule: ScheduleConfig) -> int:
+    """The micro-batches of the step taken at `progress` (0 to 1: ScheduleConfig.progress): grad_accum, or
+    with a batch ramp (`batch_ramp_fraction` > 0) `batch_ramp_start` of them at the start, rising linearly
+    to all of them at `batch_ramp_fraction` of the run, rounded up to whole micro-batches."""
+    accum, fraction, start = schedule.grad_accum, schedule.batch_ramp_fraction, schedule.batch_ramp_start
+    if not fraction:
+        return accum
+    share = start + (1 - start) * min(1.0, progress / fraction)
+    return max(1, math.ceil(accum * share - 1e-9))  # 1e-9: 10 * 0.3 is 3.0000000000000004, 3 micro-batches
 
 
 def budget_factor(progress: float, warmup: float, decay: float | None = None,

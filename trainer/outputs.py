@@ -24,6 +24,8 @@ from corpusprep.errors import CorpusprepError, DataError, UsageError, plural
 from corpusprep.tokenize import read_vocab_txt
 from corpusprep.validate import owned_problems, relative
 
+# trainer.hf_families' model types and titles, without importing it (torch); a test keeps them equal
+FAMILY_TITLES = {"bert": "BERT", "megatron-bert": "Megatron-BERT", "modernbert": "ModernBERT"}
 CHECKPOINT_FILES = (CHECKPOINT_WEIGHTS, CHECKPOINT_TENSORS, CHECKPOINT_STATE,
                     CHECKPOINT_CONFIG)  # fmt: skip
 
@@ -123,13 +125,19 @@ def _unfinished(directory: Path, command: str) -> list[str]:
     return []
 
 
+# Each family's word embeddings and encoder layers by name (trainer.hf_families), without importing it
+# (torch): BERT and Megatron-BERT `bert.embeddings.word_embeddings`, `bert.encoder.layer.N.`; ModernBERT
+# `model.embeddings.tok_embeddings`, `model.layers.N.` (a bare base model's without the `bert.`/`model.`)
+WORD_EMBEDDINGS = ("word_embeddings.weight", "tok_embeddings.weight")
+ENCODER_LAYER = re.compile(r"encoder\.layer\.(\d+)\.|^(?:model\.)?layers\.(\d+)\.")
+
+
 def _check_hf_sizes(config: dict, header: dict, directory: Path) -> None:
     """The sizes config.json gives against the weights' (without torch: the trainer's full check of a
     Hugging Face model, `trainer.export.check_hf_model`, builds the model's shapes): the word embeddings
-    [vocab_size, hidden_size] and as many encoder layers as num_hidden_layers."""
-    words = next((shape for name, (_, shape) in header.items() if name.endswith("word_embeddings.weight")),
-                 None)  # fmt: skip
-    layers = {int(m[1]) for name in header if (m := re.search(r"encoder\.layer\.(\d+)\.", name))}
+    [vocab_size, hidden_size] and as many encoder layers as num_hidden_layers, in each family's names."""
+    words = next((shape for name, (_, shape) in header.items() if name.endswith(WORD_EMBEDDINGS)), None)
+    layers = {int(m[1] or m[2]) for name in header if (m := ENCODER_LAYER.search(name))}
     if words != (config["vocab_size"], config["hidden_size"]):
         raise DataError(f"{directory / 'config.json'}: vocab_size {config['vocab_size']}, hidden_size "
                         f"{config['hidden_size']}; model.safetensors' word embeddings: {list(words or [])}")
@@ -158,7 +166,9 @@ def validate_export(directory: Path) -> tuple[list[str], str]:
         return [relative(str(error), directory)], ""
     if storage.exists(directory / MANIFEST):  # ours (any BERT is checked, only ours has a manifest)
         problems += owned_problems(directory, problems)
-    return problems, f"BERT, {config.get('max_position_embeddings')} positions"
+    family = FAMILY_TITLES.get(config.get("model_type", "bert"), "BERT")
+    positions = config.get("max_position_embeddings")
+    return problems, f"{family}, {positions} positions" if positions else family
 
 
 def validate_evaluation(directory: Path) -> tuple[list[str], str]:

@@ -21,7 +21,7 @@ from corpusprep.engine.placement import check_not_inside, check_not_nested
 from corpusprep.errors import UsageError
 from trainer import checkpoint
 from trainer.checkpoint_checks import check_state
-from trainer.config import WARMUP_SHARE, ModelConfig, TrainConfig
+from trainer.config import ModelConfig, ScheduleConfig, TrainConfig
 from trainer.dist import Dist, log
 from trainer.model import BertConfig
 from trainer.shards import Shards
@@ -35,6 +35,7 @@ def check_run_dir(config: TrainConfig) -> None:
     run_dir = Path(config.logging.run_dir)
     if config.data.shards:
         check_not_nested(run_dir, [config.data.shards], "trainer")  # never write into its input
+    check_init_from(config)
     # another run, a checkpoint, an artifact; not a pipeline run (its train stage, started by hand)
     check_not_inside(run_dir, None, "pick another run dir", pipeline_runs=False)
     found = held_output(run_dir)
@@ -45,6 +46,23 @@ def check_run_dir(config: TrainConfig) -> None:
         if path.is_symlink() or (storage.exists(path) and not plain(path)):
             raise UsageError(f"{path}: a link, or not the kind of file the trainer writes there; move it "
                              "away or pick another run dir")  # fmt: skip
+
+
+LONGER = "to train a finished run longer, pass --resume with more --steps or a larger --budget " \
+         "(docs/manual/training.md)"
+
+
+def check_init_from(config: TrainConfig, where: str = "config: ", own: str = "this run's own run dir",
+                    longer: str = LONGER) -> None:  # fmt: skip
+    """checkpoint.init_from is never inside the run's own run dir, where the run writes its checkpoints and
+    removes older ones (and a pipeline's rerun clears them before reading): the weights it starts from would
+    not stay. trainer.run (`check_run_dir`) and a pipeline's train stage (pipelines.train_stage, at planning)
+    both ask here; `where`, `own` and `longer` word the refusal for each."""
+    init = config.checkpoint.init_from
+    run_dir = storage.resolve(config.logging.run_dir)
+    if init and (storage.resolve(init) == run_dir or run_dir in storage.resolve(init).parents):
+        raise UsageError(f"{where}checkpoint.init_from {init}: {own}, where the run writes its checkpoints "
+                         f"and removes older ones; {longer}, or copy the checkpoint elsewhere first")
 
 
 class Finished(Exception):
@@ -64,21 +82,33 @@ def find_resume(config: TrainConfig, d: Dist) -> Path | None:
         if config.checkpoint.resume:  # said, not silent: a mistyped run dir would start over unnoticed
             log(d, f"{storage.url(run_dir)}: no checkpoint to resume from; starting at step 0")
         return None
-    saved_config = asdict(checkpoint.saved_train(found))  # its values checked: types and ranges
-    if conflicts := resume_conflicts(saved_config, asdict(config)):
+    saved_train = checkpoint.saved_train(found)  # its values checked: types and ranges
+    if conflicts := resume_conflicts(asdict(saved_train), asdict(config)):
         raise UsageError(
             f"{found}: saved with other settings ({'; '.join(conflicts[:3])}); use another run dir, or "
             "the settings it was started with"
         )
     saved = checkpoint.read_state(found)  # trainer.json only: the tensors load with the other states
-    if config.schedule.finished(saved["step"], saved.get("elapsed", 0.0)):
+    step, elapsed = saved["step"], saved.get("elapsed", 0.0)
+    if config.schedule.finished(step, elapsed):
         raise Finished(found, saved)
     if not config.checkpoint.resume:
         raise UsageError(
             f"{storage.url(run_dir)}: has checkpoints up to {found.name}; pass --resume or use "
             "another run dir"
         )
+    if saved_train.schedule.finished(step, elapsed):  # a finished run, continued: said before it trains
+        log(d, f"{found.name}: the run finished there ({limits(saved_train.schedule)}); it continues to "
+               f"{limits(config.schedule)}, at the learning rates of the new limits' schedule from step "
+               f"{step} on (docs/manual/training.md)")  # fmt: skip
     return found
+
+
+def limits(schedule: ScheduleConfig) -> str:
+    """A schedule's limits in words: "schedule.steps 6", "schedule.budget 15m", or both."""
+    given = {"steps": schedule.steps, "budget": schedule.budget or None}
+    return " and ".join(f"schedule.{k} {v}" for k, v in given.items() if v is not None) or \
+        f"schedule.steps {schedule.max_steps} (the default)"
 
 
 def shards_record(shards: Shards) -> dict:
@@ -112,49 +142,61 @@ def check_resume_shards(found: Path, current: dict, directory: Path) -> None:
 # (the seed and data.chunk_rows make the global order of examples; the batch size, the DataLoader workers and
 # the number of ranks may change: the position is a place in that order; `data.shards` is checked by
 # content, not path, `check_resume_shards`: a copy elsewhere is the same data; the model as
-# resolved, by `Trainer.load_state_dict`)
+# resolved, by `Trainer.load_state_dict`; the warm-up as resolved, `warmup_conflict`). The limits
+# (schedule.steps, schedule.budget) may change: the schedule is then the new limits' from the step reached on
+# (docs/manual/training.md, "Training a finished run longer").
 RESUME_KEYS = (
     "optim.",
     "seed",
     "data.chunk_rows",
     "data.pad_multiple",
     "data.dynamic_masking",
-    "schedule.warmup_steps",
-    "schedule.warmup_fraction",
     "schedule.grad_accum",
+    "schedule.decay_",
+    "schedule.batch_ramp_",
     "checkpoint.init_from",
 )
 
 
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in d.items():
+        out |= _flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
+    return out
+
+
 def resume_conflicts(saved: dict, current: dict) -> list[str]:
     """Settings of `current` (TrainConfig as a dict) that differ from those a checkpoint was saved with."""
+    before, after = _flat(saved), _flat(current)
 
-    def flat(d: dict, prefix: str = "") -> dict:
-        out = {}
-        for key, value in d.items():
-            out |= flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
-        return out
-
-    before, after = flat(saved), flat(current)
-
-    def norm(key: str, value: Any, config: dict) -> Any:
+    def norm(key: str, value: Any) -> Any:
         if key == "checkpoint.init_from" and value:
             return str(Path(str(value)).resolve())  # saved resolved (`config_record`); older runs as typed
-        if key == "schedule.warmup_steps" and value is None:  # the default, resolved from that run's steps
-            steps = config.get("schedule.steps")  # None: a budgeted run
-            return round(WARMUP_SHARE * steps) if isinstance(steps, (int, float)) else None
         return value
 
-    def shown(key: str, config: dict) -> str:
-        value, resolved = config.get(key), norm(key, config.get(key), config)
-        return f"{resolved!r} (the default)" if value is None and resolved is not None else repr(value)
-
     keys = sorted(k for k in set(before) | set(after) if k.startswith(RESUME_KEYS))
-    return [
-        f"{k}: {shown(k, before)} -> {shown(k, after)}"
-        for k in keys
-        if norm(k, before.get(k), before) != norm(k, after.get(k), after)
-    ]
+    differ = [f"{k}: {before.get(k)!r} -> {after.get(k)!r}" for k in keys
+              if norm(k, before.get(k)) != norm(k, after.get(k))]  # fmt: skip
+    return differ + warmup_conflict(before, after)
+
+
+def warmup_conflict(before: dict, after: dict) -> list[str]:
+    """The warm-up each side's settings give the run as it was saved (its steps or budget), where they
+    differ: so giving the warm-up a run had by its default (10% of its steps) in steps is no change, and
+    more steps (or budget) with the same warm-up settings are none either (the schedule of the new limits
+    follows them: a default warm-up stays 10% of the steps)."""
+    limits = {"steps": before.get("schedule.steps"), "budget": before.get("schedule.budget") or ""}
+
+    def warmup(settings: dict) -> tuple[Any, str]:
+        given = {k: settings.get(f"schedule.{k}") for k in ("warmup_steps", "warmup_fraction")}
+        schedule = ScheduleConfig(**limits, **given)
+        how = next((f"schedule.{k}={v!r}" for k, v in given.items() if v is not None), "the default")
+        if schedule.budget:
+            return schedule.warmup_share, f"{schedule.warmup_share:g} of the budget ({how})"
+        return schedule.warmup, f"{schedule.warmup} steps of {schedule.max_steps} ({how})"
+
+    (was, said), (now, says) = warmup(before), warmup(after)
+    return [] if was == now else [f"schedule warm-up: {said} -> {says}"]
 
 
 def init_weights(

@@ -19,7 +19,8 @@ from corpusprep.errors import OneLineParser, UsageError, guarded
 FLAGS = {
     "shards": ("data.shards", str, "SHARDS_DIR with manifest.json, or its s3:// or gs:// URL"),
     "run_dir": ("logging.run_dir", str, "where metrics, config and checkpoints go"),
-    "preset": ("model.preset", str, "tiny mini small medium base large"),
+    "preset": ("model.preset", str, "tiny mini small medium base large, or modern-SIZE (modern-tiny ... "
+               "modern-large: those sizes with ModernBERT's options)"),
     "steps": ("schedule.steps", int, "optimizer steps"),
     "budget": ("schedule.budget", str, "training time, e.g. 90s, 15m, 2h: the schedule follows it"),
     "warmup_steps": ("schedule.warmup_steps", int, "linear warm-up steps"),

@@ -23,7 +23,7 @@ from corpusprep.engine.records import (
 )
 from corpusprep.pair.schemas import OBJECTIVE
 
-# Checkpoints (trainer/checkpoint.py). The model's fields are checked by trainer.config.check_model.
+# Checkpoints (trainer/checkpoint.py). The model's fields are checked by trainer.model_config.check_model.
 CHECKPOINT_RECORD = Obj(
     {"model": MapOf(SCALAR)},
     {
@@ -58,7 +58,9 @@ TRAINER = Obj(
 )
 TRAINER_STATE = Rule(TRAINER, lambda r: None if {"data", "positions"} & set(r) else ("data", "missing"))
 
-# A Hugging Face BERT config.json (trainer.export.bert_config_from_hf; trainer.import_hf reads it too).
+# A Hugging Face model's config.json, of any family corpusprep reads and writes (BERT, Megatron-BERT,
+# ModernBERT: trainer.hf_families), by the fields they share; trainer.export.check_hf_model loads it, and
+# each family's own fields are checked as trainer.hf_families reads them.
 DIM = Int(1, 2**31 - 1)
 HF_CONFIG = Obj(
     {"vocab_size": DIM, "hidden_size": DIM, "num_hidden_layers": DIM, "num_attention_heads": DIM,
@@ -75,5 +77,5 @@ HF_CONFIG = Obj(
 records.register(__name__, {
     "checkpoint_config": CHECKPOINT_RECORD,  # step-N/config.json, an import's config.json
     "trainer_state": TRAINER_STATE,  # step-N/trainer.json
-    "hf_config": HF_CONFIG,  # a Hugging Face BERT's config.json
+    "hf_config": HF_CONFIG,  # a Hugging Face model's config.json (BERT, Megatron-BERT, ModernBERT)
 })

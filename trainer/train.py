@@ -37,7 +37,7 @@ from trainer.config import TrainConfig, parse_duration
 from trainer.data import Position, ShardStream, loader_batches
 from trainer.dist import Dist, distributed, log
 from trainer.model import BertConfig, BertForPreTraining, compile_model, flops_per_token
-from trainer.optim import build_optimizer, build_scheduler
+from trainer.optim import build_optimizer, build_scheduler, lr_at_step, micro_batches
 from trainer.resume import (
     SENTENCE_HEAD,
     Finished,
@@ -217,15 +217,16 @@ class Trainer:
     # -------------------------------------------------------- the parts
 
     def train_step(self) -> dict[str, torch.Tensor | float]:
-        """One optimizer step over grad_accum micro-batches; returns the step's mean losses and grad norm
-        (0-d tensors on the device: read on the host only at logging steps, `log_progress`) and the lr.
+        """One optimizer step over grad_accum micro-batches (fewer early on with a batch ramp: every rank
+        takes as many, its progress the same); returns the step's mean losses and grad norm (0-d tensors on
+        the device: read on the host only at logging steps, `log_progress`) and the lr.
 
         A loss or gradient norm that is not finite never reaches the weights. Where the optimizer can skip
         a step on the device (fused AdamW, the CUDA default, through `found_inf` as under a GradScaler) the
         step stays free of host reads: the update is skipped there, the first such step is noted on the
         device, and `check_finite` raises at the next logging step or checkpoint. Elsewhere (the CPU, where
         a host read costs nothing; LAMB) the step raises at once."""
-        accum, d = self.config.schedule.grad_accum, self.d
+        accum, d = micro_batches(self.progress(), self.config.schedule), self.d  # grad_accum, or the ramp's
         started = self.clock()
         totals = torch.zeros(3, device=self.device)
         for micro in range(accum):
@@ -380,6 +381,7 @@ class Trainer:
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = state["step"]
         self.elapsed = float(state.get("elapsed", 0.0))  # runs from before budgets: not counted
+        lr_at_step(self.scheduler)  # this run's schedule at this step (and progress): a continuation's too
         self.position = position
         self.load_rng(state["rng"], where)
 
@@ -437,13 +439,15 @@ class Trainer:
 
     def log_progress(self, values: dict[str, float]) -> None:
         """One progress line and one metrics record: the losses' mean over the steps since the last record
-        (one step's loss zig-zags), the last step's lr and gradient norm, throughput (and MFU on a GPU)."""
+        (one step's loss zig-zags), the last step's lr and gradient norm, throughput (and MFU on a GPU), and
+        the sequences a step took on average (all ranks': the batch, which a batch ramp changes)."""
         w, world = self.window, self.d.world
         values = values | {k: v / w["steps"] for k, v in w["losses"].items()}
         values = {k: float(v) for k, v in values.items()} | {"window_steps": w["steps"]}  # the host read
         elapsed = max(time.time() - w["time"], 1e-9)
         record = {"step": self.step, **values, "seq_per_s": w["seqs"] * world / elapsed,
-                  "tokens_per_s": w["tokens"] * world / elapsed, "train_seconds": self.elapsed}  # fmt: skip
+                  "tokens_per_s": w["tokens"] * world / elapsed, "train_seconds": self.elapsed,
+                  "seqs_per_step": w["seqs"] * world / w["steps"]}  # fmt: skip
         self.last = {k: v for k, v in values.items() if k.endswith("loss")}
         parts = " ".join(f"{k.removesuffix('_loss')} {v:.4f}" for k, v in self.last.items() if k != "loss")
         line = (f"step {self.step:>6} | loss {values['loss']:.4f} ({parts}) | lr {values['lr']:.2e} | "

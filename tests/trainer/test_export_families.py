@@ -153,13 +153,21 @@ def modern_export(tmp_path: Path) -> Path:
     return ex.export(checkpoint, tmp_path / "hf", write_vocab(tmp_path / "vocab", 300))
 
 
-@pytest.mark.xfail(strict=True, reason="trainer/outputs.py (_check_hf_sizes) finds BERT's weight names only: "
-                   "word_embeddings and encoder.layer.N; strict, so the fix shows here")
 def test_corpusprep_validate_finds_a_modernbert_export_whole(tmp_path):
-    from trainer.outputs import validate_export
+    """`corpusprep validate` (torch-free) finds a ModernBERT export's word embeddings (tok_embeddings) and
+    layers (model.layers.N) as it finds BERT's, and a layer missing from its weights."""
+    from safetensors.torch import load_file, save_file
 
-    problems, _ = validate_export(modern_export(tmp_path))
-    assert problems == []
+    from trainer.outputs import FAMILY_TITLES, validate_export
+
+    assert {name: family.title for name, family in FAMILIES.items()} == FAMILY_TITLES
+    out = modern_export(tmp_path)
+    assert validate_export(out) == ([], "ModernBERT, 64 positions")
+    weights = load_file(out / "model.safetensors")
+    kept = {k: v for k, v in weights.items() if not k.startswith("model.layers.1.")}  # one layer of 2
+    save_file(kept, out / "model.safetensors")
+    problems, _ = validate_export(out)
+    assert any("num_hidden_layers 2; model.safetensors holds 1 encoder layers" in p for p in problems)
 
 
 @pytest.mark.parametrize("change, message", [

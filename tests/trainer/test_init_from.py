@@ -158,3 +158,25 @@ def test_cli_flag_and_errors(tiny_shards, tmp_path, capsys):
     assert "\n" not in error and "nowhere" in error and "weights.safetensors" in error
     assert run_main(["--init-from", "runs/x", "--print-config"]) == 0
     assert json.loads(capsys.readouterr().out)["checkpoint"]["init_from"] == "runs/x"
+
+
+def test_init_from_the_runs_own_run_dir_is_refused_up_front(tiny_shards, previous_run, tmp_path, capsys,
+                                                            monkeypatch):  # fmt: skip
+    """issue 39: init_from the run's own run dir, or a checkpoint in it, said another way (relative), is one
+    line and exit 2 before anything is written: the run writes and removes checkpoints where its weights
+    come from. The check a pipeline makes when it plans (trainer.resume.check_init_from)."""
+    run = tmp_path / "run"
+    shutil.copytree(previous_run, run)
+    files = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    monkeypatch.chdir(tmp_path)
+    args = ["--shards", str(tiny_shards), "--run-dir", str(run), "--device", "cpu", "--steps", "8"]
+    for source in ("run", f"run/checkpoints/{checkpoint.latest(run).name}"):
+        for more in ([], ["--resume"]):
+            assert run_main([*args, "--init-from", source, *more]) == 2
+            error = capsys.readouterr().err.strip()
+            assert "\n" not in error and f"checkpoint.init_from {source}: this run's own run dir" in error
+            assert "pass --resume with more --steps" in error
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == files
+    fresh = ["--shards", str(tiny_shards), "--run-dir", "new", "--init-from", "new/checkpoints/step-0000004"]
+    assert run_main(fresh) == 2 and "this run's own run dir" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()

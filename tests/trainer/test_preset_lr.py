@@ -47,8 +47,8 @@ def test_every_preset_has_one_default_and_help_names_them(capsys):
 
 
 def test_the_architecture_is_resolved_without_torch():
-    """trainer.config owns BertConfig and the presets (trainer.model builds from them, with no import back):
-    a config is resolved to its architecture without importing torch or the model."""
+    """trainer.model_config owns BertConfig and the presets (trainer.model builds from them, with no import
+    back): a config is resolved to its architecture without importing torch or the model."""
     code = ("import sys, trainer.config as c; c.load_config(None).model.bert_config(vocab_size=8); "
             "c.preset('base', vocab_size=8); print(sorted({'torch', 'trainer.model'} & set(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

@@ -52,11 +52,13 @@ def train_losses(run_dir: Path) -> list[tuple[int, float, float]]:
     [
         [],
         ['optim.name="lamb"', "schedule.grad_accum=2", "data.dynamic_masking=true", "model.pre_ln=true"],
+        ["schedule.grad_accum=4", "schedule.batch_ramp_fraction=0.9", "data.batch_size=4"],
     ],
-    ids=["adamw", "lamb-accum-dynamic-preln"],
+    ids=["adamw", "lamb-accum-dynamic-preln", "batch-ramp"],
 )
 def test_resumed_run_equals_uninterrupted_run(tiny_shards, tmp_path, extra):
-    """Dropout on, so the RNG state must come back too; data position, optimizer, schedule likewise."""
+    """Dropout on, so the RNG state must come back too; data position, optimizer, schedule likewise; with a
+    batch ramp, resumed in the middle of it (step 8 of 12, the ramp over the first 90%)."""
     whole = train(load_config(None, small_run(tiny_shards, tmp_path / "whole", *extra)))
     assert whole["steps"] == 12
 
@@ -190,14 +192,17 @@ def test_one_torchrun_rank_trains_through_ddp_as_n_would(tiny_shards, tmp_path):
 
 @pytest.mark.slow
 def test_torchrun_two_cpu_ranks_agree_on_weights(tiny_shards, tmp_path):
+    """Two ranks end with the same weights, with a batch ramp (1, 2, 2, 2 micro-batches a step: every rank
+    takes as many, or DDP's gradient sync would wait forever), finished, rerun and killed and resumed."""
     run_dir = tmp_path / "ddp"
-    args = small_run(tiny_shards, run_dir, "schedule.steps=4", "checkpoint.every=2", "eval.every=4")
+    ramp = ("schedule.grad_accum=2", "schedule.batch_ramp_fraction=1.0", "schedule.batch_ramp_start=0.5")
+    args = small_run(tiny_shards, run_dir, "schedule.steps=4", "checkpoint.every=2", "eval.every=4", *ramp)
     assert_clean_exit(torchrun(*args))
     summaries = [json.loads((run_dir / f"summary-rank{r}.json").read_text()) for r in range(2)]
     assert summaries[0]["weights_sha256"] == summaries[1]["weights_sha256"]
     assert summaries[0]["steps"] == 4
     state = checkpoint.load(checkpoint.latest(run_dir), "trainer")
-    assert state["data"] == {"epoch": 0, "examples": 4 * 8 * 2}  # one place in the global order
+    assert state["data"] == {"epoch": 0, "examples": 7 * 8 * 2}  # one place in the global order
     # a rerun of the finished run returns at once on every rank; the process group still ends cleanly
     again = torchrun(*args)
     assert_clean_exit(again)
@@ -205,7 +210,8 @@ def test_torchrun_two_cpu_ranks_agree_on_weights(tiny_shards, tmp_path):
     assert json.loads((run_dir / "summary-rank1.json").read_text())["status"] == "done"
     # killed (rank 0, in the middle of writing checkpoint 4), then resumed under torchrun: the same weights
     killed = tmp_path / "killed"
-    resumed_args = small_run(tiny_shards, killed, "schedule.steps=4", "checkpoint.every=2", "eval.every=4")
+    resumed_args = small_run(tiny_shards, killed, "schedule.steps=4", "checkpoint.every=2", "eval.every=4",
+                             *ramp)  # fmt: skip
     died = torchrun(*resumed_args, env=faults.spec("checkpoint_file", 5))
     assert died.returncode != 0 and checkpoint.latest(killed).name.endswith("2")
     assert_clean_exit(torchrun(*resumed_args, "checkpoint.resume=true"))
@@ -414,10 +420,7 @@ def test_resume_accepts_the_same_run_said_otherwise(tiny_shards, tmp_path, monke
     warmup = {"schedule": {"steps": 20, "warmup_steps": None}}  # the default: 10% of the steps
     assert resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 2}}) == []
     assert resume_conflicts(warmup, {"schedule": {"steps": 20, "warmup_steps": 3}}) == [
-        "schedule.warmup_steps: 2 (the default) -> 3"]
-    longer = {"schedule": {"steps": 40, "warmup_steps": None}}  # more steps: another default warm-up, said so
-    assert resume_conflicts(warmup, longer) == [
-        "schedule.warmup_steps: 2 (the default) -> 4 (the default)"]
+        "schedule warm-up: 2 steps of 20 (the default) -> 3 steps of 20 (schedule.warmup_steps=3)"]
     monkeypatch.chdir(tmp_path)
     again = small_run(tiny_shards, run, "schedule.steps=6", 'model.preset="tiny"', "model.hidden_size=128",
                       "checkpoint.resume=true")  # fmt: skip
