@@ -113,7 +113,7 @@ def tiny_qa_model(root: Path, seed: int = 0, hidden: int = 64) -> Path:
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory):
     pytest.importorskip("transformers")
-    from trainer.evaluate.squad_finetune import load_tokenizer
+    from trainer.evaluate.finetune import load_tokenizer
 
     return load_tokenizer(tiny_tokenizer_dir(tmp_path_factory.mktemp("qa")))
 
@@ -289,7 +289,7 @@ def test_a_long_context_is_read_in_overlapping_windows_whose_labels_cut_out_the_
     questions = _question_at(tmp_path, context, "cafes runs", at)
     max_length, stride = 24, 4
     features = encode(tokenizer, questions, max_length, stride, labels=True)
-    assert len(features.features) > 3 and set(features.question) == {0}
+    assert len(features.features) > 3 and set(features.example) == {0}
     holding = 0
     covered: set[tuple[int, int]] = set()
     for f, feature in enumerate(features.features):
@@ -323,7 +323,7 @@ def test_a_long_question_keeps_its_first_pieces_counted(tokenizer, tmp_path):
     long = " ".join(["what"] * 40) + " ?"
     questions = _question_at(tmp_path, "the key is stone .", "stone", 11, question=long)
     features = encode(tokenizer, questions, 32, 2, labels=True)
-    assert features.cut_questions == 1
+    assert features.truncated == 1
     ids = features.features[0]["input_ids"]
     assert ids.index(tokenizer.sep_token_id) == 1 + question_pieces(32)  # [CLS] + 16 question pieces
     assert features.features[0]["start_positions"] > 0  # the answer is still found
@@ -367,12 +367,12 @@ def test_decoding_takes_the_best_window_and_the_smallest_null_and_cuts_the_conte
     k = features.context_start[last] + 1
     starts[last][k], ends[last][k + 1] = 3.0, 2.0  # a better two-piece span in the last window
     starts[1][0], ends[1][0] = -4.0, 1.0  # the smallest null score: window 1's
-    spans, odds = decode(questions, features, starts, ends, max_answer_length=30)
+    spans, odds = decode(questions, features, starts, ends)
     offsets = features.offsets[last]
     assert spans == {"q": context[offsets[1, 0] : offsets[2, 1]]}
     assert odds == {"q": -3.0 - 5.0}
     starts[last][k] = 0.0
-    spans, _ = decode(questions, features, starts, ends, max_answer_length=30)
+    spans, _ = decode(questions, features, starts, ends)
     assert spans == {"q": "Café"}  # the context's own characters, accent and capital kept
 
 
@@ -382,7 +382,7 @@ def test_a_question_without_context_pieces_answers_nothing(tokenizer, tmp_path):
     questions = read_squad(path).examples
     features = encode(tokenizer, questions, 16, 2, labels=True)
     starts = [np.ones(len(f["input_ids"])) for f in features.features]
-    assert decode(questions, features, starts, starts, 30) == ({"q": ""}, {"q": math.inf})
+    assert decode(questions, features, starts, starts) == ({"q": ""}, {"q": math.inf})
 
 
 # ---------------------------------------------------------------- predictions and baselines

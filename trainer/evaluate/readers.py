@@ -8,12 +8,17 @@ from pathlib import Path
 
 from corpusprep.engine import storage
 from corpusprep.errors import DataError, InputError, UsageError
-from trainer.evaluate import columns, conllu, tables
+from trainer.evaluate import columns, conllu, squad, tables
 from trainer.evaluate.data import Faults, Row, Split, TaskData, file_format
 from trainer.evaluate.tasks import choose_kind, scores, task_kind
 
+
+def read_squad(path: Path, fmt: str, settings) -> Split:
+    return squad.read_squad(path, settings.on_error)
+
+
 READERS = {"conllu": conllu.read_conllu, "conll": columns.read_columns, "tsv": tables.read_table,
-           "csv": tables.read_table, "jsonl": tables.read_table}  # fmt: skip
+           "csv": tables.read_table, "jsonl": tables.read_table, "squad": read_squad}  # fmt: skip
 
 
 def read_split(path: str | Path, fmt: str, settings) -> Split:
