@@ -257,29 +257,7 @@ def test_a_seed_gives_the_same_run_and_another_seed_another(model, tmp_path):
 
 # ---------------------------------------------------------------- in a pipeline
 
-PIPELINE = """
-[pipeline]
-name = "toy"
-seed = 3
-
-[input]
-paths = ["corpus.txt"]
-
-[train]
-schedule.steps = 5
-
-[phases.one.pairs]
-max_seq_length = 64
-
-[evaluate]
-epochs = 1
-seeds = 2
-
-[evaluate.tasks.upos]
-train = "upos/train.conllu"
-dev = "upos/dev.conllu"
-
-[evaluate.tasks.squad]
+SQUAD_TABLE = """[evaluate.tasks.squad]
 train = "squad/train.json"
 dev = "squad/dev.json"
 doc_stride = 8
@@ -289,21 +267,24 @@ doc_stride = 8
 def test_a_squad_table_in_a_pipeline_is_one_more_task(model, tmp_path, monkeypatch):
     from pipelines.load import load_pipeline
     from pipelines.stages import EvaluateStage
+    from tests.pipelines.test_evaluate_stage import SEVERAL  # upos and pairs tasks: pairs becomes squad
     from trainer.evaluate import multitask
 
+    pipeline = SEVERAL[: SEVERAL.index("[evaluate.tasks.pairs]")] + SQUAD_TABLE
+
     (tmp_path / "corpus.txt").write_text("Some text.\n")
-    write_toy_task(tmp_path / "upos", train=8, dev=4)
+    write_toy_task(tmp_path / "task", train=8, dev=4)
     (tmp_path / "squad").mkdir()
     for name, n, seed in (("train", 12, 1), ("dev", 6, 2)):
         write_synthetic(tmp_path / "squad" / f"{name}.json", n, seed)
     path = tmp_path / "toy.toml"
-    path.write_text(PIPELINE)
-    stage = load_pipeline(path).stages[-1]
+    path.write_text(pipeline)
+    stage = load_pipeline(path, ["evaluate.seeds=2"]).stages[-1]
     settings = EvaluateStage.settings(stage)
     assert list(settings) == ["upos", "squad"] and settings["squad"].doc_stride == 8
     assert settings["squad"].train == str(tmp_path / "squad" / "train.json")
     assert str(tmp_path / "squad" / "dev.json") in EvaluateStage().input_files(stage)
-    path.write_text(PIPELINE.replace("doc_stride = 8", "doc_stride = -1"))
+    path.write_text(pipeline.replace("doc_stride = 8", "doc_stride = -1"))
     with pytest.raises(UsageError, match=r"evaluate\.tasks\.squad\.doc_stride=-1: the pieces"):
         EvaluateStage.settings(load_pipeline(path).stages[-1])
     monkeypatch.setattr(finetune, "run", lambda hf, data, s, init, seed: stand_in_run(
