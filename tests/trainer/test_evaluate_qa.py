@@ -34,8 +34,7 @@ from tests.trainer.test_evaluate_squad import (
 )
 from trainer.evaluate import finetune
 from trainer.evaluate.__main__ import main
-from trainer.evaluate.data import file_format
-from trainer.evaluate.readers import read_task
+from trainer.evaluate.readers import format_of, read_task
 from trainer.evaluate.settings import EvalSettings
 from trainer.evaluate.squad_metric import score
 
@@ -106,7 +105,7 @@ def test_auto_tells_squad_json_from_json_lines(tmp_path):
     rows.write_text('{"sentence": "a", "label": "1", "paragraphs": 2}\n{"sentence": "b", "label": "0"}\n')
     other = tmp_path / "other.json"  # one object, but no list of articles holding paragraphs
     other.write_text(json.dumps({"data": [1, 2], "note": "paragraphs"}))
-    found = {p.name: file_format(p, "auto") for p in (one_line, pretty, packed, rows, other)}
+    found = {p.name: format_of(p, "auto") for p in (one_line, pretty, packed, rows, other)}
     assert found == {"train.json": "squad", "pretty.json": "squad", "train.json.gz": "squad",
                      "rows.json": "jsonl", "other.json": "jsonl"}  # fmt: skip
     task = read_task(EvalSettings(train=str(packed), dev=str(pretty)))
@@ -203,6 +202,7 @@ def test_the_command_fine_tunes_chooses_on_dev_and_every_score_is_recomputed(mod
     assert done.returncode == 0, done.stderr
     assert "| dev f1 (questions) |" in done.stdout and "| empty answer |" in done.stdout
     assert "skipped in dev (--on-error skip): 1 bad_answer" in done.stdout
+    assert "encoded: train 150 examples in " in done.stdout  # contexts longer than a window of 32
     result = json.loads((out / "evaluation.json").read_text())
     assert result["skipped"]["dev"]["counts"] == {"bad_answer": 1} and result["metric"] == "f1"
     dev, test = result["splits"]["dev"], result["splits"]["test"]

@@ -6,10 +6,9 @@ a temporary directory): each fine-tuning run is a task, run by the executor in a
 its record in `runs/` and its predictions on each scored split in `predictions/` (`{init}-seed{N}-{split}
 .jsonl`, one JSON line per example: `TaskKind.record`), so a killed evaluation resumes after its last
 finished run and a rerun with the same model, data and settings does nothing (a task kind may write files
-in its field's own format beside them: `TaskKind.side_files`, SQuAD's `predictions.json`); `evaluation.json`
-(each run's
-scores under their metrics' names, and the summary) and `evaluation.md` (the page `python -m
-trainer.evaluate` prints) are written last. With `grid`, every configuration's runs are tasks
+in its field's own format beside them: `TaskKind.side_files`, SQuAD's `predictions.json`);
+`evaluation.json` (each run's scores under their metrics' names, and the summary) and `evaluation.md` (the
+page `python -m trainer.evaluate` prints) are written last. With `grid`, every configuration's runs are tasks
 (`{init}-lr{LR}-b{B}-e{E}-seed{N}`); each model's configuration is chosen on dev by its median headline
 score, and its runs' predictions are also written under the plain names.
 """

@@ -40,8 +40,8 @@ from corpusprep.read.streams import (
 FORMATS = ("auto", "conllu", "conll", "tsv", "csv", "jsonl", "squad")
 ON_ERROR = ("fail", "skip")
 # by suffix; a .conll, .tsv, .txt or suffix-less file is told by its first lines (`sniff`), a .json file by
-# its content (SQuAD's JSON, else JSON lines: `squad.is_squad`)
-SUFFIXES = {".conllu": "conllu", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
+# its content (SQuAD's JSON, else JSON lines: `readers.format_of`)
+SUFFIXES = {".conllu": "conllu", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl",
             ".iob": "conll", ".iob1": "conll", ".iob2": "conll", ".bio": "conll",
             ".bioes": "conll"}  # fmt: skip
 SNIFFED = (".conll", ".tsv", ".txt", ".train", ".testa", ".testb", ".dev", ".test", "")
@@ -210,17 +210,20 @@ def sniff(path: Path) -> str:
     return "tsv"
 
 
-def file_format(path: Path, fmt: str) -> str:
-    if fmt != "auto":
-        return fmt
+def suffix_of(path: Path) -> str:
+    """The file's suffix under its compression's: `.conllu` of `train.conllu.xz`, lower case."""
     name = path.name.lower()
     for suffix in COMPRESSION_SUFFIXES:
         name = name.removesuffix(suffix)
-    suffix = Path(name).suffix
-    if suffix == ".json":
-        from trainer.evaluate.squad import is_squad  # squad.py reads data.py's Split
+    return Path(name).suffix
 
-        return "squad" if is_squad(path) else "jsonl"
+
+def file_format(path: Path, fmt: str) -> str:
+    """`fmt`, or for `auto` the format the name says (else the first lines); a .json file is JSON lines
+    here, and SQuAD's JSON by its content (`readers.format_of`, which knows SQuAD's reader)."""
+    if fmt != "auto":
+        return fmt
+    suffix = suffix_of(path)
     if suffix in SUFFIXES:
         return SUFFIXES[suffix]
     if suffix in SNIFFED:

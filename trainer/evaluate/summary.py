@@ -171,14 +171,14 @@ def settings_line(result: dict[str, Any]) -> str:
 
 
 def encoding_line(result: dict[str, Any]) -> str | None:
-    """How the examples became model inputs, when not one each: windows, examples cut, answers no window
-    holds (the first run's: every run encodes alike)."""
+    """How the examples became model inputs, when not one each: windows (a long sentence, a SQuAD context),
+    examples cut to fit, answers no window holds (the first run's: every run encodes alike)."""
     found = result["runs"][0].get("encoded", {}) if result.get("runs") else {}
     parts = []
     for split, c in found.items():
         if c["features"] == c["examples"] and not c["truncated"] and not c.get("unreachable"):
             continue
-        part = f"{split} {c['examples']:,} examples in {c['features']:,} windows"
+        part = f"{split} {c['examples']:,} examples in {c['features']:,} model inputs (windows)"
         part += f", {c['truncated']:,} cut to fit" if c["truncated"] else ""
         part += f", {c['unreachable']:,} answers in no one window (trained as no answer)" \
             if c.get("unreachable") else ""  # fmt: skip
