@@ -17,9 +17,10 @@ when answering no question was best).
 A prediction is `{"text": answer, "null_odds": float}`; the predictions file's rows are `{"id": question
 id, "gold": [answer texts], "predicted": text, "null_odds": ...}`, and beside it SQuAD's own
 `predictions.json` (`{id: text}`) and, for v2.0, `null-odds.json` (the official script's
-`--na-prob-file`): `python evaluate-v2.0.py dev-v2.0.json RUN-dev.predictions.json --na-prob-file
-RUN-dev.null-odds.json`. Baselines (`squad.baseline`): v2.0 the empty answer, v1.1 the context's first
-words.
+`--na-prob-file`; the odds are no probabilities, so with `--na-prob-thresh inf`, or the script blanks
+answers itself): `python evaluate-v2.0.py dev-v2.0.json RUN-dev.predictions.json --na-prob-file
+RUN-dev.null-odds.json --na-prob-thresh inf` reports our scores. Baselines (`squad.baseline`): v2.0 the
+empty answer, v1.1 the context's first words.
 """
 
 from __future__ import annotations
