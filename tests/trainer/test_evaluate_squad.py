@@ -17,14 +17,7 @@ import pytest
 from corpusprep.errors import DataError, InputError, UsageError, guarded
 from tests.interop.helpers import SPECIALS
 from trainer.evaluate import squad
-from trainer.evaluate.squad import (
-    baseline,
-    first_words,
-    prediction_rows,
-    read_squad,
-    write_prediction_rows,
-    write_predictions,
-)
+from trainer.evaluate.squad import baseline, first_words, read_squad
 from trainer.evaluate.squad_features import (
     Span,
     best_span,
@@ -389,18 +382,21 @@ def test_a_question_without_context_pieces_answers_nothing(tokenizer, tmp_path):
 
 
 def test_predictions_are_squad_format_and_rows_recompute_the_scores(tmp_path):
+    from trainer.evaluate.data import TaskData
+    from trainer.evaluate.tasks.qa import KIND, fractions
+
     split = read_squad(write_squad(tmp_path / "v2.json", [paragraph(CONTEXT, qa("a", "x?", ("France", 76)),
                                    qa("b", "y?", impossible=True))], "v2.0"))  # fmt: skip
-    answers = {"a": "in France", "b": ""}
-    write_predictions(tmp_path / "p.json", answers)
-    assert json.loads((tmp_path / "p.json").read_text()) == answers
-    rows = prediction_rows(split, answers)
-    assert rows == [{"id": "a", "gold": ["France"], "predicted": "in France"},
-                    {"id": "b", "gold": [], "predicted": ""}]  # fmt: skip
-    write_prediction_rows(tmp_path / "rows.jsonl", rows)
-    back = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
-    recomputed = score({r["id"]: r["gold"] for r in back}, {r["id"]: r["predicted"] for r in back}, "2.0")
-    assert recomputed == score(split.golds(), answers, "2.0")
+    data = TaskData("qa", (), split, split)
+    predictions = [{"text": "in France", "null_odds": -1.5}, {"text": "", "null_odds": math.inf}]
+    assert KIND.side_files(data, split, predictions) == {"predictions.json": {"a": "in France", "b": ""},
+                                                         "null-odds.json": {"a": -1.5, "b": math.inf}}
+    rows = [json.loads(json.dumps(KIND.record(q, i, KIND.gold(data, q), p)))
+            for i, (q, p) in enumerate(zip(split.examples, predictions, strict=True))]  # fmt: skip
+    assert rows == [{"id": "a", "gold": ["France"], "predicted": "in France", "null_odds": -1.5},
+                    {"id": "b", "gold": [], "predicted": "", "null_odds": math.inf}]  # fmt: skip
+    recomputed = score({r["id"]: r["gold"] for r in rows}, {r["id"]: r["predicted"] for r in rows}, "2.0")
+    assert KIND.score(data, [r["gold"] for r in rows], predictions) == fractions(recomputed)
     assert recomputed["exact_match"] == 50.0 and recomputed["f1"] == pytest.approx(100 * (2 / 3 + 1) / 2)
 
 

@@ -1,10 +1,9 @@
-"""Extractive question answering data (the `qa` task kind, `tasks/qa.py`): SQuAD v1.1 and v2.0 JSON told,
-read and checked, predictions written in SQuAD's own format, and the cheap baselines. Pure Python: no torch,
-no transformers.
+"""Extractive question answering data (the `qa` task kind, `tasks/qa.py`, which also writes predictions in
+SQuAD's own format): SQuAD v1.1 and v2.0 JSON told, read and checked, and the cheap baselines. Pure Python:
+no torch, no transformers.
 
     is_squad(path)                                           # auto: SQuAD's JSON, or JSON lines?
     split = read_squad("dev-v2.0.json", on_error="fail")   # SquadSplit: Questions, version, skips
-    write_predictions(out / "dev.predictions.json", answers) # {question id: answer text}: official script
 
 A SQuAD file is `{"version", "data": [{"title", "paragraphs": [{"context", "qas": [{"id", "question",
 "answers": [{"text", "answer_start"}], "is_impossible", "plausible_answers"}]}]}]}`. v2.0 (`"version":
@@ -27,7 +26,6 @@ Bi-DAF-Squad-Retrained @ 410e317, squad/evaluate-v1.1.py.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -35,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import storage
-from corpusprep.engine.files import write_json
 from corpusprep.engine.records import parse_json
 from corpusprep.errors import DataError, InputError
 from corpusprep.read.streams import Unopenable, Unreadable, open_decompressed, read_blocks
@@ -272,31 +269,6 @@ def _answer(answer: Any, context: str) -> Answer | str:
 
 def _shown(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
-
-
-# ---------------------------------------------------------------- predictions
-
-
-def write_predictions(path: str | Path, answers: dict[str, str]) -> None:
-    """`{question id: answer text}`, SQuAD's own format: `python evaluate-v2.0.py DEV PATH` scores it."""
-    write_json(path, answers)
-
-
-def write_null_odds(path: str | Path, null_odds: dict[str, float]) -> None:
-    """`{question id: null score - best span score}` (v2.0): the official script's `--na-prob-file`, from
-    which it reports the best threshold (best_f1_thresh). A question without a span has odds Infinity."""
-    write_json(path, null_odds)
-
-
-def prediction_rows(split: SquadSplit, answers: dict[str, str]) -> list[dict[str, Any]]:
-    """One row per question, in the file's order: `{"id", "gold": [answer texts], "predicted": "text"}`
-    (gold [] for an unanswerable one): enough to recompute every score (squad_metric.score)."""
-    return [{"id": q.id, "gold": q.golds, "predicted": answers[q.id]} for q in split.examples]
-
-
-def write_prediction_rows(path: str | Path, rows: list[dict[str, Any]]) -> None:
-    storage.write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
-                       encoding="utf-8")  # fmt: skip
 
 
 # ---------------------------------------------------------------- baselines
