@@ -164,6 +164,18 @@ def test_a_bad_question_is_one_line_naming_file_and_id_or_a_counted_skip(model, 
     assert bad["id"] not in {q.id for q in task.dev.examples}
 
 
+def test_the_published_squad_rows_are_devlin_et_al_s_for_bert_shapes():
+    from trainer.evaluate.published import figures
+
+    def shown(benchmark: str, layers: int, hidden: int) -> dict[str, float]:
+        return {row["metric"]: row["value"] for row in figures(benchmark, layers, hidden)}
+
+    assert shown("squad1.1", 12, 768) == {"exact_match": 0.808, "f1": 0.885}  # Table 2, dev, single
+    assert shown("squad1.1", 24, 1024) == {"exact_match": 0.841, "f1": 0.909}
+    assert shown("squad2.0", 24, 1024) == {"exact_match": 0.787, "f1": 0.819}  # Table 3, dev
+    assert shown("squad2.0", 12, 768) == {} and shown("squad1.1", 2, 128) == {}  # not reported; not BERT's
+
+
 # ---------------------------------------------------------------- fine-tuned end to end
 
 
