@@ -110,8 +110,8 @@ VOCAB_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_
                "vocab_report.json")  # fmt: skip
 PAIRS_FILES = ("stats.json", "train/part-*.parquet", "validation/part-*.parquet")
 SHARDS_FILES = ("manifest.json", "vocab.txt", "train/shard-*.parquet", "validation/shard-*.parquet")
-EVALUATION_FILES = ("runs/*.json", "predictions/*.jsonl", "dev-curves.png", "evaluation.json",
-                    "evaluation.md")  # fmt: skip
+EVALUATION_FILES = ("runs/*.json", "predictions/*.jsonl", "predictions/*.json", "dev-curves.png",
+                    "evaluation.json", "evaluation.md")  # fmt: skip
 PLOT_FILES = ("*.png",)  # a pipeline's plot stage: trainer.plot's curves of its train stage
 CURATE_FILES = ("kept/part-*", "removed.jsonl", "curate.json", "report.md", "report.png")
 

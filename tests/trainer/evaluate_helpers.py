@@ -98,7 +98,7 @@ def stand_in_run(data, settings: EvalSettings, score: float) -> dict:
     return {"scores": dict.fromkeys(data.scored, scores), "epoch": settings.epochs,
             "predictions": {name: data.task.baseline(data, s) for name, s in data.scored.items()},
             "curve": [[settings.epochs, score]], "collapsed": {}, "diverged": None, "training_loss": 1.0,
-            "state": {}}  # fmt: skip
+            "state": {}, "encoded": {}}  # fmt: skip
 
 
 def fast_settings(train: Path, dev: Path, vocab: Path, **overrides) -> EvalSettings:

@@ -55,12 +55,13 @@ def test_the_grid_chooses_each_models_configuration_on_dev(toy, grid_runs, tmp_p
 
 def test_defaults_come_from_the_model_size_and_max_length_from_its_positions():
     base = EvalSettings(train="a", dev="b")
-    settings, notes = base.resolve("tiny", 64, "accuracy")
+    settings, notes = base.resolve("tiny", 64, "accuracy", "tag")
     tiny = SIZES["tiny"]
     chosen = settings.lr, settings.epochs, settings.batch_size, settings.seeds
     assert chosen == (tiny.lr, tiny.epochs, tiny.batch_size, tiny.seeds)
     assert settings.max_length == 64 and notes == ["max_length 128 capped at 64: the model has 64 positions"]
-    given, notes = EvalSettings(train="a", dev="b", lr=5e-5, max_length=32).resolve("base", 512, "f1")
+    given, notes = EvalSettings(train="a", dev="b", lr=5e-5, max_length=32).resolve("base", 512, "f1",
+                                                                                     "classify")  # fmt: skip
     assert (given.lr, given.epochs, given.max_length, given.metric, notes) == (5e-5, 3.0, 32, "f1", [])
     assert [size_of(h, n) for h, n in ((128, 2), (256, 4), (512, 4), (512, 8), (768, 12), (1024, 24))] == [
         "tiny", "mini", "small", "medium", "base", "large"]

@@ -17,14 +17,7 @@ import pytest
 from corpusprep.errors import DataError, InputError, UsageError, guarded
 from tests.interop.helpers import SPECIALS
 from trainer.evaluate import squad
-from trainer.evaluate.squad import (
-    baseline,
-    first_words,
-    prediction_rows,
-    read_squad,
-    write_prediction_rows,
-    write_predictions,
-)
+from trainer.evaluate.squad import baseline, first_words, read_squad
 from trainer.evaluate.squad_features import (
     Span,
     best_span,
@@ -113,7 +106,7 @@ def tiny_qa_model(root: Path, seed: int = 0, hidden: int = 64) -> Path:
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory):
     pytest.importorskip("transformers")
-    from trainer.evaluate.squad_finetune import load_tokenizer
+    from trainer.evaluate.finetune import load_tokenizer
 
     return load_tokenizer(tiny_tokenizer_dir(tmp_path_factory.mktemp("qa")))
 
@@ -289,7 +282,7 @@ def test_a_long_context_is_read_in_overlapping_windows_whose_labels_cut_out_the_
     questions = _question_at(tmp_path, context, "cafes runs", at)
     max_length, stride = 24, 4
     features = encode(tokenizer, questions, max_length, stride, labels=True)
-    assert len(features.features) > 3 and set(features.question) == {0}
+    assert len(features.features) > 3 and set(features.example) == {0}
     holding = 0
     covered: set[tuple[int, int]] = set()
     for f, feature in enumerate(features.features):
@@ -323,7 +316,7 @@ def test_a_long_question_keeps_its_first_pieces_counted(tokenizer, tmp_path):
     long = " ".join(["what"] * 40) + " ?"
     questions = _question_at(tmp_path, "the key is stone .", "stone", 11, question=long)
     features = encode(tokenizer, questions, 32, 2, labels=True)
-    assert features.cut_questions == 1
+    assert features.truncated == 1
     ids = features.features[0]["input_ids"]
     assert ids.index(tokenizer.sep_token_id) == 1 + question_pieces(32)  # [CLS] + 16 question pieces
     assert features.features[0]["start_positions"] > 0  # the answer is still found
@@ -367,12 +360,12 @@ def test_decoding_takes_the_best_window_and_the_smallest_null_and_cuts_the_conte
     k = features.context_start[last] + 1
     starts[last][k], ends[last][k + 1] = 3.0, 2.0  # a better two-piece span in the last window
     starts[1][0], ends[1][0] = -4.0, 1.0  # the smallest null score: window 1's
-    spans, odds = decode(questions, features, starts, ends, max_answer_length=30)
+    spans, odds = decode(questions, features, starts, ends)
     offsets = features.offsets[last]
     assert spans == {"q": context[offsets[1, 0] : offsets[2, 1]]}
     assert odds == {"q": -3.0 - 5.0}
     starts[last][k] = 0.0
-    spans, _ = decode(questions, features, starts, ends, max_answer_length=30)
+    spans, _ = decode(questions, features, starts, ends)
     assert spans == {"q": "Café"}  # the context's own characters, accent and capital kept
 
 
@@ -382,25 +375,28 @@ def test_a_question_without_context_pieces_answers_nothing(tokenizer, tmp_path):
     questions = read_squad(path).examples
     features = encode(tokenizer, questions, 16, 2, labels=True)
     starts = [np.ones(len(f["input_ids"])) for f in features.features]
-    assert decode(questions, features, starts, starts, 30) == ({"q": ""}, {"q": math.inf})
+    assert decode(questions, features, starts, starts) == ({"q": ""}, {"q": math.inf})
 
 
 # ---------------------------------------------------------------- predictions and baselines
 
 
 def test_predictions_are_squad_format_and_rows_recompute_the_scores(tmp_path):
+    from trainer.evaluate.data import TaskData
+    from trainer.evaluate.tasks.qa import KIND, fractions
+
     split = read_squad(write_squad(tmp_path / "v2.json", [paragraph(CONTEXT, qa("a", "x?", ("France", 76)),
                                    qa("b", "y?", impossible=True))], "v2.0"))  # fmt: skip
-    answers = {"a": "in France", "b": ""}
-    write_predictions(tmp_path / "p.json", answers)
-    assert json.loads((tmp_path / "p.json").read_text()) == answers
-    rows = prediction_rows(split, answers)
-    assert rows == [{"id": "a", "gold": ["France"], "predicted": "in France"},
-                    {"id": "b", "gold": [], "predicted": ""}]  # fmt: skip
-    write_prediction_rows(tmp_path / "rows.jsonl", rows)
-    back = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
-    recomputed = score({r["id"]: r["gold"] for r in back}, {r["id"]: r["predicted"] for r in back}, "2.0")
-    assert recomputed == score(split.golds(), answers, "2.0")
+    data = TaskData("qa", (), split, split)
+    predictions = [{"text": "in France", "null_odds": -1.5}, {"text": "", "null_odds": math.inf}]
+    assert KIND.side_files(data, split, predictions) == {"predictions.json": {"a": "in France", "b": ""},
+                                                         "null-odds.json": {"a": -1.5, "b": math.inf}}
+    rows = [json.loads(json.dumps(KIND.record(q, i, KIND.gold(data, q), p)))
+            for i, (q, p) in enumerate(zip(split.examples, predictions, strict=True))]  # fmt: skip
+    assert rows == [{"id": "a", "gold": ["France"], "predicted": "in France", "null_odds": -1.5},
+                    {"id": "b", "gold": [], "predicted": "", "null_odds": math.inf}]  # fmt: skip
+    recomputed = score({r["id"]: r["gold"] for r in rows}, {r["id"]: r["predicted"] for r in rows}, "2.0")
+    assert KIND.score(data, [r["gold"] for r in rows], predictions) == fractions(recomputed)
     assert recomputed["exact_match"] == 50.0 and recomputed["f1"] == pytest.approx(100 * (2 / 3 + 1) / 2)
 
 

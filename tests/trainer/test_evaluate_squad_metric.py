@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from corpusprep.engine.files import write_json
 from tests.trainer.test_evaluate_squad import paragraph, qa, write_squad
-from trainer.evaluate.squad import read_squad, write_null_odds, write_predictions
+from trainer.evaluate.squad import read_squad
 from trainer.evaluate.squad_metric import (
     apply_null_threshold,
     best_threshold,
@@ -130,7 +131,7 @@ def random_dataset(rng: np.random.Generator, n: int, v2: bool) -> tuple[list, di
         answers[qid] = "" if kind == 0 else golds[0][0].upper() if kind == 1 and golds else \
             _span(rng, words)[0]  # fmt: skip
         odds[qid] = float(rng.integers(-3, 4)) if rng.random() < 0.5 else float(rng.normal())
-    # the script sweeps ties in its file's order: write_null_odds sorts the ids
+    # the script sweeps ties in its file's order: write_json sorts the ids (as null-odds.json is written)
     return paragraphs, answers, dict(sorted(odds.items()))
 
 
@@ -154,7 +155,7 @@ def test_v1_scores_equal_the_official_script_exactly(seed, tmp_path):
     script = official("evaluate-v1.1.py")
     data, answers, _ = random_dataset(np.random.default_rng(seed), 300, v2=False)
     path = write_squad(tmp_path / "dev.json", data)
-    write_predictions(tmp_path / "pred.json", answers)
+    write_json(tmp_path / "pred.json", answers)
     theirs = run_official(script, path, tmp_path / "pred.json")
     ours = score(read_squad(path).golds(), answers, "1.1")
     assert (ours["exact_match"], ours["f1"]) == (theirs["exact_match"], theirs["f1"])
@@ -165,8 +166,8 @@ def test_v2_scores_and_best_thresholds_equal_the_official_script_exactly(seed, t
     script = official("evaluate-v2.0.py")
     data, answers, odds = random_dataset(np.random.default_rng(seed), 300, v2=True)
     path = write_squad(tmp_path / "dev.json", data, "v2.0")
-    write_predictions(tmp_path / "pred.json", answers)
-    write_null_odds(tmp_path / "odds.json", odds)
+    write_json(tmp_path / "pred.json", answers)
+    write_json(tmp_path / "odds.json", odds)
     # a threshold no odds exceed: the scores are those of the answers as given
     odds_file = str(tmp_path / "odds.json")
     theirs = run_official(script, path, tmp_path / "pred.json", "-n", odds_file, "-t", "1e300")
@@ -210,7 +211,7 @@ def test_on_real_dev_v2_with_random_answers_equal_the_official_script(tmp_path):
     for q in split.examples:
         a = int(rng.integers(len(q.context)))
         answers[q.id] = "" if rng.random() < 0.4 else q.context[a : a + int(rng.integers(1, 30))]
-    write_predictions(tmp_path / "pred.json", answers)
+    write_json(tmp_path / "pred.json", answers)
     theirs = run_official(script, dev, tmp_path / "pred.json")
     ours = score(split.golds(), answers, "2.0")
     assert (ours["exact_match"], ours["f1"]) == (theirs["exact"], theirs["f1"])

@@ -24,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("model", type=Path, help="a trainer run dir (its newest checkpoint), a step-N checkpoint, "
                    "a pipeline run dir or a Hugging Face directory (trainer.export output)")  # fmt: skip
-    data_options(p.add_argument_group("data (CoNLL-U, CoNLL columns, TSV, CSV, JSONL; .gz/.xz too)"))
+    data_options(p.add_argument_group("data (CoNLL-U, CoNLL columns, TSV, CSV, JSONL, SQuAD JSON; .gz/.xz "
+                                      "too)"))  # fmt: skip
     tuning_options(p.add_argument_group("fine-tuning, the same for both models"))
     p.add_argument("--workers", type=int, metavar="N", help="fine-tuning runs at once (default: one per "
                    "CPU on a CPU, one on a GPU); does not change the scores")  # fmt: skip
@@ -47,12 +48,13 @@ def data_options(data) -> None:
     data.add_argument("--glue-tasks", metavar="A,B", help="with --glue: only these tasks (CoLA,SST-2,MRPC,"
                       "QQP,STS-B,MNLI,QNLI,RTE)")  # fmt: skip
     data.add_argument("--task", choices=TASKS, default=D.task, help="default: auto (CoNLL-U: tag; columns: "
-                      "ner; tables: classify, or regression for scores)")  # fmt: skip
+                      "ner; tables: classify, or regression for scores; SQuAD JSON: qa)")  # fmt: skip
     data.add_argument("--format", choices=FORMATS, default=D.format, help="default: auto, from the names "
-                      "(else the first lines)")  # fmt: skip
+                      "(else the first lines; a .json file: SQuAD's JSON or JSON lines, by its "
+                      "content)")  # fmt: skip
     data.add_argument("--metric", choices=METRICS, metavar="NAME", help="the headline score, chosen on and "
                       f"judged by: {', '.join(METRICS)} (default: the task's first: accuracy for tag and "
-                      "classify, entity_f1 for ner, pearson for regression)")  # fmt: skip
+                      "classify, entity_f1 for ner, pearson for regression, f1 for qa)")  # fmt: skip
     data.add_argument("--benchmark", choices=BENCHMARKS, metavar="NAME", help="the public set these files "
                       f"are ({', '.join(BENCHMARKS)}): a BERT-base or -large shaped model is shown beside "
                       "the published figure")  # fmt: skip
@@ -65,8 +67,9 @@ def data_options(data) -> None:
     data.add_argument("--no-header", dest="header", action="store_false", default=argparse.SUPPRESS,
                       help="TSV/CSV without a header row: name columns by number, from 1")  # fmt: skip
     data.add_argument("--on-error", choices=ON_ERROR, default=D.on_error,
-                      help="a malformed line, a wrong field count or a label not in --train: fail (one line "
-                      "naming file:line, exit 1) or skip it, counted (default: %(default)s)")  # fmt: skip
+                      help="a malformed line, a wrong field count, a label not in --train, a SQuAD answer "
+                      "that is not its context's text: fail (one line naming file:line or the question id, "
+                      "exit 1) or skip it, counted (default: %(default)s)")  # fmt: skip
 
 
 def tuning_options(tune) -> None:
@@ -89,7 +92,11 @@ def tuning_options(tune) -> None:
     option("--warmup", float, "X", "linear warm-up, share of the steps")
     option("--weight-decay", float, "X")
     option("--max-length", int, "N", "word pieces per example, at most the model's positions; longer "
-           "sentences are tagged in windows")
+           "sentences are tagged in windows, longer SQuAD contexts read in overlapping windows")
+    tune.add_argument("--doc-stride", type=int, default=D.doc_stride, metavar="N", help="qa: the word pieces "
+                      "consecutive windows of a context share (default: 128 where it fits, else half the "
+                      "smallest window)")  # fmt: skip
+    option("--max-answer-length", int, "N", "qa: the longest answer span, in word pieces")
     tune.add_argument("--device", choices=DEVICES, default=D.device, help="default: %(default)s")
 
 

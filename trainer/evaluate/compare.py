@@ -5,9 +5,10 @@ Its output directory is an artifact (`corpusprep.engine.artifact`), like every s
 a temporary directory): each fine-tuning run is a task, run by the executor in a process pool, that writes
 its record in `runs/` and its predictions on each scored split in `predictions/` (`{init}-seed{N}-{split}
 .jsonl`, one JSON line per example: `TaskKind.record`), so a killed evaluation resumes after its last
-finished run and a rerun with the same model, data and settings does nothing; `evaluation.json` (each run's
-scores under their metrics' names, and the summary) and `evaluation.md` (the page `python -m
-trainer.evaluate` prints) are written last. With `grid`, every configuration's runs are tasks
+finished run and a rerun with the same model, data and settings does nothing (a task kind may write files
+in its field's own format beside them: `TaskKind.side_files`, SQuAD's `predictions.json`);
+`evaluation.json` (each run's scores under their metrics' names, and the summary) and `evaluation.md` (the
+page `python -m trainer.evaluate` prints) are written last. With `grid`, every configuration's runs are tasks
 (`{init}-lr{LR}-b{B}-e{E}-seed{N}`); each model's configuration is chosen on dev by its median headline
 score, and its runs' predictions are also written under the plain names.
 """
@@ -28,7 +29,7 @@ import torch
 
 from corpusprep.engine import storage
 from corpusprep.engine.artifact import Artifact
-from corpusprep.engine.executor import Task, default_workers, marker_path
+from corpusprep.engine.executor import OUTPUTS_KEY, Task, default_workers, marker_path
 from corpusprep.engine.files import write_json
 from corpusprep.engine.records import load_record
 from corpusprep.errors import DataError
@@ -79,11 +80,18 @@ def tasks(settings: EvalSettings, job: Job, configs: list[tuple]) -> list[Task]:
     return found
 
 
-def write_predictions(path: Path, data: TaskData, split: str, predictions: list) -> None:
+def write_predictions(directory: Path, name: str, data: TaskData, split: str, predictions: list) -> list[str]:
+    """`predictions/{name}-{split}.jsonl` (a line per example) and the kind's side files beside it; the
+    side files' names, relative to `directory`."""
     kind, examples = data.task, data.scored[split].examples
     lines = [json.dumps(kind.record(e, i, kind.gold(data, e), p), ensure_ascii=False)
              for i, (e, p) in enumerate(zip(examples, predictions, strict=True))]  # fmt: skip
-    storage.write_text(path, "".join(line + "\n" for line in lines), encoding="utf-8")
+    stem = f"predictions/{name}-{split}"
+    storage.write_text(directory / f"{stem}.jsonl", "".join(line + "\n" for line in lines), encoding="utf-8")
+    sides = kind.side_files(data, data.scored[split], predictions)
+    for suffix, value in sides.items():
+        write_json(directory / f"{stem}.{suffix}", value)
+    return [f"{stem}.{suffix}" for suffix in sides]
 
 
 def run_task(task: Task) -> dict[str, Any]:
@@ -98,19 +106,20 @@ def run_task(task: Task) -> dict[str, Any]:
         found = finetune.run(job.hf_dir, job.data, settings, init, seed)
     finally:
         torch.set_num_threads(threads)
-    for split, predictions in found["predictions"].items():
-        write_predictions(job.out / f"predictions/{task.id}-{split}.jsonl", job.data, split, predictions)
+    sides = [name for split, predictions in found["predictions"].items()
+             for name in write_predictions(job.out, task.id, job.data, split, predictions)]  # fmt: skip
     record = {"init": init, "seed": seed, "config": {"lr": lr, "batch_size": batch, "epochs": epochs},
               "scores": found["scores"], "epoch": found["epoch"], "curve": found["curve"],
               "diverged": found["diverged"], "collapsed": found["collapsed"], "state": found["state"],
-              "threads": job.threads, "seconds": round(time.perf_counter() - started, 2)}  # fmt: skip
+              "encoded": found["encoded"], "threads": job.threads,
+              "seconds": round(time.perf_counter() - started, 2)}  # fmt: skip
     write_json(job.out / task.outputs[0], record)
     shown = " ".join(f"{name} {s[settings.metric]:.4f}" for name, s in found["scores"].items())
     grid = task.id != run_name(init, seed, None)
     config = f" (lr {lr:g}, batch {batch}, {epochs:g} epochs)" if grid else ""
     log(f"  {init:<10} seed {seed}{config}: {shown} (epoch {found['epoch']:g}; {record['seconds']:.0f} s)"
         + (f"; diverged: {found['diverged']}" if found["diverged"] else ""))
-    return record
+    return record | {OUTPUTS_KEY: sides}  # recorded in its marker with the declared outputs
 
 
 def workers_for(settings: EvalSettings, workers: int | None, runs: int) -> int:
@@ -131,7 +140,8 @@ def prepare(source: str | Path, settings: EvalSettings) -> tuple[TaskData, EvalS
     data = read_task(settings)
     shape = model_shape(source)
     size = size_of(shape["hidden_size"], shape["num_layers"])
-    resolved, notes = settings.resolve(size, shape["max_position"], headline(data.task, settings.metric))
+    resolved, notes = settings.resolve(size, shape["max_position"], headline(data.task, settings.metric),
+                                       data.kind)  # fmt: skip
     return data, resolved, notes, shape | {"size": size}
 
 
@@ -174,6 +184,7 @@ def _build(art: Artifact, source: str | Path, data: TaskData, settings: EvalSett
     load, started = os.getloadavg()[0], time.perf_counter()
     configs = settings.configs(shape["size"])
     with pretrained(source, settings.vocab) as model:
+        data.task.check_model(model.hf_dir)
         threads = 1 if finetune.device_of(settings.device) == "cpu" else torch.get_num_threads()
         job = Job(model.hf_dir, data, settings, art.directory, threads)
         todo = tasks(settings, job, configs)
@@ -219,15 +230,17 @@ def choose(todo: list[Task], records: list[dict], settings: EvalSettings) -> tup
 
 
 def copy_chosen(directory: Path, todo: list[Task], chosen: list[int], data: TaskData) -> list[str]:
-    """The chosen configurations' predictions, also under the plain names `{init}-seed{N}-{split}.jsonl`."""
+    """The chosen configurations' predictions (and side files), also under the plain names
+    `{init}-seed{N}-{split}.jsonl`."""
     names = []
     for i in chosen:
         _, init, seed, _ = todo[i].args
         for split in data.scored:
-            name = f"predictions/{run_name(init, seed, None)}-{split}.jsonl"
-            ran = directory / f"predictions/{todo[i].id}-{split}.jsonl"
-            storage.write_bytes(directory / name, storage.read_bytes(ran))
-            names.append(name)
+            ran = f"{todo[i].id}-{split}."
+            for path in storage.glob(directory / "predictions", f"{ran}*"):
+                name = f"predictions/{run_name(init, seed, None)}-{split}.{path.name.removeprefix(ran)}"
+                storage.write_bytes(directory / name, storage.read_bytes(path))
+                names.append(name)
     return names
 
 
@@ -270,7 +283,7 @@ def summarize(data: TaskData, settings: EvalSettings, records: list[dict], descr
         "settings": asdict(settings),
         "size": shape["size"],
         "device": finetune.device_of(settings.device),
-        "baseline_name": kind.baseline_name,
+        "baseline_name": kind.baseline_title(data),
         "splits": {},
         "runs": records,
     }
@@ -282,7 +295,7 @@ def summarize(data: TaskData, settings: EvalSettings, records: list[dict], descr
         found |= {"baseline": base[metric], "n": by["pretrained", settings.seed][split]["n"]}
         found["metrics"] = {m: {init: statistics.median(by[init, s][split][m] for s in settings.seed_list)
                                 for init in finetune.INITS} | {"baseline": base[m]} for m in kind.metrics}
-        found["warnings"] = summary.warnings(found, base[metric], kind.baseline_name)
+        found["warnings"] = summary.warnings(found, base[metric], result["baseline_name"])
         found["warnings"] += summary.run_warnings(records, split, kind.unit)
         found["published"] = published.figures(published.benchmark_of(settings.benchmark, split),
                                                shape["num_layers"], shape["hidden_size"])  # fmt: skip

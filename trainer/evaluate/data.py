@@ -3,14 +3,14 @@ of it, the file formats and how a file's is told, and the label checks. Pure Pyt
 transformers (the pipeline checks settings with it).
 
     task = readers.read_task(settings)   # TaskData: train, dev (and test) examples, the labels, skips
-    task.kind                            # the task kind's name: "tag", "ner", "classify", "regression"...
+    task.kind                            # the task kind's name: "tag", "ner", "classify", "regression", "qa"
 
-Each format has its reader (`conllu.py`, `columns.py`, `tables.py`; `readers.py` picks one and reads a
-task's files); each task kind (`tasks/`) says which formats it reads and checks the labels. Files are read
-through `corpusprep.read.streams`, so .gz/.xz/.bz2/.zst are decompressed by their magic bytes, a BOM or
-CRLF does not matter and invalid UTF-8 is replaced (counted). Reading is bounded whatever the file holds: a
-line over `MAX_LINE_BYTES`, a sentence over `MAX_WORDS` words and more than `MAX_LABELS` labels are
-faults, and texts are cut before they are tokenized (the task kinds). Bad input (`on_error`): `fail`
+Each format has its reader (`conllu.py`, `columns.py`, `tables.py`, `squad.py`; `readers.py` picks one and
+reads a task's files); each task kind (`tasks/`) says which formats it reads and checks the labels. Files
+are read through `corpusprep.read.streams`, so .gz/.xz/.bz2/.zst are decompressed by their magic bytes, a
+BOM or CRLF does not matter and invalid UTF-8 is replaced (counted). Reading is bounded whatever the file
+holds: a line over `MAX_LINE_BYTES`, a sentence over `MAX_WORDS` words and more than `MAX_LABELS` labels
+are faults, and texts are cut before they are tokenized (the task kinds). Bad input (`on_error`): `fail`
 (default) stops at the first malformed line with `file:line: what`, exit 1; `skip` leaves out the sentence
 or row and counts it, with examples. A dev (or test) label the training file never has is the same kind of
 fault: the model cannot predict it, so it is an error (`fail`) or left out of the score and counted
@@ -37,9 +37,10 @@ from corpusprep.read.streams import (
     read_blocks,
 )
 
-FORMATS = ("auto", "conllu", "conll", "tsv", "csv", "jsonl")
+FORMATS = ("auto", "conllu", "conll", "tsv", "csv", "jsonl", "squad")
 ON_ERROR = ("fail", "skip")
-# by suffix; a .conll, .tsv, .txt or suffix-less file is told by its first lines (`sniff`)
+# by suffix; a .conll, .tsv, .txt or suffix-less file is told by its first lines (`sniff`), a .json file by
+# its content (SQuAD's JSON, else JSON lines: `readers.format_of`)
 SUFFIXES = {".conllu": "conllu", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl",
             ".iob": "conll", ".iob1": "conll", ".iob2": "conll", ".bio": "conll",
             ".bioes": "conll"}  # fmt: skip
@@ -209,13 +210,20 @@ def sniff(path: Path) -> str:
     return "tsv"
 
 
-def file_format(path: Path, fmt: str) -> str:
-    if fmt != "auto":
-        return fmt
+def suffix_of(path: Path) -> str:
+    """The file's suffix under its compression's: `.conllu` of `train.conllu.xz`, lower case."""
     name = path.name.lower()
     for suffix in COMPRESSION_SUFFIXES:
         name = name.removesuffix(suffix)
-    suffix = Path(name).suffix
+    return Path(name).suffix
+
+
+def file_format(path: Path, fmt: str) -> str:
+    """`fmt`, or for `auto` the format the name says (else the first lines); a .json file is JSON lines
+    here, and SQuAD's JSON by its content (`readers.format_of`, which knows SQuAD's reader)."""
+    if fmt != "auto":
+        return fmt
+    suffix = suffix_of(path)
     if suffix in SUFFIXES:
         return SUFFIXES[suffix]
     if suffix in SNIFFED:

@@ -87,6 +87,12 @@ def _quiet(transformers) -> Iterator[None]:
             logging.enable_progress_bar()
 
 
+def load_tokenizer(hf_dir: Path):
+    transformers = require_transformers()
+    with _quiet(transformers):
+        return transformers.AutoTokenizer.from_pretrained(str(hf_dir))
+
+
 def device_of(name: str) -> str:
     return ("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name
 
@@ -196,21 +202,12 @@ def fit(model, tokenizer, data: TaskData, encoded: Encoded, settings: EvalSettin
             _quiet(transformers):  # fmt: skip
         args = transformers.TrainingArguments(output_dir=scratch, **options)
         trainer = transformers.Trainer(model=model, args=args, train_dataset=encoded.features,
-                                       data_collator=collator_of(transformers, tokenizer, data),
+                                       data_collator=data.task.collator(transformers, tokenizer),
                                        callbacks=callbacks)  # fmt: skip
         trainer.remove_callback(transformers.PrinterCallback)  # its dict of run times on stdout
         output = trainer.train()
     model.eval()
     return output
-
-
-def collator_of(transformers, tokenizer, data):
-    """The task kind's collator; padding of inputs alone for a caller that is no TaskData (squad_finetune.py
-    passes its kind's name: its features carry start and end positions, nothing per token)."""
-    kind = getattr(data, "task", None)
-    if kind is None:
-        return transformers.DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8)
-    return kind.collator(transformers, tokenizer)
 
 
 def epoch_callback(transformers, on_epoch):
@@ -226,10 +223,10 @@ def epoch_callback(transformers, on_epoch):
 def run(hf_dir: Path, data: TaskData, settings: EvalSettings, init: str, seed: int) -> dict[str, Any]:
     """Fine-tune one model (`init`: pretrained | random) with one seed, the epoch chosen on dev (see the
     module's docstring). Returns the run: each scored split's scores and predictions, the chosen epoch, the
-    dev curve ([epoch, headline score] per epoch), whether training diverged, the decoding state."""
+    dev curve ([epoch, headline score] per epoch), whether training diverged, the decoding state, and what
+    encoding each split did (examples, features, truncated...)."""
     transformers = require_transformers()
-    with _quiet(transformers):
-        tokenizer = transformers.AutoTokenizer.from_pretrained(str(hf_dir))
+    tokenizer = load_tokenizer(hf_dir)
     kind, metric = data.task, headline(data.task, settings.metric)
     model = build_model(hf_dir, data, init, seed)
     collator = kind.collator(transformers, tokenizer)
@@ -248,6 +245,7 @@ def run(hf_dir: Path, data: TaskData, settings: EvalSettings, init: str, seed: i
             best.update(epoch=epoch, value=value, dev=dev, weights=snapshot(model), state=dict(state))
 
     train_features = kind.encode(tokenizer, data, data.train.examples, settings, train=True)
+    counts = {"train": train_features.counts()} | {name: e.counts() for name, e in encoded.items()}
     callbacks = [epoch_callback(transformers, on_epoch)]
     output = fit(model, tokenizer, data, train_features, settings, seed, callbacks)
     if not curve or curve[-1][0] < settings.epochs - 1e-3:  # the end of a fractional last epoch
@@ -272,4 +270,5 @@ def run(hf_dir: Path, data: TaskData, settings: EvalSettings, init: str, seed: i
         "diverged": diverged,
         "training_loss": output.training_loss if math.isfinite(output.training_loss) else None,
         "state": state,
+        "encoded": counts,
     }

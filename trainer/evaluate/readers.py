@@ -8,12 +8,25 @@ from pathlib import Path
 
 from corpusprep.engine import storage
 from corpusprep.errors import DataError, InputError, UsageError
-from trainer.evaluate import columns, conllu, tables
-from trainer.evaluate.data import Faults, Row, Split, TaskData, file_format
+from trainer.evaluate import columns, conllu, squad, tables
+from trainer.evaluate.data import Faults, Row, Split, TaskData, file_format, suffix_of
 from trainer.evaluate.tasks import choose_kind, scores, task_kind
 
+
+def read_squad(path: Path, fmt: str, settings) -> Split:
+    return squad.read_squad(path, settings.on_error)
+
+
 READERS = {"conllu": conllu.read_conllu, "conll": columns.read_columns, "tsv": tables.read_table,
-           "csv": tables.read_table, "jsonl": tables.read_table}  # fmt: skip
+           "csv": tables.read_table, "jsonl": tables.read_table, "squad": read_squad}  # fmt: skip
+
+
+def format_of(path: Path, fmt: str) -> str:
+    """The file's format (`data.file_format`); for `auto`, a .json file that is SQuAD's JSON is "squad"."""
+    found = file_format(path, fmt)
+    if fmt == "auto" and suffix_of(path) == ".json" and squad.is_squad(path):
+        return "squad"
+    return found
 
 
 def read_split(path: str | Path, fmt: str, settings) -> Split:
@@ -33,7 +46,7 @@ def read_task(settings) -> TaskData:
     reader of their format and checked by the task kind (`--task`, or the one `auto` picks)."""
     paths = {name: check_file(p) for name, p in (("train", settings.train), ("dev", settings.dev),
              ("test", settings.test)) if p}  # fmt: skip
-    formats = {name: file_format(p, settings.format) for name, p in paths.items()}
+    formats = {name: format_of(p, settings.format) for name, p in paths.items()}
     for name, fmt in formats.items():
         if fmt != formats["train"]:
             raise UsageError(f"{paths[name]}: a {fmt} file, but the training file is a {formats['train']} "

@@ -23,13 +23,16 @@ from corpusprep.engine.records import (
 SEED = Int(-MAX_INT - 1)
 SCORE = Num(-1, 1)  # every metric: accuracy, F1, P/R in [0, 1]; Matthews and correlations in [-1, 1]
 ENTITY_TYPE = Obj({"precision": SCORE, "recall": SCORE, "f1": SCORE, "n": COUNT})
-SCORES = Obj({"n": COUNT}, {"truncated": COUNT, "per_type": MapOf(ENTITY_TYPE)}, rest=SCORE)  # every metric
+QUESTIONS = Obj({"exact_match": SCORE, "f1": SCORE, "n": COUNT})  # SQuAD v2.0: answerable, unanswerable
+SCORES = Obj({"n": COUNT}, {"truncated": COUNT, "per_type": MapOf(ENTITY_TYPE), "has_answer": QUESTIONS,
+                            "no_answer": QUESTIONS}, rest=SCORE)  # fmt: skip  # and every metric
 EVALUATE_RUN = Obj({
     "init": Str(("pretrained", "random")), "seed": SEED, "threads": Int(1), "seconds": Num(0),
     "scores": MapOf(SCORES),
 }, {
     "epoch": Num(0), "curve": ListOf(ListOf(Num(), 2, 2)), "diverged": Opt(Str()), "collapsed": MapOf(Str()),
     "config": Obj({"lr": Num(0), "batch_size": Int(1), "epochs": Num(0)}), "state": MapOf(Anything()),
+    "encoded": MapOf(MapOf(COUNT)),  # per split: examples, features (windows), truncated...
 })  # fmt: skip
 SEED_SCORES = Obj({"scores": ListOf(Num()), "mean": Num(), "std": Opt(Num(0))},
                   {"interval": ListOf(Num(), 2, 2), "median": Num(), "min": Num(), "max": Num()})  # fmt: skip

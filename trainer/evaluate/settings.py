@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields, replace
 from corpusprep.errors import UsageError
 from trainer.evaluate.data import FORMATS, ON_ERROR
 from trainer.evaluate.published import BENCHMARKS
+from trainer.evaluate.squad_features import MAX_ANSWER_LENGTH, check_windows
 from trainer.evaluate.tasks import METRICS, TASKS
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -69,8 +70,8 @@ class EvalSettings:
     train: str = ""  # fine-tuning data
     dev: str = ""  # scored after each epoch; the epoch is chosen on it
     test: str | None = None  # scored once, with the epoch chosen on dev (a held-back split)
-    task: str = "auto"  # auto (from the format) | tag | ner | classify | regression
-    format: str = "auto"  # auto (from the name, else the first lines) | conllu | conll | tsv | csv | jsonl
+    task: str = "auto"  # auto (from the format) | tag | ner | classify | regression | qa
+    format: str = "auto"  # auto (the name, else the content) | conllu | conll | tsv | csv | jsonl | squad
     metric: str | None = None  # the headline: chosen on, judged by (default: the task kind's first)
     benchmark: str | None = None  # the public set the files are (published.BENCHMARKS: sst-2, conll2003...)
     text_column: str | int | None = None  # tables: default recognised (GLUE's names...); columns: the word
@@ -90,6 +91,10 @@ class EvalSettings:
     warmup: float = 0.1  # share of the steps
     weight_decay: float = 0.01
     max_length: int = 128  # word pieces per example (at most the model's positions)
+    # qa: the pieces consecutive windows of a context share (None: squad_features.default_doc_stride, run_qa's
+    # 128 where it fits), and the longest answer decoded, in pieces (BERT's 30)
+    doc_stride: int | None = None
+    max_answer_length: int = MAX_ANSWER_LENGTH
     device: str = "auto"  # auto: cuda when there is one
     vocab: str | None = None  # the vocab dir of a checkpoint whose shards moved (as trainer.export)
 
@@ -119,18 +124,37 @@ class EvalSettings:
                 raise UsageError(f"{where}{name}={value}: must be > 0 and at most {most:,}")
         if not 8 <= self.max_length <= MAX_LENGTH:
             raise UsageError(f"{where}max_length={self.max_length}: must be 8 to {MAX_LENGTH:,} word pieces")
+        if not 1 <= self.max_answer_length <= MAX_LENGTH:
+            raise UsageError(f"{where}max_answer_length={self.max_answer_length}: must be 1 to "
+                             f"{MAX_LENGTH:,} word pieces")  # fmt: skip
         if not (0 <= self.weight_decay < math.inf):
             raise UsageError(f"{where}weight_decay={self.weight_decay}: must be >= 0 and finite")
         if not 0 <= self.warmup < 1:
             raise UsageError(f"{where}warmup={self.warmup}: a share of the steps, in [0, 1)")
         if self.pair_column is not None and self.text_column is None:
             raise UsageError(f"{where}pair_column: name text_column too")
+        if self.task == "qa" or self.windows_given:
+            if self.task not in ("auto", "qa"):
+                raise UsageError(f"{where}doc_stride, max_answer_length: for task qa, not {self.task}")
+            self.windows(where)
         return self
 
-    def resolve(self, size: str, positions: int, metric: str) -> tuple[EvalSettings, list[str]]:
+    @property
+    def windows_given(self) -> bool:
+        return self.doc_stride is not None or self.max_answer_length != MAX_ANSWER_LENGTH
+
+    def windows(self, where: str = "") -> int:
+        """The doc stride at this max_length (squad_features.check_windows: the default when None), or
+        UsageError naming what cannot work."""
+        try:
+            return check_windows(self.max_length, self.doc_stride, self.max_answer_length)
+        except UsageError as error:
+            raise UsageError(f"{where}{error}") from None
+
+    def resolve(self, size: str, positions: int, metric: str, kind: str) -> tuple[EvalSettings, list[str]]:
         """The settings a run uses: the model size's defaults where none was given, `max_length` capped
-        at the model's `positions`, the headline `metric` named; and a note for each change a user should
-        hear about."""
+        at the model's `positions`, the headline `metric` named, the doc stride of a `qa` task at that
+        length; and a note for each change a user should hear about."""
         defaults = SIZES[size]
         filled = {n: getattr(defaults, n) for n in ("lr", "epochs", "batch_size", "seeds")
                   if getattr(self, n) is None}  # fmt: skip
@@ -139,7 +163,12 @@ class EvalSettings:
             notes.append(f"max_length {self.max_length} capped at {positions}: the model has {positions} "
                          "positions")  # fmt: skip
             filled["max_length"] = positions
-        return replace(self, **filled, metric=metric), notes
+        resolved = replace(self, **filled, metric=metric)
+        if kind == "qa":
+            resolved = replace(resolved, doc_stride=resolved.windows())
+        elif self.windows_given:
+            raise UsageError(f"doc_stride, max_answer_length: for task qa; these files are a {kind} task")
+        return resolved, notes
 
     @property
     def seed_list(self) -> list[int]:

@@ -1,8 +1,9 @@
-"""Extractive question answering data: SQuAD v1.1 and v2.0 JSON read and checked, predictions written in
-SQuAD's own format, and the cheap baselines. Pure Python: no torch, no transformers.
+"""Extractive question answering data (the `qa` task kind, `tasks/qa.py`, which also writes predictions in
+SQuAD's own format): SQuAD v1.1 and v2.0 JSON told, read and checked, and the cheap baselines. Pure Python:
+no torch, no transformers.
 
+    is_squad(path)                                           # auto: SQuAD's JSON, or JSON lines?
     split = read_squad("dev-v2.0.json", on_error="fail")   # SquadSplit: Questions, version, skips
-    write_predictions(out / "dev.squad.json", answers)       # {question id: answer text}: official script
 
 A SQuAD file is `{"version", "data": [{"title", "paragraphs": [{"context", "qas": [{"id", "question",
 "answers": [{"text", "answer_start"}], "is_impossible", "plausible_answers"}]}]}]}`. v2.0 (`"version":
@@ -25,7 +26,6 @@ Bi-DAF-Squad-Retrained @ 410e317, squad/evaluate-v1.1.py.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import storage
-from corpusprep.engine.files import write_json
 from corpusprep.engine.records import parse_json
 from corpusprep.errors import DataError, InputError
 from corpusprep.read.streams import Unopenable, Unreadable, open_decompressed, read_blocks
@@ -116,6 +115,38 @@ def read_bounded(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
     except Unreadable as error:
         raise DataError(str(error)) from None
     return b"".join(blocks)
+
+
+SNIFF_BYTES = 1 << 16
+
+
+def squad_shape(document: Any) -> bool:
+    """SQuAD's shape at the top: an object with a "data" list of objects holding "paragraphs"."""
+    articles = document.get("data") if isinstance(document, dict) else None
+    return isinstance(articles, list) and bool(articles) and \
+        all(isinstance(a, dict) and "paragraphs" in a for a in articles)  # fmt: skip
+
+
+def is_squad(path: Path) -> bool:
+    """Whether a `.json` file is SQuAD's JSON (`--format auto`; anything else is read as JSON lines). Its
+    first SNIFF_BYTES must begin an object and name "paragraphs" (SQuAD's first article does within a few
+    bytes; a JSON-lines file rarely does), and only then is the whole file parsed (bounded) and its shape
+    checked: a JSON-lines file is never read whole here."""
+    head = b""
+    try:
+        with open_decompressed(path) as (stream, kind):
+            for block in read_blocks(stream, path, kind):
+                head += block
+                if len(head) >= SNIFF_BYTES:
+                    break
+    except (Unopenable, Unreadable):
+        return False  # the reader of its format says what is wrong, in one line
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") or b'"paragraphs"' not in head:
+        return False
+    try:
+        return squad_shape(parse_json(read_bounded(path), path))
+    except (DataError, InputError):
+        return False  # not one JSON document: JSON lines (whose reader names the line at fault)
 
 
 def squad_version(document: dict, qas: list[dict]) -> str:
@@ -240,31 +271,6 @@ def _shown(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-# ---------------------------------------------------------------- predictions
-
-
-def write_predictions(path: str | Path, answers: dict[str, str]) -> None:
-    """`{question id: answer text}`, SQuAD's own format: `python evaluate-v2.0.py DEV PATH` scores it."""
-    write_json(path, answers)
-
-
-def write_null_odds(path: str | Path, null_odds: dict[str, float]) -> None:
-    """`{question id: null score - best span score}` (v2.0): the official script's `--na-prob-file`, from
-    which it reports the best threshold (best_f1_thresh). A question without a span has odds Infinity."""
-    write_json(path, null_odds)
-
-
-def prediction_rows(split: SquadSplit, answers: dict[str, str]) -> list[dict[str, Any]]:
-    """One row per question, in the file's order: `{"id", "gold": [answer texts], "predicted": "text"}`
-    (gold [] for an unanswerable one): enough to recompute every score (squad_metric.score)."""
-    return [{"id": q.id, "gold": q.golds, "predicted": answers[q.id]} for q in split.examples]
-
-
-def write_prediction_rows(path: str | Path, rows: list[dict[str, Any]]) -> None:
-    storage.write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
-                       encoding="utf-8")  # fmt: skip
-
-
 # ---------------------------------------------------------------- baselines
 
 
@@ -281,13 +287,19 @@ def modal_answer_words(train: SquadSplit) -> int:
     return max(sorted(lengths), key=lengths.__getitem__) if lengths else 1
 
 
+def baseline_name(train: SquadSplit, version: str) -> str:
+    if version == "2.0":
+        return "empty answer"
+    k = modal_answer_words(train)
+    return f"the context's first {k} words" if k > 1 else "the context's first word"
+
+
 def baseline(train: SquadSplit, split: SquadSplit) -> tuple[str, dict[str, str]]:
     """The cheap baseline's name and answers. v2.0: the empty answer (every question unanswerable: its
     score is the share of unanswerable questions). v1.1: the context's first k words, k the training
     answers' most frequent length in words (one word on SQuAD): a rule that reads neither the question nor
     the context's meaning, with the answers' usual length, so any score above it comes from reading."""
     if split.version == "2.0":
-        return "empty answer", {q.id: "" for q in split.examples}
+        return baseline_name(train, "2.0"), {q.id: "" for q in split.examples}
     k = modal_answer_words(train)
-    return f"the context's first {k} word{'s' * (k > 1)}", {q.id: first_words(q.context, k)
-                                                           for q in split.examples}  # fmt: skip
+    return baseline_name(train, "1.1"), {q.id: first_words(q.context, k) for q in split.examples}

@@ -28,6 +28,7 @@ import numpy as np
 
 from corpusprep.errors import UsageError
 from trainer.evaluate.squad import Question
+from trainer.evaluate.tasks.base import Encoded
 
 MAX_QUESTION_PIECES = 64  # BERT's max_query_length
 MAX_ANSWER_LENGTH = 30  # word pieces: BERT's and run_qa's max_answer_length
@@ -62,24 +63,27 @@ def check_windows(max_length: int, doc_stride: int | None, max_answer_length: in
 
 
 @dataclass
-class QAFeatures:
-    """Model inputs, one dict per window, and what maps a window's logits back to its question's context."""
+class QAFeatures(Encoded):
+    """Model inputs, one dict per window (`features`; `example`: each window's question, `truncated`: the
+    questions cut to question_pieces), and what maps a window's logits back to its question's context."""
 
-    features: list[dict[str, list[int]]] = field(default_factory=list)
-    question: list[int] = field(default_factory=list)  # per window: its question's index in the split
     context_start: list[int] = field(default_factory=list)  # per window: its first context piece's position
     offsets: list[np.ndarray] = field(default_factory=list)  # per window: (pieces, 2) character spans
-    cut_questions: int = 0  # questions cut to question_pieces(max_length)
-    unreachable: int = 0  # training: answers no window holds whole (labelled [CLS] throughout)
+    unreachable: int | None = None  # training: answers no window holds whole (labelled [CLS] throughout)
+    max_answer_length: int = MAX_ANSWER_LENGTH  # the longest span decoding takes, in pieces
+
+    def counts(self) -> dict[str, int]:
+        found = super().counts()
+        return found | ({"unreachable": self.unreachable} if self.unreachable is not None else {})
 
 
-def encode(tokenizer, questions: list[Question], max_length: int, doc_stride: int,
-           labels: bool) -> QAFeatures:  # fmt: skip
+def encode(tokenizer, questions: list[Question], max_length: int, doc_stride: int, labels: bool,
+           max_answer_length: int = MAX_ANSWER_LENGTH) -> QAFeatures:  # fmt: skip
     """Windows of every question (a fast tokenizer: its offsets are what map spans back); with `labels`,
     each window's start and end positions (training)."""
     keep = question_pieces(max_length)
     texts = [q.question.lstrip() for q in questions]  # leading blanks would only take room (run_qa)
-    out = QAFeatures()
+    out = QAFeatures(unreachable=0 if labels else None, max_answer_length=max_answer_length)
     for first in range(0, len(questions), CHUNK):
         chunk = range(first, min(first + CHUNK, len(questions)))
         asked = tokenizer([texts[i] for i in chunk], add_special_tokens=False, return_offsets_mapping=True,
@@ -87,7 +91,7 @@ def encode(tokenizer, questions: list[Question], max_length: int, doc_stride: in
         for i, spans in zip(chunk, asked, strict=True):
             if len(spans) > keep:  # cut at a piece's end: the cut text is exactly those pieces again
                 texts[i] = texts[i][: spans[keep - 1][1]]
-                out.cut_questions += 1
+                out.truncated += 1
         batch = tokenizer([texts[i] for i in chunk], [questions[i].context for i in chunk],
                           truncation="only_second", max_length=max_length, stride=doc_stride,
                           return_overflowing_tokens=True, return_offsets_mapping=True)  # fmt: skip
@@ -106,7 +110,7 @@ def encode(tokenizer, questions: list[Question], max_length: int, doc_stride: in
                     reached.add(i)
                 feature |= {"start_positions": positions[0], "end_positions": positions[1]}
             out.features.append(feature)
-            out.question.append(i)
+            out.example.append(i)
             out.context_start.append(start)
             out.offsets.append(offsets)
         if labels:
@@ -146,23 +150,25 @@ def best_span(start_logits: np.ndarray, end_logits: np.ndarray, offsets: np.ndar
     n = len(offsets)
     if n == 0:
         return None
+    limit = min(max_answer_length, n)  # no span is longer than its window: the work is bounded by it
     starts = np.asarray(start_logits[context_start : context_start + n], dtype=np.float64)
     ends = np.asarray(end_logits[context_start : context_start + n], dtype=np.float64)
-    padded = np.concatenate([ends, np.full(max_answer_length - 1, -np.inf)])
-    totals = starts[:, None] + np.lib.stride_tricks.sliding_window_view(padded, max_answer_length)
-    first, extra = divmod(int(np.argmax(totals)), max_answer_length)  # totals[i, k]: pieces i .. i + k
+    padded = np.concatenate([ends, np.full(limit - 1, -np.inf)])
+    totals = starts[:, None] + np.lib.stride_tricks.sliding_window_view(padded, limit)
+    first, extra = divmod(int(np.argmax(totals)), limit)  # totals[i, k]: pieces i .. i + k
     return Span(int(offsets[first, 0]), int(offsets[first + extra, 1]), float(totals[first, extra]))
 
 
 def decode(questions: list[Question], features: QAFeatures, start_logits: list[np.ndarray],
-           end_logits: list[np.ndarray], max_answer_length: int) -> tuple[dict, dict]:  # fmt: skip
-    """Each question's best span text (over all its windows; "" when no window holds a context piece) and
-    its null odds (null score - best span score: +inf without a span)."""
+           end_logits: list[np.ndarray]) -> tuple[dict, dict]:  # fmt: skip
+    """Each question's best span text (over all its windows, at most `features.max_answer_length` pieces;
+    "" when no window holds a context piece) and its null odds (null score - best span score: +inf without a
+    span)."""
     best: list[Span | None] = [None] * len(questions)
     null = [math.inf] * len(questions)
-    for f, i in enumerate(features.question):
+    for f, i in enumerate(features.example):
         span = best_span(start_logits[f], end_logits[f], features.offsets[f], features.context_start[f],
-                         max_answer_length)  # fmt: skip
+                         features.max_answer_length)  # fmt: skip
         if span is not None and (best[i] is None or span.score > best[i].score):
             best[i] = span
         null[i] = min(null[i], float(start_logits[f][0]) + float(end_logits[f][0]))

@@ -162,9 +162,28 @@ def settings_line(result: dict[str, Any]) -> str:
     chosen = "the epoch chosen on dev" if s.get("select", "best") == "best" else "the last epoch"
     grid = f"; a grid of {len(result['grid'])} configurations, each model's chosen on dev (below)" if \
         result.get("grid") else ""  # fmt: skip
+    windows = ""
+    if result.get("kind") == "qa" and s.get("doc_stride") is not None:
+        windows = f" (context windows sharing {s['doc_stride']}, answers at most {s['max_answer_length']})"
     return (f"fine-tuning (both models): {s['epochs']:g} epochs ({chosen}), batch {s['batch_size']}, lr "
             f"{s['lr']:g} (warm-up {s['warmup']:.0%}, linear decay), weight decay {s['weight_decay']:g}, at "
-            f"most {s['max_length']} word pieces, on {result['device']}{grid}")
+            f"most {s['max_length']} word pieces{windows}, on {result['device']}{grid}")
+
+
+def encoding_line(result: dict[str, Any]) -> str | None:
+    """How the examples became model inputs, when not one each: windows (a long sentence, a SQuAD context),
+    examples cut to fit, answers no window holds (the first run's: every run encodes alike)."""
+    found = result["runs"][0].get("encoded", {}) if result.get("runs") else {}
+    parts = []
+    for split, c in found.items():
+        if c["features"] == c["examples"] and not c["truncated"] and not c.get("unreachable"):
+            continue
+        part = f"{split} {c['examples']:,} examples in {c['features']:,} model inputs (windows)"
+        part += f", {c['truncated']:,} cut to fit" if c["truncated"] else ""
+        part += f", {c['unreachable']:,} answers in no one window (trained as no answer)" \
+            if c.get("unreachable") else ""  # fmt: skip
+        parts.append(part)
+    return f"encoded: {'; '.join(parts)}" if parts else None
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -172,6 +191,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [f"model: {result['model']['description']}", cost_line(result["model"]["cost"]),
              f"task: {result['task']}", settings_line(result)]  # fmt: skip
     lines += [f"note: {note}" for note in result.get("notes", [])]
+    lines += [encoded] if (encoded := encoding_line(result)) else []
     lines.append("")
     for split, scores in result["splits"].items():
         lines += [*table(result, split), ""]

@@ -4,6 +4,7 @@
     ner         named entities: entity-level P/R/F1 (seqeval)           CoNLL-2003, IOB2 (UNER, WikiANN)
     classify    sentence (pair) classification: accuracy, F1, Matthews  TSV, CSV, JSONL (GLUE's layouts)
     regression  sentence (pair) scores: Pearson, Spearman (STS-B)       TSV, CSV, JSONL
+    qa          extractive QA: F1, exact match (official SQuAD rules)   SQuAD v1.1/v2.0 JSON
 
 Adding a kind: a module with `KIND = ...` (a `TaskKind` subclass), one line in REGISTRY and, when `auto`
 should pick it for a format, one in AUTO. Stdlib-only here: a kind's module is imported on first use.
@@ -22,8 +23,10 @@ REGISTRY = {  # name -> module holding its KIND
     "ner": "trainer.evaluate.tasks.ner",
     "classify": "trainer.evaluate.tasks.classify",
     "regression": "trainer.evaluate.tasks.regression",
+    "qa": "trainer.evaluate.tasks.qa",
 }
-AUTO = {"conllu": "tag", "conll": "ner", "tsv": "classify", "csv": "classify", "jsonl": "classify"}
+AUTO = {"conllu": "tag", "conll": "ner", "tsv": "classify", "csv": "classify", "jsonl": "classify",
+        "squad": "qa"}  # fmt: skip
 TASKS = ("auto", *REGISTRY)
 # every metric a kind reports (--metric NAME chooses the headline among its kind's)
 METRICS = ("accuracy", "f1", "matthews", "pearson", "spearman", "entity_f1", "exact_match")

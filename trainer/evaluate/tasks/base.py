@@ -17,10 +17,12 @@ of a question by start + end logit, within the maximum answer length) sees them 
 dict per run that decoding the dev split may fill and decoding test reads (QA v2.0: the no-answer
 threshold chosen on dev, then used unchanged on test); it is recorded with the run.
 
-Predictions are plain JSON values (a tag per word, a label, a number, an answer text) so that `record`
-writes each as one line of `predictions/{init}-seed{N}-{split}.jsonl` and a test can recompute every score
-from those files with the field's own scorer. Nothing here imports torch; a kind imports its scorer
-(seqeval, sklearn, scipy) through `metrics.py` when it scores.
+Predictions are plain JSON values (a tag per word, a label, a number, an answer and its null odds) so that
+`record` writes each as one line of `predictions/{init}-seed{N}-{split}.jsonl` and a test can recompute
+every score from those files with the field's own scorer; `side_files` may add files in a field's own
+format beside it (QA: SQuAD's `predictions.json` and v2.0's null odds, which the official script reads).
+Nothing here imports torch; a kind imports its scorer (seqeval, sklearn, scipy, the SQuAD rules) when it
+scores.
 """
 
 from __future__ import annotations
@@ -42,6 +44,11 @@ class Encoded:
     example: list[int] = field(default_factory=list)  # the example (index in the split) each feature reads
     meta: list[Any] = field(default_factory=list)  # per feature, for decode
     truncated: int = 0  # examples cut to fit max_length (counted for the report)
+
+    def counts(self) -> dict[str, int]:
+        """What encoding did, for the run's record: examples, their features (windows), those cut."""
+        return {"examples": len(set(self.example)), "features": len(self.features),
+                "truncated": self.truncated}  # fmt: skip
 
 
 class TaskKind:
@@ -70,6 +77,9 @@ class TaskKind:
 
     def num_labels(self, data: TaskData) -> int:
         return len(data.labels)
+
+    def check_model(self, hf_dir) -> None:
+        """Refuse, with one line before any run, a model directory this kind cannot fine-tune."""
 
     def size(self, split: Split) -> str:
         """A split's size for the report: "2,001 sentences (25,147 words)", "408 rows"."""
@@ -106,6 +116,10 @@ class TaskKind:
         """The cheap baseline's prediction for each example of `split` (scored like a model's)."""
         raise NotImplementedError
 
+    def baseline_title(self, data: TaskData) -> str:
+        """The baseline's name for the report (a kind whose baseline depends on the data says which)."""
+        return self.baseline_name
+
     def collapsed(self, predictions: list[Any]) -> str | None:
         """What a run predicts for every example when it predicts one thing only (it learnt nothing but the
         majority), else None."""
@@ -115,3 +129,8 @@ class TaskKind:
     def record(self, example: Example, index: int, gold: Any, prediction: Any) -> dict[str, Any]:
         """One line of the predictions file."""
         return {"id": index, "gold": gold, "predicted": prediction}
+
+    def side_files(self, data: TaskData, split: Split, predictions: list[Any]) -> dict[str, Any]:
+        """Files beside a run's predictions file of `split`, `{init}-seed{N}-{split}.NAME`: NAME -> a JSON
+        value, for a field's own tools; none by default."""
+        return {}
