@@ -30,9 +30,10 @@ import corpusprep
 from corpusprep.console import console as stderr_console
 from corpusprep.engine import manifest as manifests
 from corpusprep.engine import placement, records, storage
-from corpusprep.engine.executor import Executor, LocalExecutor, executor_for
+from corpusprep.engine.executor import LocalExecutor
 from corpusprep.engine.files import remove_stale_temps, write_json
 from corpusprep.engine.manifest import sha256_file
+from corpusprep.engine.stage import RunContext
 from corpusprep.errors import CorpusprepError, DataError, UsageError
 from corpusprep.read.inputs import input_files
 from pipelines import changes, report, rundir, stages, train_stage
@@ -83,21 +84,20 @@ def run_pipeline(
     pipeline: Pipeline,
     run_dir: str | Path,
     *,
-    executor: Executor | None = None,
-    workers: int | None = None,
+    context: RunContext | None = None,
     until: str | None = None,
-    overwrite: bool = False,
     extend: bool = False,
-    progress: bool = True,
     console: Console | None = None,
 ) -> dict[str, Any]:
-    """Run (or skip) every stage up to `until`; write and return the run report. `executor`: where data
-    preparation's tasks run (default: the local pool, with `workers` processes); `extend`: continue the
-    finished train stages whose schedule grew (`TrainStage.continuation`) instead of training from step 0."""
+    """Run (or skip) every stage up to `until`; write and return the run report. `context`: where data
+    preparation's tasks run, --overwrite (redo every stage), --progress (default: `RunContext()`);
+    `extend`: continue the finished train stages whose schedule grew (`TrainStage.continuation`) instead of
+    training from step 0."""
+    context = context or RunContext()
+    overwrite = context.overwrite
     if extend and overwrite:
         raise UsageError("--extend continues finished training, --overwrite redoes every stage: pick one")
     console = console or stderr_console()
-    executor = executor_for(executor, workers)
     run_dir = Path(run_dir)
     selected = select(pipeline.stages, until)
     started = time.perf_counter()
@@ -120,8 +120,8 @@ def run_pipeline(
         for number, stage in enumerate(selected, 1):
             label = f"[{number}/{len(selected)}] {stage.name}"
             continue_from = previous[stage.name] if stage.name in continued else None
-            ctx = StageContext(run_dir, dirs[stage.name], inputs, dirs, executor, overwrite, progress,
-                               continue_from)  # fmt: skip
+            ctx = StageContext(**vars(context), run_dir=run_dir, out=dirs[stage.name], inputs=inputs,
+                               dirs=dirs, continue_from=continue_from)  # fmt: skip
             ran.append(_run_stage(stage, ctx, known, label, console))
         summary = report.write_report(run_dir, pipeline, ran, time.perf_counter() - started)
     if not any(r["status"] == "ran" for r in ran):

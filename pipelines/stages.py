@@ -54,7 +54,7 @@ class CurateStage(StageKind):
         from corpusprep.curate.options import CurateOptions
 
         options = _options(CurateOptions, stage.settings["curate"], "curate")
-        stats = curate(ctx.corpus(stage), ctx.out, options, _read_options(stage), **ctx.scheduling())
+        stats = curate(ctx.corpus(stage), ctx.out, options, _read_options(stage), context=ctx)
         counts = {"documents": stats["documents"], "kept": stats["kept"], "removed": stats["removed"]}
         return StageResult(counts, unit="documents")
 
@@ -76,8 +76,7 @@ class VocabStage(StageKind):
         from corpusprep.tokenize.vocab import build_vocab
 
         options = _options(VocabOptions, stage.settings["vocab"], "vocab")
-        report = build_vocab(ctx.corpus(stage), ctx.out, options, _read_options(stage),
-                             overwrite=ctx.overwrite)
+        report = build_vocab(ctx.corpus(stage), ctx.out, options, _read_options(stage), context=ctx)
         docs = report["documents"]
         counts = {
             "vocab_size": report["vocab_size"],
@@ -119,7 +118,7 @@ class PairsStage(StageKind):
             ctx.out,
             options,
             _read_options(stage),
-            **ctx.scheduling(),
+            context=ctx,
         )
         skipped = stats.get("documents_skipped", {})
         read_skipped = stats["read"]["skipped"]
@@ -177,7 +176,7 @@ class ShardStage(StageKind):
             ctx.need(stage, "vocab"),
             ctx.out,
             options,
-            **ctx.scheduling(),
+            context=ctx,
         )
         counts = dict(manifest["totals"])
         for split, info in manifest["splits"].items():

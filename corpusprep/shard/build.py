@@ -34,11 +34,11 @@ import pyarrow as pa
 from corpusprep import __version__
 from corpusprep.engine import manifest as manifests
 from corpusprep.engine import storage
-from corpusprep.engine.executor import Executor, Task, executor_for
+from corpusprep.engine.executor import Task
 from corpusprep.engine.files import write_json
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
-from corpusprep.engine.stage import StageRun, stage_run
+from corpusprep.engine.stage import RunContext, StageRun, stage_run
 from corpusprep.errors import DataError, InputError, UsageError, write_failed
 from corpusprep.mask import ACTIONS, MaskVocab, examples_from_pairs, examples_from_pieces, mask_examples
 from corpusprep.mask.strategies import get as mask_strategy
@@ -285,25 +285,22 @@ def build_shards(
     out_dir: Path,
     options: ShardOptions,
     *,
-    executor: Executor | None = None,
-    workers: int | None = None,
-    overwrite: bool = False,
-    progress: bool = True,
+    context: RunContext | None = None,
 ) -> dict:
     """Mask, shuffle and shard a pairs directory; return the manifest (also written as out_dir/manifest.json).
 
-    Deterministic: the same pairs, vocab, options and seed give byte-identical shards for any executor
-    (engine, `workers`: a local pool's shorthand). An interrupted run resumes from its completion markers;
-    a finished one is not redone.
+    Deterministic: the same pairs, vocab, options and seed give byte-identical shards whatever the
+    `context`'s executor (engine, workers). An interrupted run resumes from its completion markers; a
+    finished one is not redone.
     """
     pairs_dir, out_dir = Path(pairs_dir), Path(out_dir)
-    executor = executor_for(executor, workers)
+    context = context or RunContext()
     vocab = VocabInfo.verified(vocab_dir)
     plan = plan_inputs(pairs_dir, vocab_dir, vocab, options)
-    with stage_run(out_dir, "shards", plan.identity, inputs=[pairs_dir, vocab_dir],
-                   executor=executor, progress=progress, overwrite=overwrite, command="shard") as run:
+    with stage_run(out_dir, "shards", plan.identity, inputs=[pairs_dir, vocab_dir], context=context,
+                   command="shard") as run:
         if run.complete is not None:
-            if progress:
+            if context.progress:
                 print(f"{storage.url(out_dir)}: already holds these shards (same pairs, vocab and options): "
                       "nothing to do")
             return load_record(out_dir / MANIFEST, "shards_manifest")

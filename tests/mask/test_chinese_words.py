@@ -22,6 +22,7 @@ from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
 from corpusprep.tokenize import VocabInfo
 from corpusprep.tokenize.vocab import leading_tokens, tokenizer_from_tokens
+from tests.contexts import quiet
 from tests.pair.helpers import seal_vocab
 
 SENTENCES = [
@@ -135,6 +136,6 @@ def test_missing_jieba_is_a_one_line_usage_error(zh_vocab, monkeypatch, tmp_path
         made.commit(files=["stats.json", "train/part-00000-d0.parquet"])
     out = tmp_path / "shards"
     with pytest.raises(UsageError, match="pip install jieba"):
-        build_shards(pairs, zh_vocab.directory, out, ShardOptions(whole_word_mask=True), progress=False)
+        build_shards(pairs, zh_vocab.directory, out, ShardOptions(whole_word_mask=True), context=quiet())
     assert not out.exists()
     words_module.load_segmenter.cache_clear()

@@ -15,10 +15,12 @@ from pipelines import stages
 from pipelines.config import fingerprint
 from pipelines.load import load_pipeline
 from pipelines.runner import run_pipeline
+from tests.contexts import quiet
 
 
-def run(toml: Path, run_dir: Path, *overrides: str, **kwargs) -> dict:
-    return run_pipeline(load_pipeline(toml, list(overrides)), run_dir, progress=False, **kwargs)
+def run(toml: Path, run_dir: Path, *overrides: str, overwrite: bool = False, **kwargs) -> dict:
+    pipeline = load_pipeline(toml, list(overrides))
+    return run_pipeline(pipeline, run_dir, context=quiet(overwrite=overwrite), **kwargs)
 
 
 def statuses(report: dict) -> dict[str, str]:

@@ -16,6 +16,7 @@ from corpusprep.shard.schema import shard_schema
 from corpusprep.shard.table import count_table, examples_from_shard, remask_table
 from corpusprep.shard.validate import check_rows
 from corpusprep.tokenize import VocabInfo
+from tests.contexts import quiet
 
 
 @pytest.fixture(scope="module", params=["nsp", "sop", "none"])
@@ -24,7 +25,7 @@ def static(request, tmp_path_factory, pairs_dir, sop_pairs_dir, none_pairs_dir, 
     pairs = {"nsp": pairs_dir, "sop": sop_pairs_dir, "none": none_pairs_dir}[request.param]
     out = tmp_path_factory.mktemp(f"static-{request.param}")
     options = ShardOptions(num_shards=1, mask_strategy="span", masked_lm_prob=0.3, max_predictions_per_seq=30)
-    build_shards(pairs, vocab_dir, out, options, workers=1, progress=False)
+    build_shards(pairs, vocab_dir, out, options, context=quiet(1))
     table = pa.concat_tables([pq.read_table(p) for p in sorted(out.glob("*/*.parquet"))])
     return request.param, table, read_json(out / "manifest.json")
 
