@@ -14,7 +14,7 @@ from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.outputs import KINDS
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import UsageError
-from corpusprep.mask import MaskVocab, examples_from_pairs, mask_examples
+from corpusprep.mask import Masking, MaskVocab, examples_from_pairs, mask_examples
 from corpusprep.mask import words as words_module
 from corpusprep.mask.examples import row_mask
 from corpusprep.pair.schema import pairs_schema
@@ -55,8 +55,7 @@ def examples_of(vocab: VocabInfo, mask_vocab: MaskVocab, copies: int):
         schema=pairs_schema(),
     )
     return examples_from_pairs(
-        table, cls_id=vocab.cls_id, sep_id=vocab.sep_id, pad_id=vocab.pad_id,
-        forbidden=mask_vocab.forbidden_in_segment, max_seq_length=64, dtype=vocab.token_dtype, source="t",
+        table, vocab=mask_vocab, max_seq_length=64, source="t",
     )
 
 
@@ -82,7 +81,7 @@ def test_characters_of_a_word_are_masked_together(zh_vocab):
     first = np.r_[True, word[1:] != word[:-1]]
     cjk = mask_vocab.cjk_chars[examples.ids[0]] != ""
     assert np.array_equal(continuation[0], ~first & (word >= 0) & cjk)
-    masked = mask_examples(examples, mask_vocab, rng_for(3, "zh"), strategy="whole-word")
+    masked = mask_examples(examples, mask_vocab, rng_for(3, "zh"), masking=Masking(strategy="whole-word"))
     valid = row_mask(masked.predicted, masked.positions.shape[1])
     rows = np.repeat(np.arange(len(examples)), masked.predicted)
     chosen = np.zeros(examples.ids.shape, bool)
@@ -104,7 +103,7 @@ def test_characters_of_a_word_are_masked_together(zh_vocab):
 def test_without_a_segmenter_characters_are_separate_words(zh_vocab):
     mask_vocab = MaskVocab.from_vocab(zh_vocab)
     examples = examples_of(zh_vocab, mask_vocab, 2000)
-    masked = mask_examples(examples, mask_vocab, rng_for(3, "zh"), strategy="whole-word")
+    masked = mask_examples(examples, mask_vocab, rng_for(3, "zh"), masking=Masking(strategy="whole-word"))
     valid = row_mask(masked.predicted, masked.positions.shape[1])
     rows = np.repeat(np.arange(len(examples)), masked.predicted)
     chosen = np.zeros(examples.ids.shape, bool)
