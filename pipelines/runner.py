@@ -142,7 +142,7 @@ def _check_before_writing(
     the run dir's place. Returns the corpus's paths and the fingerprints known before any stage runs."""
     for stage in pipeline.stages:
         stages.check(stage)
-        stages.KINDS[stage.kind].check_places(stage, dirs)
+        stages.STAGE_KINDS[stage.kind].check_places(stage, dirs)
     check_paths(pipeline)
     demo = pipeline.demo_input
     inputs = [str(dirs["corpus"] / "demo.jsonl")] if demo else pipeline.config["input"]["paths"]
@@ -156,7 +156,8 @@ def _check_before_writing(
 def _outside_inputs(stage: Stage, known: dict[str, str]) -> dict[str, str]:
     """Fingerprints of the files outside the run a stage reads: the corpus ("input"), a task's files."""
     found = {"input": known["input"]} if "input" in stage.needs.values() else {}
-    return found | {path: input_fingerprint([path]) for path in stages.KINDS[stage.kind].input_files(stage)}
+    files = stages.STAGE_KINDS[stage.kind].input_files(stage)
+    return found | {path: input_fingerprint([path]) for path in files}
 
 
 def _announce(selected: tuple[Stage, ...], previous: dict, known: dict[str, str], dirs: dict[str, Path],
@@ -176,7 +177,7 @@ def _announce(selected: tuple[Stage, ...], previous: dict, known: dict[str, str]
         if rerun.after:
             raise UsageError(f"--extend: {name}: it reads what {', '.join(rerun.after)} rebuilds; a run "
                              "continues only on the same data (drop --extend to train from step 0)")
-        continued[name] = stages.KINDS[rerun.stage.kind].continuation(rerun.stage, dirs, previous[name])
+        continued[name] = stages.STAGE_KINDS[rerun.stage.kind].continuation(rerun.stage, dirs, previous[name])
     steps = {n: int(r["counts"]["steps"]) for n, r in previous.items()
              if r is not None and isinstance(r["counts"].get("steps"), int)}  # fmt: skip
     for line in changes.lines(reruns, steps, continued, extendable):
@@ -186,7 +187,7 @@ def _announce(selected: tuple[Stage, ...], previous: dict, known: dict[str, str]
 
 def _extendable(stage: Stage, previous: dict) -> bool:
     try:
-        return stages.KINDS[stage.kind].extension_problem(stage, previous) is None
+        return stages.STAGE_KINDS[stage.kind].extension_problem(stage, previous) is None
     except UsageError:  # settings recorded by an older corpusprep that this one no longer reads
         return False
 
@@ -242,7 +243,7 @@ def _run_stage(stage: Stage, ctx: StageContext, known: dict[str, str], label: st
     doing = "continuing" if ctx.continue_from else "resuming" if started_as == fp else "running"
     console.rule(f"{label} ({doing})", align="left")
     ctx = dataclasses.replace(ctx, overwrite=fresh)
-    kind = stages.KINDS[stage.kind]
+    kind = stages.STAGE_KINDS[stage.kind]
     t0 = time.perf_counter()
     result = kind.run(stage, ctx)
     seconds = time.perf_counter() - t0

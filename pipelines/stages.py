@@ -1,5 +1,5 @@
 """Stage kinds: one object per kind says how to check its settings, run it (the library function of the
-stage's command) and validate its output. `KINDS[kind].run(stage, ctx) -> StageResult`.
+stage's command) and validate its output. `STAGE_KINDS[kind].run(stage, ctx) -> StageResult`.
 
 Every stage writes its output directory through `corpusprep.engine.artifact` (the commands do it
 themselves; corpus and train are wrapped here), so skip, resume, repair and overwrite follow one rule.
@@ -260,11 +260,11 @@ class EvaluateStage(StageKind):
         return StageResult(counts)
 
 
-KINDS: dict[str, StageKind] = {
+STAGE_KINDS: dict[str, StageKind] = {
     k.kind: k for k in (CorpusStage(), CurateStage(), VocabStage(), PairsStage(), ShardStage(), TrainStage(),
                         PlotStage(), EvaluateStage())
 }
 
 
 def check(stage: Stage) -> None:
-    KINDS[stage.kind].check(stage)
+    STAGE_KINDS[stage.kind].check(stage)

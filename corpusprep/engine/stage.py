@@ -101,8 +101,8 @@ def stage_run(
     command: str | None = None,
     part_of: str | Path | None = None,
 ) -> Iterator[StageRun]:
-    """The output `out` of `kind` (a row of engine.outputs.KINDS: what it owns) under the artifact rule,
-    run as `context` says (default: `RunContext()`), with one progress reporter (see the module)."""
+    """The output `out` of `kind` (a row of engine.outputs.OUTPUT_KINDS: what it owns) under the artifact
+    rule, run as `context` says (default: `RunContext()`), with one progress reporter (see the module)."""
     context = context or RunContext()
     artifact = Artifact(out, kind, identity, inputs=inputs, overwrite=context.overwrite, command=command,
                         part_of=part_of)

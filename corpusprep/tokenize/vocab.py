@@ -30,7 +30,7 @@ from tokenizers import trainers as hf_trainers
 
 from corpusprep.engine import storage
 from corpusprep.engine.files import atomic_path, write_json
-from corpusprep.engine.outputs import KINDS
+from corpusprep.engine.outputs import OUTPUT_KINDS
 from corpusprep.engine.progress import Reporter
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import stable_hash
@@ -44,7 +44,7 @@ from corpusprep.tokenize.options import VocabOptions
 
 log = logging.getLogger("corpusprep.tokenize")
 
-FILES = KINDS["vocab"].owns  # vocab.txt, tokenizer.json, the Hugging Face configs, vocab_report.json
+FILES = OUTPUT_KINDS["vocab"].owns  # vocab.txt, tokenizer.json, the Hugging Face configs, vocab_report.json
 # transformers' names for BERT's special tokens (special_tokens_map.json, tokenizer_config.json)
 HF_SPECIAL_TOKENS = {
     "unk_token": "[UNK]",
@@ -344,7 +344,7 @@ def build_vocab(
     if options.from_vocab is not None:
         vocab_data, tokens = read_vocab_txt(options.from_vocab)
     sources = [*(inputs or []), *([options.from_vocab] if options.from_vocab else [])]
-    # a rerun compares its files' sha256 (KINDS["vocab"].checksums): a vocab edited in place is rebuilt
+    # a rerun compares its files' sha256 (OUTPUT_KINDS["vocab"].checksums): a vocab edited in place is rebuilt
     with stage_run(vocab_dir, "vocab", key, inputs=sources, context=context, command="vocab",
                    part_of=part_of) as run, Reporter(context.progress, transient=True) as reporter:
         if run.complete is not None:

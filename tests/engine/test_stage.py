@@ -11,7 +11,7 @@ from corpusprep.engine.stage import RunContext, stage_run
 from tests.contexts import quiet
 from tests.engine.test_executor import digests, toy_stage
 
-# a kind of output of this test's own: what a producer registers in engine.outputs.KINDS
+# a kind of output of this test's own: what a producer registers in engine.outputs.OUTPUT_KINDS
 TOY = OutputKind("toy", "toy", "a toy output", "toy directory", "corpusprep.validate:validate_artifact",
                  artifact=True, owns=("*.bin",))
 

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from corpusprep.engine.artifact import Artifact
-from corpusprep.engine.outputs import KINDS
+from corpusprep.engine.outputs import OUTPUT_KINDS
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import UsageError
 from corpusprep.mask import Masking, MaskVocab, examples_from_pairs, mask_examples
@@ -131,7 +131,8 @@ def test_missing_jieba_is_a_one_line_usage_error(zh_vocab, monkeypatch, tmp_path
     pq.write_table(table, pairs / "train" / "part-00000-d0.parquet")
     stats = {"options": {"language": "zh", "max_seq_length": 64}, "vocab": {"sha256": zh_vocab.sha256}}
     (pairs / "stats.json").write_text(json.dumps(stats))
-    with Artifact(pairs, KINDS["pairs"].adopting(), {"test": "zh"}, quiet=True) as made:  # as build-pairs
+    # as build-pairs
+    with Artifact(pairs, OUTPUT_KINDS["pairs"].adopting(), {"test": "zh"}, quiet=True) as made:
         made.commit(files=["stats.json", "train/part-00000-d0.parquet"])
     out = tmp_path / "shards"
     with pytest.raises(UsageError, match="pip install jieba"):

@@ -81,8 +81,8 @@ class FakeStage(StageKind):
 def calls(monkeypatch) -> Counter:
     """Replace every stage by a FakeStage, and count the calls."""
     counter: Counter = Counter()
-    for kind in stages.KINDS:
-        monkeypatch.setitem(stages.KINDS, kind, FakeStage(counter))
+    for kind in stages.STAGE_KINDS:
+        monkeypatch.setitem(stages.STAGE_KINDS, kind, FakeStage(counter))
     return counter
 
 

@@ -64,7 +64,7 @@ def test_check_places_is_every_kinds_hook():
     pipeline = load_pipeline(DEMO)
     dirs = {s.name: s.output for s in pipeline.stages}
     for stage in pipeline.stages:
-        assert stages.KINDS[stage.kind].check_places(stage, dirs) is None
+        assert stages.STAGE_KINDS[stage.kind].check_places(stage, dirs) is None
 
 
 @pytest.mark.slow

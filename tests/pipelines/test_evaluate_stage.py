@@ -86,8 +86,8 @@ def stand_ins(request, monkeypatch) -> Counter:
     real settings check and task files: what the runner fingerprints."""
     counter = request.getfixturevalue("calls")
     real = EvaluateStage()
-    monkeypatch.setattr(stages.KINDS["evaluate"], "check", real.check)
-    monkeypatch.setattr(stages.KINDS["evaluate"], "input_files", real.input_files)
+    monkeypatch.setattr(stages.STAGE_KINDS["evaluate"], "check", real.check)
+    monkeypatch.setattr(stages.STAGE_KINDS["evaluate"], "input_files", real.input_files)
     return counter
 
 

@@ -14,7 +14,7 @@ from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
 from corpusprep.shard.schema import shard_schema
 from corpusprep.shard.table import count_table, examples_from_shard, remask_table
-from corpusprep.shard.validate import check_rows
+from corpusprep.shard.validate import check_shard_rows
 from corpusprep.tokenize import VocabInfo
 from tests.contexts import quiet
 
@@ -44,7 +44,7 @@ def test_dynamic_masking_follows_the_static_rule(static, vocab_dir, strategy):
     before = examples_from_shard(table, vocab.pad_id, objective)
     after = examples_from_shard(again, vocab.pad_id, objective)
     assert np.array_equal(before.ids, after.ids) and np.array_equal(before.label, after.label)
-    assert check_rows(again, {**manifest, "options": {**options, "mask_strategy": strategy}}) == []
+    assert check_shard_rows(again, {**manifest, "options": {**options, "mask_strategy": strategy}}) == []
     static_counts = count_table(table, vocab.mask_id, objective)
     counts = count_table(again, vocab.mask_id, objective)
     masking = ("masked_tokens", "mask_token", "random_token", "kept_token")
