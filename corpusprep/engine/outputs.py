@@ -173,19 +173,19 @@ def held_output(directory: str | Path) -> tuple[str, str] | None:
     """(kind, description) of the corpusprep output `directory` holds: an artifact, finished or not (its
     kind from the manifest or from `.work/run.json`; "damaged" when the record is), else `recognise`'s
     signs; None for none."""
-    d = Path(directory)
-    for path, record_kind, prefix in ((d / MANIFEST, "artifact", ""),
-                                      (d / RUN_RECORD, "artifact_run", "an unfinished ")):  # fmt: skip
+    root = Path(directory)
+    for path, record_kind, prefix in ((root / MANIFEST, "artifact", ""),
+                                      (root / RUN_RECORD, "artifact_run", "an unfinished ")):  # fmt: skip
         try:
             record = records.load_record(path, record_kind, missing_ok=True)
         except (DataError, OSError):
-            return "damaged", f"a corpusprep output whose {path.relative_to(d)} is damaged"
+            return "damaged", f"a corpusprep output whose {path.relative_to(root)} is damaged"
         if record is not None:
             kind = str(record["kind"] if record_kind == "artifact" else record["identity"].get("kind"))
             # "a Hugging Face model"
             finished = OUTPUT_KINDS[kind].what if kind in OUTPUT_KINDS and not prefix else ""
             return kind, finished or f"{prefix}corpusprep {kind}"
-    found = recognise(d)
+    found = recognise(root)
     return (found.kind, found.what) if found else None
 
 
