@@ -1,4 +1,15 @@
-"""Command-line options shared by every command that reads user text, so they read the same everywhere."""
+"""Command-line options shared by every command that reads user text, so they read the same everywhere, and
+the decorators that give a command its groups of options, each declared once:
+
+    @app.command("build-pairs")
+    @with_options(PairOptions)   # options: PairOptions -> a flag per field declared with corpusprep.flags
+    @with_context()              # context: RunContext -> --workers ... --ray-address, --overwrite, --progress
+    @with_read_options           # read_options: ReadOptions -> --input-format ... --document-per-file
+    def build_pairs_command(inputs, vocab, output, *, options, context, read_options): ...
+
+Each replaces one parameter of the command by its options (in place, in order: the help lists them there)
+and calls the command with the object they describe, checked once by that object's own rules.
+"""
 
 from __future__ import annotations
 
