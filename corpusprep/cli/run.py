@@ -32,7 +32,7 @@ def run(
             show_default=False,
         ),
     ] = None,
-    executor: Executor = None,  # --workers, --engine, --ray-address (with_executor): data prep
+    executor: Executor | None = None,  # --workers, --engine, --ray-address (with_executor): data prep
     until: Annotated[
         str | None,
         typer.Option(
