@@ -39,11 +39,12 @@ OPENMP = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
 def build_shards(root: Path, mb: float) -> Path:
     """Shards of the demo corpus with the CPU recipe's data settings (`corpusprep run --until shard`)."""
+    from corpusprep.engine.stage import RunContext
     from pipelines.load import load_pipeline
     from pipelines.runner import run_pipeline
 
     pipeline = load_pipeline(REPO / "pipelines" / "demo.toml", [f"input.demo_mb={mb}", *DATA])
-    run_pipeline(pipeline, root / "data", until="shard", progress=False)
+    run_pipeline(pipeline, root / "data", until="shard", context=RunContext(progress=False))
     return root / "data" / "shards"
 
 

@@ -260,14 +260,14 @@ def planted(small: bool) -> dict:
     from corpusprep.curate.build import curate
     from corpusprep.curate.options import CurateOptions
     from corpusprep.read import ReadOptions
+    from tests.contexts import quiet
     from tests.curate.planted import planted_corpus
 
     p = planted_corpus(seed=11, originals=300 if small else 3000, near=60 if small else 600,
                        exact=0, shared=60 if small else 600, evaluation=0, foreign=0)  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         corpus = p.write(Path(tmp) / "p.jsonl")
-        curate([str(corpus)], Path(tmp) / "out", CurateOptions(exact=False), ReadOptions(), workers=1,
-               progress=False)  # fmt: skip
+        curate([str(corpus)], Path(tmp) / "out", CurateOptions(exact=False), ReadOptions(), context=quiet(1))
         lines = (Path(tmp) / "out" / "removed.jsonl").read_text().splitlines()
         removed = {json.loads(x)["id"] for x in lines}
     ids = {d["id"]: f"p.jsonl:{i}" for i, d in enumerate(p.documents)}

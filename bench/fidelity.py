@@ -71,7 +71,7 @@ from google_script import create_pretraining_data, script_dir
 
 from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.manifest import sha256_file
-from corpusprep.engine.outputs import KINDS
+from corpusprep.engine.outputs import OUTPUT_KINDS
 from corpusprep.engine.rng import rng_for, unit_interval
 from corpusprep.mask import MaskVocab
 from corpusprep.read import ReadOptions, iter_documents
@@ -217,7 +217,7 @@ def write_shards(out: Path, vocab_dir: Path, objective: str, rows: dict[str, lis
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     names = [e["path"] for e in entries] + ["vocab.txt", "manifest.json"]
-    with Artifact(out, KINDS["shards"].adopting(names), {"peer": out.name}, quiet=True) as art:
+    with Artifact(out, OUTPUT_KINDS["shards"].adopting(names), {"peer": out.name}, quiet=True) as art:
         if art.complete is None:
             art.commit(files=names)
     return out

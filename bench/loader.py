@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from corpusprep.engine.artifact import Artifact  # noqa: E402
-from corpusprep.engine.outputs import KINDS  # noqa: E402
+from corpusprep.engine.outputs import OUTPUT_KINDS  # noqa: E402
 from corpusprep.engine.rng import rng_for  # noqa: E402
 from corpusprep.shard.schema import SHARD_SCHEMA  # noqa: E402
 
@@ -87,7 +87,8 @@ def write_shards(table: pa.Table, out: Path, num_shards: int, row_group: int = 4
                 "totals": {"examples": table.num_rows}}  # fmt: skip
     (out / "manifest.json").write_text(json.dumps(manifest))
     owned = [p.relative_to(out).as_posix() for p in sorted(out.rglob("*")) if p.is_file()]
-    with Artifact(out, KINDS["shards"].adopting(owned), {"bench_loader": num_shards}, quiet=True) as made:
+    kind = OUTPUT_KINDS["shards"].adopting(owned)
+    with Artifact(out, kind, {"bench_loader": num_shards}, quiet=True) as made:
         made.commit(files=owned)  # as `corpusprep shard` finishes: the trainer refuses unfinished shards
     return out
 

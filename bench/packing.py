@@ -25,6 +25,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 
 from build_pairs import SHARED, make_vocab, prefix_corpus  # noqa: E402
 
+from corpusprep.engine.stage import RunContext  # noqa: E402
 from corpusprep.pair.build import PairOptions, build_pairs  # noqa: E402
 from corpusprep.read import ReadOptions  # noqa: E402
 
@@ -75,7 +76,7 @@ def main() -> None:
                 out = tmp / f"{objective}-{pack}-{length}"
                 options = PairOptions(max_seq_length=length, dupe_factor=1, objective=objective, pack=pack)
                 started = time.perf_counter()
-                build_pairs([corpus], vocab, out, options, ReadOptions(), progress=False)
+                build_pairs([corpus], vocab, out, options, ReadOptions(), context=RunContext(progress=False))
                 seconds = time.perf_counter() - started
                 rows, text, pieces = row_lengths(out)
                 print(f"{length:>6} {name:<15} {len(rows):>9,} {pieces:>12,} {pieces / len(rows):>8.2f} "

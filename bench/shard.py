@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from corpusprep.engine.rng import rng_for  # noqa: E402
 from corpusprep.mask import (  # noqa: E402
+    Masking,
     MaskVocab,
     examples_from_pairs,
     mask_examples,
@@ -135,24 +136,13 @@ def masking_peers(stream: np.ndarray, vocab_dir: Path, n: int = 100_000) -> None
     vocab = VocabInfo.load(vocab_dir)
     mv = MaskVocab.from_vocab(vocab)
     table = make_pairs(stream, n, seed=0)
-    batches = [
-        examples_from_pairs(
-            table.slice(i, 8192),
-            cls_id=vocab.cls_id,
-            sep_id=vocab.sep_id,
-            pad_id=vocab.pad_id,
-            forbidden=mv.forbidden_in_segment,
-            max_seq_length=128,
-            dtype=vocab.token_dtype,
-            source="bench",
-        )
-        for i in range(0, n, 8192)
-    ]
+    batches = [examples_from_pairs(table.slice(i, 8192), vocab=mv, max_seq_length=128, source="bench")
+               for i in range(0, n, 8192)]
     timings = {}
     for strategy in strategies.names():  # the first (token) is what the peers are compared with
         start = time.process_time()
         for b, ex in enumerate(batches):
-            mask_examples(ex, mv, rng_for(0, "mask", b), strategy=strategy)
+            mask_examples(ex, mv, rng_for(0, "mask", b), masking=Masking(strategy=strategy))
         timings[f"corpusprep --mask-strategy {strategy} (numpy, exact count)"] = time.process_time() - start
 
     import torch

@@ -33,6 +33,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from build_pairs import SHARED, make_vocab, prefix_corpus  # noqa: E402
 
+from corpusprep.engine.stage import RunContext  # noqa: E402
 from corpusprep.objectives import objective  # noqa: E402
 from trainer.batch import collate, forward_loss  # noqa: E402
 from trainer.config import preset  # noqa: E402
@@ -54,11 +55,12 @@ def build(work: Path, mb: float, max_seq_length: int) -> Path:
 
         text = write_demo_text(work / "corpus.jsonl", mb)
         vocab = work / "vocab"
-        train_vocab([text], vocab, VocabOptions(vocab_size=8000), progress=None)
+        train_vocab([text], vocab, VocabOptions(vocab_size=8000))
         read = ReadOptions()
     options = PairOptions(max_seq_length, dupe_factor=1, objective="none", validation_fraction=0)
-    build_pairs([text], vocab, work / "pairs", options, read, progress=False)
-    build_shards(work / "pairs", vocab, work / "shards", ShardOptions(seed=1), progress=False)
+    quiet = RunContext(progress=False)
+    build_pairs([text], vocab, work / "pairs", options, read, context=quiet)
+    build_shards(work / "pairs", vocab, work / "shards", ShardOptions(seed=1), context=quiet)
     return work / "shards"
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
+from corpusprep.engine.stage import RunContext
 from corpusprep.read import ReadOptions, iter_documents
 from corpusprep.tokenize import SPECIAL_TOKENS
 from corpusprep.tokenize.vocab import VocabOptions, build_vocab
@@ -59,7 +60,7 @@ def train_direct(texts: list[str], options: VocabOptions) -> tuple[float, set[st
 
 def train_ours(corpus: Path, out: Path, options: VocabOptions) -> tuple[float, dict]:
     start = time.perf_counter()
-    report = build_vocab([corpus], out, options, overwrite=True)
+    report = build_vocab([corpus], out, options, context=RunContext(overwrite=True, progress=False))
     return time.perf_counter() - start, report
 
 

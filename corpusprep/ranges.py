@@ -1,9 +1,10 @@
 """What each numeric option of the data commands may be: the one mechanism behind the up-front checks of
 `vocab`, `build-pairs` and `shard`, whether the options come from flags, a pipeline's tables or the library.
 
-Each options dataclass (`VocabOptions`, `PairOptions`, `ShardOptions`) names its numeric fields' `Range`s in
-its `ranges()` and checks them in its `check()`, which construction runs, so no stage is given a value the
-code cannot honour: one line naming the option (flag and field) and its range, exit 2, before anything is
+Each options dataclass (`VocabOptions`, `PairOptions`, `ShardOptions`) declares each numeric field's `Range`
+with the field (`corpusprep.flags`), lists them in its `ranges()` (with those that depend on other fields)
+and checks them in its `check()`, which construction runs, so no stage is given a value the code cannot
+honour: one line naming the option (flag and field) and its range, exit 2, before anything is
 read or written (`--seed 18446744073709551616` used to write shards that `validate` then called invalid).
 Standard library only: the command line imports it at start-up.
 """
@@ -31,7 +32,9 @@ class Range:
     open_high: bool = False
     optional: bool = False
     why: str = ""
-    flag: bool = True  # also a command-line flag (--name-with-dashes); else a library or pipeline setting
+    # also a command-line flag (--name-with-dashes), else a library or pipeline setting: as declared
+    # (`corpusprep.flags.declared_ranges` sets it)
+    flag: bool = True
 
     def holds(self, value: Any) -> bool:
         if value is None:

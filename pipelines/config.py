@@ -29,7 +29,8 @@ from trainer.threads import available_cores
 DEMO_INPUT = "@demo"  # input.paths = ["@demo"]: the embedded demo corpus, built at run time
 SECTIONS = ("pipeline", "input", "curate", "vocab", "pairs", "shard", "train", "phases", "evaluate")
 PHASE_SECTIONS = ("pairs", "shard", "train")
-KINDS = ("corpus", "curate", "vocab", "pairs", "shard", "train", "plot", "evaluate")  # run order in a phase
+# the kinds of stage in the order they run in a phase
+STAGE_ORDER = ("corpus", "curate", "vocab", "pairs", "shard", "train", "plot", "evaluate")
 # demo_mb: size of the demo corpus (None: corpusprep.demo_corpus.DEFAULT_MAX_MB)
 INPUT_DEFAULTS = {"paths": [DEMO_INPUT], "format": "auto", "text_field": "text", "on_error": "auto",
                   "max_document_mb": MAX_DOCUMENT_MB, "document_per_file": False, "demo_mb": None}
@@ -329,7 +330,7 @@ def select(stages: tuple[Stage, ...], until: str | None) -> tuple[Stage, ...]:
     names = [s.name for s in stages]
     if until in names:
         return stages[: names.index(until) + 1]
-    if until in KINDS:
-        rank = KINDS.index(until)
-        return tuple(s for s in stages if KINDS.index(s.kind) <= rank)
+    if until in STAGE_ORDER:
+        rank = STAGE_ORDER.index(until)
+        return tuple(s for s in stages if STAGE_ORDER.index(s.kind) <= rank)
     raise UsageError(f"--until {until!r}: not a stage ({', '.join(names)}) or stage kind")

@@ -34,31 +34,31 @@ def _number(value: Any) -> str:
 
 def write_report(run_dir: Path, pipeline: Pipeline, records: list[dict], seconds: float) -> dict[str, Any]:
     curves = sorted(
-        f"{r['output']}/{f}"
-        for r in records
-        if r["kind"] == "plot"
-        for f in r["outputs"]
+        f"{record['output']}/{f}"
+        for record in records
+        if record["kind"] == "plot"
+        for f in record["outputs"]
         if f.endswith(".png")
     )
     stages = []
-    for r in records:
+    for record in records:
         stages.append(
             {
-                "name": r["stage"],
-                "kind": r["kind"],
-                "status": r["status"],
-                "fingerprint": r["fingerprint"],
-                "inputs": r["inputs"],
-                "output": r["output"],
-                "files": len(r["outputs"]),
-                "bytes": sum(r["outputs"].values()),
-                "counts": r["counts"],
-                "seconds": r["seconds"],
+                "name": record["stage"],
+                "kind": record["kind"],
+                "status": record["status"],
+                "fingerprint": record["fingerprint"],
+                "inputs": record["inputs"],
+                "output": record["output"],
+                "files": len(record["outputs"]),
+                "bytes": sum(record["outputs"].values()),
+                "counts": record["counts"],
+                "seconds": record["seconds"],
                 "throughput": None
-                if rate(r) is None
-                else {"unit": f"{r['unit']}/s", "value": round(rate(r), 2)},
-                "engine": r["engine"],
-                "finished": r["finished"],
+                if rate(record) is None
+                else {"unit": f"{record['unit']}/s", "value": round(rate(record), 2)},
+                "engine": record["engine"],
+                "finished": record["finished"],
             }
         )
     summary = {
@@ -86,38 +86,38 @@ def markdown(summary: dict[str, Any]) -> str:
         "|---|---|---|---|---:|---:|---:|---:|",
     ]
     paths = ", ".join(f"`{p}`" for p in summary["config"]["input"]["paths"])
-    for s in summary["stages"]:
-        t = s["throughput"]
+    for stage in summary["stages"]:
+        t = stage["throughput"]
         speed = f"{t['value']:,.1f} {t['unit']}" if t else ""
-        status = "ran" if s["status"] == "ran" else "complete (skipped)"
-        inputs = ", ".join(paths if name == "input" else name for name in s["inputs"])
+        status = "ran" if stage["status"] == "ran" else "complete (skipped)"
+        inputs = ", ".join(paths if name == "input" else name for name in stage["inputs"])
         lines.append(
-            f"| {s['name']} | {status} | {inputs} | `{s['output']}` | {s['files']} | {s['bytes'] / 1e6:,.2f} "
-            f"| {s['seconds']:,.1f} | {speed} |"
+            f"| {stage['name']} | {status} | {inputs} | `{stage['output']}` | {stage['files']} "
+            f"| {stage['bytes'] / 1e6:,.2f} | {stage['seconds']:,.1f} | {speed} |"
         )
     lines.append("")
     lines.append("Times of skipped stages are those of the run that produced them.")
-    for s in summary["stages"]:
-        counts = {k: v for k, v in s["counts"].items() if not isinstance(v, (dict, list))}
+    for stage in summary["stages"]:
+        counts = {k: v for k, v in stage["counts"].items() if not isinstance(v, (dict, list))}
         if not counts:
             continue
-        lines += ["", f"## {s['name']}", "", "| count | value |", "|---|---:|"]
+        lines += ["", f"## {stage['name']}", "", "| count | value |", "|---|---:|"]
         lines += [f"| {k} | {_number(v)} |" for k, v in counts.items()]
     if summary["curves"]:
         lines += ["", "## Training curves", ""]
         lines += [f"![{c}]({c})" for c in summary["curves"]]
-    for s in summary["stages"]:
-        found = s["counts"].get("evaluations") or {"": s["counts"].get("evaluation")}
+    for stage in summary["stages"]:
+        found = stage["counts"].get("evaluations") or {"": stage["counts"].get("evaluation")}
         if not all(isinstance(r, dict) for r in found.values()):
             continue
-        lines += ["", f"## Evaluation: is the model better than nothing? ({s['name']})", ""]
+        lines += ["", f"## Evaluation: is the model better than nothing? ({stage['name']})", ""]
         if list(found) == [""]:  # one task: its page
             lines += evaluation.markdown(found[""]).splitlines()
         else:  # several: one table across them (medians over seeds), each task's page in OUT/NAME/
             lines += multitask.table(found)
-            lines += ["", *(f"- {name}: `{s['output']}/{name}/evaluation.md`" for name in found)]
+            lines += ["", *(f"- {name}: `{stage['output']}/{name}/evaluation.md`" for name in found)]
         for name, result in found.items():  # the dev score per epoch of both models (dev-curves.png)
-            where = f"{s['output']}/{name}/" if name else f"{s['output']}/"
-            lines += [f"![dev score per epoch: {name or s['name']}]({where}{c})"
+            where = f"{stage['output']}/{name}/" if name else f"{stage['output']}/"
+            lines += [f"![dev score per epoch: {name or stage['name']}]({where}{c})"
                       for c in result.get("curves", [])]  # fmt: skip
     return "\n".join(lines) + "\n"

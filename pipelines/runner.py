@@ -30,9 +30,10 @@ import corpusprep
 from corpusprep.console import console as stderr_console
 from corpusprep.engine import manifest as manifests
 from corpusprep.engine import placement, records, storage
-from corpusprep.engine.executor import Executor, LocalExecutor, executor_for
+from corpusprep.engine.executor import LocalExecutor
 from corpusprep.engine.files import remove_stale_temps, write_json
 from corpusprep.engine.manifest import sha256_file
+from corpusprep.engine.stage import RunContext
 from corpusprep.errors import CorpusprepError, DataError, UsageError
 from corpusprep.read.inputs import input_files
 from pipelines import changes, report, rundir, stages, train_stage
@@ -83,21 +84,20 @@ def run_pipeline(
     pipeline: Pipeline,
     run_dir: str | Path,
     *,
-    executor: Executor | None = None,
-    workers: int | None = None,
+    context: RunContext | None = None,
     until: str | None = None,
-    overwrite: bool = False,
     extend: bool = False,
-    progress: bool = True,
     console: Console | None = None,
 ) -> dict[str, Any]:
-    """Run (or skip) every stage up to `until`; write and return the run report. `executor`: where data
-    preparation's tasks run (default: the local pool, with `workers` processes); `extend`: continue the
-    finished train stages whose schedule grew (`TrainStage.continuation`) instead of training from step 0."""
+    """Run (or skip) every stage up to `until`; write and return the run report. `context`: where data
+    preparation's tasks run, --overwrite (redo every stage), --progress (default: `RunContext()`);
+    `extend`: continue the finished train stages whose schedule grew (`TrainStage.continuation`) instead of
+    training from step 0."""
+    context = context or RunContext()
+    overwrite = context.overwrite
     if extend and overwrite:
         raise UsageError("--extend continues finished training, --overwrite redoes every stage: pick one")
     console = console or stderr_console()
-    executor = executor_for(executor, workers)
     run_dir = Path(run_dir)
     selected = select(pipeline.stages, until)
     started = time.perf_counter()
@@ -120,8 +120,8 @@ def run_pipeline(
         for number, stage in enumerate(selected, 1):
             label = f"[{number}/{len(selected)}] {stage.name}"
             continue_from = previous[stage.name] if stage.name in continued else None
-            ctx = StageContext(run_dir, dirs[stage.name], inputs, dirs, executor, overwrite, progress,
-                               continue_from)  # fmt: skip
+            ctx = StageContext(**vars(context), run_dir=run_dir, out=dirs[stage.name], inputs=inputs,
+                               dirs=dirs, continue_from=continue_from)  # fmt: skip
             ran.append(_run_stage(stage, ctx, known, label, console))
         summary = report.write_report(run_dir, pipeline, ran, time.perf_counter() - started)
     if not any(r["status"] == "ran" for r in ran):
@@ -142,7 +142,7 @@ def _check_before_writing(
     the run dir's place. Returns the corpus's paths and the fingerprints known before any stage runs."""
     for stage in pipeline.stages:
         stages.check(stage)
-        stages.KINDS[stage.kind].check_places(stage, dirs)
+        stages.STAGE_KINDS[stage.kind].check_places(stage, dirs)
     check_paths(pipeline)
     demo = pipeline.demo_input
     inputs = [str(dirs["corpus"] / "demo.jsonl")] if demo else pipeline.config["input"]["paths"]
@@ -156,7 +156,8 @@ def _check_before_writing(
 def _outside_inputs(stage: Stage, known: dict[str, str]) -> dict[str, str]:
     """Fingerprints of the files outside the run a stage reads: the corpus ("input"), a task's files."""
     found = {"input": known["input"]} if "input" in stage.needs.values() else {}
-    return found | {path: input_fingerprint([path]) for path in stages.KINDS[stage.kind].input_files(stage)}
+    files = stages.STAGE_KINDS[stage.kind].input_files(stage)
+    return found | {path: input_fingerprint([path]) for path in files}
 
 
 def _announce(selected: tuple[Stage, ...], previous: dict, known: dict[str, str], dirs: dict[str, Path],
@@ -176,7 +177,7 @@ def _announce(selected: tuple[Stage, ...], previous: dict, known: dict[str, str]
         if rerun.after:
             raise UsageError(f"--extend: {name}: it reads what {', '.join(rerun.after)} rebuilds; a run "
                              "continues only on the same data (drop --extend to train from step 0)")
-        continued[name] = stages.KINDS[rerun.stage.kind].continuation(rerun.stage, dirs, previous[name])
+        continued[name] = stages.STAGE_KINDS[rerun.stage.kind].continuation(rerun.stage, dirs, previous[name])
     steps = {n: int(r["counts"]["steps"]) for n, r in previous.items()
              if r is not None and isinstance(r["counts"].get("steps"), int)}  # fmt: skip
     for line in changes.lines(reruns, steps, continued, extendable):
@@ -186,7 +187,7 @@ def _announce(selected: tuple[Stage, ...], previous: dict, known: dict[str, str]
 
 def _extendable(stage: Stage, previous: dict) -> bool:
     try:
-        return stages.KINDS[stage.kind].extension_problem(stage, previous) is None
+        return stages.STAGE_KINDS[stage.kind].extension_problem(stage, previous) is None
     except UsageError:  # settings recorded by an older corpusprep that this one no longer reads
         return False
 
@@ -242,7 +243,7 @@ def _run_stage(stage: Stage, ctx: StageContext, known: dict[str, str], label: st
     doing = "continuing" if ctx.continue_from else "resuming" if started_as == fp else "running"
     console.rule(f"{label} ({doing})", align="left")
     ctx = dataclasses.replace(ctx, overwrite=fresh)
-    kind = stages.KINDS[stage.kind]
+    kind = stages.STAGE_KINDS[stage.kind]
     t0 = time.perf_counter()
     result = kind.run(stage, ctx)
     seconds = time.perf_counter() - t0

@@ -5,34 +5,29 @@ runs in (`StageContext`) and what it returns (`StageResult`). The kinds themselv
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import manifest as manifests
-from corpusprep.engine.executor import Executor, LocalExecutor
+from corpusprep.engine.stage import RunContext
 from corpusprep.errors import UsageError
 from pipelines.config import Stage
 
 
-@dataclass(frozen=True)
-class StageContext:
-    """Where a stage reads and writes, and how its parallel work is scheduled (never what it computes)."""
+@dataclass(frozen=True, kw_only=True)
+class StageContext(RunContext):
+    """How a stage runs (a `RunContext`, handed whole to the stage's driver: where data preparation's tasks
+    run; `overwrite` True: replace what is there, False: resume or repair the same settings' work; progress),
+    and where it reads and writes."""
 
     run_dir: Path
     out: Path
     inputs: list[str]  # the corpus: the user's paths, or the demo corpus file
     dirs: dict[str, Path]  # output directory of every stage, by name
-    executor: Executor = field(default_factory=LocalExecutor)  # where data preparation's tasks run
-    overwrite: bool = False  # True: replace what is there; False: resume or repair the same settings' work
-    progress: bool = True
     # `corpusprep run --extend`: the record of the finished stage this run continues (a train stage whose
     # schedule grew: `TrainStage.continuation`), None to build as the settings say
     continue_from: dict[str, Any] | None = None
-
-    def scheduling(self) -> dict[str, Any]:
-        """The keyword arguments every data-prep stage function takes for how (never what) it runs."""
-        return {"executor": self.executor, "overwrite": self.overwrite, "progress": self.progress}
 
     def corpus(self, stage: Stage) -> list[str]:
         """What the stage reads as its corpus: the curate stage's output when it has one, else the inputs."""

@@ -1,5 +1,5 @@
 """Stage kinds: one object per kind says how to check its settings, run it (the library function of the
-stage's command) and validate its output. `KINDS[kind].run(stage, ctx) -> StageResult`.
+stage's command) and validate its output. `STAGE_KINDS[kind].run(stage, ctx) -> StageResult`.
 
 Every stage writes its output directory through `corpusprep.engine.artifact` (the commands do it
 themselves; corpus and train are wrapped here), so skip, resume, repair and overwrite follow one rule.
@@ -54,7 +54,7 @@ class CurateStage(StageKind):
         from corpusprep.curate.options import CurateOptions
 
         options = _options(CurateOptions, stage.settings["curate"], "curate")
-        stats = curate(ctx.corpus(stage), ctx.out, options, _read_options(stage), **ctx.scheduling())
+        stats = curate(ctx.corpus(stage), ctx.out, options, _read_options(stage), context=ctx)
         counts = {"documents": stats["documents"], "kept": stats["kept"], "removed": stats["removed"]}
         return StageResult(counts, unit="documents")
 
@@ -76,8 +76,7 @@ class VocabStage(StageKind):
         from corpusprep.tokenize.vocab import build_vocab
 
         options = _options(VocabOptions, stage.settings["vocab"], "vocab")
-        report = build_vocab(ctx.corpus(stage), ctx.out, options, _read_options(stage),
-                             overwrite=ctx.overwrite)
+        report = build_vocab(ctx.corpus(stage), ctx.out, options, _read_options(stage), context=ctx)
         docs = report["documents"]
         counts = {
             "vocab_size": report["vocab_size"],
@@ -119,7 +118,7 @@ class PairsStage(StageKind):
             ctx.out,
             options,
             _read_options(stage),
-            **ctx.scheduling(),
+            context=ctx,
         )
         skipped = stats.get("documents_skipped", {})
         read_skipped = stats["read"]["skipped"]
@@ -177,7 +176,7 @@ class ShardStage(StageKind):
             ctx.need(stage, "vocab"),
             ctx.out,
             options,
-            **ctx.scheduling(),
+            context=ctx,
         )
         counts = dict(manifest["totals"])
         for split, info in manifest["splits"].items():
@@ -261,11 +260,11 @@ class EvaluateStage(StageKind):
         return StageResult(counts)
 
 
-KINDS: dict[str, StageKind] = {
+STAGE_KINDS: dict[str, StageKind] = {
     k.kind: k for k in (CorpusStage(), CurateStage(), VocabStage(), PairsStage(), ShardStage(), TrainStage(),
                         PlotStage(), EvaluateStage())
 }
 
 
 def check(stage: Stage) -> None:
-    KINDS[stage.kind].check(stage)
+    STAGE_KINDS[stage.kind].check(stage)

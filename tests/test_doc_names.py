@@ -8,14 +8,14 @@ What counts as a code name (any other span is prose: a flag, a record field, a s
   must exist, from the repository root, from `corpusprep/` (`engine/outputs.py`), or, for a bare
   `data.py`, anywhere in the code;
 - a dotted name whose first part is one of our packages or modules (`corpusprep.engine.records`,
-  `records.inside`, `engine.outputs.KINDS`) or classes (`Trainer.evaluate`): the module, then each name
+  `records.inside`, `engine.outputs.OUTPUT_KINDS`) or classes (`Trainer.evaluate`): the module, then each name
   defined in it (a module's own definitions: a name it merely imports does not count, but a package's
   `__init__` re-exports do), then a member of the class. A module named by its last parts (`records`,
   `engine.outputs`) may be any module whose path ends so. A settings key (`data.chunk_rows`,
   `schedule.budget`) is a field of the matching `*Config` class;
 - a call, `name(...)` or `a.b(...)`: the name before the parenthesis, as above or as a definition;
 - a bare identifier that reads as code by its form: CamelCase (`ShardStream`), UPPER_CASE of four letters
-  or more or with an underscore (`KINDS`, `PAIRS_SCHEMA`), or snake_case with an underscore
+  or more or with an underscore (`OUTPUT_KINDS`, `PAIRS_SCHEMA`), or snake_case with an underscore
   (`resume_conflicts`). It must be defined somewhere in the code (tests and benches included), or be a
   string the code spells (a record kind, a column, a setting: `trainer_state`, `max_seq_length`), or a
   name the code imports from a library (`LambdaLR`), or a Python builtin.
@@ -193,6 +193,6 @@ def test_the_check_sees_stale_names():
     assert [s for s in stale if problem(s, code) is None] == []
     fine = ["pairs_schema()", "trainer.checkpoint_checks.data_position", "records.inside", "Trainer.evaluate",
             "engine/outputs.py", "tests/test_docs.py::test_anchors_are_githubs", "data.chunk_rows",
-            "trainer_state", "ShardStream", "KINDS", "corpusprep/objectives/NAME.py", "--overwrite",
+            "trainer_state", "ShardStream", "OUTPUT_KINDS", "corpusprep/objectives/NAME.py", "--overwrite",
             "transformers.AutoTokenizer", "LambdaLR", "Artifact.__enter__", "rng_for(seed, partition)"]
     assert {s: problem(s, code) for s in fine} == dict.fromkeys(fine)

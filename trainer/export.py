@@ -35,7 +35,8 @@ from corpusprep.console import refuse_stdout
 from corpusprep.engine import faults, records, storage
 from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.files import atomic_path
-from corpusprep.engine.outputs import KINDS, PIPELINE_RUN_FILES
+from corpusprep.engine.outputs import OUTPUT_KINDS as KINDS
+from corpusprep.engine.outputs import PIPELINE_RUN_FILES
 from corpusprep.engine.placement import check_not_nested, directories_above, enclosing_output
 from corpusprep.engine.safetensors_file import FLOAT_DTYPES, safetensors_header
 from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError, printable

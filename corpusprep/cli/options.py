@@ -1,4 +1,15 @@
-"""Command-line options shared by every command that reads user text, so they read the same everywhere."""
+"""Command-line options shared by every command that reads user text, so they read the same everywhere, and
+the decorators that give a command its groups of options, each declared once:
+
+    @app.command("build-pairs")
+    @with_options(PairOptions)   # options: PairOptions -> a flag per field declared with corpusprep.flags
+    @with_context()              # context: RunContext -> --workers ... --ray-address, --overwrite, --progress
+    @with_read_options           # read_options: ReadOptions -> --input-format ... --document-per-file
+    def build_pairs_command(inputs, vocab, output, *, options, context, read_options): ...
+
+Each replaces one parameter of the command by its options (in place, in order: the help lists them there)
+and calls the command with the object they describe, checked once by that object's own rules.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +24,10 @@ from typing import Annotated, Any
 import typer
 
 from corpusprep.engine import storage
-from corpusprep.engine.executor import DEFAULT_ENGINE, ExecutorOptions
+from corpusprep.engine.executor import DEFAULT_ENGINE, Executor, ExecutorOptions
+from corpusprep.engine.stage import RunContext
 from corpusprep.errors import UsageError
+from corpusprep.flags import FIELD_DEFAULT, Flag, flags
 from corpusprep.read import FORMATS, ON_ERROR, ReadOptions
 from corpusprep.read.document import FORMATS_HELP
 
@@ -70,7 +83,6 @@ VocabDir = Annotated[
 Workers = Annotated[
     int, typer.Option(help="Worker processes (0: one per available core).", min=0)
 ]
-Seed = Annotated[int, typer.Option(help="Seed for every random choice; same seed, same output.")]
 Overwrite = Annotated[
     bool,
     typer.Option(
@@ -90,20 +102,6 @@ RayAddress = Annotated[
 ENGINE_OPTIONS = {"workers": (Workers, 0), "engine": (Engine, DEFAULT_ENGINE),
                   "ray_address": (RayAddress, None)}
 Progress = Annotated[bool, typer.Option(help="Show progress bars on stderr.")]
-Language = Annotated[
-    str,
-    typer.Option(help="Language of the text, as an ISO 639-1 code (en, de, fr, zh, ja, hi, ...): selects the "
-                 "splitter's abbreviations, ordinals and dates for it."),
-]
-LineBreaks = Annotated[
-    str,
-    typer.Option(
-        help="What a line break inside a document means. auto: join the lines of hard-wrapped paragraphs "
-        "(Project Gutenberg style), keep every other line break (one sentence or paragraph a line, lists, "
-        "verse, headings); sentence: every line break ends a sentence; paragraph: join the lines of each "
-        "blank-line-separated paragraph (lists and indented blocks kept).",
-    ),
-]
 
 
 def read_options(
@@ -186,31 +184,84 @@ READ_OPTIONS = {
 def with_executor(command: Callable) -> Callable:
     """A typer command that takes `executor` gets the engine options (ENGINE_OPTIONS) in its place instead,
     and is called with the executor they describe, checked once (`ExecutorOptions`: one line, exit 2)."""
-    return _expanded(command, "executor", ENGINE_OPTIONS, lambda **given: ExecutorOptions(**given).build())
+    return _expanded(command, "executor", _table(ENGINE_OPTIONS), _executor)
+
+
+def with_context(*, parallel: bool = True, overwrite: Any = Overwrite) -> Callable[[Callable], Callable]:
+    """A typer command that takes `context` gets the options of a `RunContext` in its place instead: the
+    engine options (`parallel=False`: a command that runs in its own process), --overwrite (its help:
+    `overwrite`) and --progress; it is called with the `RunContext` they describe."""
+    table = {**(ENGINE_OPTIONS if parallel else {}), "overwrite": (overwrite, RunContext.overwrite),
+             "progress": (Progress, RunContext.progress)}
+
+    def build(**given: Any) -> RunContext:
+        settings = {key: given.pop(key) for key in ENGINE_OPTIONS if key in given}
+        return RunContext(_executor(**settings), **given) if parallel else RunContext(**given)
+
+    return lambda command: _expanded(command, "context", _table(table), build)
 
 
 def with_read_options(command: Callable) -> Callable:
     """A typer command that takes `read_options` gets the read options (READ_OPTIONS) in its place instead,
     and is called with the `ReadOptions` they describe, checked once (`read_options`: one line, exit 2)."""
-    return _expanded(command, "read_options", READ_OPTIONS, read_options)
+    return _expanded(command, "read_options", _table(READ_OPTIONS), read_options)
 
 
-def _expanded(command: Callable, name: str, options: dict[str, tuple[Any, Any]], build: Callable) -> Callable:
-    """`command` with its parameter `name` replaced by `options` ({parameter: (annotation, default)}), and
-    called with `build(**their values)` as `name`: one group of options declared once for every command."""
+def with_options(options: type, name: str = "options") -> Callable[[Callable], Callable]:
+    """A typer command that takes `name` (an options dataclass whose fields are declared with
+    `corpusprep.flags.flag`) gets a typer option per flag in its place instead, in field order, and is
+    called with `options(**the values)`: each option written once, in its dataclass (a field that is no
+    flag keeps its default)."""
+    declared = flags(options)
+    hints = typing.get_type_hints(options)
+    params = [_parameter(field.name, flag, hints[field.name], field.default) for field, flag in declared]
+
+    def build(**given: Any) -> Any:
+        return options(**{field.name: flag.parse(given[field.name]) if flag.parse else given[field.name]
+                          for field, flag in declared})  # fmt: skip
+
+    return lambda command: _expanded(command, name, params, build)
+
+
+def _parameter(name: str, flag: Flag, hint: Any, default: Any) -> inspect.Parameter:
+    """The typer parameter of a declared flag (`corpusprep.flags.Flag`)."""
+    settings = {"metavar": flag.metavar} if flag.metavar else {}
+    if not flag.show_default:
+        settings["show_default"] = False
+    kind = flag.cli_type if flag.cli_type is not None else hint
+    annotation = Annotated[kind, typer.Option(*flag.decls, help=flag.help, **settings)]
+    default = default if flag.cli_default is FIELD_DEFAULT else flag.cli_default
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def _table(options: dict[str, tuple[Any, Any]]) -> list[inspect.Parameter]:
+    """Parameters from a table {name: (annotation, default)}."""
+    return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
+            for name, (kind, default) in options.items()]  # fmt: skip
+
+
+def _executor(**settings: Any) -> Executor:
+    return ExecutorOptions(**settings).build()
+
+
+def _expanded(command: Callable, name: str, options: list[inspect.Parameter], build: Callable) -> Callable:
+    """`command` with its parameter `name` replaced by `options`, and called with `build(**their values)`
+    as `name`: one group of options declared once for every command."""
     signature = inspect.signature(command)
     hints = typing.get_type_hints(command, include_extras=True)  # typer reads the signature's, not strings
+    taken = set(signature.parameters) - {name}
+    if clash := taken & {option.name for option in options}:
+        raise TypeError(f"{command.__name__}: {sorted(clash)} both a parameter and an option of {name}")
     params = []
     for param in signature.parameters.values():
         if param.name != name:
             params.append(param.replace(annotation=hints.get(param.name, param.annotation)))
             continue
-        params += [param.replace(name=option, default=default, annotation=kind)
-                   for option, (kind, default) in options.items()]  # fmt: skip
+        params += [option.replace(kind=param.kind) for option in options]
 
     @functools.wraps(command)
     def run(**arguments):
-        settings = {option: arguments.pop(option) for option in options}
+        settings = {option.name: arguments.pop(option.name) for option in options}
         return command(**arguments, **{name: build(**settings)})
 
     run.__signature__ = signature.replace(parameters=params)

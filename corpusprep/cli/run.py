@@ -11,6 +11,7 @@ from corpusprep.cli.app import app
 from corpusprep.cli.options import Overwrite, with_executor
 from corpusprep.console import refuse_stdout
 from corpusprep.engine.executor import Executor
+from corpusprep.engine.stage import RunContext
 
 
 @app.command("run")
@@ -63,12 +64,5 @@ def run(
 
     refuse_stdout(run_dir, "--run-dir", "a directory")
     spec = load_pipeline(pipeline, set_ or [])
-    run_pipeline(
-        spec,
-        run_dir or Path("runs") / spec.name,
-        executor=executor,
-        until=until,
-        overwrite=overwrite,
-        extend=extend,
-        progress=progress,
-    )
+    context = RunContext(executor, overwrite=overwrite, progress=progress)
+    run_pipeline(spec, run_dir or Path("runs") / spec.name, context=context, until=until, extend=extend)

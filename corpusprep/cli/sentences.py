@@ -3,6 +3,7 @@ stage's driver is corpusprep.split.sentences; this module is its options and its
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +12,7 @@ import typer
 from corpusprep.cli import options as opt
 from corpusprep.cli.app import app
 from corpusprep.console import STDOUT, console, refuse_stdout
+from corpusprep.engine.stage import RunContext
 from corpusprep.errors import UsageError
 from corpusprep.read import ReadOptions
 from corpusprep.split import SentencesOptions
@@ -22,24 +24,6 @@ Output = Annotated[
         "-o",
         help="File to write: sentences one per line with a blank line between documents, or Parquet with "
         "--format parquet (the default when the name ends in .parquet); - for standard output (text).",
-    ),
-]
-Splitter = Annotated[
-    str,
-    typer.Option(
-        help="default: corpusprep's rule-based splitter (every script's sentence marks; abbreviations, "
-        "ordinals and dates of the --language); lines: every non-empty line is a sentence; pysbd, "
-        "blingfire, sentencex: those libraries, if installed. Input that is already split (BERT format) "
-        "is kept as it is.",
-    ),
-]
-OutputFormat = Annotated[
-    str | None,
-    typer.Option(
-        "--format",
-        help="text (Google's one-sentence-per-line format) or parquet (one row per sentence: doc_id, "
-        "sentence_index, text). Default: parquet for a .parquet output, else text.",
-        show_default=False,
     ),
 ]
 StatsFile = Annotated[
@@ -55,18 +39,12 @@ OverwriteFile = Annotated[
 
 
 @app.command("sentences")
-@opt.with_read_options
+@opt.with_options(SentencesOptions)  # --splitter ... --line-breaks: each declared once, in SentencesOptions
+@opt.with_read_options  # --input-format ... --document-per-file
+@opt.with_context(parallel=False, overwrite=OverwriteFile)  # --overwrite, --progress: one process
 def sentences(
-    inputs: opt.Inputs,
-    output: Output,
-    splitter: Splitter = SentencesOptions.splitter,
-    output_format_: OutputFormat = None,
-    stats_path: StatsFile = None,
-    language: opt.Language = SentencesOptions.language,
-    line_breaks: opt.LineBreaks = SentencesOptions.line_breaks,
-    read_options: ReadOptions | None = None,  # --input-format ... --document-per-file (with_read_options)
-    overwrite: OverwriteFile = False,
-    progress: opt.Progress = True,
+    inputs: opt.Inputs, output: Output, stats_path: StatsFile = None, *, options: SentencesOptions,
+    read_options: ReadOptions, context: RunContext,
 ) -> None:
     """Split the input documents into sentences and write them to OUTPUT (atomically).
 
@@ -82,13 +60,12 @@ def sentences(
     paths = opt.output_files({"--output": None if to_stdout else output, "--stats": stats_path}, inputs,
                              "sentences")  # fmt: skip
     out = paths.get("--output")
-    fmt = output_format(out or Path(output), output_format_)
-    if to_stdout and fmt != "text":
+    options = replace(options, format=output_format(out or Path(output), options.format))  # by name
+    if to_stdout and options.format != "text":
         raise UsageError("-o -: standard output takes the text format (a sentence a line); write Parquet "
                          "to a file")  # fmt: skip
-    options = SentencesOptions(fmt, splitter, language, line_breaks.lower())
     report = run_sentences(inputs, out, options, read_options, stats_file=paths.get("--stats"),
-                           overwrite=overwrite, progress=progress)  # fmt: skip
+                           context=context)
     if report is not None:
         _print_summary(report, report["read"]["bytes"] / 1e6 / max(report["seconds"], 1e-9))
 

@@ -9,63 +9,23 @@ from typing import Annotated
 import typer
 
 from corpusprep.cli.app import app
-from corpusprep.cli.options import Overwrite, Progress, Seed, VocabDir, with_executor
+from corpusprep.cli.options import VocabDir, with_context, with_options
 from corpusprep.console import console, refuse_stdout
 from corpusprep.engine import storage
-from corpusprep.engine.executor import Executor
+from corpusprep.engine.stage import RunContext
 from corpusprep.errors import DataError, UsageError, plural, printable
 from corpusprep.shard.options import ShardOptions
 
 SplitOpt = Annotated[str, typer.Option(help="Split to read: train or validation.")]
 PairsDir = Annotated[Path, typer.Argument(help="Pairs directory written by `corpusprep build-pairs`.")]
 ShardsDir = Annotated[Path, typer.Option("--output", "-o", help="Shards directory to write.")]
-MaskedLMProb = Annotated[
-    float, typer.Option(help="Share of tokens to predict, in (0, 1): 0.15 BERT, 0.3 MosaicBERT.")
-]
-MaxPredictions = Annotated[int, typer.Option(help="Cap on predictions per example.")]
-MaskStrategy = Annotated[
-    str | None,
-    typer.Option(
-        metavar="token|whole-word|span",
-        help="What is masked: single tokens (BERT); whole words, all ## pieces of a word with one "
-        "80/10/10 choice (on pairs built with --language zh the characters of a Chinese word, segmented "
-        "with jieba: pip install jieba); or spans of whole words, geometric lengths p=0.2 up to 10 "
-        "words, one choice per span (SpanBERT). Default: token.",
-    ),
-]
-WholeWordMask = Annotated[bool, typer.Option(help="Same as --mask-strategy whole-word.")]
-DupeMasks = Annotated[int, typer.Option(help="Different maskings of each training pair.")]
-NumShards = Annotated[
-    int | None, typer.Option(help="Training shards (validation gets the same rows per shard).")
-]
-ExamplesPerShard = Annotated[int | None, typer.Option(help="Rows per shard (default 50,000).")]
-MaxSeqLength = Annotated[
-    int | None, typer.Option(help="Longest example allowed (default: from the pairs' stats.json).")
-]
-RowGroupSize = Annotated[int, typer.Option(help="Parquet rows per row group (read unit).")]
-Compression = Annotated[str, typer.Option(help="Parquet compression: lz4, zstd, snappy, none.")]
 
 
 @app.command()
-@with_executor
+@with_options(ShardOptions)  # --masked-lm-prob ... --seed: each declared once, in ShardOptions
+@with_context()  # --workers, --engine, --ray-address, --overwrite, --progress
 def shard(
-    pairs_dir: PairsDir,
-    vocab: VocabDir,
-    output: ShardsDir,
-    masked_lm_prob: MaskedLMProb = ShardOptions.masked_lm_prob,
-    max_predictions_per_seq: MaxPredictions = ShardOptions.max_predictions_per_seq,
-    mask_strategy: MaskStrategy = ShardOptions.mask_strategy,
-    whole_word_mask: WholeWordMask = ShardOptions.whole_word_mask,
-    dupe_masks: DupeMasks = ShardOptions.dupe_masks,
-    num_shards: NumShards = ShardOptions.num_shards,
-    examples_per_shard: ExamplesPerShard = ShardOptions.examples_per_shard,
-    max_seq_length: MaxSeqLength = ShardOptions.max_seq_length,
-    row_group_size: RowGroupSize = ShardOptions.row_group_size,
-    compression: Compression = ShardOptions.compression,
-    seed: Seed = ShardOptions.seed,
-    executor: Executor | None = None,  # --workers, --engine, --ray-address (with_executor)
-    overwrite: Overwrite = False,
-    progress: Progress = True,
+    pairs_dir: PairsDir, vocab: VocabDir, output: ShardsDir, *, options: ShardOptions, context: RunContext
 ) -> None:
     """Mask pairs or rows of pieces (BERT's 15%, 80/10/10) into globally shuffled, balanced, checksummed
     Parquet shards, for the objective the pairs were built for (nsp, sop or none)."""
@@ -75,14 +35,7 @@ def shard(
     if storage.is_file(pairs_dir / MANIFEST):
         raise UsageError(f"{pairs_dir}: is a shards directory (has {MANIFEST}); shard reads the pairs "
                          "directory that `corpusprep build-pairs` wrote")
-    options = ShardOptions(
-        masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
-        mask_strategy=mask_strategy, whole_word_mask=whole_word_mask, dupe_masks=dupe_masks,
-        num_shards=num_shards, examples_per_shard=examples_per_shard, max_seq_length=max_seq_length,
-        seed=seed, row_group_size=row_group_size, compression=compression,
-    )
-    manifest = build_shards(pairs_dir, vocab, output, options, executor=executor, overwrite=overwrite,
-                            progress=progress)  # fmt: skip
+    manifest = build_shards(pairs_dir, vocab, output, options, context=context)
     parts = [
         f"{name}: {plural(s['examples'], 'example')} in {plural(len(s['shards']), 'shard')}"
         for name, s in manifest["splits"].items()

@@ -12,7 +12,7 @@ from corpusprep.cli.app import app
 from corpusprep.console import STDOUT, console, refuse_stdout, write_stdout
 from corpusprep.demo_corpus import DEFAULT_MAX_MB, DemoStats, update_demo_corpus, write_demo_jsonl
 from corpusprep.engine import storage
-from corpusprep.engine.progress import Reporter
+from corpusprep.engine.stage import RunContext
 from corpusprep.errors import UsageError, printable
 from corpusprep.read import ReadOptions
 from corpusprep.tokenize.options import VocabOptions
@@ -35,87 +35,32 @@ VocabInputs = Annotated[
     list[str] | None,
     typer.Argument(help="Input files, directories (read recursively) or globs.", show_default=False),
 ]
-VocabSize = Annotated[
-    int, typer.Option(help="Tokens in vocab.txt, specials and reserved slots included (BERT: 30522).")
-]
-MinFrequency = Annotated[
-    int, typer.Option(help="A pair of pieces must occur this often to be merged.")
-]
-LimitAlphabet = Annotated[
-    int, typer.Option(help="Keep at most this many characters (most frequent first); rarer ones: [UNK].")
-]
-Reserved = Annotated[
-    int,
-    typer.Option(help="Extra [unused0..N-1] tokens after [PAD], free for later use (Google: 99)."),
-]
-Cased = Annotated[
-    bool, typer.Option("--cased", help="Keep case (default: lowercase). Accents: see --strip-accents.")
-]
-StripAccents = Annotated[
-    bool | None,
-    typer.Option(
-        "--strip-accents/--keep-accents",
-        help="Remove accents (é -> e) before tokenizing. Default: strip when lowercasing (BERT-uncased, "
-        "fine for English), keep with --cased. Most other languages should pass --keep-accents.",
-        show_default=False,
-    ),
-]
-FromVocab = Annotated[
-    Path | None,
-    typer.Option(
-        help="Build the directory from an existing vocab.txt (e.g. Google's) instead of training; "
-        "inputs, if given, are only read to measure its [UNK] rate and pieces per word.",
-        show_default=False,
-    ),
-]
 
 
 @app.command("vocab", help=VOCAB_HELP)
-@opt.with_read_options
+@opt.with_options(VocabOptions)  # --vocab-size ... --from-vocab: each declared once, in VocabOptions
+@opt.with_read_options  # --input-format ... --document-per-file
+@opt.with_context(parallel=False)  # --overwrite, --progress: the tokenizers trainer runs its own threads
 def vocab(
-    ctx: typer.Context,
-    output: VocabOut,
-    inputs: VocabInputs = None,
-    vocab_size: VocabSize = VocabOptions.vocab_size,
-    min_frequency: MinFrequency = VocabOptions.min_frequency,
-    limit_alphabet: LimitAlphabet = VocabOptions.limit_alphabet,
-    reserved: Reserved = VocabOptions.reserved,
-    cased: Cased = VocabOptions.cased,
-    strip_accents: StripAccents = VocabOptions.strip_accents,
-    from_vocab: FromVocab = VocabOptions.from_vocab,
-    read_options: ReadOptions | None = None,  # --input-format ... --document-per-file (with_read_options)
-    overwrite: opt.Overwrite = False,
-    progress: opt.Progress = True,
+    ctx: typer.Context, output: VocabOut, inputs: VocabInputs = None, *, options: VocabOptions,
+    read_options: ReadOptions, context: RunContext,
 ) -> None:
     """Train a WordPiece vocab (see VOCAB_HELP)."""
     from corpusprep.tokenize.vocab import build_vocab
 
     refuse_stdout(output, "-o", "a directory (vocab.txt, tokenizer.json, ...)")
 
-    if from_vocab is not None:  # the vocab is given, not trained: an option that shapes training is a mistake
-        # by name: typer ships its own copy of click, whose ParameterSource is not click's
+    if options.from_vocab is not None:  # the vocab is given, not trained: an option that shapes training is
+        # a mistake; by name: typer ships its own copy of click, whose ParameterSource is not click's
         sources = {n: getattr(ctx.get_parameter_source(n), "name", "") for n in TRAINING_OPTIONS}
         given = [n for n, source in sources.items() if source == "COMMANDLINE"]
         if given:
             flags = " / ".join(f"--{name.replace('_', '-')}" for name in given)
             raise UsageError(f"--from-vocab takes the vocab as it is: {flags} would be ignored (they shape "
                              "training); leave them out, or train without --from-vocab")
-
-    options = VocabOptions(
-        vocab_size=vocab_size,
-        min_frequency=min_frequency,
-        limit_alphabet=limit_alphabet,
-        reserved=reserved,
-        cased=cased,
-        strip_accents=strip_accents,
-        from_vocab=str(from_vocab.absolute()) if from_vocab else None,
-    )
-    if not inputs and from_vocab is None:
+    if not inputs and options.from_vocab is None:
         raise UsageError("give input paths to train on, or --from-vocab FILE")
-    with Reporter(progress, transient=True) as reporter:
-        tick = reporter.stream("reading")
-        report = build_vocab(inputs, output, options, read_options, overwrite=overwrite,
-                             progress=lambda phase, documents, nbytes: tick(documents, nbytes, phase=phase))
+    report = build_vocab(inputs, output, options, read_options, context=context)
     _print_summary(output, report)
 
 

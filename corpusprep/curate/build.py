@@ -33,10 +33,10 @@ from corpusprep.curate.options import CurateOptions
 from corpusprep.curate.report import write_report
 from corpusprep.curate.write import WriteArgs, removed_part, write_task
 from corpusprep.engine import storage
-from corpusprep.engine.executor import Executor, Task, executor_for, merge_stats
+from corpusprep.engine.executor import Task, merge_stats
 from corpusprep.engine.files import write_json
 from corpusprep.engine.records import load_record
-from corpusprep.engine.stage import StageRun, stage_run
+from corpusprep.engine.stage import RunContext, StageRun, stage_run
 from corpusprep.read import resolve_inputs
 from corpusprep.read.document import no_usable_documents
 from corpusprep.read.inputs import input_files
@@ -52,12 +52,10 @@ def curate(
     options: CurateOptions,
     read_options,
     *,
-    executor: Executor | None = None,
-    workers: int | None = None,
-    overwrite: bool = False,
-    progress: bool = True,
+    context: RunContext | None = None,
 ) -> dict[str, Any]:
-    """Curate `inputs` into `out_dir`; return the counts also written to `out_dir/curate.json`."""
+    """Curate `inputs` into `out_dir` as `context` says; return the counts also written to
+    `out_dir/curate.json`."""
     started = time.perf_counter()
     resolve_inputs(inputs)  # a typo fails before the output dir exists
     eval_files = [str(p) for p in options.decontaminate]
@@ -68,8 +66,8 @@ def curate(
         _check_languages(options.languages)
     out_dir = Path(out_dir)
     identity = curate_identity(inputs, out_dir, read_options, options)
-    with stage_run(out_dir, "curate", identity, inputs=[*inputs, *eval_files], overwrite=overwrite,
-                   executor=executor_for(executor, workers), progress=progress, command="curate") as run:
+    with stage_run(out_dir, "curate", identity, inputs=[*inputs, *eval_files], context=context,
+                   command="curate") as run:
         if run.complete is not None:
             return {**load_record(out_dir / "curate.json", "curate_stats"), "nothing_to_do": True}
         stats = _phases(run, inputs, out_dir, options, read_options)

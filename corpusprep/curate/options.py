@@ -19,33 +19,69 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from corpusprep.errors import UsageError
+from corpusprep.flags import SEED_HELP, flag
 
 OUTPUT_FORMATS = ("jsonl", "parquet")
 MAX_PERMUTATIONS = 4096  # 16 kB of signature a document (Lee et al.'s 9,000 would be 36 kB)
 MAX_NGRAM = 64
 
 
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated list as the command line takes it ("en,fr", "gopher,"), as a tuple of names."""
+    return tuple(name for name in text.split(",") if name.strip())
+
+
 @dataclass(frozen=True)
 class CurateOptions:
-    """What `corpusprep curate` keeps. Field names match the command's options and a pipeline's [curate]
-    table, so `CurateOptions(**section)` reads one."""
+    """What `corpusprep curate` keeps. Each field is one of the command's options (`corpusprep.flags`:
+    name, type, default, help) and a key of a pipeline's [curate] table, so `CurateOptions(**section)`
+    reads one."""
 
-    format: str = "jsonl"  # of the kept documents: jsonl or parquet (id, text, language, language_score)
-    exact: bool = True  # remove documents equal after normalisation (curate/text.py: NFC, case, whitespace)
-    near: bool = True  # remove near-duplicates: MinHash + LSH, candidates verified
-    shingle: int = 5  # words per shingle (datatrove, Lee et al.)
-    permutations: int = 112  # MinHash values per document (datatrove: 14 x 8)
-    bands: int = 14  # LSH bands of permutations / bands rows each (datatrove)
-    threshold: float = 0.7  # estimated Jaccard a candidate pair must reach (ours: see the module's docstring)
-    lines: bool = False  # also remove lines (paragraphs) repeated across documents, but in their first one
-    min_line_chars: int = 60  # shorter lines are never taken for boilerplate (headings, "References")
-    decontaminate: tuple[str, ...] | list[str] = ()  # evaluation files: remove documents sharing an n-gram
-    ngram: int = 13  # decontamination n-gram (GPT-3, NeMo Curator)
-    min_example_words: int = 8  # shorter examples are matched whole from this many words (NeMo Curator)
-    paragraphs: bool = False  # decontamination removes the matching paragraphs, not the whole document
-    languages: tuple[str, ...] | list[str] = ()  # keep these (ISO 639-1); empty: no language identification
-    filters: tuple[str, ...] | list[str] = ()  # quality filters by name (curate/filters), in order; () none
-    seed: int = 12345  # the MinHash permutations
+    # of the kept documents: jsonl or parquet (id, text, language, language_score)
+    format: str = flag("jsonl", f"Kept documents as {' or '.join(OUTPUT_FORMATS)} (id, text; language, "
+                       "language_score with --languages).")
+    # remove documents equal after normalisation (curate/text.py: NFC, case, whitespace)
+    exact: bool = flag(True, "Remove exact duplicates (equal after NFC, case folding and whitespace runs as "
+                       "one space).")
+    near: bool = flag(True, "Remove near duplicates: MinHash + LSH, candidates verified; one document kept "
+                      "per cluster, the first read.")
+    shingle: int = flag(5, "Words per shingle (datatrove, Lee et al. 2022: 5).")
+    permutations: int = flag(112, "MinHash values per document (datatrove: 112 = 14 x 8).")
+    bands: int = flag(14, "LSH bands, each of permutations / bands rows (datatrove: 14).")
+    # estimated Jaccard a candidate pair must reach (ours: see the module's docstring)
+    threshold: float = flag(0.7, "Estimated Jaccard similarity (the share of equal MinHash values) from "
+                            "which a candidate pair counts as near duplicates (ours; Lee et al. 2022 cut the "
+                            "true Jaccard at 0.8).")
+    # also remove lines (paragraphs) repeated across documents, but in their first one
+    lines: bool = flag(False, "Also take out lines repeated across kept documents (boilerplate), in all but "
+                       "the first document holding each (reason shared-lines when none is left).",
+                       decls=("--lines/--no-lines",))
+    # shorter lines are never taken for boilerplate (headings, "References")
+    min_line_chars: int = flag(60, "--lines: shorter lines are never taken out.")
+    # evaluation files: remove documents sharing an n-gram
+    decontaminate: tuple[str, ...] | list[str] = flag(
+        (),
+        "Evaluation file (CoNLL-U, CoNLL NER columns, GLUE-style TSV/CSV/JSONL, SQuAD JSON; repeat the "
+        "option for more): remove documents sharing an n-gram with one of its examples.",
+        cli_type=list[str] | None, cli_default=None, show_default=False,
+        parse=lambda given: tuple(given or ()))
+    ngram: int = flag(13, "Words of the n-grams decontamination matches (GPT-3: 13).")
+    # shorter examples are matched whole from this many words (NeMo Curator)
+    min_example_words: int = flag(8, "Examples shorter than --ngram words are matched whole from this many "
+                                  "words (NeMo Curator: 8); shorter ones not.")
+    # decontamination removes the matching paragraphs, not the whole document
+    paragraphs: bool = flag(False, "Decontamination takes out only the matching paragraphs (lines), not the "
+                            "whole document.", decls=("--paragraphs",))
+    # keep these (ISO 639-1); empty: no language identification
+    languages: tuple[str, ...] | list[str] = flag(
+        (), "Keep documents in these languages (ISO 639-1, comma-separated: en,fr); empty: no language "
+        "identification.", cli_type=str, cli_default="", parse=_names)
+    # quality filters by name (curate/filters), in order; () none
+    filters: tuple[str, ...] | list[str] = flag(
+        (), "Quality filters, comma-separated, in order: word-count, word-length, symbol-ratio, "
+        "ellipsis-lines, repeated-lines, repeated-ngrams (gopher: all six), boilerplate-lines (all: every "
+        "one).", cli_type=str, cli_default="", parse=_names)
+    seed: int = flag(12345, SEED_HELP)  # the MinHash permutations
     docs_per_chunk: int = 4096  # documents per task (and CHUNK_CHARS of text): the unit of parallel work
 
     def __post_init__(self) -> None:

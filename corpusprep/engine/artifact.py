@@ -59,7 +59,7 @@ from corpusprep.engine.manifest import (
     load_manifest,
     sha256_file,
 )
-from corpusprep.engine.outputs import KINDS, OutputKind, is_artifact_dir, recognise
+from corpusprep.engine.outputs import OUTPUT_KINDS, OutputKind, is_artifact_dir, recognise
 from corpusprep.engine.placement import (
     check_not_inside,
     check_not_nested,
@@ -93,9 +93,9 @@ class Artifact:
     """Build an artifact under the one rule (module docstring): `with Artifact(...) as art:` then, unless
     `art.complete` holds the finished manifest, run tasks with `art.run(...)` and finish with `art.commit()`.
 
-    `kind` names what is built, a row of `engine.outputs.KINDS` ("pairs", "export", ...; or a row itself,
-    for a test's toy kind or files written by hand), which supplies what the kind owns (`owns`, `adopt`,
-    `checksums`: see OutputKind); `identity` is everything the bytes depend on (options, input
+    `kind` names what is built, a row of `engine.outputs.OUTPUT_KINDS` ("pairs", "export", ...; or a row
+    itself, for a test's toy kind or files written by hand), which supplies what the kind owns (`owns`,
+    `adopt`, `checksums`: see OutputKind); `identity` is everything the bytes depend on (options, input
     fingerprints, format versions); `inputs` are the command's input paths, for the overlap check and the
     readers' locks. An artifact is never made inside another output (`enclosing_output`), but for the
     stages of the pipeline running now inside its run directory and the directory named by `part_of` (the
@@ -116,7 +116,7 @@ class Artifact:
     ) -> None:
         self.directory = Path(directory)
         self.shown = storage.url(self.directory)  # in messages: a URL with its `//`, a local path as given
-        self.row = KINDS[kind] if isinstance(kind, str) else kind
+        self.row = OUTPUT_KINDS[kind] if isinstance(kind, str) else kind
         self.kind = self.row.kind
         self.identity = {"kind": self.kind, "format_version": FORMAT_VERSION, **identity}
         self.fingerprint = fingerprint(self.identity)

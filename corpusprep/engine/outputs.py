@@ -116,7 +116,7 @@ PLOT_FILES = ("*.png",)  # a pipeline's plot stage: trainer.plot's curves of its
 CURATE_FILES = ("kept/part-*", "removed.jsonl", "curate.json", "report.md", "report.png")
 
 # In the order recognition tries them (an export and a shards directory hold a vocab.txt too).
-KINDS = {k.name: k for k in (
+OUTPUT_KINDS = {k.name: k for k in (
     OutputKind("pipeline", "pipeline", "a pipeline run", "pipeline run directory",
                "corpusprep.validate:validate_pipeline", signs=Sign(any_of=PIPELINE_RUN_FILES),
                strict=Sign(dirs=("stages",), any_file=("pipeline.json", "run.json"))),
@@ -162,7 +162,7 @@ def recognise(directory: str | Path, *, strict: bool = False) -> OutputKind | No
     inside checkpoints/step-*, a pipeline's record beside stages/), not a folder merely named
     `checkpoints`."""
     d = Path(directory)
-    for kind in KINDS.values():
+    for kind in OUTPUT_KINDS.values():
         sign = kind.strict if strict else kind.signs
         if not kind.artifact and sign is not None and sign.found(d):
             return kind
@@ -173,18 +173,19 @@ def held_output(directory: str | Path) -> tuple[str, str] | None:
     """(kind, description) of the corpusprep output `directory` holds: an artifact, finished or not (its
     kind from the manifest or from `.work/run.json`; "damaged" when the record is), else `recognise`'s
     signs; None for none."""
-    d = Path(directory)
-    for path, record_kind, prefix in ((d / MANIFEST, "artifact", ""),
-                                      (d / RUN_RECORD, "artifact_run", "an unfinished ")):  # fmt: skip
+    root = Path(directory)
+    for path, record_kind, prefix in ((root / MANIFEST, "artifact", ""),
+                                      (root / RUN_RECORD, "artifact_run", "an unfinished ")):  # fmt: skip
         try:
             record = records.load_record(path, record_kind, missing_ok=True)
         except (DataError, OSError):
-            return "damaged", f"a corpusprep output whose {path.relative_to(d)} is damaged"
+            return "damaged", f"a corpusprep output whose {path.relative_to(root)} is damaged"
         if record is not None:
             kind = str(record["kind"] if record_kind == "artifact" else record["identity"].get("kind"))
-            finished = KINDS[kind].what if kind in KINDS and not prefix else ""  # "a Hugging Face model"
+            # "a Hugging Face model"
+            finished = OUTPUT_KINDS[kind].what if kind in OUTPUT_KINDS and not prefix else ""
             return kind, finished or f"{prefix}corpusprep {kind}"
-    found = recognise(d)
+    found = recognise(root)
     return (found.kind, found.what) if found else None
 
 
@@ -201,9 +202,9 @@ def kind_of(directory: Path) -> OutputKind | None:
     the first kind whose signs it has (an artifact's: an older one without a manifest, whose check then
     names the missing manifest)."""
     found = held_output(directory) if is_artifact_dir(directory, lock=False) else None
-    if found is not None and found[0] in KINDS:  # a damaged record: by the signs
-        return KINDS[found[0]]
-    return next((k for k in KINDS.values() if k.signs is not None and k.signs.found(directory)), None)
+    if found is not None and found[0] in OUTPUT_KINDS:  # a damaged record: by the signs
+        return OUTPUT_KINDS[found[0]]
+    return next((k for k in OUTPUT_KINDS.values() if k.signs is not None and k.signs.found(directory)), None)
 
 
 def validate(path: str | Path) -> tuple[str, list[str], str]:

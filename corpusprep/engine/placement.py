@@ -22,7 +22,7 @@ from pathlib import Path
 
 from corpusprep.engine import storage
 from corpusprep.engine.manifest import read_manifest
-from corpusprep.engine.outputs import KINDS, is_artifact_dir, recognise
+from corpusprep.engine.outputs import OUTPUT_KINDS, is_artifact_dir, recognise
 from corpusprep.errors import UsageError
 
 
@@ -134,7 +134,7 @@ def enclosing_output(directories: Iterable[Path], *, pipeline_runs: bool = True)
             manifest = read_manifest(directory)
             if manifest is None:
                 return directory, "a corpusprep output"
-            kind = KINDS.get(manifest["kind"])  # "corpusprep pairs", "a Hugging Face model"
+            kind = OUTPUT_KINDS.get(manifest["kind"])  # "corpusprep pairs", "a Hugging Face model"
             return directory, kind.what if kind else f"corpusprep {manifest['kind']}"
         if found:
             return directory, found.what

@@ -1,7 +1,7 @@
-"""The skeleton every stage driver follows (build-pairs, shard, vocab):
+"""The skeleton every stage driver follows (build-pairs, shard, vocab, curate), and how a stage runs:
 
     identity = {...}                                   # everything the output's bytes depend on
-    with stage_run(out, "pairs", identity, inputs=..., executor=..., progress=...) as run:
+    with stage_run(out, "pairs", identity, inputs=..., context=context) as run:
         if run.complete is not None:                   # built before from the same identity: reuse it
             return ...
         stats = run.phase("tokenize", tokenize_task, tasks, unit="docs", seconds=...)   # tasks, resumable
@@ -11,19 +11,34 @@
 `stage_run` is the output's `Artifact` (skip, resume, repair, refuse or overwrite: engine.artifact) and the
 command's one progress `Reporter`; a phase runs its tasks on the executor the caller built (sized to the
 phase's work, or in this process) with a bar. The driver never sees an engine's name nor a progress bar.
+
+`RunContext` is how (never what) a stage runs: its executor, whether it may overwrite, whether it shows
+progress. A command builds one from its flags, the pipeline runner one per stage (`StageContext` is one),
+and every driver takes it whole, so a new setting of that kind is one field here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.executor import Executor, LocalExecutor, Stats, Task
 from corpusprep.engine.outputs import OutputKind
 from corpusprep.engine.progress import Reporter
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """How a stage runs, never what it computes (its bytes are the same whatever these are)."""
+
+    # where its tasks run (default: the local pool, a process per core; `LocalExecutor(1)`: in this process)
+    executor: Executor = field(default_factory=LocalExecutor)
+    # rebuild an output made from other inputs or options instead of refusing (only what it owns is removed)
+    overwrite: bool = False
+    progress: bool = True  # progress bars on stderr
 
 
 @dataclass
@@ -82,15 +97,14 @@ def stage_run(
     identity: dict,
     *,
     inputs: Iterable[str | Path],
-    executor: Executor | None = None,
-    progress: bool = True,
-    overwrite: bool = False,
+    context: RunContext | None = None,
     command: str | None = None,
     part_of: str | Path | None = None,
 ) -> Iterator[StageRun]:
-    """The output `out` of `kind` (a row of engine.outputs.KINDS: what it owns) under the artifact rule,
-    with one progress reporter (see the module)."""
-    artifact = Artifact(out, kind, identity, inputs=inputs, overwrite=overwrite, command=command,
+    """The output `out` of `kind` (a row of engine.outputs.OUTPUT_KINDS: what it owns) under the artifact
+    rule, run as `context` says (default: `RunContext()`), with one progress reporter (see the module)."""
+    context = context or RunContext()
+    artifact = Artifact(out, kind, identity, inputs=inputs, overwrite=context.overwrite, command=command,
                         part_of=part_of)
-    with artifact, Reporter(progress) as reporter:
-        yield StageRun(artifact, executor if executor is not None else LocalExecutor(), reporter)
+    with artifact, Reporter(context.progress) as reporter:
+        yield StageRun(artifact, context.executor, reporter)

@@ -11,7 +11,7 @@ import importlib
 _EXPORTS = {
     **dict.fromkeys(["Examples", "concat_segments", "examples_from_pairs", "examples_from_pieces"],
                     "corpusprep.mask.examples"),
-    **dict.fromkeys(["ACTIONS", "Masked", "MaskVocab", "mask_examples", "num_predictions"],
+    **dict.fromkeys(["ACTIONS", "Masked", "Masking", "MaskVocab", "mask_examples", "num_predictions"],
                     "corpusprep.mask.mlm"),
 }
 __all__ = sorted(_EXPORTS)

@@ -10,12 +10,16 @@ shuffle is a row gather) with no per-token index arrays. Rows are at least as wi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from corpusprep.engine.arrow import to_numpy
 from corpusprep.errors import DataError, plural
+
+if TYPE_CHECKING:  # mlm imports this module
+    from corpusprep.mask.mlm import MaskVocab
 
 
 def row_mask(lengths: np.ndarray, width: int) -> np.ndarray:
@@ -131,21 +135,18 @@ def _failing(source: str, first_row: int):
 def examples_from_pairs(
     table: pa.Table | pa.RecordBatch,
     *,
-    cls_id: int,
-    sep_id: int,
-    pad_id: int,
-    forbidden: np.ndarray,
+    vocab: MaskVocab,
     max_seq_length: int,
-    dtype: np.dtype,
     source: str,
     first_row: int = 0,
     label: str = "is_random_next",
 ) -> Examples:
     """Build examples from pairs (`corpusprep.pair.schema`), checking the pairs contract.
 
-    `forbidden` is bool[vocab size]: ids that may not appear inside a segment ([CLS], [SEP], [PAD]);
-    `dtype` is the vocab's token dtype (pairs may use a wider one); `label` the pairs' label column
-    (`Objective.pairs_label`). A pair that breaks the contract raises DataError naming `source` and the row.
+    From `vocab`: the special ids, the ids that may not appear inside a segment ([CLS], [SEP], [PAD]) and
+    the token dtype (pairs may use a wider one); `label` is the pairs' label column (`Objective.pairs_label`).
+    A pair that breaks the contract raises DataError naming `source` and the row (`first_row`: the table's
+    first).
     """
     fail = _failing(source, first_row)
     try:
@@ -159,25 +160,20 @@ def examples_from_pairs(
     too_long = np.flatnonzero(len_a + len_b + 3 > max_seq_length)
     fail(too_long, f"[CLS] A [SEP] B [SEP] longer than max_seq_length {max_seq_length}")
     for offsets, values, name in ((a_offsets, a_values, "A"), (b_offsets, b_values, "B")):
-        bad = _outside(values, forbidden)
+        bad = _outside(values, vocab.forbidden_in_segment)
         if bad.any():
             row = np.searchsorted(offsets, np.flatnonzero(bad), side="right") - 1
             fail(row, f"segment {name} holds an id outside the vocab or a [CLS]/[SEP]/[PAD] id")
-    examples = concat_segments(
-        len_a, a_values, len_b, b_values, cls_id=cls_id, sep_id=sep_id, pad_id=pad_id, dtype=dtype
-    )
+    examples = concat_segments(len_a, a_values, len_b, b_values, cls_id=vocab.cls_id, sep_id=vocab.sep_id,
+                               pad_id=vocab.pad_id, dtype=vocab.token_dtype)  # fmt: skip
     return Examples(examples.ids, examples.lengths, examples.len_a, random_next)
 
 
 def examples_from_pieces(
     table: pa.Table | pa.RecordBatch,
     *,
-    cls_id: int,
-    sep_id: int,
-    pad_id: int,
-    forbidden: np.ndarray,
+    vocab: MaskVocab,
     max_seq_length: int,
-    dtype: np.dtype,
     source: str,
     first_row: int = 0,
 ) -> Examples:
@@ -199,7 +195,7 @@ def examples_from_pieces(
     lengths = n_tokens + 2 * n_pieces
     fail(np.flatnonzero(lengths > max_seq_length),
          f"pieces with their [CLS] and [SEP] longer than max_seq_length {max_seq_length}")
-    bad = _outside(tokens, forbidden)
+    bad = _outside(tokens, vocab.forbidden_in_segment)
     if bad.any():
         fail(np.searchsorted(offsets, np.flatnonzero(bad), side="right") - 1,
              "a piece holds an id outside the vocab or a [CLS]/[SEP]/[PAD] id")
@@ -207,9 +203,10 @@ def examples_from_pieces(
     piece = np.repeat(np.arange(len(piece_lengths)), piece_lengths)
     first = np.zeros(len(piece_lengths), np.int64)  # each piece's first token in `tokens`
     np.cumsum(piece_lengths[:-1], out=first[1:])
-    flat = np.full(int(lengths.sum()), pad_id, dtype)
+    flat = np.full(int(lengths.sum()), vocab.pad_id, vocab.token_dtype)
     flat[np.arange(len(tokens)) + 2 * piece + 1] = tokens
-    flat[first + 2 * np.arange(len(first))] = cls_id
-    flat[first + piece_lengths + 2 * np.arange(len(first)) + 1] = sep_id
+    flat[first + 2 * np.arange(len(first))] = vocab.cls_id
+    flat[first + piece_lengths + 2 * np.arange(len(first)) + 1] = vocab.sep_id
     zeros = np.zeros(len(lengths), np.int64)
-    return Examples(pad_rows(flat, lengths, fill=pad_id), lengths, zeros, zeros.astype(bool), packed=True)
+    grid = pad_rows(flat, lengths, fill=vocab.pad_id)
+    return Examples(grid, lengths, zeros, zeros.astype(bool), packed=True)

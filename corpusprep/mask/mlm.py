@@ -65,6 +65,21 @@ class MaskVocab:
         forbidden[[self.cls_id, self.sep_id, self.pad_id]] = True
         return forbidden
 
+    @property
+    def token_dtype(self) -> np.dtype:
+        """The narrowest dtype that holds every id (the vocab's, as `VocabInfo.token_dtype`)."""
+        return np.dtype(np.uint16) if len(self.candidate) <= 2**16 else np.dtype(np.uint32)
+
+
+@dataclass(frozen=True)
+class Masking:
+    """What a masking pass does: the shards' masked_lm_prob, max_predictions_per_seq and mask strategy (a
+    name in corpusprep.mask.strategies)."""
+
+    masked_lm_prob: float = 0.15
+    max_predictions_per_seq: int = 20
+    strategy: str = strategies.DEFAULT
+
 
 @dataclass(frozen=True)
 class Masked:
@@ -146,16 +161,14 @@ def mask_examples(
     vocab: MaskVocab,
     rng: np.random.Generator,
     *,
-    masked_lm_prob: float = 0.15,
-    max_predictions_per_seq: int = 20,
-    strategy: str = strategies.DEFAULT,
+    masking: Masking = Masking(),
 ) -> Masked:
-    """Mask a batch by `strategy` (a name in corpusprep.mask.strategies); the same examples and generator
-    state give the same result."""
-    chosen_by = strategies.get(strategy)
+    """Mask a batch as `masking` says (its strategy, share and cap); the same examples and generator state
+    give the same result."""
+    chosen_by = strategies.get(masking.strategy)
     ids, n, width = examples.ids, len(examples), examples.ids.shape[1]
     candidate, start = word_starts(ids, vocab, whole_words=chosen_by.whole_words)
-    budget = num_predictions(examples.lengths, masked_lm_prob, max_predictions_per_seq)
+    budget = num_predictions(examples.lengths, masking.masked_lm_prob, masking.max_predictions_per_seq)
     chosen, word_length = chosen_by.choose(start, candidate, budget, rng)
 
     # One 80/10/10 decision per chosen word, shared by its pieces (a word's pieces are the cells after it).

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import storage
-from corpusprep.engine.executor import Executor, Task, executor_for, merge_stats
+from corpusprep.engine.executor import Task, merge_stats
 from corpusprep.engine.files import write_json
 from corpusprep.engine.records import COUNT, Obj, RecordError, load_record
-from corpusprep.engine.stage import StageRun, stage_run
+from corpusprep.engine.stage import RunContext, StageRun, stage_run
 from corpusprep.errors import DataError
 from corpusprep.objectives import objective as objective_spec
 from corpusprep.objectives.base import NO_PARTNER, NO_SENTENCES, ONE_SENTENCE  # noqa: F401  (re-exported)
@@ -69,17 +69,14 @@ def build_pairs(
     options: PairOptions,
     read_options,
     *,
-    executor: Executor | None = None,
-    workers: int | None = None,
-    overwrite: bool = False,
-    progress: bool = True,
+    context: RunContext | None = None,
 ) -> dict[str, Any]:
     """Build the objective's rows from `inputs` into `out_dir`; return the stats also written to
     `out_dir/stats.json`.
 
-    Same inputs, vocab, options and seed give the same files whatever the executor (engine, `workers`: a
-    local pool's shorthand) is. The output directory is an artifact (`engine.artifact`): an interrupted run
-    resumes, a damaged one is repaired, a finished one with the same inputs and settings is left as it is.
+    Same inputs, vocab, options and seed give the same files whatever the `context`'s executor (engine,
+    workers) is. The output directory is an artifact (`engine.artifact`): an interrupted run resumes, a
+    damaged one is repaired, a finished one with the same inputs and settings is left as it is.
     """
     started = time.perf_counter()
     resolve_inputs(inputs)  # a typo fails before the output dir exists
@@ -87,8 +84,8 @@ def build_pairs(
     load_tokenizer(str(vocab.tokenizer_json()))  # fail now, not in a worker (in-process tasks reuse it)
     out_dir = Path(out_dir)
     identity = pairs_identity(inputs, out_dir, read_options, options, vocab)
-    with stage_run(out_dir, "pairs", identity, inputs=[*inputs, vocab_dir], overwrite=overwrite,
-                   executor=executor_for(executor, workers), progress=progress, command="build-pairs") as run:
+    with stage_run(out_dir, "pairs", identity, inputs=[*inputs, vocab_dir], context=context,
+                   command="build-pairs") as run:
         if run.complete is not None:
             return {**load_record(out_dir / "stats.json", "pairs_stats"), "nothing_to_do": True}
         read_task = Task("read", ReadArgs(tuple(map(str, inputs)), read_options, options, run.work))

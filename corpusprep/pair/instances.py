@@ -167,32 +167,32 @@ def _nsp_rows(part: PartitionTokens, u: Sequence[float], max_tokens: int, short_
     """`make_pairs`' chunks and their B segments, reading the uniforms `u` in order."""
     off, doc_off = compact(part.sent_offsets), compact(part.doc_offsets)
     rows, k, balance = _Rows(), 0, 0
-    for d in range(part.num_documents):
-        c, last = doc_off[d], doc_off[d + 1]
+    for doc in range(part.num_documents):
+        first, last = doc_off[doc], doc_off[doc + 1]
         if not by_segment:
             target, k = draw_target(u, k, max_tokens, short_seq_prob)
-        while c < last:
+        while first < last:
             if by_segment:
                 target, k = draw_target(u, k, max_tokens, short_seq_prob)
-            # The chunk is sentences [c, end): up to the first that reaches the target, or the document's end.
-            end = min(bisect_left(off, off[c] + target, c + 1, last + 1), last)
-            if end - c == 1 and balance > 0 and end < last:
+            # The chunk is sentences [first, end): up to the one that reaches the target, or the document end.
+            end = min(bisect_left(off, off[first] + target, first + 1, last + 1), last)
+            if end - first == 1 and balance > 0 and end < last:
                 end += 1  # owed IsNext pairs: give the chunk a B (truncation keeps the pair in bounds)
-            split = c + 1  # A = sentences [c, split), split - c uniform in [1, n - 1] for a chunk of n
-            if end - c >= 2:
-                split += int(u[k] * (end - c - 1))
+            split = first + 1  # A = [first, split), split - first uniform in [1, n - 1] for n sentences
+            if end - first >= 2:
+                split += int(u[k] * (end - first - 1))
                 k += 1
                 random_next, k = _balanced_choice(u, k, balance)
             else:
                 random_next = True
             if random_next:
-                target_b = target - (off[split] - off[c])
-                b_first, b_stop, b_doc, k = _random_segment(off, doc_off, d, target_b, u, k)
-                rows.add(c, split, d, b_first, b_stop, b_doc, True, target < max_tokens)
-                balance, c = balance + 1, split  # the chunk's unused sentences go back
+                target_b = target - (off[split] - off[first])
+                b_first, b_stop, b_doc, k = _random_segment(off, doc_off, doc, target_b, u, k)
+                rows.add(first, split, doc, b_first, b_stop, b_doc, True, target < max_tokens)
+                balance, first = balance + 1, split  # the chunk's unused sentences go back
             else:
-                rows.add(c, split, d, split, end, d, False, target < max_tokens)
-                balance, c = balance - 1, end
+                rows.add(first, split, doc, split, end, doc, False, target < max_tokens)
+                balance, first = balance - 1, end
     return rows
 
 
@@ -278,22 +278,22 @@ def _sop_rows(part: PartitionTokens, u: Sequence[float], max_tokens: int, short_
     count of sentences left without a partner."""
     off, doc_off = compact(part.sent_offsets), compact(part.doc_offsets)
     rows, k, balance, unpaired = _Rows(), 0, 0, 0
-    for d in range(part.num_documents):
-        c, last = doc_off[d], doc_off[d + 1]
+    for doc in range(part.num_documents):
+        first, last = doc_off[doc], doc_off[doc + 1]
         if not by_segment:
             target, k = draw_target(u, k, max_tokens, short_seq_prob)
-        if last - c < 2:
+        if last - first < 2:
             continue
-        while c < last - 1:
+        while first < last - 1:
             if by_segment:
                 target, k = draw_target(u, k, max_tokens, short_seq_prob)
-            end = max(min(bisect_left(off, off[c] + target, c + 1, last + 1), last), c + 2)
-            split = c + 1 + int(u[k] * (end - c - 1))  # A = sentences [c, split), B = [split, end)
+            end = max(min(bisect_left(off, off[first] + target, first + 1, last + 1), last), first + 2)
+            split = first + 1 + int(u[k] * (end - first - 1))  # A = [first, split), B = [split, end)
             swap, k = _balanced_choice(u, k + 1, balance)
             balance += 1 if swap else -1
-            rows.add(c, split, d, split, end, d, swap, target < max_tokens)
-            c = end
-        unpaired += c < last
+            rows.add(first, split, doc, split, end, doc, swap, target < max_tokens)
+            first = end
+        unpaired += first < last
     return rows, unpaired
 
 

@@ -74,22 +74,22 @@ def _unpacked(
     budget = max_seq_length - 2
     u = rng.random(part.num_documents).tolist()
     start, length, doc, sentence, row_of = (array("q") for _ in range(5))  # compact: a piece a sentence
-    for d in range(part.num_documents):
-        s, last = doc_off[d], doc_off[d + 1]
+    for document in range(part.num_documents):
+        first, last = doc_off[document], doc_off[document + 1]
         first_row = True
-        while s < last:
-            end = s + 1
-            while end < last and off[end + 1] - off[s] <= budget:
+        while first < last:  # a row of sentences [first, end)
+            end = first + 1
+            while end < last and off[end + 1] - off[first] <= budget:
                 end += 1
-            if first_row and vary and end - s > 1:
-                end = s + 1 + int(u[d] * (end - s))  # 1..n sentences, uniform
+            if first_row and vary and end - first > 1:
+                end = first + 1 + int(u[document] * (end - first))  # 1..n sentences, uniform
             first_row = False
-            start.append(off[s])
-            length.append(off[end] - off[s])
-            doc.append(d)
-            sentence.append(s)
+            start.append(off[first])
+            length.append(off[end] - off[first])
+            doc.append(document)
+            sentence.append(first)
             row_of.append(len(row_of))
-            s = end
+            first = end
     return start, length, doc, sentence, row_of
 
 
@@ -100,10 +100,10 @@ def _pack(part: PartitionTokens, max_seq_length: int, rng: np.random.Generator) 
     is_open: list[bool] = []
     pool: list[int] = []  # open rows
     start, length, doc, sentence, row_of = (array("q") for _ in range(5))  # compact: a piece a sentence
-    for d in rng.permutation(part.num_documents).tolist():
+    for document in rng.permutation(part.num_documents).tolist():
         row = -1  # the row of the document's current piece
-        for s in range(doc_off[d], doc_off[d + 1]):
-            n = off[s + 1] - off[s]
+        for sent in range(doc_off[document], doc_off[document + 1]):
+            n = off[sent + 1] - off[sent]
             if row >= 0 and is_open[row] and used[row] + n <= cap:
                 length[-1] += n  # the piece is this document's last one, so its last in `length`
                 used[row] += n
@@ -119,10 +119,10 @@ def _pack(part: PartitionTokens, max_seq_length: int, rng: np.random.Generator) 
                 is_open.append(True)
                 pool.append(row)
             used[row] += need
-            start.append(off[s])
+            start.append(off[sent])
             length.append(n)
-            doc.append(d)
-            sentence.append(s)
+            doc.append(document)
+            sentence.append(sent)
             row_of.append(row)
             if len(pool) > POOL:
                 fullest = max(pool, key=used.__getitem__)

@@ -258,7 +258,7 @@ def encode_documents(
         ids, start, end = _encode_batch(tokenizer, cache, documents, batch, sep_id)
         # Every sentence of the batch at once (a batch of tiny documents holds ~10^5 pieces): its document
         # and index there; drop empty sentences, truncate long ones, keep only the tokens that stay.
-        d, i, j = np.array(batch, dtype=np.int64).reshape(-1, 3).T
+        piece_doc, i, j = np.array(batch, dtype=np.int64).reshape(-1, 3).T
         per = j - i
         n = end - start
         keep, long = n > 0, n > max_tokens
@@ -271,7 +271,7 @@ def encode_documents(
         index = np.arange(offsets[-1], dtype=np.int64) + np.repeat(start - offsets[:-1], n)
         tokens.append(ids[index].astype(dtype))
         lengths.append(n)
-        sent_doc.append(np.repeat(d, per)[keep])
+        sent_doc.append(np.repeat(piece_doc, per)[keep])
         first = np.cumsum(per) - per  # each piece's first sentence within the batch
         sent_index.append((np.arange(per.sum()) + np.repeat(i - first, per)).astype(np.uint32)[keep])
     if not tokens:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import manifest, storage
-from corpusprep.engine.outputs import KINDS, is_artifact_dir, recognise
+from corpusprep.engine.outputs import OUTPUT_KINDS, is_artifact_dir, recognise
 from corpusprep.errors import InputError
 
 MARKER_SUFFIX = ".done.json"  # engine completion markers; temp files and locks are hidden (".name")
@@ -42,7 +42,7 @@ def corpus_output(directory: Path) -> list[tuple[Path, str]] | None:
     among the files its manifest owns, each present with its size: `manifest.require`); None for any other
     directory (another output is refused by the walk, as before)."""
     found = manifest.read_manifest(directory) if storage.is_file(directory / manifest.MANIFEST) else None
-    kind = KINDS.get(found["kind"]) if found is not None else None
+    kind = OUTPUT_KINDS.get(found["kind"]) if found is not None else None
     if kind is None or not kind.corpus:
         return None
     record = manifest.require(directory, kind.name)
@@ -58,7 +58,8 @@ def _wanted(name: str) -> bool:
 
 # Signs of a model directory: Hugging Face's save_pretrained (weights beside config.json, or a tokenizer's
 # files), safetensors anywhere. Its vocab.txt would become a document, model.safetensors' JSON header text.
-HF_WEIGHTS = ("pytorch_model.bin", "tf_model.h5", "flax_model.msgpack", "model.ckpt.index", "model.onnx")
+# (WEIGHT_FILES: the weights such a directory may hold besides *.safetensors: PyTorch, TF, Flax, ONNX)
+WEIGHT_FILES = {"pytorch_model.bin", "tf_model.h5", "flax_model.msgpack", "model.ckpt.index", "model.onnx"}
 HF_TOKENIZER = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 HF_VOCAB = ("vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model",
             "tokenizer.model")
@@ -76,7 +77,7 @@ def not_corpus(directory: Path, subdirs: list[str], files: list[str]) -> str | N
     names = set(files)
     if "checkpoints" in subdirs and "metrics.jsonl" in names:
         return "a training run"
-    weights = any(name.endswith((".safetensors", ".index.json")) for name in files) or names & set(HF_WEIGHTS)
+    weights = any(name.endswith((".safetensors", ".index.json")) for name in files) or names & WEIGHT_FILES
     if weights and "config.json" in names:
         return "a Hugging Face model"
     if weights:

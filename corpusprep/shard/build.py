@@ -34,13 +34,20 @@ import pyarrow as pa
 from corpusprep import __version__
 from corpusprep.engine import manifest as manifests
 from corpusprep.engine import storage
-from corpusprep.engine.executor import Executor, Task, executor_for
+from corpusprep.engine.executor import Task
 from corpusprep.engine.files import write_json
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
-from corpusprep.engine.stage import StageRun, stage_run
+from corpusprep.engine.stage import RunContext, StageRun, stage_run
 from corpusprep.errors import DataError, InputError, UsageError, write_failed
-from corpusprep.mask import ACTIONS, MaskVocab, examples_from_pairs, examples_from_pieces, mask_examples
+from corpusprep.mask import (
+    ACTIONS,
+    Masking,
+    MaskVocab,
+    examples_from_pairs,
+    examples_from_pieces,
+    mask_examples,
+)
 from corpusprep.mask.strategies import get as mask_strategy
 from corpusprep.objectives import objective as objective_spec
 from corpusprep.objectives.base import Objective
@@ -104,42 +111,36 @@ def _writing(path: str | Path) -> Iterator[None]:
 
 def mask_file(task: Task) -> dict[str, Any]:
     """Pass 1 for one pairs file: returns, per shard, the index entries of its groups in the spill file."""
-    t: MaskTask = task.args
-    opts, name = t.options, Path(t.source).name
-    total = sum(t.counts)
-    order = rng_for(opts.seed, "scatter", t.split, name).permutation(total)
-    labels = np.repeat(np.arange(len(t.counts)), t.counts)[order]  # destination shard of each example
-    per_shard: list[list[list[int]]] = [[] for _ in t.counts]
+    job: MaskTask = task.args
+    opts, name = job.options, Path(job.source).name
+    total = sum(job.counts)
+    order = rng_for(opts.seed, "scatter", job.split, name).permutation(total)
+    labels = np.repeat(np.arange(len(job.counts)), job.counts)[order]  # destination shard of each example
+    per_shard: list[list[list[int]]] = [[] for _ in job.counts]
     actions = dict.fromkeys(ACTIONS, 0)
     done = 0
-    dtype = token_dtype(t.vocab)
-    spec = objective_spec(t.objective)
-    if t.sha256 is not None:  # a pairs file changed in place keeps its size: only its content tells
-        manifests.verify_file(t.source, t.sha256, Path(t.source).parent.parent)
-    with _writing(t.out), storage.atomic_open(t.out, "wb") as spill:
-        source = storage.parquet_file(t.source)
-        for dupe in range(t.dupes):
+    spec = objective_spec(job.objective)
+    masking = Masking(opts.masked_lm_prob, opts.max_predictions_per_seq, opts.mask_strategy)
+    if job.sha256 is not None:  # a pairs file changed in place keeps its size: only its content tells
+        manifests.verify_file(job.source, job.sha256, Path(job.source).parent.parent)
+    with _writing(job.out), storage.atomic_open(job.out, "wb") as spill:
+        source = storage.parquet_file(job.source)
+        for dupe in range(job.dupes):
             first_row = 0
             batches = source.iter_batches(BATCH_PAIRS, columns=list(input_columns(spec)))
             for b, batch in enumerate(batches):
-                build = dict(
-                    cls_id=t.vocab.cls_id, sep_id=t.vocab.sep_id, pad_id=t.vocab.pad_id,
-                    forbidden=t.vocab.forbidden_in_segment, max_seq_length=t.max_seq_length, dtype=dtype,
-                    source=t.source, first_row=first_row,
-                )
+                build = dict(vocab=job.vocab, max_seq_length=job.max_seq_length, source=job.source,
+                             first_row=first_row)
                 examples = (examples_from_pieces(batch, **build) if spec.packs
                             else examples_from_pairs(batch, label=spec.pairs_label, **build))
-                masked = mask_examples(
-                    examples, t.vocab, rng_for(opts.seed, "mask", t.split, name, dupe, b),
-                    masked_lm_prob=opts.masked_lm_prob, max_predictions_per_seq=opts.max_predictions_per_seq,
-                    strategy=opts.mask_strategy,
-                )
+                rng = rng_for(opts.seed, "mask", job.split, name, dupe, b)
+                masked = mask_examples(examples, job.vocab, rng, masking=masking)
                 for key, value in masked.counts().items():
                     actions[key] += value
                 # One row gather on the grids puts the batch in shard order; each shard gets a slice.
                 batch_labels = labels[done : done + len(examples)]
                 grouped = masked.take(np.argsort(batch_labels, kind="stable"))
-                sizes = np.bincount(batch_labels, minlength=len(t.counts))
+                sizes = np.bincount(batch_labels, minlength=len(job.counts))
                 ends = np.cumsum(sizes)
                 for shard in np.flatnonzero(sizes):
                     rows = slice(ends[shard] - sizes[shard], ends[shard])
@@ -147,7 +148,7 @@ def mask_file(task: Task) -> dict[str, Any]:
                 done += len(examples)
                 first_row += len(examples)
     if done != total:  # the plan read the row count from the footer; the data disagrees
-        raise InputError(f"{t.source}: footer says {total // t.dupes} rows, read {done // t.dupes}")
+        raise InputError(f"{job.source}: footer says {total // job.dupes} rows, read {done // job.dupes}")
     return {"examples": done, "groups": per_shard, **actions}
 
 
@@ -157,23 +158,20 @@ def _version(package: str) -> str:
     return version(package)
 
 
-def token_dtype(vocab: MaskVocab) -> np.dtype:
-    return np.dtype(np.uint16) if len(vocab.candidate) <= 2**16 else np.dtype(np.uint32)
-
-
 def write_shard(task: Task) -> dict[str, Any]:
     """Pass 2 for one shard: gather its examples from every spill file, shuffle, write Parquet atomically."""
-    t: ShardTask = task.args
-    rows = sum(entry[1] for _, entry in t.groups)
-    shuffle = rng_for(t.options.seed, "shuffle", t.split, t.index).permutation(rows)  # row of each example
-    packed = objective_spec(t.objective).packs
-    masked = read_groups(t.groups, shuffle, np.dtype(t.token_dtype), t.pad_id, packed)
-    out = Path(t.out)
+    job: ShardTask = task.args
+    rows = sum(entry[1] for _, entry in job.groups)
+    # the row of each example
+    shuffle = rng_for(job.options.seed, "shuffle", job.split, job.index).permutation(rows)
+    packed = objective_spec(job.objective).packs
+    masked = read_groups(job.groups, shuffle, np.dtype(job.token_dtype), job.pad_id, packed)
+    out = Path(job.out)
     with _writing(out):
-        write_parquet(to_table(masked, t.objective, t.cls_id), out, t.options)
+        write_parquet(to_table(masked, job.objective, job.cls_id), out, job.options)
     # size and sha256 come from the executor's record of this output (`Artifact.outputs`): hashed once
-    counts = count_masked(masked, t.objective, t.cls_id)
-    return {"path": f"{t.split}/{out.name}", "rows": len(masked), **counts}
+    counts = count_masked(masked, job.objective, job.cls_id)
+    return {"path": f"{job.split}/{out.name}", "rows": len(masked), **counts}
 
 
 def shard_entry(stats: dict[str, Any], written: dict[str, Any]) -> dict[str, Any]:
@@ -285,25 +283,22 @@ def build_shards(
     out_dir: Path,
     options: ShardOptions,
     *,
-    executor: Executor | None = None,
-    workers: int | None = None,
-    overwrite: bool = False,
-    progress: bool = True,
+    context: RunContext | None = None,
 ) -> dict:
     """Mask, shuffle and shard a pairs directory; return the manifest (also written as out_dir/manifest.json).
 
-    Deterministic: the same pairs, vocab, options and seed give byte-identical shards for any executor
-    (engine, `workers`: a local pool's shorthand). An interrupted run resumes from its completion markers;
-    a finished one is not redone.
+    Deterministic: the same pairs, vocab, options and seed give byte-identical shards whatever the
+    `context`'s executor (engine, workers). An interrupted run resumes from its completion markers; a
+    finished one is not redone.
     """
     pairs_dir, out_dir = Path(pairs_dir), Path(out_dir)
-    executor = executor_for(executor, workers)
+    context = context or RunContext()
     vocab = VocabInfo.verified(vocab_dir)
     plan = plan_inputs(pairs_dir, vocab_dir, vocab, options)
-    with stage_run(out_dir, "shards", plan.identity, inputs=[pairs_dir, vocab_dir],
-                   executor=executor, progress=progress, overwrite=overwrite, command="shard") as run:
+    with stage_run(out_dir, "shards", plan.identity, inputs=[pairs_dir, vocab_dir], context=context,
+                   command="shard") as run:
         if run.complete is not None:
-            if progress:
+            if context.progress:
                 print(f"{storage.url(out_dir)}: already holds these shards (same pairs, vocab and options): "
                       "nothing to do")
             return load_record(out_dir / MANIFEST, "shards_manifest")

@@ -1,10 +1,12 @@
-"""Options of `corpusprep shard`; field names match the CLI flags so a TOML section can build them."""
+"""Options of `corpusprep shard`, each declared once (`corpusprep.flags`): the flags, a pipeline's [shard]
+table and the library take them from here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from corpusprep.errors import UsageError
+from corpusprep.flags import SEED_HELP, declared_ranges, flag
 from corpusprep.mask import strategies
 from corpusprep.ranges import SEED, Range, check_ranges
 from corpusprep.settings import MAX_PASSES
@@ -16,17 +18,37 @@ MAX_SHARDS = 99_999  # shard-NNNNN.parquet: five digits, so names sort as the sh
 
 @dataclass(frozen=True)
 class ShardOptions:
-    masked_lm_prob: float = 0.15
-    max_predictions_per_seq: int = 20
-    mask_strategy: str | None = None  # a name in corpusprep.mask.strategies; None: its DEFAULT
-    whole_word_mask: bool = False  # alias of mask_strategy "whole-word"; set to match it once resolved
-    dupe_masks: int = 1  # maskings of each training pair (validation pairs are masked once)
-    num_shards: int | None = None  # training shards; validation gets the same rows per shard
-    examples_per_shard: int | None = None  # default DEFAULT_EXAMPLES_PER_SHARD when neither is set
-    max_seq_length: int | None = None  # None: from the pairs' stats.json, else 512
-    seed: int = 12345
-    row_group_size: int = 256  # rows; bench/shard.py --row-groups measures the random-access trade-off
-    compression: str = "lz4"  # decodes ~2x faster than zstd for random reads, files ~1.4x larger
+    """What the shards are: each field is a `shard` option (`corpusprep.flags`: name, type, default, help,
+    range) and a key of a pipeline's [shard] table."""
+
+    masked_lm_prob: float = flag(
+        0.15, "Share of tokens to predict, in (0, 1): 0.15 BERT, 0.3 MosaicBERT.",
+        range=Range(0, 1, integer=False, open_low=True, open_high=True))
+    max_predictions_per_seq: int = flag(20, "Cap on predictions per example.",
+                                        range=Range(1, 65_535, why="positions are uint16"))
+    mask_strategy: str | None = flag(  # a name in corpusprep.mask.strategies; None: its DEFAULT
+        None,
+        "What is masked: single tokens (BERT); whole words, all ## pieces of a word with one 80/10/10 choice "
+        "(on pairs built with --language zh the characters of a Chinese word, segmented with jieba: pip "
+        "install jieba); or spans of whole words, geometric lengths p=0.2 up to 10 words, one choice per "
+        "span (SpanBERT). Default: token.", metavar="token|whole-word|span")
+    # alias of mask_strategy "whole-word"; set to match it once resolved
+    whole_word_mask: bool = flag(False, "Same as --mask-strategy whole-word.")
+    # maskings of each training pair (validation pairs are masked once)
+    dupe_masks: int = flag(1, "Different maskings of each training pair.", range=Range(1, MAX_PASSES))
+    num_shards: int | None = flag(None, "Training shards (validation gets the same rows per shard).",
+                                  range=Range(1, MAX_SHARDS, optional=True, why="shard-NNNNN.parquet"))
+    # default DEFAULT_EXAMPLES_PER_SHARD when neither is set
+    examples_per_shard: int | None = flag(None, f"Rows per shard (default {DEFAULT_EXAMPLES_PER_SHARD:,}).",
+                                          range=Range(1, 2**31 - 1, optional=True))
+    max_seq_length: int | None = flag(  # None: from the pairs' stats.json, else 512
+        None, "Longest example allowed (default: from the pairs' stats.json).",
+        range=Range(5, 65_535, optional=True, why="num_tokens is uint16"))
+    # rows; bench/shard.py --row-groups measures the random-access trade-off
+    row_group_size: int = flag(256, "Parquet rows per row group (read unit).", range=Range(1, 2**31 - 1))
+    # lz4 decodes ~2x faster than zstd for random reads, files ~1.4x larger
+    compression: str = flag("lz4", "Parquet compression: lz4, zstd, snappy, none.")
+    seed: int = flag(12345, SEED_HELP, range=SEED)
 
     def __post_init__(self) -> None:
         for name in ("mask_strategy", "compression"):  # any case, as --objective and --language take it
@@ -49,17 +71,8 @@ class ShardOptions:
 
     @staticmethod
     def ranges() -> dict[str, Range]:
-        """The range of each numeric option (`corpusprep.ranges`)."""
-        return {
-            "masked_lm_prob": Range(0, 1, integer=False, open_low=True, open_high=True),
-            "max_predictions_per_seq": Range(1, 65_535, why="positions are uint16"),
-            "dupe_masks": Range(1, MAX_PASSES),
-            "num_shards": Range(1, MAX_SHARDS, optional=True, why="shard-NNNNN.parquet"),
-            "examples_per_shard": Range(1, 2**31 - 1, optional=True),
-            "max_seq_length": Range(5, 65_535, optional=True, why="num_tokens is uint16"),
-            "seed": SEED,
-            "row_group_size": Range(1, 2**31 - 1),
-        }
+        """The range of each numeric option (`corpusprep.ranges`), as declared."""
+        return declared_ranges(ShardOptions)
 
     def check(self) -> None:
         """One UsageError line naming the first option out of its range (construction runs it; pipeline

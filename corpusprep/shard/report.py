@@ -157,22 +157,23 @@ def stats_tables(stats: dict) -> list[Table]:
         shares = (f"{c[num] / c[den]:.4f}" if c[den] else "-" for c in columns.values())
         totals.add_row(f"{num} / {den}", *shares)
     tables = [totals]
-    for name, s in splits.items():
-        title = (f"{name}: lengths (mean {s['mean_length']:.1f}, max {s['max_length']}, "
-                 f"{s['mean_predictions']:.2f} predictions per example)")
+    for name, split in splits.items():
+        title = (f"{name}: lengths (mean {split['mean_length']:.1f}, max {split['max_length']}, "
+                 f"{split['mean_predictions']:.2f} predictions per example)")
         hist = Table(title=title, title_justify="left")
         for column in ("tokens", "rows", "share", ""):
             hist.add_column(column, justify="right" if column else "left")
-        top = max(r for _, _, r in s["histogram"])
-        for lo, hi, rows in s["histogram"]:
-            hist.add_row(f"{lo}-{hi}", f"{rows:,}", f"{rows / s['rows']:.3f}", "#" * round(40 * rows / top))
+        top = max(r for _, _, r in split["histogram"])
+        for lo, hi, rows in split["histogram"]:
+            share = rows / split["rows"]
+            hist.add_row(f"{lo}-{hi}", f"{rows:,}", f"{share:.3f}", "#" * round(40 * rows / top))
         tables.append(hist)
         pad = Table(title=f"{name}: padding", title_justify="left")
         pad.add_column("batch padded to")
         pad.add_column("tokens wasted", justify="right")
-        pad.add_row(f"max_seq_length ({manifest['max_seq_length']})", f"{s['waste_fixed']:.1%}")
-        pad.add_row(f"longest in batch (batch {stats['batch_size']})", f"{s['waste_per_batch']:.1%}")
-        rows = s["shard_rows"]
+        pad.add_row(f"max_seq_length ({manifest['max_seq_length']})", f"{split['waste_fixed']:.1%}")
+        pad.add_row(f"longest in batch (batch {stats['batch_size']})", f"{split['waste_per_batch']:.1%}")
+        rows = split["shard_rows"]
         pad.add_row("(shard balance)", f"{min(rows):,} to {max(rows):,} rows in {len(rows)} shards")
         tables.append(pad)
     return tables

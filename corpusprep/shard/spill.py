@@ -28,17 +28,18 @@ def _layout(token: np.dtype, rows: int, width: int, k: int) -> list[tuple[np.dty
     ]
 
 
-def write_group(f: BinaryIO, masked: Masked) -> list[int]:
+def write_group(spill: BinaryIO, masked: Masked) -> list[int]:
     """Append `masked` to an open spill file; return its index entry."""
     ex = masked.examples
-    offset, width = f.tell(), ex.ids.shape[1]
+    offset, width = spill.tell(), ex.ids.shape[1]
     arrays = [
         ex.ids, ex.lengths, ex.len_a, ex.label, masked.predicted,
         masked.positions, masked.labels, masked.actions,
     ]
     layout = _layout(ex.ids.dtype, len(ex), width, masked.positions.shape[1])
     for array, (dtype, _) in zip(arrays, layout, strict=True):
-        f.write(np.ascontiguousarray(array, dtype).data)  # not tofile: a short write there loses its errno
+        # not tofile: a short write there loses its errno
+        spill.write(np.ascontiguousarray(array, dtype).data)
     return [offset, len(ex), width, masked.positions.shape[1]]
 
 

@@ -8,7 +8,7 @@ import pyarrow as pa
 from corpusprep.engine import arrow
 from corpusprep.engine.arrow import to_numpy
 from corpusprep.errors import UsageError
-from corpusprep.mask import Examples, Masked, MaskVocab, mask_examples, strategies
+from corpusprep.mask import Examples, Masked, Masking, MaskVocab, mask_examples, strategies
 from corpusprep.mask.examples import list_parts, pad_rows, row_mask
 from corpusprep.mask.mlm import ACTIONS, KEEP, MASK, RANDOM
 from corpusprep.objectives import DEFAULT
@@ -148,6 +148,6 @@ def remask_table(
     """Dynamic masking: shard rows masked afresh from their original tokens by the same rule as `shard`
     (`mask_examples`), in the same schema. Pass the manifest's objective and options."""
     examples = examples_from_shard(table, vocab.pad_id, objective)
-    masked = mask_examples(examples, vocab, rng, masked_lm_prob=masked_lm_prob,
-                           max_predictions_per_seq=max_predictions_per_seq, strategy=strategy)
+    masking = Masking(masked_lm_prob, max_predictions_per_seq, strategy)
+    masked = mask_examples(examples, vocab, rng, masking=masking)
     return to_table(masked, objective, vocab.cls_id)

@@ -88,7 +88,7 @@ def _piece_layout(table: pa.Table, ids, types, offsets, example, ids_of) -> list
     return problems
 
 
-def check_rows(table: pa.Table, manifest: dict) -> list[str]:
+def check_shard_rows(table: pa.Table, manifest: dict) -> list[str]:
     """Row invariants, vectorised over a whole shard."""
     special = manifest["vocab"]["special_ids"]
     cls_id, sep_id, pad_id, mask_id = (special[t] for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]"))
@@ -273,7 +273,7 @@ def _check_shard(directory: Path, entry: dict, layout: _Layout, sums: dict[str, 
                            f"{layout.objective})"]  # fmt: skip
     if table.num_rows != entry["rows"]:
         problems.append(f"{name}: {table.num_rows} rows, manifest says {entry['rows']}")
-    problems += [f"{name} {p}" for p in check_rows(table, layout.manifest)]
+    problems += [f"{name} {p}" for p in check_shard_rows(table, layout.manifest)]
     for key, value in count_table(table, layout.mask_id, layout.objective).items():
         sums[key] += value
     return problems

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from corpusprep.errors import UsageError
+from corpusprep.flags import flag
 from corpusprep.split.languages import ENGLISH, LANGUAGES, base_code, find_language
 from corpusprep.split.linebreaks import LINE_BREAKS, with_line_breaks
 from corpusprep.split.peers import blingfire_splitter, pysbd_splitter, sentencex_splitter
@@ -55,12 +56,33 @@ def get_splitter(name: str = "default", language: str = "en") -> Splitter:
 
 @dataclass(frozen=True)
 class SentencesOptions:
-    """The `sentences` options that decide the output's bytes (besides the read options)."""
+    """The `sentences` options that decide the output's bytes (besides the read options). `build-pairs`
+    takes its splitter, language and line breaks from here (`flags.like`)."""
 
-    format: str = "text"  # text (a sentence a line) or parquet (doc_id, sentence_index, text)
-    splitter: str = "default"
-    language: str = "en"
-    line_breaks: str = "auto"
+    splitter: str = flag(
+        "default",
+        "default: corpusprep's rule-based splitter (every script's sentence marks; abbreviations, ordinals "
+        "and dates of the --language); lines: every non-empty line is a sentence; pysbd, blingfire, "
+        "sentencex: those libraries, if installed. Input that is already split (BERT format) is kept as it "
+        "is.")
+    # text (a sentence a line) or parquet (doc_id, sentence_index, text); the command line's default comes
+    # from the output's name (`split.stage.output_format`)
+    format: str = flag(
+        "text",
+        "text (Google's one-sentence-per-line format) or parquet (one row per sentence: doc_id, "
+        "sentence_index, text). Default: parquet for a .parquet output, else text.",
+        cli_type=str | None, cli_default=None, show_default=False)
+    language: str = flag(
+        "en",
+        "Language of the text, as an ISO 639-1 code (en, de, fr, zh, ja, hi, ...): selects the splitter's "
+        "abbreviations, ordinals and dates for it.")
+    line_breaks: str = flag(
+        "auto",
+        "What a line break inside a document means. auto: join the lines of hard-wrapped paragraphs "
+        "(Project Gutenberg style), keep every other line break (one sentence or paragraph a line, lists, "
+        "verse, headings); sentence: every line break ends a sentence; paragraph: join the lines of each "
+        "blank-line-separated paragraph (lists and indented blocks kept).",
+        parse=str.lower)
 
 
 def check_language(code: str) -> str:

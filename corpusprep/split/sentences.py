@@ -5,7 +5,8 @@
 A sentences output is one file, not an artifact directory: how it was built (its identity: the inputs'
 fingerprints and the options) is recorded beside it (`split.stage.record_path`), so a rerun of the same
 command finds it up to date, and a rerun with other inputs or options says what changed and refuses (or,
-with `overwrite`, replaces it). `out` None writes standard output: no record, never "up to date".
+with its context's `overwrite`, replaces it). `out` None writes standard output: no record, never "up to
+date".
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from corpusprep.engine import storage
 from corpusprep.engine.files import remove_stale_temps_of, write_json
 from corpusprep.engine.manifest import describe_changes
 from corpusprep.engine.progress import Reporter, Tick
+from corpusprep.engine.stage import RunContext
 from corpusprep.errors import UsageError, printable
 from corpusprep.read import ReadOptions, ReadStats, iter_documents
 from corpusprep.read.document import no_usable_documents
@@ -55,25 +57,25 @@ def run_sentences(
     read_options: ReadOptions,
     *,
     stats_file: Path | None = None,
-    overwrite: bool = False,
-    progress: bool = True,
+    context: RunContext | None = None,
 ) -> dict[str, Any] | None:
     """Split the documents of `inputs` into `out` (None: standard output); return the report (also written
     to `stats_file`), or None when nothing was written: up to date (said on stderr), or the reader of
-    standard output went away."""
+    standard output went away. In this process: of `context`, only overwrite and progress apply."""
+    context = context or RunContext()
     split = make_splitter(options.splitter, options.language, options.line_breaks)
     identity = sentences_identity(inputs, options, read_options)
     for path in (out, out and record_path(out), stats_file):
         if path is not None:
             remove_stale_temps_of(path)
-    if out is not None and storage.exists(out) and not overwrite:
+    if out is not None and storage.exists(out) and not context.overwrite:
         return _reuse(out, identity, stats_file)
     if out is not None:
         storage.remove(record_path(out), missing_ok=True)  # the file it described is about to be replaced
     read_stats, split_stats = ReadStats(), SentenceStats()
     documents = iter_documents(inputs, read_options, read_stats)  # resolves inputs now: bad paths fail early
     start = time.perf_counter()
-    with Reporter(progress, transient=True) as reporter:
+    with Reporter(context.progress, transient=True) as reporter:
         rows = _tracked(split_documents(documents, split, split_stats), reporter.stream("splitting"),
                         read_stats, split_stats, inputs)  # fmt: skip
         if out is None:

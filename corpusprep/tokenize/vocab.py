@@ -30,10 +30,11 @@ from tokenizers import trainers as hf_trainers
 
 from corpusprep.engine import storage
 from corpusprep.engine.files import atomic_path, write_json
-from corpusprep.engine.outputs import KINDS
+from corpusprep.engine.outputs import OUTPUT_KINDS
+from corpusprep.engine.progress import Reporter
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import stable_hash
-from corpusprep.engine.stage import stage_run
+from corpusprep.engine.stage import RunContext, stage_run
 from corpusprep.errors import UsageError
 from corpusprep.read import Document, ReadOptions, ReadStats, iter_documents
 from corpusprep.read.document import no_usable_documents, unk_warning
@@ -43,7 +44,7 @@ from corpusprep.tokenize.options import VocabOptions
 
 log = logging.getLogger("corpusprep.tokenize")
 
-FILES = KINDS["vocab"].owns  # vocab.txt, tokenizer.json, the Hugging Face configs, vocab_report.json
+FILES = OUTPUT_KINDS["vocab"].owns  # vocab.txt, tokenizer.json, the Hugging Face configs, vocab_report.json
 # transformers' names for BERT's special tokens (special_tokens_map.json, tokenizer_config.json)
 HF_SPECIAL_TOKENS = {
     "unk_token": "[UNK]",
@@ -321,15 +322,16 @@ def build_vocab(
     options: VocabOptions | None = None,
     read_options: ReadOptions | None = None,
     *,
-    overwrite: bool = False,
-    progress: Progress | None = None,
+    context: RunContext | None = None,
     part_of: str | Path | None = None,
 ) -> dict[str, Any]:
     """Train a vocab on `inputs` (or take `options.from_vocab`), write the vocab directory, return the report.
 
     A directory already built from the same inputs and options is reused (report["reused"] is True).
-    `part_of`: the output the vocab directory belongs to (an import's checkpoint), see `Artifact`.
+    `context`: overwrite, progress (a line on a terminal; by default neither); the tokenizers trainer runs its
+    own threads. `part_of`: the output the vocab directory belongs to (an import's checkpoint): `Artifact`.
     """
+    context = context or RunContext(progress=False)
     options = options or VocabOptions()
     read_options = read_options or ReadOptions()
     if options.from_vocab is None and not inputs:
@@ -342,13 +344,13 @@ def build_vocab(
     if options.from_vocab is not None:
         vocab_data, tokens = read_vocab_txt(options.from_vocab)
     sources = [*(inputs or []), *([options.from_vocab] if options.from_vocab else [])]
-    # a vocab's rerun compares its files' sha256 (KINDS["vocab"].checksums): a few MB, so a vocab edited in
-    # place is rebuilt, as stages refuse it
-    with stage_run(vocab_dir, "vocab", key, inputs=sources, overwrite=overwrite, command="vocab",
-                   part_of=part_of, progress=False) as run:  # fmt: skip
+    # a rerun compares its files' sha256 (OUTPUT_KINDS["vocab"].checksums): a vocab edited in place is rebuilt
+    with stage_run(vocab_dir, "vocab", key, inputs=sources, context=context, command="vocab",
+                   part_of=part_of) as run, Reporter(context.progress, transient=True) as reporter:
         if run.complete is not None:
             return {**load_record(vocab_dir / "vocab_report.json", "vocab_report"), "reused": True}
         run.artifact.claim(FILES)
+        progress = _phase_line(reporter)
         counts = {"characters": 0}
         sample = _Sample()
         batches = _batches(documents, read_stats, counts, sample, progress)
@@ -365,8 +367,7 @@ def build_vocab(
             tokenizer = tokenizer_from_tokens(tokens, options.cased, options.strip_accents)
         if inputs and read_stats.documents == 0:  # a 5-token vocab is no result: say why nothing was used
             raise no_usable_documents(inputs, read_stats.to_dict())
-        if progress:
-            progress("measuring", read_stats.documents, read_stats.bytes)
+        progress("measuring", read_stats.documents, read_stats.bytes)
         report = _report(key, tokens, read_stats, counts["characters"], train_seconds,
                          measure(tokenizer, sample.texts()) if sample.heap else None)  # fmt: skip
         _warn_unknown(report, vocab_dir)
@@ -375,6 +376,12 @@ def build_vocab(
         write_json(vocab_dir / "vocab_report.json", report)
         run.commit(files=FILES)  # last: marks the directory complete
     return {**report, "reused": False}
+
+
+def _phase_line(reporter: Reporter) -> Progress:
+    """A vocab run's progress: one line (documents, MB read), named by its phase."""
+    tick = reporter.stream("reading")
+    return lambda phase, documents, nbytes: tick(documents, nbytes, phase=phase)
 
 
 def _report(key: dict, tokens: list[str], read_stats: ReadStats, characters: int, train_seconds: float | None,

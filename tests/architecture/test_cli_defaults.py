@@ -1,7 +1,9 @@
-"""A ratchet: a command-line option whose name is a field of an options dataclass (`*Options` outside
-corpusprep/cli/) takes its default from that field (`= PairOptions.seed`), never a second copy of the value
-(`= 12345`), so a default is changed in one place. ALLOWED lists what is left, per file; lower a number when
-you move a default, never raise one."""
+"""A ratchet: a stage option is declared once, in its options dataclass (`*Options` outside corpusprep/cli/):
+the field (`corpusprep.flags.flag`) holds its default, help and range, and the command takes the typer option
+from it (`cli/options.py: with_options`). So no command declares a parameter named like a declared flag (a
+second declaration), and a command-line option whose name is another options field takes its default from
+that field (`= PairOptions.seed`), never a second copy of the value (`= 12345`). ALLOWED lists what is left,
+per file; lower a number when you move a default, never raise one."""
 
 from __future__ import annotations
 
@@ -11,20 +13,50 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED: dict[str, int] = {}  # none left
+DECLARATIONS = ("flag", "setting")  # corpusprep.flags: the default is the first argument
+
+
+def options_classes() -> list[ast.ClassDef]:
+    """Every options dataclass outside corpusprep/cli/."""
+    found = []
+    for path in [*(ROOT / "corpusprep").rglob("*.py"), *(ROOT / "trainer").rglob("*.py")]:
+        if "cli" in path.relative_to(ROOT).parts:
+            continue
+        found += [node for node in ast.walk(ast.parse(path.read_text()))
+                  if isinstance(node, ast.ClassDef) and node.name.endswith("Options")]  # fmt: skip
+    return found
+
+
+def declared_default(value: ast.expr) -> ast.expr:
+    """A field's default: the value, or the first argument of its declaration (`flag(128, "help")`)."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in DECLARATIONS:
+        return value.args[0]
+    return value
 
 
 def option_fields() -> dict[str, set[str]]:
     """Field name -> the source text of its defaults in every options dataclass outside corpusprep/cli/."""
     fields: dict[str, set[str]] = {}
-    for path in [*(ROOT / "corpusprep").rglob("*.py"), *(ROOT / "trainer").rglob("*.py")]:
-        if "cli" in path.relative_to(ROOT).parts:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ClassDef) and node.name.endswith("Options"):
-                for st in node.body:
-                    if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value:
-                        fields.setdefault(st.target.id, set()).add(ast.unparse(st.value))
+    for node in options_classes():
+        for st in node.body:
+            if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value:
+                fields.setdefault(st.target.id, set()).add(ast.unparse(declared_default(st.value)))
     return fields
+
+
+def declared_flags() -> set[str]:
+    """The fields declared as flags (`flag(...)`, or another dataclass's `like(...)`)."""
+    return {st.target.id for node in options_classes() for st in node.body
+            if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
+            and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name)
+            and st.value.func.id in ("flag", "like")}  # fmt: skip
+
+
+def redeclared(source: str, flags: set[str]) -> list[str]:
+    """The parameters of the functions in `source` named like a declared flag: a second declaration."""
+    return [f"{node.name}({arg.arg})" for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for arg in (*node.args.args, *node.args.kwonlyargs) if arg.arg in flags]  # fmt: skip
 
 
 def repeated_defaults(source: str, fields: dict[str, set[str]]) -> list[str]:
@@ -63,3 +95,18 @@ def test_the_scan_sees_a_copy_and_accepts_the_field():
     fields = {"seed": {"12345"}, "compression": {"'lz4'"}}
     source = "def f(seed=12345, compression=ShardOptions.compression, other=1): pass\n"
     assert repeated_defaults(source, fields) == ["f(seed=12345)"]
+
+
+def test_no_command_declares_an_option_its_options_dataclass_declares():
+    flags = declared_flags()
+    assert {"max_seq_length", "masked_lm_prob", "vocab_size", "splitter", "threshold"} <= flags
+    found = {path.name: redeclared(path.read_text(), flags)
+             for path in sorted((ROOT / "corpusprep" / "cli").glob("*.py"))}  # fmt: skip
+    assert not any(found.values()), f"declared in its options dataclass already (corpusprep.flags): {found}"
+
+
+def test_the_scans_see_a_declaration_and_a_second_one():
+    tree = ast.parse("class XOptions:\n    seed: int = flag(12345, 'help')\n    other: int = 3\n")
+    (node,) = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    assert [ast.unparse(declared_default(st.value)) for st in node.body] == ["12345", "3"]
+    assert redeclared("def shard(pairs_dir, *, seed: int = 1): pass\n", {"seed"}) == ["shard(seed)"]

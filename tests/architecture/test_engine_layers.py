@@ -1,8 +1,8 @@
 """The engine is the bottom layer: no module under corpusprep/engine/ imports a stage above it
 (corpusprep.read, split, tokenize, pair, mask, shard, objectives, cli, interop), the trainer or the
 pipelines, at module level or inside a function. What the engine must know of them it names as strings,
-resolved on use: `records.PRODUCERS` (each record kind's schema module), `outputs.KINDS` (each output kind's
-validator). Found by `ast`, without importing anything."""
+resolved on use: `records.PRODUCERS` (each record kind's schema module), `outputs.OUTPUT_KINDS` (each output
+kind's validator). Found by `ast`, without importing anything."""
 
 from __future__ import annotations
 

@@ -13,7 +13,9 @@ from corpusprep.curate.build import curate
 from corpusprep.curate.options import CurateOptions
 from corpusprep.engine import manifest
 from corpusprep.engine.executor import ExecutorOptions
+from corpusprep.engine.stage import RunContext
 from corpusprep.read import ReadOptions, iter_documents
+from tests.contexts import quiet
 from tests.curate.planted import planted_corpus
 
 
@@ -31,7 +33,7 @@ def planted(tmp_path_factory):
     evaluation.write_text("sentence\tlabel\n" + "".join(f"{s}\t1\n" for s in p.eval_sentences))
     options = CurateOptions(decontaminate=(str(evaluation),), languages=("en",))
     out = root / "out"
-    stats = curate([str(corpus)], out, options, ReadOptions(), workers=1, progress=False)
+    stats = curate([str(corpus)], out, options, ReadOptions(), context=quiet(1))
     removed = {r["id"]: r for r in map(json.loads, (out / "removed.jsonl").read_text().splitlines())}
     ids = {d["id"]: f"corpus.jsonl:{i}" for i, d in enumerate(p.documents)}  # the reader's ids
     return p, ids, removed, stats, out, (corpus, evaluation, options)
@@ -78,9 +80,9 @@ def test_the_output_directory_reads_as_its_kept_documents_with_their_ids(planted
 def test_workers_and_a_rerun(planted, tmp_path):
     p, ids, removed, stats, out, (corpus, evaluation, options) = planted
     two = tmp_path / "two"
-    curate([str(corpus)], two, options, ReadOptions(), workers=2, progress=False)
+    curate([str(corpus)], two, options, ReadOptions(), context=quiet(2))
     assert digests(two) == digests(out)
-    again = curate([str(corpus)], two, options, ReadOptions(), workers=2, progress=False)
+    again = curate([str(corpus)], two, options, ReadOptions(), context=quiet(2))
     assert again.get("nothing_to_do")
 
 
@@ -92,7 +94,8 @@ def test_ray_gives_the_local_bytes(planted, tmp_path):
     p, ids, removed, stats, out, (corpus, evaluation, options) = planted
     local_ray()
     executor = ExecutorOptions("ray", 2).build()
-    curate([str(corpus)], tmp_path / "ray", options, ReadOptions(), executor=executor, progress=False)
+    curate([str(corpus)], tmp_path / "ray", options, ReadOptions(),
+           context=RunContext(executor, progress=False))
     assert digests(tmp_path / "ray") == digests(out)
     import ray
 
@@ -109,8 +112,7 @@ def test_several_chunks_and_buckets_keep_the_decisions(tmp_path, monkeypatch):
     for name, per_chunk, per_bucket in (("one", 4096, dedup.BUCKET_BYTES), ("many", 7, 16 * 464)):
         monkeypatch.setattr(dedup, "BUCKET_BYTES", per_bucket)
         out = tmp_path / name
-        curate([str(corpus)], out, CurateOptions(docs_per_chunk=per_chunk), ReadOptions(), workers=1,
-               progress=False)  # fmt: skip
+        curate([str(corpus)], out, CurateOptions(docs_per_chunk=per_chunk), ReadOptions(), context=quiet(1))
         kept[name] = (out / "removed.jsonl").read_text()
         assert manifest.load_manifest(out)["kind"] == "curate"
         buckets = json.loads((out / "curate.json").read_text())["duplicates"]["buckets"]
@@ -142,7 +144,7 @@ def test_lines_repeated_across_documents_are_taken_out_but_in_the_first(tmp_path
         monkeypatch.setattr(dedup, "bucket_count", lambda keys, size, buckets=buckets: buckets)
         out = tmp_path / name
         options = CurateOptions(lines=True, docs_per_chunk=per_chunk, exact=dedup_too, near=dedup_too)
-        curate([str(corpus)], out, options, ReadOptions(), workers=1, progress=False)
+        curate([str(corpus)], out, options, ReadOptions(), context=quiet(1))
         outputs[name] = ([(d.id, d.text) for d in iter_documents([str(out)], ReadOptions())],
                          (out / "removed.jsonl").read_text())  # fmt: skip
     assert outputs["many"] == outputs["one"]

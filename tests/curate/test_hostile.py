@@ -15,6 +15,7 @@ from corpusprep.curate.options import CurateOptions
 from corpusprep.engine.outputs import validate
 from corpusprep.errors import DataError, UsageError
 from corpusprep.read import ReadOptions, ReadStats, iter_documents
+from tests.contexts import quiet
 from tests.curate.planted import planted_corpus
 
 
@@ -36,7 +37,7 @@ def test_bad_lines_and_huge_documents_are_counted(tmp_path):
     huge = tmp_path / "huge.txt"
     huge.write_text("\n".join(f"line {i} of one long document" for i in range(3000)))
     stats = curate([str(corpus), str(huge)], tmp_path / "out", CurateOptions(),
-                   ReadOptions(max_document_mb=0.02), workers=1, progress=False)  # fmt: skip
+                   ReadOptions(max_document_mb=0.02), context=quiet(1))  # fmt: skip
     assert stats["read"]["skipped"] == {"invalid_json": 1, "too_large": 1}  # a JSONL line over the bound
     assert stats["read"]["documents_cut"] == 1 and stats["read"]["document_parts"] >= 4
     assert stats["documents"] == stats["kept"] + sum(stats["removed"].values()) == stats["read"]["documents"]
@@ -50,15 +51,14 @@ def test_a_file_it_did_not_write_is_never_used_nor_overwritten(tmp_path):
     for overwrite in (False, True):
         with pytest.raises(UsageError, match="removed.jsonl: named like curate output, but no corpusprep "
                                              "manifest owns it"):
-            curate([str(corpus)], out, CurateOptions(), ReadOptions(), workers=1, progress=False,
-                   overwrite=overwrite)  # fmt: skip
+            curate([str(corpus)], out, CurateOptions(), ReadOptions(), context=quiet(1, overwrite=overwrite))
     assert (out / "removed.jsonl").read_text() == '{"id": "planted", "reason": "mine"}\n'
 
 
 def test_a_damaged_output_is_named_by_validate_and_its_readers(tmp_path):
     corpus = small(tmp_path)
     out = tmp_path / "out"
-    curate([str(corpus)], out, CurateOptions(), ReadOptions(), workers=1, progress=False)
+    curate([str(corpus)], out, CurateOptions(), ReadOptions(), context=quiet(1))
     what, problems, summary = validate(out)
     assert (what, problems) == ("curate directory", []) and "documents kept" in summary
     removed = out / "removed.jsonl"

@@ -13,6 +13,7 @@ from corpusprep.errors import UsageError
 from corpusprep.settings import parse_toml
 from pipelines.config import plan
 from pipelines.stages import check
+from tests.contexts import quiet
 from tests.curate.planted import planted_corpus
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "pipelines" / "template.toml"
@@ -46,7 +47,7 @@ def test_a_pipeline_curates_and_vocab_reads_the_kept_documents(tmp_path):
                             foreign=0).write(tmp_path / "c.jsonl")  # fmt: skip
     raw = {"pipeline": {"name": "p"}, "input": {"paths": [str(corpus)]}, "curate": {},
            "vocab": {"vocab_size": 200}}  # fmt: skip
-    run_pipeline(plan(raw, tmp_path / "p.toml"), tmp_path / "run", until="vocab", progress=False)
+    run_pipeline(plan(raw, tmp_path / "p.toml"), tmp_path / "run", until="vocab", context=quiet())
     curated = json.loads(next((tmp_path / "run").rglob("curate.json")).read_text())
     assert curated["removed"].get("exact-duplicate", 0) + curated["removed"].get("near-duplicate", 0) >= 9
     report = json.loads(next((tmp_path / "run").rglob("vocab_report.json")).read_text())

@@ -14,6 +14,7 @@ import pytest
 from corpusprep.engine import executor as engines
 from corpusprep.engine.executor import Executor, ExecutorOptions, LocalExecutor, Task, run_tasks
 from corpusprep.engine.executor.base import run_and_mark
+from corpusprep.engine.stage import RunContext
 from corpusprep.errors import UsageError
 from corpusprep.pair.build import PairOptions, build_pairs
 from corpusprep.read import ReadOptions
@@ -80,9 +81,9 @@ def test_a_toy_engine_builds_pairs_and_shards_to_the_local_bytes(tmp_path, toy_e
     built = {}
     for name, executor in (("local", LocalExecutor(1)), ("toy", ExecutorOptions("backwards").build())):
         out = tmp_path / name
-        build_pairs([corpus], vocab, out / "pairs", options, ReadOptions(format="bert"), executor=executor,
-                    progress=False)  # fmt: skip
-        build_shards(out / "pairs", vocab, out / "shards", shard_options, executor=executor, progress=False)
+        context = RunContext(executor, progress=False)
+        build_pairs([corpus], vocab, out / "pairs", options, ReadOptions(format="bert"), context=context)
+        build_shards(out / "pairs", vocab, out / "shards", shard_options, context=context)
         built[name] = digests(out / "pairs", out), digests(out / "shards", out)
     assert any(t.startswith("tokens-") for t in toy_engine.ran)  # every stage ran on the toy engine
     assert any(t.startswith("pairs-") for t in toy_engine.ran)

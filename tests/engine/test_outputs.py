@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from corpusprep.engine.artifact import Artifact
-from corpusprep.engine.outputs import KINDS, kind_of, recognise, validate
+from corpusprep.engine.outputs import OUTPUT_KINDS, kind_of, recognise, validate
 from corpusprep.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_kind_names_a_validator_it_can_import():
-    for kind in KINDS.values():
+    for kind in OUTPUT_KINDS.values():
         module, function = kind.validator.split(":")
         assert callable(getattr(importlib.import_module(module), function)), kind.name
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from corpusprep.engine.executor import LocalExecutor, Task
 from corpusprep.engine.outputs import OutputKind
-from corpusprep.engine.stage import stage_run
+from corpusprep.engine.stage import RunContext, stage_run
+from tests.contexts import quiet
 from tests.engine.test_executor import digests, toy_stage
 
-# a kind of output of this test's own: what a producer registers in engine.outputs.KINDS
+# a kind of output of this test's own: what a producer registers in engine.outputs.OUTPUT_KINDS
 TOY = OutputKind("toy", "toy", "a toy output", "toy directory", "corpusprep.validate:validate_artifact",
                  artifact=True, owns=("*.bin",))
 
@@ -44,8 +45,7 @@ class Reporter:
 
 def test_a_stage_runs_its_phases_commits_and_is_complete_when_run_again(tmp_path):
     out = tmp_path / "toy"
-    with stage_run(out, TOY, {"n": 4}, inputs=(), executor=LocalExecutor(1),
-                   progress=False) as run:  # fmt: skip
+    with stage_run(out, TOY, {"n": 4}, inputs=(), context=quiet(1)) as run:  # fmt: skip
         assert run.complete is None and run.work == out / ".work"
         stats = run.phase("toy", toy_stage, toy_tasks(out), unit="rows", stats_kind=None)
         assert [s["rows"] for s in stats] == [100, 200, 300, 400]
@@ -54,15 +54,14 @@ def test_a_stage_runs_its_phases_commits_and_is_complete_when_run_again(tmp_path
     assert sorted(manifest["files"]) == [f"part-{i:05d}.bin" for i in range(4)]
     assert not (out / ".work").exists()
     first = digests(out)
-    with stage_run(out, TOY, {"n": 4}, inputs=(), progress=False) as again:
+    with stage_run(out, TOY, {"n": 4}, inputs=(), context=quiet()) as again:
         assert again.complete is not None and again.complete["fingerprint"] == manifest["fingerprint"]
     assert digests(out) == first
 
 
 def test_a_phase_is_sized_reported_and_local_phases_run_here(tmp_path):
     out, Recording.sizes = tmp_path / "toy", []
-    with stage_run(out, TOY, {"n": 3}, inputs=(), executor=Recording(2),
-                   progress=False) as run:  # fmt: skip
+    with stage_run(out, TOY, {"n": 3}, inputs=(), context=RunContext(Recording(2), progress=False)) as run:
         run.reporter = reporter = Reporter()
         run.phase("toy", toy_stage, toy_tasks(out, 3), unit="rows", count=lambda s: s["rows"], seconds=0.5)
         assert Recording.sizes == [0.5]

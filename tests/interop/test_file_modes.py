@@ -11,6 +11,7 @@ import pytest
 
 from pipelines.load import load_pipeline
 from pipelines.runner import run_pipeline
+from tests.contexts import quiet
 from tests.pipelines.helpers import DEMO, SMALL
 
 UMASK = 0o027  # not the common 022, so that a hard-coded 0644 is caught too
@@ -35,7 +36,7 @@ def test_pipeline_and_export_outputs_follow_the_umask(tmp_path):
     old = os.umask(UMASK)
     try:
         run_dir = tmp_path / "run"
-        run_pipeline(load_pipeline(DEMO, ["input.demo_mb=0.1", *SMALL]), run_dir, workers=1, progress=False)
+        run_pipeline(load_pipeline(DEMO, ["input.demo_mb=0.1", *SMALL]), run_dir, context=quiet(1))
         assert export.main([str(run_dir), str(tmp_path / "hf")]) == 0
     finally:
         os.umask(old)

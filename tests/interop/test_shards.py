@@ -15,6 +15,7 @@ from corpusprep.engine.files import read_json
 from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
 from corpusprep.shard.schema import SHARD_SCHEMA, SPLITS
+from tests.contexts import quiet
 from tests.shard.realistic import token_stream, train_vocab, write_pairs_dir
 
 
@@ -24,7 +25,7 @@ def shards(tmp_path_factory) -> Path:
     vocab = train_vocab(root / "vocab", vocab_size=1500)
     pairs = write_pairs_dir(root / "pairs", token_stream(vocab), {"train": [700, 500], "validation": [200]})
     out = root / "shards"
-    build_shards(pairs, vocab, out, ShardOptions(num_shards=3, row_group_size=128), workers=1, progress=False)
+    build_shards(pairs, vocab, out, ShardOptions(num_shards=3, row_group_size=128), context=quiet(1))
     return out
 
 

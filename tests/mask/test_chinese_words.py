@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from corpusprep.engine.artifact import Artifact
-from corpusprep.engine.outputs import KINDS
+from corpusprep.engine.outputs import OUTPUT_KINDS
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import UsageError
-from corpusprep.mask import MaskVocab, examples_from_pairs, mask_examples
+from corpusprep.mask import Masking, MaskVocab, examples_from_pairs, mask_examples
 from corpusprep.mask import words as words_module
 from corpusprep.mask.examples import row_mask
 from corpusprep.pair.schema import pairs_schema
@@ -22,6 +22,7 @@ from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
 from corpusprep.tokenize import VocabInfo
 from corpusprep.tokenize.vocab import leading_tokens, tokenizer_from_tokens
+from tests.contexts import quiet
 from tests.pair.helpers import seal_vocab
 
 SENTENCES = [
@@ -54,8 +55,7 @@ def examples_of(vocab: VocabInfo, mask_vocab: MaskVocab, copies: int):
         schema=pairs_schema(),
     )
     return examples_from_pairs(
-        table, cls_id=vocab.cls_id, sep_id=vocab.sep_id, pad_id=vocab.pad_id,
-        forbidden=mask_vocab.forbidden_in_segment, max_seq_length=64, dtype=vocab.token_dtype, source="t",
+        table, vocab=mask_vocab, max_seq_length=64, source="t",
     )
 
 
@@ -81,7 +81,7 @@ def test_characters_of_a_word_are_masked_together(zh_vocab):
     first = np.r_[True, word[1:] != word[:-1]]
     cjk = mask_vocab.cjk_chars[examples.ids[0]] != ""
     assert np.array_equal(continuation[0], ~first & (word >= 0) & cjk)
-    masked = mask_examples(examples, mask_vocab, rng_for(3, "zh"), strategy="whole-word")
+    masked = mask_examples(examples, mask_vocab, rng_for(3, "zh"), masking=Masking(strategy="whole-word"))
     valid = row_mask(masked.predicted, masked.positions.shape[1])
     rows = np.repeat(np.arange(len(examples)), masked.predicted)
     chosen = np.zeros(examples.ids.shape, bool)
@@ -103,7 +103,7 @@ def test_characters_of_a_word_are_masked_together(zh_vocab):
 def test_without_a_segmenter_characters_are_separate_words(zh_vocab):
     mask_vocab = MaskVocab.from_vocab(zh_vocab)
     examples = examples_of(zh_vocab, mask_vocab, 2000)
-    masked = mask_examples(examples, mask_vocab, rng_for(3, "zh"), strategy="whole-word")
+    masked = mask_examples(examples, mask_vocab, rng_for(3, "zh"), masking=Masking(strategy="whole-word"))
     valid = row_mask(masked.predicted, masked.positions.shape[1])
     rows = np.repeat(np.arange(len(examples)), masked.predicted)
     chosen = np.zeros(examples.ids.shape, bool)
@@ -131,10 +131,11 @@ def test_missing_jieba_is_a_one_line_usage_error(zh_vocab, monkeypatch, tmp_path
     pq.write_table(table, pairs / "train" / "part-00000-d0.parquet")
     stats = {"options": {"language": "zh", "max_seq_length": 64}, "vocab": {"sha256": zh_vocab.sha256}}
     (pairs / "stats.json").write_text(json.dumps(stats))
-    with Artifact(pairs, KINDS["pairs"].adopting(), {"test": "zh"}, quiet=True) as made:  # as build-pairs
+    # as build-pairs
+    with Artifact(pairs, OUTPUT_KINDS["pairs"].adopting(), {"test": "zh"}, quiet=True) as made:
         made.commit(files=["stats.json", "train/part-00000-d0.parquet"])
     out = tmp_path / "shards"
     with pytest.raises(UsageError, match="pip install jieba"):
-        build_shards(pairs, zh_vocab.directory, out, ShardOptions(whole_word_mask=True), progress=False)
+        build_shards(pairs, zh_vocab.directory, out, ShardOptions(whole_word_mask=True), context=quiet())
     assert not out.exists()
     words_module.load_segmenter.cache_clear()

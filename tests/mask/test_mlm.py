@@ -10,7 +10,7 @@ from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError
 from corpusprep.mask import concat_segments, examples_from_pairs, mask_examples, num_predictions
 from corpusprep.mask.examples import list_parts, pad_rows, row_mask, to_numpy, unpad_rows
-from corpusprep.mask.mlm import KEEP, MASK, RANDOM
+from corpusprep.mask.mlm import KEEP, MASK, RANDOM, Masking
 from tests.shard.realistic import make_pairs
 
 N = 100_000
@@ -19,9 +19,7 @@ N = 100_000
 @pytest.fixture(scope="module")
 def examples(stream, vocab, mask_vocab):
     return examples_from_pairs(
-        make_pairs(stream, N, seed=1), cls_id=vocab.cls_id, sep_id=vocab.sep_id,
-        pad_id=vocab.pad_id, forbidden=mask_vocab.forbidden_in_segment, max_seq_length=128,
-        dtype=vocab.token_dtype, source="t",
+        make_pairs(stream, N, seed=1), vocab=mask_vocab, max_seq_length=128, source="t",
     )
 
 
@@ -77,7 +75,8 @@ def test_bert_statistics_on_100k_examples(examples, mask_vocab):
 
 
 def test_cap_binds(examples, mask_vocab):
-    masked = mask_examples(examples, mask_vocab, rng_for(7, "mask", "cap"), max_predictions_per_seq=5)
+    masked = mask_examples(examples, mask_vocab, rng_for(7, "mask", "cap"),
+                           masking=Masking(max_predictions_per_seq=5))
     assert np.array_equal(masked.predicted, np.minimum(5, num_predictions(examples.lengths, 0.15, 20)))
     check_predictions(masked, examples, mask_vocab)
 
@@ -85,11 +84,11 @@ def test_cap_binds(examples, mask_vocab):
 def test_long_examples(stream, vocab, mask_vocab):
     """Rows over 255 tokens take the uint64 sort keys: same invariants, columns past 255 hit uniformly."""
     long = examples_from_pairs(
-        make_pairs(stream, 4000, seed=5, max_seq_length=400), cls_id=vocab.cls_id, sep_id=vocab.sep_id,
-        pad_id=vocab.pad_id, forbidden=mask_vocab.forbidden_in_segment, max_seq_length=400,
-        dtype=vocab.token_dtype, source="t",
+        make_pairs(stream, 4000, seed=5, max_seq_length=400), vocab=mask_vocab, max_seq_length=400,
+        source="t",
     )
-    masked = mask_examples(long, mask_vocab, rng_for(7, "mask", "long"), max_predictions_per_seq=80)
+    masked = mask_examples(long, mask_vocab, rng_for(7, "mask", "long"),
+                           masking=Masking(max_predictions_per_seq=80))
     check_predictions(masked, long, mask_vocab)
     assert np.array_equal(masked.predicted, num_predictions(long.lengths, 0.15, 80))
     position = masked.positions[row_mask(masked.predicted, masked.positions.shape[1])]
@@ -100,7 +99,8 @@ def test_long_examples(stream, vocab, mask_vocab):
 
 @pytest.mark.slow  # ~2.9 s idle
 def test_whole_word_masking_chooses_words_and_decides_once_per_word(examples, mask_vocab):
-    masked = mask_examples(examples, mask_vocab, rng_for(7, "mask", "wwm"), strategy="whole-word")
+    masked = mask_examples(examples, mask_vocab, rng_for(7, "mask", "wwm"),
+                           masking=Masking(strategy="whole-word"))
     flat = check_predictions(masked, examples, mask_vocab)
     ids = examples.flat_ids()
     cand = mask_vocab.candidate[ids]
@@ -161,8 +161,7 @@ def test_pad_rows_round_trip():
 
 def test_bad_pairs_name_the_file_and_row(stream, vocab, mask_vocab):
     table = make_pairs(stream, 50, seed=3)
-    kwargs = dict(cls_id=vocab.cls_id, sep_id=vocab.sep_id, pad_id=vocab.pad_id,
-                  forbidden=mask_vocab.forbidden_in_segment, dtype=vocab.token_dtype, source="p.parquet",
+    kwargs = dict(vocab=mask_vocab, source="p.parquet",
                   first_row=100)
     with pytest.raises(DataError, match=r"p\.parquet row 1\d\d: .*longer than max_seq_length 64"):
         examples_from_pairs(table, max_seq_length=64, **kwargs)
@@ -181,8 +180,7 @@ def test_arrow_to_numpy_respects_slices_and_rejects_nulls(stream, vocab, mask_vo
     expected = sliced.column("tokens_a").to_pylist()
     assert [values[offsets[i] : offsets[i + 1]].tolist() for i in range(50)] == expected
     assert to_numpy(sliced.column("is_random_next")).tolist() == sliced.column("is_random_next").to_pylist()
-    kwargs = dict(cls_id=vocab.cls_id, sep_id=vocab.sep_id, pad_id=vocab.pad_id,
-                  forbidden=mask_vocab.forbidden_in_segment, dtype=vocab.token_dtype, max_seq_length=128)
+    kwargs = dict(vocab=mask_vocab, max_seq_length=128)
     ex = examples_from_pairs(sliced, source="s", **kwargs)
     assert ex.flat_ids()[1 : 1 + ex.len_a[0]].tolist() == expected[0]
     holes = pa.array([[5, None, 7]] + expected[1:], pa.list_(pa.uint16()))

@@ -8,7 +8,7 @@ import pytest
 
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError
-from corpusprep.mask import MaskVocab, examples_from_pieces, mask_examples, strategies
+from corpusprep.mask import Masking, MaskVocab, examples_from_pieces, mask_examples, strategies
 from corpusprep.pair.schema import pairs_schema
 from corpusprep.tokenize import VocabInfo
 from tests.mask.test_mlm import check_predictions
@@ -25,8 +25,10 @@ def rows(tokens: list[list[int]], lengths: list[list[int]]) -> pa.Table:
     )
 
 
-KW = dict(cls_id=1, sep_id=2, pad_id=0, forbidden=np.array([True, True, True] + [False] * 97),
-          dtype=np.dtype(np.uint16), source="p.parquet", first_row=40)
+# a vocab of 100 ids: [PAD] 0, [CLS] 1, [SEP] 2, [MASK] 3
+TOY = MaskVocab(cls_id=1, sep_id=2, pad_id=0, mask_id=3, candidate=np.arange(100) > 3,
+                continuation=np.zeros(100, bool), random_ids=np.arange(4, 100))
+KW = dict(vocab=TOY, source="p.parquet", first_row=40)
 
 
 def test_layout_of_pieces():
@@ -60,11 +62,9 @@ def test_masking_rows_of_pieces_never_touches_their_specials(stream, vocab_dir, 
     vocab = VocabInfo.load(vocab_dir)
     mask_vocab = MaskVocab.from_vocab(vocab)
     ex = examples_from_pieces(
-        make_piece_rows(stream, 20_000, seed=3), cls_id=vocab.cls_id, sep_id=vocab.sep_id,
-        pad_id=vocab.pad_id, forbidden=mask_vocab.forbidden_in_segment, max_seq_length=128,
-        dtype=vocab.token_dtype, source="t",
+        make_piece_rows(stream, 20_000, seed=3), vocab=mask_vocab, max_seq_length=128, source="t",
     )
-    masked = mask_examples(ex, mask_vocab, rng_for(5, strategy), strategy=strategy)
+    masked = mask_examples(ex, mask_vocab, rng_for(5, strategy), masking=Masking(strategy=strategy))
     flat = check_predictions(masked, ex, mask_vocab)  # labels are candidates: never [CLS]/[SEP]
     assert np.array_equal(masked.examples.piece_starts(vocab.cls_id)[1], ex.piece_starts(vocab.cls_id)[1])
     assert abs(len(flat) / ex.lengths.sum() - 0.15) < 0.005

@@ -8,7 +8,7 @@ import pytest
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import UsageError
 from corpusprep.mask import concat_segments, examples_from_pairs, mask_examples, num_predictions, strategies
-from corpusprep.mask.mlm import word_starts
+from corpusprep.mask.mlm import Masking, word_starts
 from corpusprep.mask.strategies.span import SPAN_MAX_WORDS, SPAN_P, choose_spans
 from tests.mask.test_mlm import check_predictions
 from tests.shard.realistic import make_pairs
@@ -20,9 +20,8 @@ TRUNCATED = SPAN_P * (1 - SPAN_P) ** np.arange(SPAN_MAX_WORDS) / (1 - (1 - SPAN_
 
 def examples_of(stream, vocab, mask_vocab, n, max_seq_length, seed=1):
     return examples_from_pairs(
-        make_pairs(stream, n, seed=seed, max_seq_length=max_seq_length), cls_id=vocab.cls_id,
-        sep_id=vocab.sep_id, pad_id=vocab.pad_id, forbidden=mask_vocab.forbidden_in_segment,
-        max_seq_length=max_seq_length, dtype=vocab.token_dtype, source="t",
+        make_pairs(stream, n, seed=seed, max_seq_length=max_seq_length), vocab=mask_vocab,
+        max_seq_length=max_seq_length, source="t",
     )
 
 
@@ -36,8 +35,8 @@ def spans_of(examples, mask_vocab, seed, prob=0.15, cap=20):
     candidate, start = word_starts(examples.ids, mask_vocab, whole_words=True)
     budget = num_predictions(examples.lengths, prob, cap)
     spans = choose_spans(start, candidate, budget, rng_for(seed, "span"))
-    masked = mask_examples(examples, mask_vocab, rng_for(seed, "span"), masked_lm_prob=prob,
-                           max_predictions_per_seq=cap, strategy="span")
+    masked = mask_examples(examples, mask_vocab, rng_for(seed, "span"),
+                           masking=Masking(masked_lm_prob=prob, max_predictions_per_seq=cap, strategy="span"))
     return spans, masked, candidate, start, budget
 
 
@@ -108,8 +107,8 @@ def test_long_rows_keep_longer_spans(stream, vocab, mask_vocab):
 @pytest.mark.slow  # ~7.1 s idle (all cases)
 @pytest.mark.parametrize("strategy", strategies.names())
 def test_masked_lm_prob_04_with_a_large_cap(examples, mask_vocab, strategy):
-    masked = mask_examples(examples, mask_vocab, rng_for(3, strategy), masked_lm_prob=0.4,
-                           max_predictions_per_seq=128, strategy=strategy)
+    masking = Masking(masked_lm_prob=0.4, max_predictions_per_seq=128, strategy=strategy)
+    masked = mask_examples(examples, mask_vocab, rng_for(3, strategy), masking=masking)
     flat = check_predictions(masked, examples, mask_vocab)
     assert abs(len(flat) / examples.lengths.sum() - 0.4) < 0.005
     assert np.allclose(np.array(list(masked.counts().values())) / len(flat), [0.8, 0.1, 0.1], atol=0.02)
@@ -118,8 +117,8 @@ def test_masked_lm_prob_04_with_a_large_cap(examples, mask_vocab, strategy):
 @pytest.mark.slow  # ~2.9 s idle (all cases)
 @pytest.mark.parametrize("strategy", strategies.names())
 def test_cap_binds(examples, mask_vocab, strategy):
-    masked = mask_examples(examples, mask_vocab, rng_for(7, "cap"), masked_lm_prob=0.4,
-                           max_predictions_per_seq=5, strategy=strategy)
+    masking = Masking(masked_lm_prob=0.4, max_predictions_per_seq=5, strategy=strategy)
+    masked = mask_examples(examples, mask_vocab, rng_for(7, "cap"), masking=masking)
     check_predictions(masked, examples, mask_vocab)
     budget = num_predictions(examples.lengths, 0.4, 5)
     assert (masked.predicted <= 5).all() and (masked.predicted == budget).mean() > 0.99
@@ -134,7 +133,7 @@ def test_span_masking_ends_on_any_input(vocab, mask_vocab):
     ex = concat_segments([4, 1, 1], a, [5, 1, 1], b, cls_id=vocab.cls_id, sep_id=vocab.sep_id,
                          pad_id=vocab.pad_id, dtype=vocab.token_dtype)
     ex.ids[2, 1] = vocab.unk_id  # [UNK] is a candidate
-    masked = mask_examples(ex, mask_vocab, rng_for(0, "edge"), masked_lm_prob=0.1, strategy="span")
+    masked = mask_examples(ex, mask_vocab, rng_for(0, "edge"), masking=Masking(0.1, strategy="span"))
     check_predictions(masked, ex, mask_vocab)
     # Row 0: 12 tokens, budget 1, its words are 4 and 5 tokens long: nothing fits.
     assert masked.predicted.tolist() == [0, 1, 1]
@@ -142,24 +141,25 @@ def test_span_masking_ends_on_any_input(vocab, mask_vocab):
                             cls_id=vocab.cls_id, sep_id=vocab.sep_id, pad_id=vocab.pad_id,
                             dtype=vocab.token_dtype)
     blank.ids[0, [1, 3]] = vocab.pad_id  # no candidate at all
-    assert mask_examples(blank, mask_vocab, rng_for(0, "blank"), strategy="span").predicted.tolist() == [0]
+    span = Masking(strategy="span")
+    assert mask_examples(blank, mask_vocab, rng_for(0, "blank"), masking=span).predicted.tolist() == [0]
     # A span starting at the batch's last word stops there (many seeds: every start is drawn).
     tiny = concat_segments([1], np.array([word], np.uint16), [1], np.array([word + 1], np.uint16),
                            cls_id=vocab.cls_id, sep_id=vocab.sep_id, pad_id=vocab.pad_id,
                            dtype=vocab.token_dtype)
     for seed in range(40):
-        masked = mask_examples(tiny, mask_vocab, rng_for(seed, "tiny"), masked_lm_prob=0.9, strategy="span")
+        masked = mask_examples(tiny, mask_vocab, rng_for(seed, "tiny"), masking=Masking(0.9, strategy="span"))
         check_predictions(masked, tiny, mask_vocab)
         assert masked.predicted.tolist() == [2]
 
 
 def test_same_generator_same_spans_and_unknown_strategy(examples, mask_vocab):
     part = examples.take(slice(0, 5000))
-    one = mask_examples(part, mask_vocab, rng_for(1, "s"), strategy="span")
-    again = mask_examples(part, mask_vocab, rng_for(1, "s"), strategy="span")
-    other = mask_examples(part, mask_vocab, rng_for(2, "s"), strategy="span")
+    one = mask_examples(part, mask_vocab, rng_for(1, "s"), masking=Masking(strategy="span"))
+    again = mask_examples(part, mask_vocab, rng_for(1, "s"), masking=Masking(strategy="span"))
+    other = mask_examples(part, mask_vocab, rng_for(2, "s"), masking=Masking(strategy="span"))
     assert np.array_equal(one.positions, again.positions)
     assert np.array_equal(one.examples.ids, again.examples.ids)
     assert not np.array_equal(one.positions, other.positions)
     with pytest.raises(UsageError, match="unknown mask strategy 'spans'"):
-        mask_examples(part, mask_vocab, rng_for(1, "s"), strategy="spans")
+        mask_examples(part, mask_vocab, rng_for(1, "s"), masking=Masking(strategy="spans"))

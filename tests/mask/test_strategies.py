@@ -17,6 +17,7 @@ from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
 from corpusprep.shard.validate import validate_shards
 from corpusprep.tokenize import VocabInfo
+from tests.contexts import quiet
 from tests.shard.realistic import write_pairs_dir
 
 
@@ -71,8 +72,8 @@ def test_a_strategy_is_one_module_and_one_registry_line(monkeypatch, tmp_path, s
     monkeypatch.setitem(strategies.REGISTRY, "first", __name__)
     pairs = write_pairs_dir(tmp_path / "pairs", stream, {"train": [300], "validation": [100]})
     out = tmp_path / "shards"
-    manifest = build_shards(pairs, vocab_dir, out, ShardOptions(mask_strategy="first", num_shards=2),
-                            workers=1, progress=False)  # fmt: skip
+    options = ShardOptions(mask_strategy="first", num_shards=2)
+    manifest = build_shards(pairs, vocab_dir, out, options, context=quiet(1))
     assert manifest["options"]["mask_strategy"] == "first"
     assert validate_shards(out) == []  # the manifest check knows it, and the budget is met exactly
     sep_id = VocabInfo.load(vocab_dir).sep_id

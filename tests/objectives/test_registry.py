@@ -18,6 +18,7 @@ from corpusprep.read import ReadOptions
 from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
 from corpusprep.shard.validate import validate_shards
+from tests.contexts import quiet
 from tests.pair.helpers import make_vocab, synthetic_documents, write_bert
 
 
@@ -80,14 +81,14 @@ def test_an_objective_is_one_module_and_one_registry_line(monkeypatch, tmp_path)
     corpus = write_bert(tmp_path / "corpus.txt", synthetic_documents(60, seed=3))
     pairs, shards = tmp_path / "pairs", tmp_path / "shards"
     options = PairOptions(objective="toy", max_seq_length=48, dupe_factor=2, validation_fraction=0.2)
-    stats = build_pairs([corpus], vocab, pairs, options, ReadOptions(), workers=1, progress=False)
+    stats = build_pairs([corpus], vocab, pairs, options, ReadOptions(), context=quiet(1))
     assert stats["objective"] == "toy" and stats["pairs"] > 50
     assert stats["toy_pairs"] == sum(s["toy_pairs"] for s in stats["splits"].values()) > 0
     assert ONE_SENTENCE in stats["documents_skipped"]
     table = pq.read_table(pairs / "train")
     assert "is_toy" in table.column_names and 0 < sum(table["is_toy"].to_pylist()) < table.num_rows
-    manifest = build_shards(pairs, vocab, shards, ShardOptions(num_shards=2, mask_strategy="span"), workers=1,
-                            progress=False)  # fmt: skip
+    options = ShardOptions(num_shards=2, mask_strategy="span")
+    manifest = build_shards(pairs, vocab, shards, options, context=quiet(1))
     assert manifest["objective"] == "toy" and manifest["totals"]["toy"] + manifest["totals"]["plain"] == sum(
         s["examples"] for s in manifest["splits"].values())
     assert validate_shards(shards) == []

@@ -31,10 +31,10 @@ def seal_vocab(directory: Path) -> Path:
     """Make a hand-written vocab directory (vocab.txt, tokenizer.json) a vocab artifact, as `corpusprep vocab`
     leaves it: the stages that read a vocab refuse one without a manifest, or whose files changed."""
     from corpusprep.engine.artifact import Artifact
-    from corpusprep.engine.outputs import KINDS
+    from corpusprep.engine.outputs import OUTPUT_KINDS
 
     names = sorted(p.name for p in directory.iterdir() if p.is_file() and not p.name.startswith("."))
-    with Artifact(directory, KINDS["vocab"].adopting(names), {"hand_made": names}, quiet=True) as art:
+    with Artifact(directory, OUTPUT_KINDS["vocab"].adopting(names), {"hand_made": names}, quiet=True) as art:
         if art.complete is None:
             art.commit(files=names)
     return directory

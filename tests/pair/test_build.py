@@ -14,6 +14,7 @@ from corpusprep.pair import build as build_module
 from corpusprep.pair import tasks as tasks_module
 from corpusprep.pair.build import PairOptions, build_pairs, document_partition
 from corpusprep.read import ReadOptions
+from tests.contexts import quiet
 from tests.pair.helpers import make_vocab, synthetic_documents, write_bert
 
 BERT = ReadOptions(format="bert")
@@ -35,9 +36,9 @@ def files(out):
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*.parquet"))}
 
 
-def run(corpus_path, vocab, out, options=None, **kwargs):
+def run(corpus_path, vocab, out, options=None, overwrite=False):
     options = options or PairOptions(docs_per_partition=64, validation_fraction=0.1, dupe_factor=2)
-    return build_pairs([corpus_path], vocab, out, options, BERT, workers=1, progress=False, **kwargs)
+    return build_pairs([corpus_path], vocab, out, options, BERT, context=quiet(1, overwrite=overwrite))
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +136,7 @@ def test_balance_over_ten_thousand_pairs(vocab, tmp_path):
 def test_workers_do_not_change_the_output(corpus, vocab, built, tmp_path):
     out, _ = built
     options = PairOptions(docs_per_partition=64, validation_fraction=0.1, dupe_factor=2)
-    build_pairs([corpus[0]], vocab, tmp_path / "two", options, BERT, workers=2, progress=False)
+    build_pairs([corpus[0]], vocab, tmp_path / "two", options, BERT, context=quiet(2))
     assert files(tmp_path / "two") == files(out)
 
 

@@ -12,6 +12,7 @@ import pytest
 from corpusprep.pair import sizes
 from corpusprep.pair.build import PairOptions, build_pairs
 from corpusprep.read import ReadOptions
+from tests.contexts import quiet
 from tests.pair.helpers import make_vocab, synthetic_documents, write_bert
 
 
@@ -31,7 +32,7 @@ def test_chunk_boundaries_do_not_change_the_pairs(tmp_path, monkeypatch):
         monkeypatch.setattr(sizes, "CHUNK_CHARS", most)
         out = tmp_path / name
         options = PairOptions(**base, docs_per_chunk=docs_per_chunk)
-        build_pairs([corpus], vocab, out, options, ReadOptions(format="bert"), workers=1, progress=False)
+        build_pairs([corpus], vocab, out, options, ReadOptions(format="bert"), context=quiet(1))
         runs[name] = parquet_bytes(out)
     assert runs["docs"] and runs["docs"] == runs["small"] == runs["bytes"]
 
@@ -40,13 +41,16 @@ MEASURE = """
 import json, resource, sys
 from pathlib import Path
 from corpusprep.pair.build import PairOptions, build_pairs
+from corpusprep.engine.executor import LocalExecutor
+from corpusprep.engine.stage import RunContext
 from corpusprep.read import ReadOptions
+in_process = RunContext(LocalExecutor(1), progress=False)
 corpus, vocab, out = map(Path, sys.argv[1:4])
 options = PairOptions(dupe_factor=1, validation_fraction=0.0)
 build_pairs([vocab.parent / "warm.txt"], vocab, out.parent / "warm", options, ReadOptions(format="text"),
-            workers=1, progress=False)  # imports, tokenizer and splitter loaded: the baseline
+            context=in_process)  # imports, tokenizer and splitter loaded: the baseline
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-stats = build_pairs([corpus], vocab, out, options, ReadOptions(format="text"), workers=1, progress=False)
+stats = build_pairs([corpus], vocab, out, options, ReadOptions(format="text"), context=in_process)
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"growth": after - before, "documents": stats["documents"], "pairs": stats["pairs"]}))
 """

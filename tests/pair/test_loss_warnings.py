@@ -12,6 +12,7 @@ import pytest
 from corpusprep.pair.build import PairOptions, build_pairs
 from corpusprep.pair.stats import TRUNCATION_WARN_SHARE
 from corpusprep.read import ReadOptions
+from tests.contexts import quiet
 from tests.pair.helpers import make_vocab, synthetic_documents, write_bert
 from tests.reliability.helpers import REPO, environment
 
@@ -33,7 +34,7 @@ def books(directory):
 def warnings_of(caplog, *args, **options) -> tuple[dict, list[str]]:
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="corpusprep.pair"):
-        stats = build_pairs(*args, workers=1, progress=False, **options)
+        stats = build_pairs(*args, **options, context=quiet(1))
     return stats, [r.getMessage() for r in caplog.records if r.name == "corpusprep.pair"]
 
 

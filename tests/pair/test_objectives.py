@@ -26,6 +26,7 @@ from corpusprep.pair.tokens import encode_documents
 from corpusprep.read import ReadOptions, iter_documents
 from corpusprep.split import make_splitter
 from corpusprep.tokenize.vocab import VocabOptions, train_vocab
+from tests.contexts import quiet
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_LEN = 128
@@ -44,7 +45,7 @@ def demo(tmp_path_factory):
     """(text path, vocab dir): 2 MB of the demo corpus and a 2,000-token vocab trained on it."""
     root = tmp_path_factory.mktemp("demo")
     text = write_jsonl(root / "demo.jsonl", iter_demo_documents(2.0))
-    train_vocab([text], root / "vocab", VocabOptions(vocab_size=2000), progress=None)
+    train_vocab([text], root / "vocab", VocabOptions(vocab_size=2000))
     return text, root / "vocab"
 
 
@@ -52,7 +53,7 @@ def build(demo, out: Path, objective: str, pack: bool | None = None, workers: in
     text, vocab = demo
     opts = PairOptions(objective=objective, pack=pack, max_seq_length=MAX_LEN, dupe_factor=DUPES, seed=3,
                        docs_per_partition=1000, **options)
-    return build_pairs([text], vocab, out, opts, ReadOptions(), workers=workers, progress=False)
+    return build_pairs([text], vocab, out, opts, ReadOptions(), context=quiet(workers))
 
 
 class Documents:
@@ -170,15 +171,15 @@ def test_sop_one_document_corpus_works_and_nsp_refuses_it(demo, tmp_path):
                                                          "Then a third. And a fourth one ends it.")])
     for objective in ("sop", "none"):
         stats = build_pairs([text], vocab, tmp_path / objective, PairOptions(objective=objective,
-                            validation_fraction=0.0, dupe_factor=2), ReadOptions(), workers=1, progress=False)
+                            validation_fraction=0.0, dupe_factor=2), ReadOptions(), context=quiet(1))
         assert stats["documents_used"] == 1 and stats["pairs"] >= 2, objective
     with pytest.raises(DataError, match="at least two"):
         build_pairs([text], vocab, tmp_path / "nsp", PairOptions(validation_fraction=0.0), ReadOptions(),
-                    workers=1, progress=False)
+                    context=quiet(1))
     one = write_jsonl(tmp_path / "single.jsonl", [("only", "Just one sentence here.")])
     with pytest.raises(DataError, match="two sentences"):
         build_pairs([one], vocab, tmp_path / "sop1", PairOptions(objective="sop", validation_fraction=0.0),
-                    ReadOptions(), workers=1, progress=False)
+                    ReadOptions(), context=quiet(1))
 
 
 @pytest.mark.slow  # module fixture: 2 MB demo corpus + vocab (~11 s)
@@ -187,7 +188,7 @@ def test_one_document_per_partition_is_allowed_where_no_other_document_is_drawn(
     few = write_jsonl(tmp_path / "few.jsonl", list(iter_demo_documents(0.05)))
     for objective in ("sop", "none"):
         options = PairOptions(objective=objective, docs_per_partition=1, dupe_factor=1, validation_fraction=0)
-        stats = build_pairs([few], vocab, tmp_path / objective, options, ReadOptions(), progress=False)
+        stats = build_pairs([few], vocab, tmp_path / objective, options, ReadOptions(), context=quiet())
         documents_add_up(stats)
         assert stats["documents_used"] >= 5 and len(parquet_files(tmp_path / objective)) >= 5, objective
     with pytest.raises(UsageError, match=r"\(docs_per_partition\) 1: must be an integer from 2"):
@@ -283,7 +284,7 @@ def test_workers_do_not_change_the_output(demo, tmp_path, objective, pack):
     outputs = []
     for workers in (1, 2):
         out = tmp_path / f"w{workers}"
-        build_pairs([small], vocab, out, opts, ReadOptions(), workers=workers, progress=False)
+        build_pairs([small], vocab, out, opts, ReadOptions(), context=quiet(workers))
         outputs.append({p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*.parquet")})
     assert len(outputs[0]) >= 8 and outputs[0] == outputs[1]
 

@@ -12,6 +12,7 @@ from corpusprep.engine import artifact, storage
 from corpusprep.pair import sizes
 from corpusprep.pair.build import PairOptions, build_pairs
 from corpusprep.read import ReadOptions
+from tests.contexts import quiet
 from tests.pair.helpers import make_vocab
 
 MiB = 2**20
@@ -83,8 +84,8 @@ def test_tiny_documents_keep_few_work_files_and_bytes(tmp_path, monkeypatch):
 
     monkeypatch.setattr(artifact.storage, "remove_tree", measured)
     options = PairOptions(dupe_factor=1)
-    stats = build_pairs([corpus], vocab, tmp_path / "pairs", options, ReadOptions(format="text"), workers=1,
-                        progress=False)  # fmt: skip
+    stats = build_pairs([corpus], vocab, tmp_path / "pairs", options, ReadOptions(format="text"),
+                        context=quiet(1))
     assert stats["documents"] == 12_000 and stats["splits"]["train"]["partitions"] == 1
     (files, size), mb = seen[-1], len(text) / MiB
     assert files <= 8 + 16 * mb, files  # the bound of docs/manual/pairs.md at the default options
@@ -103,11 +104,11 @@ def test_a_read_record_without_the_characters_of_its_splits_is_one_line(tmp_path
     monkeypatch.setattr(build_module, "pair_task", lambda task: 1 / 0)  # stop after the tokenize phase
     options, text = PairOptions(dupe_factor=1), ReadOptions(format="text")
     with pytest.raises(ZeroDivisionError):
-        build_pairs([corpus], vocab, tmp_path / "pairs", options, text, workers=1, progress=False)
+        build_pairs([corpus], vocab, tmp_path / "pairs", options, text, context=quiet(1))
     marker = tmp_path / "pairs" / ".work" / "markers" / "read.done.json"
     record = json.loads(marker.read_text())
     del record["stats"]["split_chars"]
     marker.write_text(json.dumps(record))
     monkeypatch.undo()
     with pytest.raises(DataError, match=r"markers: the read task's record: split_chars: missing .*overwrite"):
-        build_pairs([corpus], vocab, tmp_path / "pairs", options, text, workers=1, progress=False)
+        build_pairs([corpus], vocab, tmp_path / "pairs", options, text, context=quiet(1))

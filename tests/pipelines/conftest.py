@@ -14,6 +14,7 @@ import pytest
 
 from pipelines import stages
 from pipelines.stage_kind import StageKind, StageResult
+from tests.contexts import quiet
 from tests.pipelines.helpers import DEMO, SMALL
 
 PIPELINE = """
@@ -80,8 +81,8 @@ class FakeStage(StageKind):
 def calls(monkeypatch) -> Counter:
     """Replace every stage by a FakeStage, and count the calls."""
     counter: Counter = Counter()
-    for kind in stages.KINDS:
-        monkeypatch.setitem(stages.KINDS, kind, FakeStage(counter))
+    for kind in stages.STAGE_KINDS:
+        monkeypatch.setitem(stages.STAGE_KINDS, kind, FakeStage(counter))
     return counter
 
 
@@ -98,11 +99,12 @@ def toml(tmp_path) -> Path:
 DEMO_RUN = ["input.demo_mb=0.1", *(s for s in SMALL if not s.startswith("train.schedule.warmup"))]
 
 
-def run_demo(run_dir: Path, *overrides: str, **kwargs) -> dict:
+def run_demo(run_dir: Path, *overrides: str, overwrite: bool = False, **kwargs) -> dict:
     from pipelines.load import load_pipeline
     from pipelines.runner import run_pipeline
 
-    return run_pipeline(load_pipeline(DEMO, [*DEMO_RUN, *overrides]), run_dir, progress=False, **kwargs)
+    pipeline = load_pipeline(DEMO, [*DEMO_RUN, *overrides])
+    return run_pipeline(pipeline, run_dir, context=quiet(overwrite=overwrite), **kwargs)
 
 
 @pytest.fixture(scope="session")

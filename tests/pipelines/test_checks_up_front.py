@@ -13,6 +13,7 @@ from pipelines import stages
 from pipelines.config import plan
 from pipelines.load import load_pipeline
 from pipelines.runner import run_pipeline
+from tests.contexts import quiet
 from tests.pipelines.helpers import DEMO, REPO
 
 
@@ -37,7 +38,7 @@ def test_a_runs_settings_are_checked_before_its_run_dir_is_made(tmp_path):
     """run_pipeline checks a plan made without load_pipeline too, every stage whatever --until says."""
     raw = {"input": {"paths": [str(REPO / "README.md")]}, "train": {"schedule": {"step": 10}}}
     with pytest.raises(UsageError, match="train: schedule: unknown config key 'step'"):
-        run_pipeline(plan(raw, tmp_path / "p.toml"), tmp_path / "run", until="shard", progress=False)
+        run_pipeline(plan(raw, tmp_path / "p.toml"), tmp_path / "run", until="shard", context=quiet())
     assert not (tmp_path / "run").exists()
 
 
@@ -53,7 +54,7 @@ def test_init_from_the_stages_own_output_is_refused_before_anything_is_written(t
     (run_dir / "train").mkdir(parents=True)  # init_from names an existing directory: checked up front
     pipeline = load_pipeline(DEMO, [f"train.checkpoint.init_from='{run_dir / 'train'}'"])
     with pytest.raises(UsageError, match=r"^train: train.checkpoint.init_from .*: this stage's own output"):
-        run_pipeline(pipeline, run_dir, progress=False)
+        run_pipeline(pipeline, run_dir, context=quiet())
     assert [p.name for p in run_dir.iterdir()] == ["train"]
     assert not any((run_dir / "train").iterdir())
 
@@ -63,7 +64,7 @@ def test_check_places_is_every_kinds_hook():
     pipeline = load_pipeline(DEMO)
     dirs = {s.name: s.output for s in pipeline.stages}
     for stage in pipeline.stages:
-        assert stages.KINDS[stage.kind].check_places(stage, dirs) is None
+        assert stages.STAGE_KINDS[stage.kind].check_places(stage, dirs) is None
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from corpusprep.engine.executor import ExecutorOptions
+from corpusprep.engine.stage import RunContext
 from pipelines.load import load_pipeline
 from pipelines.runner import run_pipeline
 from tests.conftest import local_ray
@@ -29,7 +30,7 @@ def test_local_1_and_2_workers_and_ray_give_identical_shards(tmp_path):
     for name, engine, workers in [("local-1", "local", 1), ("local-2", "local", 2), ("ray-2", "ray", 2)]:
         run_dir = tmp_path / name
         executor = ExecutorOptions(engine, workers).build()
-        report = run_pipeline(pipeline, run_dir, executor=executor, until="shard", progress=False)
+        report = run_pipeline(pipeline, run_dir, until="shard", context=RunContext(executor, progress=False))
         assert {s["name"]: s["engine"] for s in report["stages"]}["shard"] == engine
         results[name] = (pairs_digests(run_dir / "pairs"), shard_digests(run_dir / "shards"))
     pairs, shards = results["local-1"]

@@ -14,6 +14,7 @@ from pipelines import stages
 from pipelines.load import load_pipeline
 from pipelines.runner import run_pipeline
 from pipelines.stages import EvaluateStage
+from tests.contexts import quiet
 from tests.pipelines.helpers import DEMO, small_overrides, write_small_corpus
 from tests.trainer.evaluate_helpers import write_toy_rows, write_toy_task
 
@@ -75,7 +76,7 @@ def test_evaluate_is_planned_after_the_last_phase_with_the_pipeline_seed_and_pat
 )
 def test_a_bad_evaluate_setting_fails_before_anything_runs(toml, tmp_path, override, message):
     with pytest.raises(UsageError, match=message):
-        run_pipeline(load_pipeline(toml, [override]), tmp_path / "run", progress=False)
+        run_pipeline(load_pipeline(toml, [override]), tmp_path / "run", context=quiet())
     assert not (tmp_path / "run").exists()
 
 
@@ -85,30 +86,30 @@ def stand_ins(request, monkeypatch) -> Counter:
     real settings check and task files: what the runner fingerprints."""
     counter = request.getfixturevalue("calls")
     real = EvaluateStage()
-    monkeypatch.setattr(stages.KINDS["evaluate"], "check", real.check)
-    monkeypatch.setattr(stages.KINDS["evaluate"], "input_files", real.input_files)
+    monkeypatch.setattr(stages.STAGE_KINDS["evaluate"], "check", real.check)
+    monkeypatch.setattr(stages.STAGE_KINDS["evaluate"], "input_files", real.input_files)
     return counter
 
 
 def test_a_rerun_does_nothing_and_an_edited_task_file_reruns_only_the_evaluation(toml, tmp_path, stand_ins):
     ran = stand_ins
     run_dir = tmp_path / "run"
-    first = run_pipeline(load_pipeline(toml), run_dir, progress=False)
+    first = run_pipeline(load_pipeline(toml), run_dir, context=quiet())
     assert ran["evaluate"] == 1 and first["stages"][-1]["status"] == "ran"
     assert str(toml.parent / "task/dev.conllu") in first["stages"][-1]["inputs"]  # the report names it
     ran.clear()
-    second = run_pipeline(load_pipeline(toml), run_dir, progress=False)
+    second = run_pipeline(load_pipeline(toml), run_dir, context=quiet())
     assert not ran and {s["status"] for s in second["stages"]} == {"skipped"}
     dev = toml.parent / "task/dev.conllu"
     dev.write_text(dev.read_text() + "\n")  # another size: other data
-    third = run_pipeline(load_pipeline(toml), run_dir, progress=False)
+    third = run_pipeline(load_pipeline(toml), run_dir, context=quiet())
     assert dict(ran) == {"evaluate": 1}
     assert [s["name"] for s in third["stages"] if s["status"] == "ran"] == ["evaluate"]
     ran.clear()
-    run_pipeline(load_pipeline(toml, ["evaluate.lr=1e-4"]), run_dir, progress=False)
+    run_pipeline(load_pipeline(toml, ["evaluate.lr=1e-4"]), run_dir, context=quiet())
     assert dict(ran) == {"evaluate": 1}
     ran.clear()
-    until = run_pipeline(load_pipeline(toml), run_dir, until="train", progress=False)
+    until = run_pipeline(load_pipeline(toml), run_dir, until="train", context=quiet())
     assert "evaluate" not in [s["name"] for s in until["stages"]] and not ran
 
 
@@ -120,7 +121,7 @@ def test_the_real_stage_evaluates_the_trained_model_and_reports_it(tmp_path):
     overrides = [*small_overrides(corpus), f"evaluate.train='{train}'", f"evaluate.dev='{dev}'",
                  "evaluate.seeds=2", "evaluate.epochs=1", "evaluate.max_length=32", "evaluate.device='cpu'"]
     run_dir = tmp_path / "run"
-    first = run_pipeline(load_pipeline(DEMO, overrides), run_dir, progress=False)
+    first = run_pipeline(load_pipeline(DEMO, overrides), run_dir, context=quiet())
     evaluate = first["stages"][-1]
     assert (evaluate["name"], evaluate["status"]) == ("evaluate", "ran")
     result = json.loads((run_dir / "evaluate" / "evaluation.json").read_text())
@@ -130,7 +131,7 @@ def test_the_real_stage_evaluates_the_trained_model_and_reports_it(tmp_path):
     report = (run_dir / "report.md").read_text()
     assert "## Evaluation: is the model better than nothing? (evaluate)" in report
     assert "| pre-trained |" in report and "| random init |" in report and "dev: " in report
-    second = run_pipeline(load_pipeline(DEMO, overrides), run_dir, progress=False)
+    second = run_pipeline(load_pipeline(DEMO, overrides), run_dir, context=quiet())
     assert {s["status"] for s in second["stages"]} == {"skipped"}
     assert "| pre-trained |" in (run_dir / "report.md").read_text()  # a skipped stage keeps its table
 
@@ -183,10 +184,10 @@ def test_several_tasks_are_planned_with_shared_settings_and_their_own_paths(tmp_
     assert files[2] == str(tmp_path / "rows" / "train.tsv")
     path.write_text(SEVERAL.replace("rows/dev.tsv", "rows/nope.tsv"))
     with pytest.raises(UsageError, match=r"evaluate\.tasks\.pairs\.dev: .*nope\.tsv: no such file"):
-        run_pipeline(load_pipeline(path), tmp_path / "run", progress=False)
+        run_pipeline(load_pipeline(path), tmp_path / "run", context=quiet())
     path.write_text(SEVERAL.replace("lr = 3e-3", "lr = 'fast'"))
     with pytest.raises(UsageError, match=r"evaluate\.tasks\.pairs\.lr: expected a number"):
-        run_pipeline(load_pipeline(path), tmp_path / "run", progress=False)
+        run_pipeline(load_pipeline(path), tmp_path / "run", context=quiet())
     assert not (tmp_path / "run").exists()
 
 
@@ -201,7 +202,7 @@ def test_several_tasks_make_one_table_across_them_and_a_plot_each(tmp_path):
                  f"evaluate.tasks.upos.dev='{upos[1]}'", f"evaluate.tasks.pairs.train='{rows[0]}'",
                  f"evaluate.tasks.pairs.dev='{rows[1]}'"]  # fmt: skip
     run_dir = tmp_path / "run"
-    first = run_pipeline(load_pipeline(DEMO, overrides), run_dir, progress=False)
+    first = run_pipeline(load_pipeline(DEMO, overrides), run_dir, context=quiet())
     evaluate = first["stages"][-1]
     assert evaluate["status"] == "ran" and evaluate["counts"]["tasks"] == 2
     for name, kind in (("upos", "tag"), ("pairs", "classify")):
@@ -211,5 +212,5 @@ def test_several_tasks_make_one_table_across_them_and_a_plot_each(tmp_path):
     assert "| task | metric | pre-trained | random init | gain | baseline | verdict |" in report
     assert "| upos dev | accuracy |" in report and "| pairs dev | accuracy |" in report
     assert "(evaluate/upos/dev-curves.png)" in report and "(evaluate/pairs/dev-curves.png)" in report
-    second = run_pipeline(load_pipeline(DEMO, overrides), run_dir, progress=False)
+    second = run_pipeline(load_pipeline(DEMO, overrides), run_dir, context=quiet())
     assert {s["status"] for s in second["stages"]} == {"skipped"}

@@ -84,4 +84,4 @@ def test_extend_refuses_what_it_cannot_continue_before_anything_is_written(demo_
     previous["settings"]["train"]["schedule"]["budget"] = "1h"
     dirs = {s.name: run_dir / s.output for s in pipeline.stages}
     with pytest.raises(UsageError, match="at step 6 the run is finished under the new schedule too"):
-        stages.KINDS["train"].continuation(pipeline.stage("train"), dirs, previous)
+        stages.STAGE_KINDS["train"].continuation(pipeline.stage("train"), dirs, previous)

@@ -15,10 +15,12 @@ from pipelines import stages
 from pipelines.config import fingerprint
 from pipelines.load import load_pipeline
 from pipelines.runner import run_pipeline
+from tests.contexts import quiet
 
 
-def run(toml: Path, run_dir: Path, *overrides: str, **kwargs) -> dict:
-    return run_pipeline(load_pipeline(toml, list(overrides)), run_dir, progress=False, **kwargs)
+def run(toml: Path, run_dir: Path, *overrides: str, overwrite: bool = False, **kwargs) -> dict:
+    pipeline = load_pipeline(toml, list(overrides))
+    return run_pipeline(pipeline, run_dir, context=quiet(overwrite=overwrite), **kwargs)
 
 
 def statuses(report: dict) -> dict[str, str]:
@@ -112,7 +114,8 @@ def test_until_stops_after_a_stage_or_a_kind(toml, tmp_path, calls):
 
 def test_invalid_output_fails_the_run_and_leaves_no_marker(toml, tmp_path, calls, monkeypatch):
     bad = ["shard-00000.parquet: bad checksum"]
-    monkeypatch.setattr(stages.KINDS["shard"], "validate", lambda stage, ctx: bad)  # this stage's stand-in
+    # this stage's stand-in
+    monkeypatch.setattr(stages.STAGE_KINDS["shard"], "validate", lambda stage, ctx: bad)
     with pytest.raises(DataError, match="shard-short output failed validation: shard-00000.parquet: bad"):
         run(toml, tmp_path / "run")
     assert not (tmp_path / "run" / "stages" / "shard-short.done.json").exists()
@@ -163,7 +166,7 @@ def test_extend_continues_the_phase_that_grew_and_retrains_the_phases_after_it(t
     with pytest.raises(UsageError, match="^--extend: train-short: a train stage is rebuilt, never continued"):
         run(toml, run_dir, "phases.short.train.steps=10", extend=True)
     assert not calls
-    monkeypatch.setitem(stages.KINDS, "train", FakeStage(calls, continues=5))
+    monkeypatch.setitem(stages.STAGE_KINDS, "train", FakeStage(calls, continues=5))
     said = io.StringIO()
     console = Console(file=said, width=300)
     report = run(toml, run_dir, "phases.short.train.steps=10", extend=True, console=console)

@@ -8,6 +8,7 @@ import pytest
 
 from pipelines.load import load_pipeline
 from pipelines.runner import run_pipeline
+from tests.contexts import quiet
 from tests.pipelines.helpers import DEMO, SMALL, shard_digests, small_overrides, write_small_corpus
 
 
@@ -17,7 +18,7 @@ def test_small_pipeline_runs_skips_and_reruns_what_changed(tmp_path):
     corpus = write_small_corpus(tmp_path / "corpus.jsonl", 0.15)
     overrides = small_overrides(corpus)
     run_dir = tmp_path / "run"
-    first = run_pipeline(load_pipeline(DEMO, overrides), run_dir, workers=2, progress=False)
+    first = run_pipeline(load_pipeline(DEMO, overrides), run_dir, context=quiet(2))
     stages = {s["name"]: s for s in first["stages"]}
     assert list(stages) == ["vocab", "pairs", "shard", "train", "plot"]
     assert {s["status"] for s in stages.values()} == {"ran"}
@@ -32,11 +33,11 @@ def test_small_pipeline_runs_skips_and_reruns_what_changed(tmp_path):
     assert json.loads((run_dir / "report.json").read_text()) == first
     shards = shard_digests(run_dir / "shards")
 
-    second = run_pipeline(load_pipeline(DEMO, overrides), run_dir, progress=False)
+    second = run_pipeline(load_pipeline(DEMO, overrides), run_dir, context=quiet())
     assert {s["status"] for s in second["stages"]} == {"skipped"}
 
     third = run_pipeline(
-        load_pipeline(DEMO, [*overrides, "shard.masked_lm_prob=0.2"]), run_dir, progress=False
+        load_pipeline(DEMO, [*overrides, "shard.masked_lm_prob=0.2"]), run_dir, context=quiet()
     )
     assert {s["name"]: s["status"] for s in third["stages"]} == {
         "vocab": "skipped",
@@ -61,7 +62,7 @@ def test_model_exported_from_the_demo_pipeline_answers_fill_mask(tmp_path):
     from trainer import export
 
     run_dir = tmp_path / "demo"
-    summary = run_pipeline(load_pipeline(DEMO, ["input.demo_mb=0.2", *SMALL]), run_dir, progress=False)
+    summary = run_pipeline(load_pipeline(DEMO, ["input.demo_mb=0.2", *SMALL]), run_dir, context=quiet())
     assert [s["name"] for s in summary["stages"]][0] == "corpus"  # the embedded corpus, built at run time
     assert export.main([str(run_dir / "train"), str(tmp_path / "hf")]) == 0
     fill = transformers.pipeline("fill-mask", model=str(tmp_path / "hf"), device="cpu")

@@ -35,7 +35,7 @@ def identity(run_dir: Path, stage: str) -> dict:
 @pytest.mark.parametrize("changed", list(CHANGES))
 def test_every_stage_after_a_changed_output_reruns_and_reads_the_new_output(demo_run, monkeypatch, changed):
     run_dir, baseline = demo_run
-    kind = stages.KINDS[changed]
+    kind = stages.STAGE_KINDS[changed]
     real_run = kind.run
     path, value = CHANGES[changed]
 

@@ -21,6 +21,7 @@ from corpusprep.pair.build import PairOptions, build_pairs
 from corpusprep.read import ReadOptions
 from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
+from tests.contexts import quiet
 from tests.pair.helpers import make_vocab, synthetic_documents, write_bert
 from tests.reliability.helpers import REPO, command, environment, error_line
 
@@ -83,9 +84,9 @@ def damaged(tmp_path_factory) -> dict[str, tuple[Path, Checked, Checked]]:
     corpus = write_bert(root / "corpus.txt", synthetic_documents(300, seed=4))
     vocab = make_vocab(root / "vocab")
     build_pairs([corpus], vocab, root / "pairs", PairOptions(dupe_factor=1, docs_per_partition=100),
-                ReadOptions(format="bert"), workers=1, progress=False)  # fmt: skip
+                ReadOptions(format="bert"), context=quiet(1))  # fmt: skip
     pristine = root / "pristine"
-    build_shards(root / "pairs", vocab, pristine, ShardOptions(num_shards=3), workers=1, progress=False)
+    build_shards(root / "pairs", vocab, pristine, ShardOptions(num_shards=3), context=quiet(1))
     jobs = {}
     for case, (damage, _, _) in CASES.items():
         shards = root / case

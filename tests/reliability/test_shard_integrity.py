@@ -21,6 +21,7 @@ from corpusprep.shard import build
 from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
 from corpusprep.shard.validate import validate_shards
+from tests.contexts import quiet
 from tests.shard.realistic import pairs_dir, stream, vocab_dir  # noqa: F401  (fixtures)
 
 OPTIONS = ShardOptions(num_shards=4, dupe_masks=2, seed=11)
@@ -37,7 +38,7 @@ def files(directory: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, pairs_dir, vocab_dir):  # noqa: F811
     out = tmp_path_factory.mktemp("reference")
-    build_shards(pairs_dir, vocab_dir, out, OPTIONS, workers=1, progress=False)
+    build_shards(pairs_dir, vocab_dir, out, OPTIONS, context=quiet(1))
     return files(out)
 
 
@@ -55,12 +56,12 @@ def test_task_failing_mid_run_then_rerun_is_identical(
 
     monkeypatch.setattr(build, "write_parquet", fail_on_third)
     with pytest.raises(RuntimeError, match="worker lost"):
-        build_shards(pairs_dir, vocab_dir, tmp_path, OPTIONS, workers=1, progress=False)
+        build_shards(pairs_dir, vocab_dir, tmp_path, OPTIONS, context=quiet(1))
     assert not (tmp_path / "manifest.json").exists()
     assert len(list((tmp_path / "train").glob("shard-*.parquet"))) == 2  # the two finished ones, complete
     assert not list(tmp_path.rglob(".*.tmp-*"))
     monkeypatch.setattr(build, "write_parquet", real)
-    build_shards(pairs_dir, vocab_dir, tmp_path, OPTIONS, workers=1, progress=False)
+    build_shards(pairs_dir, vocab_dir, tmp_path, OPTIONS, context=quiet(1))
     assert files(tmp_path) == reference
 
 
@@ -122,12 +123,12 @@ def test_disk_full_mid_write_leaves_no_partial_shard(
     monkeypatch.setattr(pq, "write_table", write_then_fail)
     full = r"shard-00001\.parquet: cannot write: disk full \(No space left on device\)"
     with pytest.raises(CorpusprepError, match=full):
-        build_shards(pairs_dir, vocab_dir, tmp_path, OPTIONS, workers=1, progress=False)
+        build_shards(pairs_dir, vocab_dir, tmp_path, OPTIONS, context=quiet(1))
     assert not (tmp_path / "train" / "shard-00001.parquet").exists()
     assert not list(tmp_path.rglob(".*.tmp-*"))
     assert validate_shards(tmp_path)  # unfinished: no manifest, so not valid
     monkeypatch.setattr(pq, "write_table", real)
-    build_shards(pairs_dir, vocab_dir, tmp_path, OPTIONS, workers=1, progress=False)
+    build_shards(pairs_dir, vocab_dir, tmp_path, OPTIONS, context=quiet(1))
     assert files(tmp_path) == reference and validate_shards(tmp_path) == []
 
 

@@ -14,6 +14,7 @@ from corpusprep.errors import UsageError
 from corpusprep.tokenize.options import MAX_VOCAB_SIZE, VocabOptions
 from pipelines.config import plan
 from pipelines.load import load_pipeline
+from tests.contexts import quiet
 from tests.reliability.helpers import REPO, corpusprep, environment, error_line
 
 PIPELINES = REPO / "pipelines"
@@ -55,7 +56,7 @@ def test_a_bad_setting_fails_before_the_run_dir_exists_even_after_until(tmp_path
 
     with pytest.raises(UsageError, match="masked"):  # a stage after --until: planning checks it
         run_pipeline(load_pipeline(PIPELINES / "demo.toml", ["shard.masked_lm_prob=2"]), tmp_path / "run",
-                     until="vocab", progress=False)  # fmt: skip
+                     until="vocab", context=quiet())  # fmt: skip
     assert not (tmp_path / "run").exists()
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.files import write_json
-from corpusprep.engine.outputs import KINDS
+from corpusprep.engine.outputs import OUTPUT_KINDS
 from corpusprep.pair.schema import pairs_schema
 
 
@@ -100,7 +100,7 @@ def write_objective_pairs_dir(
     }
     write_json(directory / "stats.json", stats)
     owned = [p.relative_to(directory).as_posix() for p in sorted(directory.rglob("*")) if p.is_file()]
-    with Artifact(directory, KINDS["pairs"].adopting(), {"test_objective": objective, "seed": seed},
+    with Artifact(directory, OUTPUT_KINDS["pairs"].adopting(), {"test_objective": objective, "seed": seed},
                   quiet=True) as artifact:
         artifact.commit(files=owned)
     return directory

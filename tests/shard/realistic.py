@@ -16,7 +16,7 @@ import pytest
 
 from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.files import write_json
-from corpusprep.engine.outputs import KINDS
+from corpusprep.engine.outputs import OUTPUT_KINDS
 from corpusprep.pair.schema import pairs_schema
 from tests.pair.helpers import seal_vocab
 
@@ -103,7 +103,7 @@ def write_pairs_dir(directory: Path, stream: np.ndarray, sizes: dict[str, list[i
     stats = {"pairs": sum(counts.values()), "splits": {s: {"pairs": n} for s, n in counts.items()}}
     write_json(directory / "stats.json", {**stats, "max_seq_length": 128})
     owned = [p.relative_to(directory).as_posix() for p in sorted(directory.rglob("*")) if p.is_file()]
-    with Artifact(directory, KINDS["pairs"].adopting(), {"test_seed": seed}, quiet=True) as artifact:
+    with Artifact(directory, OUTPUT_KINDS["pairs"].adopting(), {"test_seed": seed}, quiet=True) as artifact:
         artifact.commit(files=owned)  # as build-pairs finishes: the manifest owns every file
     return directory
 

@@ -13,14 +13,17 @@ import pytest
 from typer.testing import CliRunner
 
 from corpusprep.cli import app
+from corpusprep.engine.executor import LocalExecutor
 from corpusprep.engine.files import read_json
 from corpusprep.engine.rng import rng_for
+from corpusprep.engine.stage import RunContext
 from corpusprep.errors import UsageError
 from corpusprep.shard.build import build_shards, plan_split
 from corpusprep.shard.options import ShardOptions
 from corpusprep.shard.schema import shard_schema
 from corpusprep.shard.validate import validate_shards
 from corpusprep.tokenize import VocabInfo
+from tests.contexts import quiet
 from tests.shard.realistic import PAIR_SIZES
 
 
@@ -32,7 +35,7 @@ def shard_bytes(directory: Path) -> dict[str, bytes]:
 def built(tmp_path_factory, pairs_dir, vocab_dir):
     out = tmp_path_factory.mktemp("shards")
     options = ShardOptions(examples_per_shard=1000, seed=3)
-    return out, build_shards(pairs_dir, vocab_dir, out, options, workers=1, progress=False)
+    return out, build_shards(pairs_dir, vocab_dir, out, options, context=quiet(1))
 
 
 def test_balanced_shards_and_manifest(built, pairs_dir, vocab_dir):
@@ -89,7 +92,7 @@ def test_plan_is_balanced_and_proportional():
 @pytest.mark.slow  # ~1.4 s idle
 def test_same_bytes_whatever_the_workers(tmp_path, pairs_dir, vocab_dir, built):
     options = ShardOptions(examples_per_shard=1000, seed=3)
-    build_shards(pairs_dir, vocab_dir, tmp_path / "two", options, workers=2, progress=False)
+    build_shards(pairs_dir, vocab_dir, tmp_path / "two", options, context=quiet(2))
     out, _ = built
     assert shard_bytes(tmp_path / "two") == shard_bytes(out)
     assert (tmp_path / "two" / "manifest.json").read_bytes() == (out / "manifest.json").read_bytes()
@@ -98,18 +101,18 @@ def test_same_bytes_whatever_the_workers(tmp_path, pairs_dir, vocab_dir, built):
 def test_rerun_is_a_no_op_and_different_options_need_overwrite(tmp_path, pairs_dir, vocab_dir, capsys):
     out = tmp_path / "s"
     options = ShardOptions(num_shards=3, dupe_masks=2, seed=5)
-    manifest = build_shards(pairs_dir, vocab_dir, out, options, workers=1, progress=False)
+    manifest = build_shards(pairs_dir, vocab_dir, out, options, context=quiet(1))
     assert manifest["splits"]["train"]["examples"] == 2 * 7500  # two maskings of each training pair
     assert manifest["splits"]["validation"]["examples"] == 700  # validation pairs are masked once
     assert [len(s["shards"]) for s in manifest["splits"].values()] == [3, 1]
     mtimes = {p: p.stat().st_mtime_ns for p in out.rglob("*.parquet")}
-    assert build_shards(pairs_dir, vocab_dir, out, options, workers=1) == manifest
+    assert build_shards(pairs_dir, vocab_dir, out, options, context=RunContext(LocalExecutor(1))) == manifest
     assert "nothing to do" in capsys.readouterr().out
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*.parquet")} == mtimes
     other = ShardOptions(num_shards=2, seed=5)
     with pytest.raises(UsageError, match="--overwrite"):
-        build_shards(pairs_dir, vocab_dir, out, other, workers=1, progress=False)
-    replaced = build_shards(pairs_dir, vocab_dir, out, other, workers=1, progress=False, overwrite=True)
+        build_shards(pairs_dir, vocab_dir, out, other, context=quiet(1))
+    replaced = build_shards(pairs_dir, vocab_dir, out, other, context=quiet(1, overwrite=True))
     assert len(replaced["splits"]["train"]["shards"]) == 2 and validate_shards(out) == []
     assert sorted(p.name for p in (out / "train").iterdir()) == ["shard-00000.parquet", "shard-00001.parquet"]
 
@@ -117,13 +120,13 @@ def test_rerun_is_a_no_op_and_different_options_need_overwrite(tmp_path, pairs_d
 def test_refuses_a_foreign_directory(tmp_path, pairs_dir, vocab_dir):
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(UsageError, match="no corpusprep run wrote"):
-        build_shards(pairs_dir, vocab_dir, tmp_path, ShardOptions(), workers=1, progress=False)
+        build_shards(pairs_dir, vocab_dir, tmp_path, ShardOptions(), context=quiet(1))
     with pytest.raises(UsageError, match="overlap"):  # its own input: refused before anything is touched
-        build_shards(pairs_dir, vocab_dir, pairs_dir, ShardOptions(), progress=False, overwrite=True)
+        build_shards(pairs_dir, vocab_dir, pairs_dir, ShardOptions(), context=quiet(overwrite=True))
     other_pairs = tmp_path / "other"
     shutil.copytree(pairs_dir, other_pairs)
     with pytest.raises(UsageError, match="holds pairs, not shards"):  # another kind: even with --overwrite
-        build_shards(pairs_dir, vocab_dir, other_pairs, ShardOptions(), progress=False, overwrite=True)
+        build_shards(pairs_dir, vocab_dir, other_pairs, ShardOptions(), context=quiet(overwrite=True))
 
 
 def test_readable_by_pyarrow_polars_and_duckdb(built):

@@ -23,6 +23,7 @@ from corpusprep.shard.schema import shard_schema
 from corpusprep.shard.table import examples_from_shard
 from corpusprep.shard.validate import validate_shards
 from corpusprep.tokenize import VocabInfo
+from tests.contexts import quiet
 from tests.shard.objectives_fixture import OBJECTIVE_SIZES, write_objective_pairs_dir
 
 TRAIN, VALIDATION = sum(OBJECTIVE_SIZES["train"]), sum(OBJECTIVE_SIZES["validation"])
@@ -42,14 +43,14 @@ def vocab(vocab_dir) -> VocabInfo:
 def sop_shards(tmp_path_factory, sop_pairs_dir, vocab_dir):
     out = tmp_path_factory.mktemp("sop_shards")
     options = ShardOptions(num_shards=4, mask_strategy="span", seed=2)
-    return out, build_shards(sop_pairs_dir, vocab_dir, out, options, workers=1, progress=False)
+    return out, build_shards(sop_pairs_dir, vocab_dir, out, options, context=quiet(1))
 
 
 @pytest.fixture(scope="module")
 def none_shards(tmp_path_factory, none_pairs_dir, vocab_dir):
     out = tmp_path_factory.mktemp("none_shards")
     options = ShardOptions(num_shards=4, mask_strategy="whole-word", seed=2)
-    return out, build_shards(none_pairs_dir, vocab_dir, out, options, workers=1, progress=False)
+    return out, build_shards(none_pairs_dir, vocab_dir, out, options, context=quiet(1))
 
 
 def test_sop_shards_schema_labels_and_counts(sop_shards, sop_pairs_dir, vocab):
@@ -124,8 +125,8 @@ def test_same_bytes_whatever_the_workers(tmp_path, sop_pairs_dir, none_pairs_dir
     pairs = sop_pairs_dir if objective == "sop" else none_pairs_dir
     options = ShardOptions(num_shards=3, mask_strategy=strategy, masked_lm_prob=0.3,
                            max_predictions_per_seq=40, seed=9)
-    one = build_shards(pairs, vocab_dir, tmp_path / "one", options, workers=1, progress=False)
-    two = build_shards(pairs, vocab_dir, tmp_path / "two", options, workers=2, progress=False)
+    one = build_shards(pairs, vocab_dir, tmp_path / "one", options, context=quiet(1))
+    two = build_shards(pairs, vocab_dir, tmp_path / "two", options, context=quiet(2))
     assert one == two  # the manifest records every shard's sha256
     assert validate_shards(tmp_path / "two") == []
     rate = one["totals"]["masked_tokens"] / one["totals"]["tokens"]
@@ -191,7 +192,7 @@ def test_pairs_of_another_objective_are_refused(tmp_path, stream, vocab_dir):
     pairs = write_objective_pairs_dir(tmp_path / "pairs", stream, {"train": [50]}, "none",
                                       stats_objective="sop")
     with pytest.raises(InputError, match=r"part-00000-d0\.parquet: column tokens_a"):
-        build_shards(pairs, vocab_dir, tmp_path / "out", ShardOptions(), workers=1, progress=False)
+        build_shards(pairs, vocab_dir, tmp_path / "out", ShardOptions(), context=quiet(1))
 
 
 def test_cli_inspect_and_stats_by_objective(sop_shards, none_shards):

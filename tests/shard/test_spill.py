@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from corpusprep.engine.rng import rng_for
-from corpusprep.mask import MaskVocab, examples_from_pairs, mask_examples
+from corpusprep.mask import Masking, MaskVocab, examples_from_pairs, mask_examples
 from corpusprep.shard.spill import read_groups, write_group
 from corpusprep.shard.table import to_table
 from corpusprep.tokenize import VocabInfo
@@ -18,11 +18,11 @@ def test_groups_round_trip_into_shuffled_rows(tmp_path, stream, vocab_dir):
     batches = []
     for seed, max_len in ((1, 128), (2, 40), (3, 64)):  # different widths and prediction counts
         examples = examples_from_pairs(
-            make_pairs(stream, 300, seed=seed, max_seq_length=max_len), cls_id=vocab.cls_id,
-            sep_id=vocab.sep_id, pad_id=vocab.pad_id, forbidden=mask_vocab.forbidden_in_segment,
-            max_seq_length=max_len, dtype=vocab.token_dtype, source="t",
+            make_pairs(stream, 300, seed=seed, max_seq_length=max_len), vocab=mask_vocab,
+            max_seq_length=max_len, source="t",
         )
-        batches.append(mask_examples(examples, mask_vocab, rng_for(0, "spill", seed), strategy="whole-word"))
+        whole_words = Masking(strategy="whole-word")
+        batches.append(mask_examples(examples, mask_vocab, rng_for(0, "spill", seed), masking=whole_words))
     written = [batch.take(slice(0, 200)) for batch in batches]
     written += [batches[0].take(slice(0, 0)), batches[1].take(slice(200, 300))]  # an empty group, a second
     path = tmp_path / "part.spill"

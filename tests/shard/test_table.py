@@ -14,8 +14,9 @@ from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
 from corpusprep.shard.schema import shard_schema
 from corpusprep.shard.table import count_table, examples_from_shard, remask_table
-from corpusprep.shard.validate import check_rows
+from corpusprep.shard.validate import check_shard_rows
 from corpusprep.tokenize import VocabInfo
+from tests.contexts import quiet
 
 
 @pytest.fixture(scope="module", params=["nsp", "sop", "none"])
@@ -24,7 +25,7 @@ def static(request, tmp_path_factory, pairs_dir, sop_pairs_dir, none_pairs_dir, 
     pairs = {"nsp": pairs_dir, "sop": sop_pairs_dir, "none": none_pairs_dir}[request.param]
     out = tmp_path_factory.mktemp(f"static-{request.param}")
     options = ShardOptions(num_shards=1, mask_strategy="span", masked_lm_prob=0.3, max_predictions_per_seq=30)
-    build_shards(pairs, vocab_dir, out, options, workers=1, progress=False)
+    build_shards(pairs, vocab_dir, out, options, context=quiet(1))
     table = pa.concat_tables([pq.read_table(p) for p in sorted(out.glob("*/*.parquet"))])
     return request.param, table, read_json(out / "manifest.json")
 
@@ -43,7 +44,7 @@ def test_dynamic_masking_follows_the_static_rule(static, vocab_dir, strategy):
     before = examples_from_shard(table, vocab.pad_id, objective)
     after = examples_from_shard(again, vocab.pad_id, objective)
     assert np.array_equal(before.ids, after.ids) and np.array_equal(before.label, after.label)
-    assert check_rows(again, {**manifest, "options": {**options, "mask_strategy": strategy}}) == []
+    assert check_shard_rows(again, {**manifest, "options": {**options, "mask_strategy": strategy}}) == []
     static_counts = count_table(table, vocab.mask_id, objective)
     counts = count_table(again, vocab.mask_id, objective)
     masking = ("masked_tokens", "mask_token", "random_token", "kept_token")

@@ -14,12 +14,13 @@ from corpusprep.engine.manifest import sha256_file
 from corpusprep.shard.build import build_shards
 from corpusprep.shard.options import ShardOptions
 from corpusprep.shard.validate import validate_shards
+from tests.contexts import quiet
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory, pairs_dir, vocab_dir):
     out = tmp_path_factory.mktemp("pristine")
-    build_shards(pairs_dir, vocab_dir, out, ShardOptions(num_shards=3), workers=1, progress=False)
+    build_shards(pairs_dir, vocab_dir, out, ShardOptions(num_shards=3), context=quiet(1))
     assert validate_shards(out) == []
     return out
 

@@ -12,6 +12,7 @@ from corpusprep.read import ReadOptions
 from corpusprep.split import SentencesOptions
 from corpusprep.split.sentences import run_sentences
 from corpusprep.split.stage import record_path
+from tests.contexts import quiet
 
 
 def test_a_library_call_writes_the_file_its_record_and_stats_and_a_rerun_is_up_to_date(tmp_path, capsys):
@@ -19,7 +20,7 @@ def test_a_library_call_writes_the_file_its_record_and_stats_and_a_rerun_is_up_t
     corpus.write_text("First one. Second one!\n\nAnother document. With two.\n\n   \n")
     out, stats = tmp_path / "s.txt", tmp_path / "stats.json"
     report = run_sentences([str(corpus)], out, SentencesOptions(), ReadOptions(), stats_file=stats,
-                           progress=False)  # fmt: skip
+                           context=quiet())
     assert out.read_text() == "First one.\nSecond one!\n\nAnother document.\nWith two.\n"
     assert report["split"]["sentences"] == 4 and report["split"]["used"] == 2
     assert json.loads(stats.read_text()) == report and record_path(out).is_file()
@@ -28,6 +29,6 @@ def test_a_library_call_writes_the_file_its_record_and_stats_and_a_rerun_is_up_t
     assert "up to date" in capsys.readouterr().err and json.loads(stats.read_text()) == report  # kept
     with pytest.raises(UsageError, match="other inputs or options .*language"):
         run_sentences([str(corpus)], out, SentencesOptions(language="de"), ReadOptions())
-    redone = run_sentences([str(corpus)], out, SentencesOptions(language="de"), ReadOptions(), overwrite=True,
-                           progress=False)  # fmt: skip
+    redone = run_sentences([str(corpus)], out, SentencesOptions(language="de"), ReadOptions(),
+                           context=quiet(overwrite=True))
     assert redone["language"] == "de" and out.read_text().count("\n") == 5

@@ -22,6 +22,7 @@ from corpusprep.tokenize.vocab import (
     train_vocab,
     vocab_from_file,
 )
+from tests.contexts import quiet
 from tests.tokenize.conftest import hf_bert_tokenizer
 from tests.tokenize.texts import corpus_sentences, head_lines, mixed_sentences
 
@@ -218,7 +219,7 @@ def test_rerun_reuses_and_different_options_refuse(demo_jsonl, tmp_path):
     assert (out / "vocab.txt").stat().st_mtime_ns == mtime
     with pytest.raises(UsageError, match="--overwrite"):
         train_vocab([small], out, VocabOptions(vocab_size=900))
-    third = train_vocab([small], out, VocabOptions(vocab_size=900), overwrite=True)
+    third = train_vocab([small], out, VocabOptions(vocab_size=900), context=quiet(overwrite=True))
     assert len(tokens_of(out)) == third["vocab_size"] == 900
     assert not [p for p in out.iterdir() if ".tmp-" in p.name]
     with open(small, "a", encoding="utf-8") as f:  # an edited corpus is not "the same run"
@@ -254,7 +255,7 @@ def test_refuses_a_foreign_vocab_without_overwrite(bert_vocab_txt, demo_jsonl, t
     with pytest.raises(UsageError, match="no corpusprep manifest owns it"):
         train_vocab([demo_jsonl], out, VocabOptions(vocab_size=1000))
     with pytest.raises(UsageError, match="no corpusprep manifest owns it"):  # --overwrite never replaces it
-        train_vocab([demo_jsonl], out, VocabOptions(vocab_size=1000), overwrite=True)
+        train_vocab([demo_jsonl], out, VocabOptions(vocab_size=1000), context=quiet(overwrite=True))
     assert (out / "vocab.txt").read_bytes() == bert_vocab_txt.read_bytes()
 
 

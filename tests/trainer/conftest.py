@@ -20,6 +20,7 @@ from corpusprep.read import ReadOptions
 from corpusprep.shard.build import build_shards as shard_stage
 from corpusprep.shard.options import ShardOptions
 from corpusprep.tokenize.vocab import VocabOptions, train_vocab
+from tests.contexts import quiet
 
 
 def write_demo_text(path: Path, max_mb: float) -> Path:
@@ -53,7 +54,7 @@ def build_shards(
     """
     out.mkdir(parents=True, exist_ok=True)
     text = text or write_demo_text(out / "text.jsonl", max_mb)
-    train_vocab([text], out / "vocab", VocabOptions(vocab_size=vocab_size), progress=None)
+    train_vocab([text], out / "vocab", VocabOptions(vocab_size=vocab_size))
     pair_options = PairOptions(
         max_seq_length=max_seq_length,
         dupe_factor=dupe_factor,
@@ -61,12 +62,12 @@ def build_shards(
         seed=seed,
         objective=objective,
     )
-    build_pairs([text], out / "vocab", out / "pairs", pair_options, ReadOptions(), workers=1, progress=False)
+    build_pairs([text], out / "vocab", out / "pairs", pair_options, ReadOptions(), context=quiet(1))
     shard_options = ShardOptions(
         num_shards=num_shards, row_group_size=256, seed=seed, mask_strategy=mask_strategy,
         masked_lm_prob=masked_lm_prob,
     )  # fmt: skip
-    shard_stage(out / "pairs", out / "vocab", out / "shards", shard_options, workers=1, progress=False)
+    shard_stage(out / "pairs", out / "vocab", out / "shards", shard_options, context=quiet(1))
     return out / "shards"
 
 

@@ -15,6 +15,7 @@ from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab, num_predictions
 from corpusprep.shard.table import remask_table
+from tests.contexts import quiet
 from trainer.data import Position, ShardStream
 from trainer.shards import open_shards
 
@@ -201,12 +202,12 @@ def whole_word_shards(tmp_path_factory, demo_text) -> Path:
     from corpusprep.tokenize.vocab import VocabOptions, train_vocab
 
     out = tmp_path_factory.mktemp("whole_word_shards")
-    train_vocab([demo_text], out / "vocab", VocabOptions(vocab_size=2000, reserved=50), progress=None)
+    train_vocab([demo_text], out / "vocab", VocabOptions(vocab_size=2000, reserved=50))
     options = PairOptions(max_seq_length=64, dupe_factor=1, validation_fraction=0.0)
-    build_pairs([demo_text], out / "vocab", out / "pairs", options, ReadOptions(), workers=1, progress=False)
+    build_pairs([demo_text], out / "vocab", out / "pairs", options, ReadOptions(), context=quiet(1))
     masking = ShardOptions(num_shards=2, mask_strategy="whole-word", masked_lm_prob=0.3,
                            max_predictions_per_seq=16, seed=4)  # fmt: skip
-    build_shards(out / "pairs", out / "vocab", out / "shards", masking, workers=1, progress=False)
+    build_shards(out / "pairs", out / "vocab", out / "shards", masking, context=quiet(1))
     return out / "shards"
 
 
