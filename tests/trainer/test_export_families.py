@@ -82,8 +82,6 @@ def test_fine_tuning_auto_classes_load_it_and_take_our_tokenizers_inputs(exporte
     assert torch.isfinite(loss)
 
 
-@pytest.mark.xfail(strict=True, reason="trainer/evaluate/finetune.py builds Bert* classes from any export: "
-                   "it needs the Auto classes (AutoConfig, AutoModelFor*); strict, so the fix shows here")
 def test_trainer_evaluate_fine_tunes_the_exports_own_class(exported):
     """trainer.evaluate's model for a task is the export's class with the export's weights, not a BERT
     whose encoder transformers silently initialises anew (what Bert* classes make of these exports)."""
@@ -94,12 +92,25 @@ def test_trainer_evaluate_fine_tunes_the_exports_own_class(exported):
     from trainer.evaluate.finetune import build_model
 
     family, out, _ = exported
-    model = build_model(out, SimpleNamespace(kind="tag", labels=("A", "B")), "pretrained", seed=0)
+    from trainer.evaluate.tasks import task_kind
+
+    data = SimpleNamespace(kind="tag", task=task_kind("tag"), labels=("A", "B"))
+    model = build_model(out, data, "pretrained", seed=0)
     assert type(model).__name__.startswith(MODELS[family][1].split("For")[0])
     built, prefix = model.state_dict(), FAMILIES[family].bare[0]  # the encoder: bert.* or model.*
     encoder = {k: v for k, v in load_file(out / "model.safetensors").items()
                if k.startswith(prefix) and not k.startswith(FAMILIES[family].heads)}  # not the pooler
     assert len(encoder) > 10 and all(k in built and torch.equal(built[k], v) for k, v in encoder.items())
+    # the features trainer.evaluate makes are what this family's model reads (ModernBERT: no token types)
+    import inspect
+
+    from transformers import AutoTokenizer
+
+    from trainer.evaluate.tasks.base import input_names
+
+    names = input_names(AutoTokenizer.from_pretrained(str(out)))
+    assert set(names) <= set(inspect.signature(model.forward).parameters)
+    assert ("token_type_ids" in names) == (family != "modernbert")
 
 
 def test_import_then_export_gives_the_same_files(exported, tmp_path):

@@ -98,16 +98,17 @@ def device_of(name: str) -> str:
 
 
 def build_model(hf_dir: Path, data: TaskData, init: str, seed: int):
-    """The task kind's model: BERT from `hf_dir` with a fresh task head ("pretrained"), or the same
+    """The task kind's model, of the export's own family (BERT, Megatron-BERT, ModernBERT: the Auto classes
+    read config.json's model_type), from `hf_dir` with a fresh task head ("pretrained"), or the same
     architecture with every weight drawn fresh ("random": from the config alone; the checkpoint's weights
     are never read)."""
     transformers = require_transformers()
     cls = getattr(transformers, data.task.model_class)
-    config = transformers.BertConfig.from_pretrained(str(hf_dir), num_labels=data.task.num_labels(data))
+    config = transformers.AutoConfig.from_pretrained(str(hf_dir), num_labels=data.task.num_labels(data))
     with seeded(sub_seed(seed, "init")), _quiet(transformers):
         if init == "pretrained":
             return cls.from_pretrained(str(hf_dir), config=config)
-        return cls(config)
+        return cls.from_config(config)
 
 
 # ---------------------------------------------------------------- predicting and scoring

@@ -28,7 +28,7 @@ import numpy as np
 
 from corpusprep.errors import UsageError
 from trainer.evaluate.squad import Question
-from trainer.evaluate.tasks.base import Encoded
+from trainer.evaluate.tasks.base import Encoded, input_names
 
 MAX_QUESTION_PIECES = 64  # BERT's max_query_length
 MAX_ANSWER_LENGTH = 30  # word pieces: BERT's and run_qa's max_answer_length
@@ -103,7 +103,7 @@ def encode(tokenizer, questions: list[Question], max_length: int, doc_stride: in
             start = context[0] if context else len(sequence) - 1
             spans = batch["offset_mapping"][f]
             offsets = np.array([spans[k] for k in context], dtype=np.int64).reshape(-1, 2)
-            feature = {key: batch[key][f] for key in ("input_ids", "token_type_ids", "attention_mask")}
+            feature = {key: batch[key][f] for key in input_names(tokenizer)}
             if labels:
                 positions = answer_positions(questions[i], offsets, start)
                 if positions != (0, 0):

@@ -35,6 +35,12 @@ from trainer.evaluate.data import Example, Faults, Split, TaskData
 IGNORE = -100  # the label transformers' losses skip
 
 
+
+def input_names(tokenizer) -> tuple[str, ...]:
+    """The inputs the model's tokenizer makes and its model reads: BERT's three, or ModernBERT's two (no
+    token_type_ids: its model takes none)."""
+    return tuple(tokenizer.model_input_names)
+
 @dataclass
 class Encoded:
     """The model inputs of a split: one feature per window or row; for each, its example and what decoding
@@ -57,7 +63,7 @@ class TaskKind:
 
     name: ClassVar[str]  # --task NAME
     title: ClassVar[str]  # for the report: "tagging", "named entities"...
-    model_class: ClassVar[str]  # the transformers class fine-tuned: BertForTokenClassification...
+    model_class: ClassVar[str]  # the transformers Auto class fine-tuned: AutoModelForTokenClassification...
     outputs: ClassVar[tuple[str, ...]] = ("logits",)  # the model outputs decode reads
     token_level: ClassVar[bool] = False  # an output per position (trimmed to the feature's length)
     formats: ClassVar[tuple[str, ...]]  # the file formats it reads (data.FORMATS)

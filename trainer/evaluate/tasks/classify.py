@@ -17,7 +17,7 @@ import numpy as np
 
 from trainer.evaluate import metrics
 from trainer.evaluate.data import Faults, Row, Split, TaskData, check_known_labels, label_set
-from trainer.evaluate.tasks.base import Encoded, TaskKind
+from trainer.evaluate.tasks.base import Encoded, TaskKind, input_names
 from trainer.evaluate.tasks.tag import CHARS_PER_PIECE
 
 POSITIVE = ("1", "true", "yes", "positive", "paraphrase", "duplicate", "acceptable", "entailment")
@@ -48,7 +48,7 @@ def encode_rows(tokenizer, rows: list[Row], targets: list[Any], max_length: int)
                 batch[key][i] = cut[key][j]
     encoded = Encoded(truncated=len(long))
     for i, target in enumerate(targets):
-        feature = {k: batch[k][i] for k in ("input_ids", "token_type_ids", "attention_mask")}
+        feature = {k: batch[k][i] for k in input_names(tokenizer)}
         encoded.features.append(feature | {"labels": target})
         encoded.example.append(i)
         encoded.meta.append(None)
@@ -58,7 +58,7 @@ def encode_rows(tokenizer, rows: list[Row], targets: list[Any], max_length: int)
 class Classify(TaskKind):
     name = "classify"
     title = "classification"
-    model_class = "BertForSequenceClassification"
+    model_class = "AutoModelForSequenceClassification"
     formats = ("tsv", "csv", "jsonl")
     metrics = ("accuracy", "f1", "matthews")
     unit = "rows"

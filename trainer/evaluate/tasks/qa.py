@@ -45,7 +45,7 @@ def fractions(found: dict[str, Any]) -> dict[str, Any]:
 class QA(TaskKind):
     name = "qa"
     title = "extractive question answering"
-    model_class = "BertForQuestionAnswering"
+    model_class = "AutoModelForQuestionAnswering"
     outputs = ("start_logits", "end_logits")
     token_level = True
     formats = ("squad",)

@@ -15,7 +15,7 @@ import numpy as np
 
 from trainer.evaluate import metrics
 from trainer.evaluate.data import Faults, Sentence, Split, TaskData, check_known_labels, label_set
-from trainer.evaluate.tasks.base import IGNORE, Encoded, TaskKind
+from trainer.evaluate.tasks.base import IGNORE, Encoded, TaskKind, input_names
 
 CHARS_PER_PIECE = 100  # WordPiece reads a word of more characters as one [UNK]: words are cut to this x room
 
@@ -23,7 +23,7 @@ CHARS_PER_PIECE = 100  # WordPiece reads a word of more characters as one [UNK]:
 class Tag(TaskKind):
     name = "tag"
     title = "tagging"
-    model_class = "BertForTokenClassification"
+    model_class = "AutoModelForTokenClassification"
     token_level = True
     formats = ("conllu", "conll")
     metrics = ("accuracy",)
@@ -75,8 +75,8 @@ class Tag(TaskKind):
                 ids += word
         ids.append(tokenizer.sep_token_id)
         labels.append(IGNORE)
-        encoded.features.append({"input_ids": ids, "token_type_ids": [0] * len(ids),
-                                 "attention_mask": [1] * len(ids), "labels": labels})  # fmt: skip
+        inputs = {"input_ids": ids, "token_type_ids": [0] * len(ids), "attention_mask": [1] * len(ids)}
+        encoded.features.append({k: inputs[k] for k in input_names(tokenizer)} | {"labels": labels})
         encoded.example.append(si)
         encoded.meta.append(where)
 
