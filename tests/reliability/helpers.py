@@ -19,13 +19,13 @@ REPO = Path(__file__).resolve().parents[2]
 # chmod 000 file, so the permission error is simulated where the reader opens files.
 _DENYING_MAIN = """
 import sys
-from corpusprep.engine import storage
+from corpusprep.engine import local_store
 denied, real_open = sys.argv.pop(1), open
 def guarded(path, *args, **kwargs):
     if str(path).endswith(denied):
         raise PermissionError(13, "Permission denied", str(path))
     return real_open(path, *args, **kwargs)
-storage.open = guarded
+local_store.open = guarded
 from corpusprep.cli import main
 sys.argv[0] = "corpusprep"
 main()

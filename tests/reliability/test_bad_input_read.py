@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from corpusprep.engine import storage
+from corpusprep.engine import local_store
 from corpusprep.engine.rng import rng_for
 from corpusprep.errors import DataError, InputError
 from corpusprep.read import ReadOptions, ReadStats, iter_documents
@@ -205,7 +205,7 @@ def test_unreadable_file_simulated_permission_error(tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(storage, "open", fake_open, raising=False)  # the seam: every file is opened there
+    monkeypatch.setattr(local_store, "open", fake_open, raising=False)  # every local file opens there
     for policy in ("auto", "fail"):
         with pytest.raises(InputError, match=r"locked\.txt: cannot open: Permission denied") as error:
             read_all(tmp_path, on_error=policy)

@@ -49,9 +49,9 @@ def data_options(data) -> None:
                       "QQP,STS-B,MNLI,QNLI,RTE)")  # fmt: skip
     data.add_argument("--task", choices=TASKS, default=D.task, help="default: auto (CoNLL-U: tag; columns: "
                       "ner; tables: classify, or regression for scores; SQuAD JSON: qa)")  # fmt: skip
-    data.add_argument("--format", choices=FORMATS, default=D.format, help="default: auto, from the names "
-                      "(else the first lines; a .json file: SQuAD's JSON or JSON lines, by its "
-                      "content)")  # fmt: skip
+    data.add_argument("--format", choices=FORMATS, default=D.format, metavar="FORMAT",
+                      help=f"{', '.join(FORMATS)}; default: auto, from the names (else the first lines; a "
+                      ".json file: SQuAD's JSON or JSON lines, by its content)")
     data.add_argument("--metric", choices=METRICS, metavar="NAME", help="the headline score, chosen on and "
                       f"judged by: {', '.join(METRICS)} (default: the task's first: accuracy for tag and "
                       "classify, entity_f1 for ner, pearson for regression, f1 for qa)")  # fmt: skip
