@@ -63,6 +63,13 @@ def test_defaults_come_from_the_model_size_and_max_length_from_its_positions():
     given, notes = EvalSettings(train="a", dev="b", lr=5e-5, max_length=32).resolve("base", 512, "f1",
                                                                                      "classify")  # fmt: skip
     assert (given.lr, given.epochs, given.max_length, given.metric, notes) == (5e-5, 3.0, 32, "f1", [])
+    sentence, _ = base.resolve("tiny", 64, "matthews", "classify")  # one output per example: its own rate
+    assert (sentence.lr, sentence.epochs) == (tiny.sentence_lr, tiny.epochs) and tiny.sentence_lr != tiny.lr
+    assert base.resolve("tiny", 64, "f1", "qa")[0].lr == tiny.lr  # a span: an output per position
+    assert EvalSettings(train="a", dev="b", lr=1e-3).resolve("tiny", 64, "f1", "regression")[0].lr == 1e-3
+    grid = EvalSettings(train="a", dev="b", grid=True)
+    assert {lr for lr, _, _ in grid.configs("tiny", "classify")} == set(tiny.sentence_grid_lr)
+    assert {lr for lr, _, _ in grid.configs("tiny", "tag")} == set(tiny.grid_lr)
     assert [size_of(h, n) for h, n in ((128, 2), (256, 4), (512, 4), (512, 8), (768, 12), (1024, 24))] == [
         "tiny", "mini", "small", "medium", "base", "large"]
     assert compare.run_name("random", 3, (3e-5, 16, 2.0)) == "random-lr3e-05-b16-e2-seed3"

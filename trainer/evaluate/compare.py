@@ -182,7 +182,7 @@ def _build(art: Artifact, source: str | Path, data: TaskData, settings: EvalSett
            shape: dict, workers: int | None) -> dict[str, Any]:  # fmt: skip
     """Run what is not done yet (pool workers), choose, summarise, write the result and the page, commit."""
     load, started = os.getloadavg()[0], time.perf_counter()
-    configs = settings.configs(shape["size"])
+    configs = settings.configs(shape["size"], data.task.name)
     with pretrained(source, settings.vocab) as model:
         data.task.check_model(model.hf_dir)
         threads = 1 if finetune.device_of(settings.device) == "cpu" else torch.get_num_threads()
