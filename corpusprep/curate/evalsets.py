@@ -31,6 +31,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,7 +107,7 @@ def _text_column(file: Path, fmt: str) -> str:
     raise DataError(f"{file}: no rows")
 
 
-def _examples(split: Split, shown: str):
+def _examples(split: Split, shown: str) -> Iterator[EvalExample]:
     """A split's texts: a sentence's words, a row's texts, a SQuAD question and (once) its context."""
     contexts: set[str] = set()
     for example in split.examples:
