@@ -40,6 +40,7 @@ from corpusprep.engine.stage import RunContext, StageRun, stage_run
 from corpusprep.read import resolve_inputs
 from corpusprep.read.document import no_usable_documents
 from corpusprep.read.inputs import input_files
+from trainer.evaluate.data import Skips
 
 STATS_VERSION = 1
 ANALYSE_CHARS_PER_SECOND = 4e6  # one process on the reference machine: dedup and language identification
@@ -100,7 +101,7 @@ def _check_languages(languages: tuple[str, ...]) -> None:
 
 def _phases(run: StageRun, inputs, out_dir: Path, options: CurateOptions, read_options) -> dict[str, Any]:
     work = run.work
-    index, examples, evaluation = _evaluation(run, options)  # first: a bad evaluation file fails at once
+    index, examples, evaluation = _evaluation(run, options, read_options.on_error)  # first: fails at once
     read_task = Task("read", ReadArgs(tuple(map(str, inputs)), read_options, options, work))
     (read,) = run.phase("read", functools.partial(read_stage, reporter=run.reporter), [read_task],
                         unit="docs", local=True, stats_kind="curate_read_task")  # fmt: skip
@@ -127,26 +128,30 @@ def _phases(run: StageRun, inputs, out_dir: Path, options: CurateOptions, read_o
     return _summary(read, written, pair_stats, evaluation, options, buckets)
 
 
-def _evaluation(run: StageRun, options: CurateOptions) -> tuple[Path | None, Path | None, dict]:
-    """The evaluation n-gram index and examples table (with --decontaminate), built in this process."""
+def _evaluation(run: StageRun, options: CurateOptions,
+                on_error: str) -> tuple[Path | None, Path | None, dict]:  # fmt: skip
+    """The evaluation n-gram index and examples table (with --decontaminate), built in this process; the
+    files read under the corpus's `--on-error` (evalsets.read_examples)."""
     if not options.decontaminate:
         return None, None, {}
     index, table = run.work / "evaluation" / "index.npz", run.work / "evaluation" / "examples.arrow"
-    task = Task("evaluation", (options, index, table),
+    task = Task("evaluation", (options, on_error, index, table),
                 outputs=tuple(p.relative_to(run.work.parent).as_posix() for p in (index, table)))
     (stats,) = run.phase("evaluation", evaluation_task, [task], unit="files", local=True)
     return index, table, stats
 
 
 def evaluation_task(task: Task) -> dict[str, Any]:
-    options, index_path, table_path = task.args
-    examples = [e for path in options.decontaminate for e in read_examples(path)]
+    options, on_error, index_path, table_path = task.args
+    skips = Skips()
+    examples = [e for path in options.decontaminate for e in read_examples(path, on_error, skips)]
     index = EvalIndex.build(examples, options.ngram, options.min_example_words)
     index.save(index_path)
     write_ipc(table_path, pa.table({"file": [e.file for e in examples],
                                     "position": [e.position for e in examples],
                                     "text": [e.text for e in examples]}))  # fmt: skip
-    return {"examples": len(examples), "too_short": index.too_short}
+    left_out = {"skipped": skips.to_dict()} if skips.counts else {}  # --on-error skip
+    return {"examples": len(examples), "too_short": index.too_short, **left_out}
 
 
 def _dedup(run: StageRun, options: CurateOptions, starts, chunks: int, buckets: int,

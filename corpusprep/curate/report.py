@@ -58,6 +58,10 @@ def _evaluation_lines(evaluation: dict) -> list[str]:
     lines = ["", "## evaluation examples found in the corpus", "",
              f"{evaluation.get('found', 0):,} of {evaluation.get('examples', 0):,} examples "
              f"({evaluation.get('too_short', 0):,} too short to match).", ""]  # fmt: skip
+    if skipped := (evaluation.get("skipped") or {}).get("counts"):
+        reasons = ", ".join(f"{reason} {n:,}" for reason, n in skipped.items())
+        lines += [f"Left out of the evaluation files as malformed (--on-error skip): {reasons}; "
+                  f"for example {_cell(evaluation['skipped']['examples'][0])}.", ""]  # fmt: skip
     if found:
         lines += ["| file | position | example |", "|---|---|---|"]
         lines += [f"| {_cell(e['file'])} | {_cell(e['position'])} | {_cell(e['text'][:200])} |"

@@ -12,7 +12,8 @@ BY_REASON = MapOf(COUNT)
 CURATE_STATS = Obj(
     {"documents": COUNT, "kept": COUNT, "removed": BY_REASON, "read": Obj({}, {"skipped": BY_REASON})},
     {"languages": BY_REASON, "characters": MapOf(COUNT),
-     "evaluation": Obj({}, {"examples": COUNT, "found": COUNT, "too_short": COUNT})},
+     "evaluation": Obj({}, {"examples": COUNT, "found": COUNT, "too_short": COUNT,
+                            "skipped": Obj({"counts": BY_REASON})})},
 )  # fmt: skip
 CURATE_REMOVED = Obj({"id": DOC_ID, "reason": Str(pattern=r"[a-z][a-z0-9-]*", what="a reason")},
                      {"kept": DOC_ID, "eval_file": Str(), "eval_position": Str(), "detail": Str(),

@@ -39,10 +39,12 @@ def test_every_evaluation_format_gives_its_texts(tmp_path):
     ner = "-DOCSTART- -X- O O\n\nEU NNP B-ORG\nrejects VBZ O\n\nPeter NNP B-PER\n"
     (tmp_path / "ner.txt").write_text(ner)
     assert [e.text for e in read_examples(str(tmp_path / "ner.txt"))] == ["EU rejects", "Peter"]
-    squad = {"data": [{"paragraphs": [{"context": "A context.", "qas": [{"question": "Why?", "id": "1"}]}]}]}
+    answer = [{"text": "context", "answer_start": 2}]
+    squad = {"data": [{"paragraphs": [{"context": "A context.", "qas": [{"question": "Why?", "id": "1",
+                                                                         "answers": answer}]}]}]}
     (tmp_path / "dev.json").write_text(json.dumps(squad, indent=1))
     assert [(e.position, e.text) for e in read_examples(str(tmp_path / "dev.json"))] == [
-        ("data[0].paragraphs[0].context", "A context."), ("data[0].paragraphs[0].qas[0]", "Why?")]
+        ("context of question '1'", "A context."), ("question '1'", "Why?")]
     (tmp_path / "pairs.tsv").write_text("premise\thypothesis\tlabel\nA cat.\tA dog.\t0\n")
     assert [e.text for e in read_examples(str(tmp_path / "pairs.tsv"))] == ["A cat.", "A dog."]
     (tmp_path / "test.tsv").write_text("index\tsentence\n0\tNo label here.\n")  # a GLUE test file
@@ -56,7 +58,7 @@ def test_bad_evaluation_files_are_one_line(tmp_path):
     with pytest.raises(DataError, match=r"bad.conllu:1: 3 tab-separated fields"):
         read_examples(str(tmp_path / "bad.conllu"))
     (tmp_path / "bad.json").write_text('{"data": 3,\n"x": 1}')
-    with pytest.raises(DataError, match="not SQuAD JSON"):
+    with pytest.raises(DataError, match=r"bad.json:1: not JSON"):  # no SQuAD shape: JSON lines
         read_examples(str(tmp_path / "bad.json"))
     with pytest.raises(InputError, match="no such file"):
         read_examples(str(tmp_path / "missing.tsv"))
