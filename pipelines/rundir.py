@@ -7,14 +7,17 @@ The stages' outputs are artifacts, each in its own directory. Beside them the ru
 (`train.toml`, `PHASE/train-PHASE.toml`). A directory whose `run.json` the runner wrote is a run directory,
 and those names are its own. Any other directory:
 
-- empty or absent: a new run directory;
+- empty or absent, or holding only what a run starting there writes before `run.json` (its lock, the
+  temporary name `run.json` is written under): a new run directory; a run starting there now refuses at
+  its lock, one killed while starting left what the runner clears;
 - holding files and no `--overwrite`: refused;
 - with `--overwrite`: a file named like one of the runner's own is refused (move it away first: never
   written over, never deleted); every other file is left in place and named, and the stages write beside
   them, each under the artifact rule (with `--overwrite`, they too remove only what they own);
 - another command's output (an artifact, a training run, a checkpoint): refused, even with `--overwrite`.
 
-Every refusal comes before anything is made: a refused run leaves no directory and no lock behind.
+Every refusal comes before anything is made: a refused run leaves no directory and no lock behind, and
+a run refused at the lock, which another run holds, leaves that run's lock and directory alone.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 
 from corpusprep.engine import manifest as manifests
 from corpusprep.engine import outputs, records, storage
+from corpusprep.engine.files import parse_temp
 from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
 from corpusprep.errors import DataError, UsageError
 from pipelines.config import Pipeline
@@ -76,7 +80,7 @@ def check_run_dir(run_dir: Path, pipeline: Pipeline, overwrite: bool) -> list[st
             raise UsageError(f"{run_dir}: holds a run of pipeline {name!r}, not {pipeline.name!r}; pick "
                              "another --run-dir or pass --overwrite")  # fmt: skip
         return []
-    entries = sorted(p.name for p in storage.list_dir(run_dir) if p.name != LOCK_NAME)
+    entries = sorted(p.name for p in storage.list_dir(run_dir) if not _of_a_run_starting(p.name))
     if not entries:
         return []
     if storage.exists(run_dir / RUN_FILE):
@@ -91,20 +95,29 @@ def check_run_dir(run_dir: Path, pipeline: Pipeline, overwrite: bool) -> list[st
     return entries
 
 
+def _of_a_run_starting(name: str) -> bool:
+    """The lock, or the temporary name of `run.json` (the first record a run writes): what a run starting in
+    the directory has written there so far, never a user's file."""
+    temp = parse_temp(name)
+    return name == LOCK_NAME or (temp is not None and temp[0] == RUN_FILE)
+
+
 @contextlib.contextmanager
 def held(run_dir: Path, pipeline: Pipeline, overwrite: bool) -> Iterator[list[str]]:
     """Check the run dir, then hold its writer's lock and check it again (another run may have written
     there between): yields the files kept there (`check_run_dir`). A run refused, at either check, leaves
-    nothing behind: not the lock file, nor the directory the lock would have made."""
+    nothing behind: not the lock file, nor the directory the lock would have made. Refused at the lock,
+    the lock file and the directory are the run's that holds it (it may have made both since the first
+    check): left alone."""
     check_run_dir(run_dir, pipeline, overwrite)
     made = not storage.exists(run_dir)
-    try:
-        with exclusive_dir(run_dir):
+    with exclusive_dir(run_dir):
+        try:
             yield check_run_dir(run_dir, pipeline, overwrite)
-    except UsageError:
-        if made:
-            _remove_if_only_lock(run_dir)
-        raise
+        except UsageError:
+            if made:  # refused under its own lock: the lock file and the directory are this run's
+                _remove_if_only_lock(run_dir)
+            raise
 
 
 def _remove_if_only_lock(run_dir: Path) -> None:

@@ -4,12 +4,15 @@ leaves nothing behind, not even its lock."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
 
 import pytest
 from rich.console import Console
 
+from corpusprep.engine.lock import LOCK_NAME, exclusive_dir
 from corpusprep.errors import UsageError
 from pipelines import rundir
 from pipelines.load import load_pipeline
@@ -97,6 +100,39 @@ def test_a_run_refused_under_its_lock_removes_the_directory_it_made(toml, tmp_pa
     with pytest.raises(UsageError, match="refused under the lock"):
         run(toml, tmp_path / "new" / "run")
     assert len(checks) == 2 and not (tmp_path / "new" / "run").exists()
+
+
+def test_a_run_refused_at_the_lock_leaves_the_holders_lock_and_directory(toml, tmp_path, calls, monkeypatch):
+    """Another run made the directory and took its lock after this run's first look: this run is refused
+    at the lock and removes neither (they are that run's, which writes on)."""
+    run_dir = tmp_path / "new" / "run"
+    with contextlib.ExitStack() as other:
+
+        def another_run_locks_first(directory):
+            other.enter_context(exclusive_dir(directory))  # its own open of the lock file: another writer
+            return exclusive_dir(directory)
+
+        monkeypatch.setattr(rundir, "exclusive_dir", another_run_locks_first)
+        holder = rf"another corpusprep run is writing here \(pid {os.getpid()}\)"
+        with pytest.raises(UsageError, match=holder):
+            run(toml, run_dir)
+        assert [p.name for p in run_dir.iterdir()] == [LOCK_NAME]
+    assert not calls
+
+
+def test_what_a_run_starting_there_wrote_is_no_users_file(toml, tmp_path, calls):
+    """Before its run.json, a run starting in a new directory has written its lock and run.json's temporary
+    name: a second run is refused at that lock (not told the directory is none of corpusprep's); once that
+    run is gone, killed while starting, the next one starts there and clears what it left."""
+    run_dir = tmp_path / "run"
+    left = run_dir / ".run.json.tmp-999999999-1"  # `temp_name`'s shape, of a pid no process has
+    with exclusive_dir(run_dir):
+        left.write_text('{"pipeline": "to')
+        with pytest.raises(UsageError, match="another corpusprep run is writing here"):
+            run(toml, run_dir)
+    assert not calls
+    assert set(statuses(run(toml, run_dir)).values()) == {"ran"}
+    assert not left.exists()
 
 
 def test_files_a_stage_recorded_in_its_former_directory_are_removed_as_the_runners(toml, tmp_path, calls):

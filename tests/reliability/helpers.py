@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -63,6 +64,15 @@ def error_line(result: subprocess.CompletedProcess, prefix: str = "corpusprep: e
     errors = [line for line in lines if line.startswith(prefix)]
     assert len(errors) == 1 and lines[-1] == errors[0], result.stderr
     return errors[0].removeprefix(prefix)
+
+
+def lock_holder(out: Path, proc: subprocess.Popen) -> None:
+    """Wait until `proc` holds the lock on `out` (it writes its pid there once it has it)."""
+    deadline = time.monotonic() + 60
+    lock = out / LOCK_NAME
+    while not (lock.is_file() and lock.read_text() == str(proc.pid)):
+        assert proc.poll() is None and time.monotonic() < deadline, "the first run never took the lock"
+        time.sleep(0.01)
 
 
 def output_files(directory: Path) -> dict[str, bytes]:

@@ -10,14 +10,21 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from corpusprep.engine.lock import LOCK_NAME
 from tests.pair.helpers import make_vocab, synthetic_documents, write_bert
-from tests.reliability.helpers import REPO, command, corpusprep, environment, error_line, output_files
+from tests.reliability.helpers import (
+    REPO,
+    command,
+    corpusprep,
+    environment,
+    error_line,
+    lock_holder,
+    output_files,
+)
 
 pytestmark = pytest.mark.xdist_group("concurrency")
 
@@ -46,15 +53,6 @@ def shard_args(paths: dict, out: Path, *extra: str) -> list:
 def without_run_time(files: dict[str, bytes]) -> dict[str, bytes]:
     """The outputs hold no run time (stats.json, artifact.json): all bytes are compared."""
     return files
-
-
-def lock_holder(out: Path, proc: subprocess.Popen) -> None:
-    """Wait until `proc` holds the lock on `out` (it writes its pid there once it has it)."""
-    deadline = time.monotonic() + 60
-    lock = out / LOCK_NAME
-    while not (lock.is_file() and lock.read_text() == str(proc.pid)):
-        assert proc.poll() is None and time.monotonic() < deadline, "the first run never took the lock"
-        time.sleep(0.01)
 
 
 @pytest.mark.slow  # ~4.9 s idle (all cases)

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from corpusprep.engine import faults
-from corpusprep.engine.lock import LOCK_NAME
 from tests.pipelines.helpers import (
     DEMO,
     REPO,
@@ -25,6 +24,7 @@ from tests.pipelines.helpers import (
     write_small_corpus,
     write_small_vocab,
 )
+from tests.reliability.helpers import lock_holder, output_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("run_resume")]
 
@@ -90,11 +90,17 @@ def test_second_writer_fails_at_start_and_first_run_is_untouched(tmp_path, setup
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "corpusprep", "run", str(DEMO), "--run-dir", str(run_dir), *args]
     first = subprocess.Popen(command, cwd=REPO, start_new_session=True, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not (run_dir / LOCK_NAME).is_file() or not (run_dir / LOCK_NAME).read_text():
-        assert time.monotonic() < deadline and first.poll() is None
-        time.sleep(0.05)
-    second = cli(run_dir, *args)
+    lock_holder(run_dir, first)
+    # Frozen (its pool too), the first still holds the lock when the second gets there: the second makes
+    # all the checks the first made before its lock (the train stage's import torch), by which time a
+    # first run left running may have finished its small stages, and the second is no second writer.
+    os.killpg(first.pid, signal.SIGSTOP)
+    try:
+        before = output_files(run_dir)
+        second = cli(run_dir, *args)
+        assert output_files(run_dir) == before  # the second touched nothing
+    finally:
+        os.killpg(first.pid, signal.SIGCONT)
     assert second.returncode == 2
     assert second.stderr.strip().splitlines() == [
         f"corpusprep: error: {run_dir}: another corpusprep run is writing here (pid {first.pid}); "
