@@ -69,7 +69,7 @@ def kernels(layout: Layout, real_tokens: int, device: torch.device) -> dict:
         found["flash varlen"] = found.pop("sdpa rows")
         found["sdpa rows"] = (lambda q, k, v: F.scaled_dot_product_attention(
             *[x[rows].transpose(1, 2) for x in (q, k, v)], attn_mask=layout.mask,
-        ).transpose(1, 2).flatten(0, 1)[slots], True)  # fmt: skip
+        ).transpose(1, 2).flatten(0, 1)[slots], True)
     return found
 
 
@@ -103,7 +103,7 @@ def main() -> None:
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     print(f"command: python bench/attention.py {' '.join(sys.argv[1:])}")
     print(f"torch {torch.__version__} on {device}, {dtype}, {args.heads} heads of 64, load average "
-          f"{os.getloadavg()[0]:.1f}")  # fmt: skip
+          f"{os.getloadavg()[0]:.1f}")
     for length in args.lengths:
         for packed in (False, True):
             spec = objective("none" if packed else "nsp")
@@ -111,7 +111,7 @@ def main() -> None:
             layout = Layout(*(batch[k].to(device) for k in ("cu_seqlens", "rows", "slots")))
             T = len(batch["slots"])
             q, k, v = (torch.randn(T, args.heads, 64, device=device, dtype=dtype, requires_grad=True)
-                       for _ in range(3))  # fmt: skip
+                       for _ in range(3))
             mix = "packed" if packed else "bert"
             print(f"length {length} {mix} ({len(batch['cu_seqlens']) - 1} sequences, T={T}):", flush=True)
             for name, (fn, backward) in kernels(layout, batch["num_tokens"], device).items():
@@ -129,7 +129,7 @@ def main() -> None:
                 if backward:
                     both = f"{seconds(fn, q, k, v, True, args.repeat, device) * 1e3:8.1f}"
                 print(f"  {name:<22} forward {forward * 1e3:7.1f} ms   forward + backward {both} ms   "
-                      f"(first call {first:.1f} s)", flush=True)  # fmt: skip
+                      f"(first call {first:.1f} s)", flush=True)
 
 
 if __name__ == "__main__":

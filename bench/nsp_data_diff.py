@@ -109,7 +109,7 @@ def load(directory: Path, name: str, split: str) -> Rows:
     parts: dict[str, list] = {c: [] for c in columns + ["nsp"]}
     for f in shards.files(split):
         table = pq.read_table(f.path, columns=columns + ([label] if label in pq.read_schema(f.path).names
-                                                          else []))  # fmt: skip
+                                                          else []))
         for c in columns:
             parts[c].append(list_parts(table[c]))
         if label in table.column_names:
@@ -159,7 +159,7 @@ class Vocab:
         punct = np.array([len(t) == 1 and unicodedata.category(t)[0] in "PS" for t in tokens]) & ~special
         ends = [info.ids[t] for t in (".", "!", "?") if t in info.ids]
         return cls(tokens, special, np.char.startswith(tokens, "##"), punct,
-                   (np.char.str_len(bare) == 1) & ~special, info.ids, np.asarray(ends, np.int64))  # fmt: skip
+                   (np.char.str_len(bare) == 1) & ~special, info.ids, np.asarray(ends, np.int64))
 
 
 # ---------------------------------------------------------------- the measures, one table section each
@@ -221,11 +221,11 @@ def mask_stats(r: Rows, v: Vocab) -> dict:
         "masked share of B tokens": share(is_masked[seg_tokens & is_b]),
         "predictions in B": share(types == 1),
         "predictions by fifth of the row": " ".join(f"{x:.3f}" for x in np.bincount(fifth, minlength=5) /
-                                                   max(1, len(fifth))),  # fmt: skip
+                                                   max(1, len(fifth))),
         "predictions on [CLS]/[SEP]/[PAD]": int(np.isin(r.labels, [v.ids[t] for t in ("[CLS]", "[SEP]",
                                                                                         "[PAD]")]).sum()),
         "[MASK] / random / kept": f"{share(masked):.4f} / {share(~masked & ~kept):.4f} / {share(kept):.4f}",
-    }  # fmt: skip
+    }
 
 
 def random_stats(r: Rows, v: Vocab, rank: np.ndarray) -> dict:
@@ -240,7 +240,7 @@ def random_stats(r: Rows, v: Vocab, rank: np.ndarray) -> dict:
         "  of them single characters": share(v.single[drawn]),
         "  lowest / highest id drawn": f"{drawn.min()} / {drawn.max()}" if len(drawn) else "-",
         f"  mean frequency rank (uniform: {len(v.tokens) // 2:,})": rank[drawn].mean(),
-    }  # fmt: skip
+    }
 
 
 def target_stats(r: Rows, v: Vocab, rank: np.ndarray, p: np.ndarray, text: np.ndarray) -> dict:
@@ -307,7 +307,7 @@ def compare(a: Rows, b: Rows, v: Vocab, ngram: int, heldout: Rows | None) -> tup
         stats = [("rows", row_stats(r, v)), ("nsp", nsp_stats(r, v)), ("masking", mask_stats(r, v)),
                  ("random", random_stats(r, v, rank)), ("targets", target_stats(r, v, rank, p, texts[i])),
                  ("text", text_stats(keys[i], other, texts[i]) | {"unigram distance to the other side (TV)":
-                  tv(texts[i], texts[1 - i], size)})]  # fmt: skip
+                  tv(texts[i], texts[1 - i], size)})]
         if heldout is not None:
             stats.append(("heldout", heldout_stats(r, texts[i], keys[i], heldout, v, ngram)))
         sections.append(stats)
@@ -332,7 +332,7 @@ def heldout_stats(r: Rows, text: np.ndarray, keys: np.ndarray, h: Rows, v: Vocab
         "unigram distance, targets to held-out targets (TV)": tv(r.labels, h.labels, size),
         "held-out rows ending a sentence / short of max_seq_length": (f"{share(h.ends_sentence(v)):.4f} / "
             f"{share(h.ends_sentence(v) & (h.lengths < h.max_len)):.4f}"),
-    }  # fmt: skip
+    }
 
 
 # ---------------------------------------------------------------- --runs: two models on the held-out rows
@@ -348,7 +348,7 @@ def predictions(run_dir: Path, heldout: Path, maskings: int) -> dict[str, np.nda
     with torch.no_grad():
         for k in range(maskings):
             stream = ShardStream(shards, "train", 64, 0, shuffle=False, loop=False, mask_vocab=mask_vocab,
-                                 mask_key=("eval", k))  # fmt: skip
+                                 mask_key=("eval", k))
             first = 0
             for batch in stream:
                 logits, *_ = forward_loss(model, batch, contextlib.nullcontext)
@@ -411,20 +411,20 @@ def groups(p: dict, v: Vocab, rank: np.ndarray, max_len: int) -> list[tuple[str,
 
 
 def model_table(runs: list[Path], names: list[str], heldout: Rows, directory: Path, v: Vocab,
-                rank: np.ndarray, maskings: int) -> None:  # fmt: skip
+                rank: np.ndarray, maskings: int) -> None:
     started = time.perf_counter()
     a, b = (predictions(run, directory, maskings) for run in runs)
     if not (np.array_equal(a["label"], b["label"]) and np.array_equal(a["input"], b["input"])):
         sys.exit("the two runs were not scored on identical inputs")  # cannot happen: one masking key
     print(f"\nHeld-out masked-LM accuracy by where the prediction is ({len(a['label']):,} predictions, "
           f"{heldout.n:,} rows x {maskings} maskings; {names[1]} - {names[0]} paired, rows as the unit; "
-          f"the contributions add up to the whole difference)\n")  # fmt: skip
+          f"the contributions add up to the whole difference)\n")
     print(f"| predictions | share | {names[0]} | {names[1]} | difference (SE) | contribution (SE) |")
     print("|---|---:|---:|---:|---:|---:|")
     for label, pick in groups(a, v, rank, heldout.max_len):
         acc_a, acc_b, diff, se, part, part_se = paired(a, b, pick)
         print(f"| {label} | {pick.mean():.4f} | {acc_a:.4f} | {acc_b:.4f} | {diff:+.4f} ({se:.4f}) | "
-              f"{part:+.5f} ({part_se:.5f}) |")  # fmt: skip
+              f"{part:+.5f} ({part_se:.5f}) |")
     print(f"\n{time.perf_counter() - started:.0f} s for the two models")
 
 

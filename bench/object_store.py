@@ -51,7 +51,7 @@ def inputs(work: Path, mb: float) -> tuple[Path, Path]:
     corpus = work / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"text": t}) + "\n" for _, t in iter_demo_documents(mb)))
     subprocess.run(corpusprep("vocab", corpus, "-o", work / "vocab", "--vocab-size", "8000"), check=True,
-                   stdout=subprocess.DEVNULL)  # fmt: skip
+                   stdout=subprocess.DEVNULL)
     return corpus, work / "vocab"
 
 
@@ -60,7 +60,7 @@ def commands(corpus: Path, vocab: Path, out: str, workers: int) -> dict[str, lis
     return {"build-pairs": corpusprep("build-pairs", corpus, "--vocab", vocab, "-o", f"{out}/pairs",
                                       "--workers", workers),
             "shard": corpusprep("shard", f"{out}/pairs", "--vocab", vocab, "-o", f"{out}/shards",
-                                "--workers", workers)}  # fmt: skip
+                                "--workers", workers)}
 
 
 def server_cpu(pid: int) -> float:
@@ -88,10 +88,10 @@ def start_server(work: Path) -> tuple[subprocess.Popen, dict[str, str]]:
         port = probe.getsockname()[1]
     log = (work / "moto.log").open("wb")
     server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+                              stdout=log, stderr=subprocess.STDOUT)
     env = os.environ | {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "bench",
                         "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
-                        "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}  # fmt: skip
+                        "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
     make_bucket = "import s3fs; s3fs.S3FileSystem().mkdir('bench')"
     for _ in range(100):  # the server takes a moment to listen
         if subprocess.run([sys.executable, "-c", make_bucket], env=env, capture_output=True).returncode == 0:
@@ -105,9 +105,9 @@ def shard_digests(out: str, env: dict[str, str]) -> dict[str, str]:
     """sha256 of every shard file under OUT/shards (a directory or a URL), read through the storage seam."""
     script = ("import hashlib, json, sys\nfrom corpusprep.engine import storage\nroot = sys.argv[1]\n"
               "print(json.dumps({p.name: hashlib.sha256(storage.read_bytes(p)).hexdigest()\n"
-              "    for p in storage.rglob(root, 'shard-*.parquet')}))")  # fmt: skip
+              "    for p in storage.rglob(root, 'shard-*.parquet')}))")
     done = subprocess.run([sys.executable, "-c", script, f"{out}/shards"], env=env, cwd=REPO,
-                          capture_output=True, text=True, check=True)  # fmt: skip
+                          capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
 
 

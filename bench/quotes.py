@@ -91,7 +91,7 @@ def count(split: Callable[[str], list[str]], paras: list[str], closing: str) -> 
             elif k and sentence[0] in closing and not sentence[1:2].isalnum():
                 c["starts"] += 1
         c["missed"] += sum(m.end() not in ends and para[m.end() :].lstrip()[:1].isupper()
-                           for m in closed.finditer(para))  # fmt: skip
+                           for m in closed.finditer(para))
     return c
 
 

@@ -171,7 +171,7 @@ class Bench:
         if not (out / "evaluation.json").is_file():
             common = [arg for key, value in self.recipe.get("evaluate", {}).items()
                       if key not in ("train", "dev", "test")
-                      for arg in (f"--{key.replace('_', '-')}", str(value))]  # fmt: skip
+                      for arg in (f"--{key.replace('_', '-')}", str(value))]
             command = [*self.python, "-m", "trainer.evaluate", str(run_dir), *self.tasks[task].split(),
                        *common, *self.args.eval_extra.split(), "-o", str(out)]
             print(f"{run_dir.name}: evaluating on {task}", flush=True)
@@ -216,7 +216,7 @@ def evaluate_builds(config) -> bool:
         built = build_model(out, task, "pretrained", seed=0).state_dict()
         family = family_of(config)
         encoder = {k: v for k, v in load_file(out / "model.safetensors").items()
-                   if k.startswith(family.bare[0]) and not k.startswith(family.heads)}  # fmt: skip
+                   if k.startswith(family.bare[0]) and not k.startswith(family.heads)}
         return all(k in built and torch.equal(built[k], v) for k, v in encoder.items())
 
 
@@ -284,7 +284,7 @@ def write(results: dict, out: Path) -> str:
     head = ["row", "change", "steps", "held-out MLM acc", *tasks, *[f"{t}: vs row above" for t in tasks]]
     lines = [f"Budget {results['budget']} of training per run; pre-training seeds {results['seeds']}; "
              "mean ± sd over them. Scores: trainer.evaluate's pre-trained mean (test split if given, else "
-             "dev).", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]  # fmt: skip
+             "dev).", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     before: dict[str, list[float]] = {}
     for name, entry in results["rows"].items():
         if "pending" in entry:
@@ -323,10 +323,10 @@ def speed(args: argparse.Namespace) -> int:
         values, _ = bench.train_settings(ROWS[0])
         values |= {"model.preset": name, "optim.lr": PRESET_LR[preset_size(name)],
                    "schedule.steps": args.steps, "eval.every": 0, "eval.max_batches": 1,
-                   "logging.every": 10, "checkpoint.every": args.steps}  # fmt: skip
+                   "logging.every": 10, "checkpoint.every": args.steps}
         run_dir = bench.out / "speed" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
         run([*bench.python, "-m", "trainer.run", "--shards", str(shards), "--run-dir", str(run_dir),
-             *settings(values)], bench.out / "logs" / f"speed-{name}.log")  # fmt: skip
+             *settings(values)], bench.out / "logs" / f"speed-{name}.log")
         records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
         windows = [r for r in records if "seq_per_s" in r][1:]  # the first window holds start-up
         seqs = statistics.fmean(r["seq_per_s"] for r in windows)

@@ -52,7 +52,7 @@ def train_in(tree: Path, shards: Path, out: Path, steps: int, variants: str, ext
     env = {"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-c", RUN, str(shards), str(out), str(steps), variants, *extra]
     return subprocess.Popen(command, cwd=tree, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def result(run: subprocess.Popen) -> dict:
@@ -84,10 +84,10 @@ def main() -> None:
         shards = build_shards(tmp / "data", max_mb=0.5, objective=args.objective)
         before = tmp / "before"
         subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(before), args.rev],
-                       check=True, capture_output=True)  # fmt: skip
+                       check=True, capture_output=True)
         try:  # the two trees train at once: half the time, and a shared machine's load falls on both
             runs = [train_in(tree, shards, tmp / f"runs-{name}", args.steps, args.variants, extra)
-                    for tree, name in ((before, "before"), (REPO, "after"))]  # fmt: skip
+                    for tree, name in ((before, "before"), (REPO, "after"))]
             old, new = map(result, runs)
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(before)], check=True)
@@ -105,7 +105,7 @@ def main() -> None:
         same &= ok
         print(f"{name:<6} {len(a)} losses over {args.steps} steps: largest relative difference {worst:.1e}; "
               f"mean train loss, last quarter {mean[0]:.4f} -> {mean[1]:.4f}; weights "
-              f"{'identical' if weights else 'differ'}: {'same' if ok else 'DIFFER'}")  # fmt: skip
+              f"{'identical' if weights else 'differ'}: {'same' if ok else 'DIFFER'}")
     sys.exit(0 if same else 1)
 
 

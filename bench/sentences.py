@@ -206,7 +206,7 @@ def long_lines_scaling() -> None:
     English paragraph (abbreviations, numbers, bullets, CJK) and French dialogue (guillemets)."""
     print("# .venv/bin/python bench/sentences.py --long-lines  (CPU seconds, best of 3)")
     for name, unit, language, end in (("English", LONG_LINE_UNIT, "en", "?! "),
-                                      ("French dialogue", DIALOGUE_UNIT, "fr", f"{NBSP}» ")):  # fmt: skip
+                                      ("French dialogue", DIALOGUE_UNIT, "fr", f"{NBSP}» ")):
         small = unit * (125_000 // len(unit))
         large = small * 4
         in_lines = large.replace(end, end.rstrip() + "\n")
@@ -215,7 +215,7 @@ def long_lines_scaling() -> None:
         count = in_lines.count("\n") + 1
         print(f"{name}: {len(small.encode()) / 1e3:.0f} kB paragraph {short:.3f} s; 4x as one line "
               f"{one_line:.3f} s (ratio {one_line / short:.2f}, linear ~4); the same in {count:,} lines "
-              f"{lines:.3f} s (one line / lines {one_line / lines:.2f}, linear ~1)")  # fmt: skip
+              f"{lines:.3f} s (one line / lines {one_line / lines:.2f}, linear ~1)")
 
 
 def main() -> None:

@@ -54,7 +54,7 @@ def start_s3() -> object:
     server.start()
     os.environ.update({"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
                        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-                       "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull})  # fmt: skip
+                       "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull})
     import s3fs
 
     s3fs.S3FileSystem(skip_instance_cache=True).mkdir(BUCKET)
@@ -97,7 +97,7 @@ def loader_epoch(shards: str, cache_dir: str) -> dict:
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
     cache.close()
     return {"examples": seen, "seconds": seconds, "open_seconds": opening, "examples_per_s": seen / seconds,
-            "per_cpu_s": seen / cpu_seconds, "fetched": cache.fetched}  # fmt: skip
+            "per_cpu_s": seen / cpu_seconds, "fetched": cache.fetched}
 
 
 def training_wait(shards: str, cache_dir: str, prefetch: str, steps: str, run_dir: str) -> dict:
@@ -112,7 +112,7 @@ def training_wait(shards: str, cache_dir: str, prefetch: str, steps: str, run_di
     settings = [f"data.shards={json.dumps(shards)}", f"logging.run_dir={json.dumps(run_dir)}",
                 "model.preset=\"tiny\"", "device=\"cpu\"", "data.batch_size=32", f"schedule.steps={steps}",
                 "eval.every=0", "checkpoint.every=100000", f"data.cache_dir={json.dumps(cache_dir)}",
-                f"data.prefetch_shards={prefetch}", "logging.every=100000"]  # fmt: skip
+                f"data.prefetch_shards={prefetch}", "logging.every=100000"]
     trainer = Trainer(load_config(None, settings), Dist(), torch.device("cpu"))
     batches, waits = trainer.batches, []
 
@@ -140,34 +140,34 @@ def loader_table(local: Path, url: str, tmp: Path) -> dict[str, dict]:
     cache = tmp / "cache-loader"
     return {"local disk": child("loader", str(local), str(tmp / "unused")),
             "S3, cold cache": child("loader", url, str(cache)),
-            "S3, warm cache": child("loader", url, str(cache))}  # fmt: skip
+            "S3, warm cache": child("loader", url, str(cache))}
 
 
 def wait_table(local: Path, url: str, tmp: Path, steps: int) -> dict[str, dict]:
     runs = {"local disk": (str(local), "2"), "S3, cold cache, prefetch 2": (url, "2"),
-            "S3, cold cache, no prefetch": (url, "0")}  # fmt: skip
+            "S3, cold cache, no prefetch": (url, "0")}
     return {name: child("train", shards, str(tmp / f"cache-train-{i}"), prefetch, str(steps),
-                        str(tmp / f"run-{i}"))  # fmt: skip
+                        str(tmp / f"run-{i}"))
             for i, (name, (shards, prefetch)) in enumerate(runs.items())}
 
 
 def report(args: argparse.Namespace, loader: dict, waits: dict, megabytes: float) -> None:
     print(f"command: .venv/bin/python bench/shard_store.py --rows {args.rows} --steps {args.steps}")
     print(f"\n1. loader, one process, one epoch of {loader['local disk']['examples']:,} examples (8 shards, "
-          f"{megabytes:.0f} MB)")  # fmt: skip
+          f"{megabytes:.0f} MB)")
     print(f"{'source':<20}{'start s':>8}{'epoch s':>9}{'examples/s':>12}{'per CPU-s':>12}{'fetched':>9}"
-          f"{'vs disk':>9}")  # fmt: skip
+          f"{'vs disk':>9}")
     base = loader["local disk"]["examples_per_s"]
     for name, r in loader.items():
         print(f"{name:<20}{r['open_seconds']:>8.2f}{r['seconds']:>9.2f}{r['examples_per_s']:>12,.0f}"
-              f"{r['per_cpu_s']:>12,.0f}{r['fetched']:>9}{r['examples_per_s'] / base:>8.2f}x")  # fmt: skip
+              f"{r['per_cpu_s']:>12,.0f}{r['fetched']:>9}{r['examples_per_s'] / base:>8.2f}x")
     print(f"\n2. data wait, tiny preset, CPU, batch 32, {args.steps} steps, the same shards")
     print(f"{'source':<30}{'first step s':>13}{'wait s (rest)':>14}{'step s (rest)':>14}{'wait share':>11}"
-          f"{'worst wait ms':>14}{'fetched':>9}")  # fmt: skip
+          f"{'worst wait ms':>14}{'fetched':>9}")
     for name, r in waits.items():
         wait, step = sum(r["waits"][1:]), sum(r["steps"][1:])
         print(f"{name:<30}{r['steps'][0]:>13.2f}{wait:>14.3f}{step:>14.2f}{wait / step:>10.2%}"
-              f"{max(r['waits'][1:]) * 1000:>14.1f}{r['fetched'] if 'S3' in name else 0:>9}")  # fmt: skip
+              f"{max(r['waits'][1:]) * 1000:>14.1f}{r['fetched'] if 'S3' in name else 0:>9}")
 
 
 def main() -> None:

@@ -56,7 +56,7 @@ def main() -> None:
             for by in ("segment", "document"):
                 out = tmp / f"{by}-{seed}"
                 options = ["--vocab", str(vocab), "-o", str(out), "--dupe-factor", "1", "--seed", str(seed),
-                           "--validation-fraction", "0", "--short-seq-by", by, "--no-progress"]  # fmt: skip
+                           "--validation-fraction", "0", "--short-seq-by", by, "--no-progress"]
                 command = [sys.executable, "-m", "corpusprep", "build-pairs", str(books), *options]
                 subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
                 train = json.loads((out / "stats.json").read_text())["splits"]["train"]
@@ -66,7 +66,7 @@ def main() -> None:
                 shares[by].append(share)
                 cells[by] = (share, 1 - (tokens + 3 * rows.num_rows) / (128 * rows.num_rows))
             print(f"| {seed} | {cells['segment'][0]:.3f} | {cells['document'][0]:.3f} | "
-                  f"{cells['segment'][1]:.3f} | {cells['document'][1]:.3f} |")  # fmt: skip
+                  f"{cells['segment'][1]:.3f} | {cells['document'][1]:.3f} |")
         for by, values in shares.items():
             print(
                 f"{by}: short rows mean {np.mean(values):.3f}, sd over seeds {np.std(values, ddof=1):.3f}, "

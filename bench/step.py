@@ -65,7 +65,7 @@ def synthetic_rows(rows: int, max_len: int, packed: bool, seed: int) -> pa.Table
         own = {"document_starts": starts} if packed else {"next_sentence_label": int(rng.integers(0, 2))}
         records.append({"input_ids": ids.tolist(), "token_type_ids": types.tolist(),
                         "masked_lm_positions": chosen.tolist(), "masked_lm_ids": labels.tolist(), **own,
-                        "num_tokens": int(n)})  # fmt: skip
+                        "num_tokens": int(n)})
     return pa.Table.from_pylist(records, schema=shard_schema(objective="none" if packed else "nsp"))
 
 
@@ -76,7 +76,7 @@ def hf_model(config, packed: bool):
         vocab_size=VOCAB, hidden_size=config.hidden_size, num_hidden_layers=config.num_layers,
         num_attention_heads=config.num_heads, intermediate_size=config.intermediate_size,
         hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.attention_dropout,
-    )  # fmt: skip
+    )
     cls = transformers.BertForMaskedLM if packed else transformers.BertForPreTraining
     return cls._from_config(hf_config, attn_implementation="sdpa")
 
@@ -141,14 +141,14 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(f"torch {torch.__version__}, {args.threads} thread(s), load average {load:.1f} at start")
     print(f"{'preset':<7}{'length':>7}{'mix':>8}{'mode':>10}{'rows':>6}{'ours seq/s':>12}{'HF seq/s':>10}"
-          f"{'ours/HF':>9}")  # fmt: skip
+          f"{'ours/HF':>9}")
     for name in args.presets:
         for length in args.lengths:
             for mix in args.mixes:
                 for mode in args.modes:
                     ours, hf = bench(name, length, mix == "packed", mode == "compiled", args)
                     print(f"{name:<7}{length:>7}{mix:>8}{mode:>10}{max(args.tokens // length, 1):>6}"
-                          f"{ours:>12.2f}{hf:>10.2f}{ours / hf:>8.2f}x", flush=True)  # fmt: skip
+                          f"{ours:>12.2f}{hf:>10.2f}{ours / hf:>8.2f}x", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 def tiny_corpus(mb: float, path: Path) -> int:
     """Two-word documents up to `mb` MB; returns how many."""
     words = [w for w in (SHARED / "bert-base-uncased-vocab.txt").read_text().split("\n")
-             if w.isalpha() and w.isascii() and 3 <= len(w) <= 6]  # fmt: skip
+             if w.isalpha() and w.isascii() and 3 <= len(w) <= 6]
     rng = np.random.default_rng(0)
     target, size, count = int(mb * 1e6), 0, 0
     with path.open("w") as f:
@@ -90,7 +90,7 @@ def run(repo: Path, corpus: Path, fmt: str, vocab: Path, out: Path, workers: int
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=float, default=64.0)
     parser.add_argument("--workers", type=int, default=0, help="0: one per core (the default)")
     parser.add_argument("--repo", type=Path, default=REPO, help="checkout whose code runs")

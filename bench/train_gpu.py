@@ -161,7 +161,7 @@ def case(title: str, name: str, tables: list[pa.Table], spec: str, contenders: l
                 model = torch.compile(model) if hf else compile_model(model)
             started = time.perf_counter()
             seconds = timed(model, hf_step if hf else ours_step, hf_batches if hf else ours_batches,
-                            args.warmup, device, env["bf16"])  # fmt: skip
+                            args.warmup, device, env["bf16"])
             rates[label] = tokens / seconds
             say(f"| {title} | {label} | {seqs / seconds:,.0f} | {tokens / seconds:,.0f} | "
                 f"{rates[label] * flops / peak:.1%} | {time.perf_counter() - started - seconds:.0f} s |")
@@ -186,7 +186,7 @@ def trainer_case(shards: Path, args, env) -> None:
                      f"data.batch_size={args.trainer_batch}", f'model.preset="{args.trainer_preset}"',
                      f"compile={'true' if args.compile_trainer else 'false'}", "data.num_workers=4",
                      "schedule.steps=1000000", "logging.every=1000000", "checkpoint.every=1000000",
-                     "eval.every=0"]  # fmt: skip
+                     "eval.every=0"]
         trainer = Trainer(load_config(None, overrides), Dist(), device)
         n = args.trainer_steps
         for _ in range(args.warmup + 2):
@@ -208,13 +208,13 @@ def trainer_case(shards: Path, args, env) -> None:
         seqs = sum(len(b["rows"]) for b in kept)
         say(f"\ntrainer ({args.trainer_preset}, batch {args.trainer_batch}, {shards.name}, compile "
             f"{args.compile_trainer}): {seqs / loader_s:,.0f} seq/s from the loader, {seqs / replay_s:,.0f} "
-            f"replayed; data wait {max(0.0, 1 - replay_s / loader_s):.1%} of step time")  # fmt: skip
+            f"replayed; data wait {max(0.0, 1 - replay_s / loader_s):.1%} of step time")
         profile(trainer, device, args.out)
 
 
 # kernel names -> what they do, for the profile's summary (first match wins)
 KERNELS = (("attention", ("flash",)), ("matmul", ("nvjet", "gemm", "cutlass", "xmma", "cublas")),
-           ("optimizer", ("adam", "multi_tensor")), ("fused by inductor", ("triton",)))  # fmt: skip
+           ("optimizer", ("adam", "multi_tensor")), ("fused by inductor", ("triton",)))
 
 
 def profile(trainer: Trainer, device, out: Path | None, steps: int = 5) -> None:
@@ -283,7 +283,7 @@ def main() -> None:
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     say(f"command: python {' '.join(sys.argv)}")
     say(f"device: {name}, torch {torch.__version__}, measured bf16 matmul {env['peak'] / 1e12:.0f} TFLOP/s; "
-        f"{args.steps} timed steps after {args.warmup}")  # fmt: skip
+        f"{args.steps} timed steps after {args.warmup}")
     say("\n| case | model | seq/s | real tokens/s | MFU | compile + warm-up |\n|---|---|---:|---:|---:|---:|")
     n = args.warmup + args.steps
     compiled = [] if args.no_compile else ["ours compiled"]
@@ -292,17 +292,17 @@ def main() -> None:
         extra = ["HF sdpa compiled"] if preset_name == "base" and args.hf_compile else []
         ours = ["ours", *compiled] if preset_name in args.compile_presets else ["ours"]
         case(f"{preset_name} L128", preset_name, synthetic(n, args.batch_size, 128), "nsp",
-             [*ours, "HF sdpa", *extra], args, env)  # fmt: skip
+             [*ours, "HF sdpa", *extra], args, env)
     if args.shards512:
         tables = shard_tables(args.shards512, n, args.batch_size_512)
         ours = ["ours", *compiled] if "large" in args.compile_presets else ["ours"]
         case("large L512 real", "tiny" if small else "large", tables, "nsp", [*ours, "HF sdpa"], args, env)
         if args.packed512:
             padded = case("base L512 padded rows", "tiny" if small else "base", tables, "nsp", ["ours"], args,
-                          env)  # fmt: skip
+                          env)
             packed_tables = shard_tables(args.packed512, n, args.batch_size_512)
             packed = case("base L512 packed rows", "tiny" if small else "base", packed_tables, "none",
-                          ["ours", "HF sdpa"], args, env)  # fmt: skip
+                          ["ours", "HF sdpa"], args, env)
             if "ours" in packed and "ours" in padded:
                 say(f"packed / padded rows, real tokens/s: {packed['ours'] / padded['ours']:.2f}x")
     if args.trainer_shards:

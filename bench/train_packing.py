@@ -76,7 +76,7 @@ def pieces_as_rows(table: pa.Table) -> pa.Table:
                 "masked_lm_positions": [r["masked_lm_positions"][i] - start for i in keep],
                 "masked_lm_ids": [r["masked_lm_ids"][i] for i in keep], "document_starts": [0],
                 "num_tokens": end - start,
-            })  # fmt: skip
+            })
     return pa.Table.from_pylist(rows, schema=table.schema)
 
 
@@ -156,20 +156,20 @@ def main() -> None:
     for name, table, rows in (("packed", packed, args.rows), ("padded", pieces, padded_rows)):
         torch.manual_seed(0)
         model = BertForPreTraining(preset(args.preset, vocab_size=vocab_size, objective="none",
-                                          max_position=max(args.max_seq_length, 128)))  # fmt: skip
+                                          max_position=max(args.max_seq_length, 128)))
         results[name] = tokens_per_second(model, batches(table, rows, pad_id), args.steps, args.repeat)
     print(f"command: {' '.join(sys.argv)}")
     print(f"{packed.num_rows:,} packed rows of <= {args.max_seq_length} tokens, {per_row:.2f} pieces a row; "
-          f"model {args.preset}, {args.threads} threads, {args.steps} steps")  # fmt: skip
+          f"model {args.preset}, {args.threads} threads, {args.steps} steps")
     for name, (rate, padding) in results.items():
         print(f"{name:<7} {rate:>10,.0f} tokens/s   padding {padding:.1%} of the batch grid")
     print(f"packed / padded: {results['packed'][0] / results['padded'][0]:.2f}x tokens/s")
     config = preset(args.preset, vocab_size=vocab_size)
     head_dim = config.hidden_size // config.num_heads
     kernels = attention_seconds(batches(packed, args.rows, pad_id)[: args.steps], config.num_heads, head_dim,
-                                args.repeat)  # fmt: skip
+                                args.repeat)
     print(f"attention only, {args.steps} packed batches (forward + backward): " + ", ".join(
-        f"{name} {seconds * 1e3:,.0f} ms" for name, seconds in kernels.items()))  # fmt: skip
+        f"{name} {seconds * 1e3:,.0f} ms" for name, seconds in kernels.items()))
     print(f"piece grid / block mask: {kernels['piece grid'] / kernels['block mask']:.2f}x the time")
 
 

@@ -50,7 +50,7 @@ def main() -> None:
     bert, state, _ = init_weights(
         args.run_dir, ModelConfig(dropout=0.0, attention_dropout=0.0), shards.vocab.size,
         shards.manifest["vocab"]["sha256"], shards_dir / "manifest.json", shards.objective.name,
-    )  # fmt: skip
+    )
     model = BertForPreTraining(bert)
     model.load_state_dict(state, strict=False)
     model.eval()
@@ -62,7 +62,7 @@ def main() -> None:
 
     def masking(k: int | None) -> torch.Tensor:
         stream = ShardStream(shards, args.split, args.batch_size, seed, shuffle=False, loop=False,
-                             mask_vocab=None if k is None else mask_vocab, mask_key=("eval", k))  # fmt: skip
+                             mask_vocab=None if k is None else mask_vocab, mask_key=("eval", k))
         return score_rows(model, stream, batches, torch.device("cpu"), contextlib.nullcontext)
 
     shard_masks = masking(None)
@@ -77,7 +77,7 @@ def main() -> None:
             continue
         first = shard_masks[:n]
         print(f"| {n:,} | shards' 1 | {first[:, 1].sum() / first[:, 2].sum():.4f} | "
-              f"{ratio_se(ratio_moments(first[:, 1], first[:, 2]).tolist()):.4f} | |")  # fmt: skip
+              f"{ratio_se(ratio_moments(first[:, 1], first[:, 2]).tolist()):.4f} | |")
         singles = [float(r[:n, 1].sum() / r[:n, 2].sum()) for r in per_k]
         for K in sorted({1, 2, 4, args.maskings} & set(range(1, args.maskings + 1))):
             summed = sum(per_k[:K])[:n]

@@ -137,10 +137,10 @@ def squad_split(data: Path, scratch: Path) -> dict[str, Path] | None:
         return None
     articles = json.loads(dev.read_text(encoding="utf-8"))["data"]
     parts = {"train": json.loads(train.read_text(encoding="utf-8"))["data"] + articles[:24],
-             "dev": articles[24:36], "test": articles[36:]}  # fmt: skip
+             "dev": articles[24:36], "test": articles[36:]}
     return {name: write_if_changed(scratch / "squad" / f"{name}.json", json.dumps({"version": "1.1",
                                                                                    "data": a}))
-            for name, a in parts.items()}  # fmt: skip
+            for name, a in parts.items()}
 
 
 def glue_dir(data: Path) -> Path:
@@ -190,7 +190,7 @@ def sample(path: Path, n: int, layout: str, name: str, split: str, target: Path)
         document = json.loads(text)
         questions = [(a, p, q) for a, article in enumerate(document["data"])
                      for p, paragraph in enumerate(article["paragraphs"])
-                     for q in range(len(paragraph["qas"]))]  # fmt: skip
+                     for q in range(len(paragraph["qas"]))]
         chosen = set(sample_indexes(len(questions), min(n, len(questions)), name, split))
         keep = {questions[i] for i in chosen}
         for a, article in enumerate(document["data"]):
@@ -249,14 +249,14 @@ def evaluate_command(model: str, flags: list[str], target: Path, args) -> list[s
     extra = ["--epochs", f"{args.epochs:g}"] if args.epochs else []
     extra += ["--on-error", "skip"] if args.quick else []  # a tiny dev may hold a label train lacks
     return [sys.executable, "-m", "trainer.evaluate", model, *flags, "--seeds", str(args.seeds), "--workers",
-            str(args.workers), "-o", str(target), *extra]  # fmt: skip
+            str(args.workers), "-o", str(target), *extra]
 
 
 def command(model: str, name: str, files: dict[str, Path], args, out: Path) -> list[str]:
     task = YARDSTICKS[name]
     if task.glue:  # GLUE's format and official metric: the task's directory through --glue
         return evaluate_command(model, ["--glue", str(out / "data" / "glue"), "--glue-tasks", task.glue],
-                                out / "glue", args)  # fmt: skip
+                                out / "glue", args)
     flags = [*(f for split, p in files.items() for f in (f"--{split}", str(p))), *task.flags]
     return evaluate_command(model, flags, out / name, args)
 
@@ -272,7 +272,7 @@ def result_of(name: str, out: Path) -> Path:
 def row(title: str, result: dict, seconds: float, used: str, split: str = "dev") -> str:
     s = result["splits"][split]
     epochs = {i: statistics.median(r["epoch"] for r in result["runs"] if r["init"] == i)
-              for i in ("pretrained", "random")}  # fmt: skip
+              for i in ("pretrained", "random")}
 
     def cell(key: str, sign: str = "") -> str:
         return f"{s[key]['median']:{sign}.4f} ± {s[key]['std'] or 0:.4f}"
@@ -371,7 +371,7 @@ def estimate(args) -> None:
         else:
             flags = dict(zip(task.flags[::2], task.flags[1::2], strict=True))
             settings = EvalSettings(**{k: str(p) for k, p in files.items()},
-                                    task=flags.get("--task", "auto"))  # fmt: skip
+                                    task=flags.get("--task", "auto"))
         if args.epochs:
             settings = dataclasses.replace(settings, epochs=args.epochs)
         data, resolved, _, _ = prepare(args.model, settings)
@@ -381,7 +381,7 @@ def estimate(args) -> None:
             began = time.perf_counter()
             train = kind.encode(tokenizer, data, data.train.examples, resolved, train=True)
             scored = {n: kind.encode(tokenizer, data, s.examples, resolved, train=False)
-                      for n, s in data.scored.items()}  # fmt: skip
+                      for n, s in data.scored.items()}
             encoding = time.perf_counter() - began
             per_epoch = math.ceil(len(train.features) / resolved.batch_size)
             net = finetune.build_model(model.hf_dir, data, "pretrained", 1)
@@ -396,12 +396,12 @@ def estimate(args) -> None:
             sample = Encoded(scored["dev"].features[:512])
             began = time.perf_counter()
             finetune.predict(net, kind.collator(finetune.require_transformers(), tokenizer), kind, sample,
-                             resolved.batch_size * 2)  # fmt: skip
+                             resolved.batch_size * 2)
             predict = (time.perf_counter() - began) / max(1, len(sample.features))
         epochs = math.ceil(resolved.epochs)
         dev = len(scored["dev"].features)
         one = (START + encoding + overhead + resolved.epochs * per_epoch * step + epochs * dev * predict
-               + sum(len(e.features) for n, e in scored.items() if n != "dev") * predict)  # fmt: skip
+               + sum(len(e.features) for n, e in scored.items() if n != "dev") * predict)
         wall = math.ceil(runs / args.workers) * one
         total += wall
         lines.append(f"| {task.title} | {used} | {len(data.train.examples):,} -> {len(train.features):,} | "
@@ -432,7 +432,7 @@ def converge(args) -> None:
         began = time.perf_counter()
         target = out / f"converge-lr{lr:g}"
         if subprocess.run(evaluate_command(args.model, flags, target, args), cwd=REPO,
-                          stdout=subprocess.DEVNULL).returncode != 0:  # fmt: skip
+                          stdout=subprocess.DEVNULL).returncode != 0:
             continue
         for run in json.loads((target / "evaluation.json").read_text())["runs"]:
             curves.setdefault((run["init"], lr), []).append([v for _, v in run["curve"]])
@@ -442,7 +442,7 @@ def converge(args) -> None:
     lines = [head, "|---:|" + "---:|" * len(curves)]
     for e in range(epochs):
         cells = [f"{statistics.median(c[e] for c in runs):.4f}" if all(len(c) > e for c in runs) else ""
-                 for runs in curves.values()]  # fmt: skip
+                 for runs in curves.values()]
         lines.append(f"| {e + 1} | " + " | ".join(cells) + " |")
     print(f"\nUD English-EWT UPOS dev accuracy per epoch (median over {args.seeds} seeds), one "
           f"{args.epochs:g}-epoch schedule each (linear decay to 0 at its end)\n")
@@ -460,16 +460,16 @@ def main() -> None:
     p.add_argument("model", help="a run dir, a checkpoint or a Hugging Face directory")
     p.add_argument("--data", default="/work/data", help="the fetched public copies (see the docstring)")
     p.add_argument("--tasks", default=",".join(DEFAULT_TASKS), help="upos, ner, squad, cola, mrpc, rte, "
-                   "sts-b, sst-2; glue: cola,mrpc,rte,sts-b (default: %(default)s)")  # fmt: skip
+                   "sts-b, sst-2; glue: cola,mrpc,rte,sts-b (default: %(default)s)")
     p.add_argument("--max-train", metavar="N|TASK=N,...|all", help="training examples kept (a seeded sample; "
-                   f"default {', '.join(f'{t}={n}' for t, n in CAPS.items())}; all: no caps)")  # fmt: skip
+                   f"default {', '.join(f'{t}={n}' for t, n in CAPS.items())}; all: no caps)")
     p.add_argument("--max-dev", metavar="N|TASK=N,...|all", help="dev (and test) examples kept (default "
-                   f"{', '.join(f'{t}={n}' for t, n in DEV_CAPS.items())})")  # fmt: skip
+                   f"{', '.join(f'{t}={n}' for t, n in DEV_CAPS.items())})")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--epochs", type=float, help="default: trainer.evaluate's, by model size")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--quick", type=int, default=0, metavar="N", help="a dry run: N training examples (and "
-                   "N/4 of dev) of each task")  # fmt: skip
+                   "N/4 of dev) of each task")
     p.add_argument("--steps", type=int, default=30, help="estimate: the steps timed a task")
     p.add_argument("--lrs", default="3e-4,1e-3,3e-3", help="converge: the learning rates")
     p.add_argument("-o", "--out", default="/tmp/yardsticks")

@@ -27,7 +27,7 @@ class OneLineParser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.add_argument("--version", action="version", version=f"%(prog)s (corpusprep {__version__})",
-                          help="show the version and exit")  # fmt: skip
+                          help="show the version and exit")
 
     def error(self, message: str) -> None:  # type: ignore[override]
         print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)

@@ -74,4 +74,4 @@ def declared_ranges(options: type) -> dict[str, Range]:
     """The range declared with each field of `options` that has one, in field order; `flag` set from the
     declaration (a message names `--the-flag (the_field)`, or the field alone)."""
     return {f.name: dataclasses.replace(f.metadata[RANGE], flag=FLAG in f.metadata)
-            for f in dataclasses.fields(options) if RANGE in f.metadata}  # fmt: skip
+            for f in dataclasses.fields(options) if RANGE in f.metadata}

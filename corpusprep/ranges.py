@@ -53,7 +53,7 @@ class Range:
             text = f"an integer from {self.low:,} to {self.high:,}"
         else:
             text = (f"a number in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}"
-                    f"{')' if self.open_high else ']'}")  # fmt: skip
+                    f"{')' if self.open_high else ']'}")
         if self.optional:
             text += ", or left out"
         return text + (f" ({self.why})" if self.why else "")

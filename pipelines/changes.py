@@ -65,7 +65,7 @@ def _changed(change: str) -> str:
 
 
 def lines(reruns: dict[str, Rerun], steps: dict[str, int], continued: dict[str, int],
-          extendable: set[str]) -> list[str]:  # fmt: skip
+          extendable: set[str]) -> list[str]:
     """One line per stage rerun for a reason of its own, naming what follows it. `steps`: the steps each
     finished train stage trained; `continued`: the train stages --extend continues, from which step;
     `extendable`: those it could continue."""
@@ -78,7 +78,7 @@ def lines(reruns: dict[str, Rerun], steps: dict[str, int], continued: dict[str, 
             return "rebuilds them"
         if rerun.stage.kind == "train":
             hint = (f" (--extend continues from step {steps[name]:,} instead)"
-                    if name in extendable and name in steps else "")  # fmt: skip
+                    if name in extendable and name in steps else "")
             return f"training restarts from step 0{hint}"
         return "reruns"
 
@@ -94,7 +94,7 @@ def lines(reruns: dict[str, Rerun], steps: dict[str, int], continued: dict[str, 
         if not rerun.reasons:
             continue
         then = [f"{f} (training from step 0)" if reruns[f].stage.kind == "train" and f not in continued else f
-                for f in followers(name)]  # fmt: skip
+                for f in followers(name)]
         tail = f"; after it: {', '.join(then)}" if then else ""
         out.append(f"{name}: {'; '.join(rerun.reasons[:3])}: {outcome(name)}{tail}")
     return out

@@ -284,7 +284,7 @@ def _inputs(config: dict[str, Any], source: Path) -> tuple[dict[str, Any], dict[
 
 
 def _phase_stages(config: dict[str, Any], source: Path, phase: str, tables: dict, read: dict, seeded,
-                  corpus_need: str, previous_train: str | None, *, named: bool) -> list[Stage]:  # fmt: skip
+                  corpus_need: str, previous_train: str | None, *, named: bool) -> list[Stage]:
     """A phase's pairs -> shard -> train -> plot stages, its tables overriding the shared ones."""
     where = f"{source}: phases.{phase}"
     if named:  # each names a directory of the run dir, as the pipeline's name names the run dir

@@ -119,5 +119,5 @@ def markdown(summary: dict[str, Any]) -> str:
         for name, result in found.items():  # the dev score per epoch of both models (dev-curves.png)
             where = f"{stage['output']}/{name}/" if name else f"{stage['output']}/"
             lines += [f"![dev score per epoch: {name or stage['name']}]({where}{c})"
-                      for c in result.get("curves", [])]  # fmt: skip
+                      for c in result.get("curves", [])]
     return "\n".join(lines) + "\n"

@@ -40,14 +40,14 @@ RECORDS = (RUN_FILE, "pipeline.json", "report.json", "report.md", STAGES_DIR)
 # what the runner writes, as patterns: its killed writes' temporaries are removed at start (the stages'
 # own outputs are artifacts, which clear theirs)
 TEMP_PATTERNS = (RUN_FILE, "pipeline.json", "report.json", "report.md", f"{STAGES_DIR}/*.json", "*.toml",
-                 "*/*.toml")  # fmt: skip
+                 "*/*.toml")
 
 
 def runner_names(pipeline: Pipeline, run_dir: Path) -> list[str]:
     """The names (relative to the run dir) the runner itself writes for this pipeline."""
     dirs = {s.name: run_dir / s.output for s in pipeline.stages}
     configs = [train_toml_path(s, dirs).relative_to(run_dir).as_posix() for s in pipeline.stages
-               if s.kind == "train"]  # fmt: skip
+               if s.kind == "train"]
     return [*RECORDS, *configs]
 
 
@@ -78,20 +78,20 @@ def check_run_dir(run_dir: Path, pipeline: Pipeline, overwrite: bool) -> list[st
     if name is not None:
         if name != pipeline.name and not overwrite:
             raise UsageError(f"{run_dir}: holds a run of pipeline {name!r}, not {pipeline.name!r}; pick "
-                             "another --run-dir or pass --overwrite")  # fmt: skip
+                             "another --run-dir or pass --overwrite")
         return []
     entries = sorted(p.name for p in storage.list_dir(run_dir) if not _of_a_run_starting(p.name))
     if not entries:
         return []
     if storage.exists(run_dir / RUN_FILE):
         raise UsageError(f"{run_dir / RUN_FILE}: not a record corpusprep wrote, so this is no run directory "
-                         "of its; move it away (or pick another --run-dir) first")  # fmt: skip
+                         "of its; move it away (or pick another --run-dir) first")
     if not overwrite:
         raise UsageError(f"{run_dir}: exists and is not a corpusprep run directory; pass --overwrite to "
-                         "write beside its files (never over them), or pick another --run-dir")  # fmt: skip
+                         "write beside its files (never over them), or pick another --run-dir")
     if clash := [n for n in runner_names(pipeline, run_dir) if storage.exists(run_dir / n)]:
         raise UsageError(f"{run_dir / clash[0]}: named like a file of a pipeline run, but no corpusprep run "
-                         "wrote it; move it away (or pick another --run-dir) first")  # fmt: skip
+                         "wrote it; move it away (or pick another --run-dir) first")
     return entries
 
 

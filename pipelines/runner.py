@@ -69,7 +69,7 @@ def _record(path: Path, kind: str) -> dict | None:
         return records.load_record(path, kind, missing_ok=True)
     except DataError as error:
         raise DataError(f"{error} (not a record corpusprep wrote: delete it, and the stage runs "
-                                "again)") from None  # fmt: skip
+                                "again)") from None
 
 
 def output_digest(out: Path, files: tuple[str, ...] | None) -> str:
@@ -121,7 +121,7 @@ def run_pipeline(
             label = f"[{number}/{len(selected)}] {stage.name}"
             continue_from = previous[stage.name] if stage.name in continued else None
             ctx = StageContext(**vars(context), run_dir=run_dir, out=dirs[stage.name], inputs=inputs,
-                               dirs=dirs, continue_from=continue_from)  # fmt: skip
+                               dirs=dirs, continue_from=continue_from)
             ran.append(_run_stage(stage, ctx, known, label, console))
         summary = report.write_report(run_dir, pipeline, ran, time.perf_counter() - started)
     if not any(r["status"] == "ran" for r in ran):
@@ -161,13 +161,13 @@ def _outside_inputs(stage: Stage, known: dict[str, str]) -> dict[str, str]:
 
 
 def _announce(selected: tuple[Stage, ...], previous: dict, known: dict[str, str], dirs: dict[str, Path],
-              extend: bool, console: Console) -> dict[str, int]:  # fmt: skip
+              extend: bool, console: Console) -> dict[str, int]:
     """Say which finished stages rerun and why, before any does; with `extend`, check that every train
     stage that reruns can continue (else one line, before anything is written). Returns the train stages
     that continue, with the step each continues from."""
     reruns = changes.predict(selected, previous, lambda s: _outside_inputs(s, known), corpusprep.__version__,
                              lambda s, done: outputs_intact(dirs[s.name], done["outputs"]),
-                             lambda name: _digest(previous[name], dirs[name]))  # fmt: skip
+                             lambda name: _digest(previous[name], dirs[name]))
     train = {n: r for n, r in reruns.items() if r.stage.kind == "train" and not r.repair}
     extendable = {n for n, r in train.items() if not r.after and _extendable(r.stage, previous[n])}
     continued = {}
@@ -179,7 +179,7 @@ def _announce(selected: tuple[Stage, ...], previous: dict, known: dict[str, str]
                              "continues only on the same data (drop --extend to train from step 0)")
         continued[name] = stages.STAGE_KINDS[rerun.stage.kind].continuation(rerun.stage, dirs, previous[name])
     steps = {n: int(r["counts"]["steps"]) for n, r in previous.items()
-             if r is not None and isinstance(r["counts"].get("steps"), int)}  # fmt: skip
+             if r is not None and isinstance(r["counts"].get("steps"), int)}
     for line in changes.lines(reruns, steps, continued, extendable):
         console.print(line)
     return continued
@@ -193,7 +193,7 @@ def _extendable(stage: Stage, previous: dict) -> bool:
 
 
 def _forget_moved_outputs(selected: tuple[Stage, ...], previous: dict, run_dir: Path,
-                          console: Console) -> None:  # fmt: skip
+                          console: Console) -> None:
     """A stage whose output directory moved (an older corpusprep plotted into the train stage's): the files
     its record names in the former directory are the runner's, removed before they can pass for a user's."""
     for stage in selected:
@@ -231,7 +231,7 @@ def _run_stage(stage: Stage, ctx: StageContext, known: dict[str, str], label: st
         return {**done, "status": "skipped"}
     if ctx.continue_from is not None and ctx.continue_from["inputs"] != needs:
         raise UsageError(f"--extend: {stage.name}: its inputs changed since it trained (an earlier stage "
-                         "gave another output); drop --extend to train from step 0")  # fmt: skip
+                         "gave another output); drop --extend to train from step 0")
     start_file = run_dir / STAGES_DIR / f"{stage.name}.started.json"
     started_as = (_record(start_file, "stage_started") or {}).get("fingerprint")
     # Replace the outputs only when this runner made them with other settings or inputs (or --overwrite);

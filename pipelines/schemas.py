@@ -15,7 +15,7 @@ STAGE_DONE = Obj({
     "inputs": MapOf(Str()), "output": Name(), "outputs": MapOf(COUNT, key=Name()),
     "counts": MapOf(Anything()),
     "unit": Opt(Str()), "seconds": Num(0), "engine": Str(), "finished": Str(),
-})  # fmt: skip
+})
 DEMO_STATS = Obj({k: COUNT for k in ("modules", "docstrings", "documents", "bytes")}, {"dropped": Anything()})
 
 records.register(__name__, {

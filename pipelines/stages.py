@@ -243,20 +243,20 @@ class EvaluateStage(StageKind):
         model = ctx.need(stage, "train")
         results = multitask.evaluate_tasks(model, self.settings(stage), ctx.out, overwrite=ctx.overwrite,
                                            model_identity=manifests.content_digest(model),
-                                           workers=ctx.executor.workers)  # fmt: skip
+                                           workers=ctx.executor.workers)
         if multitask.ONE not in results:  # several tasks: every result for report.md's table across them
             files = tuple(f"{name}/{f}" for name in results
-                          for f in (*manifests.owned_files(ctx.out / name), manifests.MANIFEST))  # fmt: skip
+                          for f in (*manifests.owned_files(ctx.out / name), manifests.MANIFEST))
             helps = sum(s["outcome"] == "helps" for r in results.values() for s in r["splits"].values())
             return StageResult({"tasks": len(results), "splits_helped": helps, "evaluations": results},
-                               files=files)  # fmt: skip
+                               files=files)
         result = results[multitask.ONE]
         dev = result["splits"]["dev"]
         # the dev means for the counts table; the whole result for report.md's evaluation section
         counts = {"seeds": len(result["seeds"]), "pretrained": dev["pretrained"]["mean"],
                   "random": dev["random"]["mean"], "gain": dev["gain"]["mean"],
                   "gain_std": dev["gain"]["std"], "baseline": dev["baseline"], "outcome": dev["outcome"],
-                  "evaluation": result}  # fmt: skip
+                  "evaluation": result}
         return StageResult(counts)
 
 

@@ -117,7 +117,7 @@ class TrainStage(StageKind):
         from trainer.config import parse_duration
 
         old, new = (_flat(self.config(dataclasses.replace(stage, settings=s)).to_dict())
-                    for s in (previous["settings"], stage.settings))  # fmt: skip
+                    for s in (previous["settings"], stage.settings))
         limits = {f"schedule.{limit}" for limit in LIMITS}
         if other := [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k) and k not in limits]:
             return f"train.{other[0]} changed too ({old.get(other[0])!r} -> {new.get(other[0])!r})"
@@ -166,7 +166,7 @@ class TrainStage(StageKind):
             # The finished run becomes a training run without a record, which its stage adopts and resumes
             # (engine.outputs: the train kind adopts; the artifact's one rule, engine.artifact)
             storage.remove(ctx.out / manifests.MANIFEST, missing_ok=True)
-        # KINDS["train"].adopt: checkpoints of a run launched by hand (torchrun, docs/cluster.md) are
+        # OUTPUT_KINDS["train"].adopt: checkpoints of a run launched by hand (torchrun, docs/cluster.md) are
         # resumed, not refused
         with artifact.Artifact(ctx.out, "train", identity, overwrite=ctx.overwrite) as out:
             if out.complete is None:

@@ -75,7 +75,7 @@ def node_line(line: str, root: Path) -> str:
     (home / "tmp").mkdir(parents=True)
     command = line.removesuffix("&").strip()
     return (f"(cd {home} && TMPDIR={home / 'tmp'} CORPUSPREP_REHEARSAL_NODE={name} PYTHONPATH={AUDIT} "
-            f"exec {command}) &")  # fmt: skip
+            f"exec {command}) &")
 
 
 def free_port() -> int:
@@ -93,7 +93,7 @@ def write_corpus(url: str) -> None:
 
 def files_of(directory: Path) -> dict[str, bytes]:
     return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*"))
-            if p.is_file()}  # fmt: skip
+            if p.is_file()}
 
 
 def ours(log_dir: Path) -> list[int]:
@@ -161,12 +161,12 @@ def environment(root: Path, s3_dir: str) -> dict[str, str]:
         "RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1",
         "CORPUSPREP_REHEARSAL_LOG": str(root / "audit"), "CORPUSPREP_REHEARSAL_ROOT": str(root),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }  # fmt: skip
+    }
 
 
 def bash(lines: list[str], root: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-c", "\n".join(["set -euo pipefail", *lines])], cwd=root / "driver",
-                          env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+                          env=env, capture_output=True, text=True, timeout=900)
 
 
 def download(url: str, local: Path, *, remove: bool = False) -> Path:

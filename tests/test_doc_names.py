@@ -83,7 +83,7 @@ class Index:
                 self.classes[node.name] |= {n for child in node.body for n in _defined(child)}
                 self.classes[node.name] |= {t.attr for t in ast.walk(node) if isinstance(t, ast.Attribute)
                                             and isinstance(t.value, ast.Name) and t.value.id == "self"
-                                            and isinstance(t.ctx, ast.Store)}  # fmt: skip
+                                            and isinstance(t.ctx, ast.Store)}
             self.defined |= _defined(node)
             if isinstance(node, (ast.Attribute, ast.arg, ast.keyword)):
                 self.used.add(node.attr if isinstance(node, ast.Attribute) else node.arg)
@@ -136,7 +136,7 @@ def _defined(node: ast.AST) -> set[str]:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {node.name}
     targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-        node, (ast.AnnAssign, ast.AugAssign)) else []  # fmt: skip
+        node, (ast.AnnAssign, ast.AugAssign)) else []
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
@@ -164,7 +164,7 @@ def problem(span: str, code: Index) -> str | None:
         name.isupper() and (len(name) >= 4 or "_" in name)) or ("_" in name.strip("_") and name.islower())
     short_modules = {m.rsplit(".", 1)[-1] for m in code.modules}
     known = (name in code.defined or name in code.strings or name in code.external or name in code.used
-             or name in dir(builtins) or name in short_modules)  # fmt: skip
+             or name in dir(builtins) or name in short_modules)
     return "defined nowhere in the code" if looks_like_code and not known else None
 
 

@@ -134,7 +134,7 @@ def test_the_readme_gives_the_command_ci_runs():
     blocks = [code for lang, code in FENCED.findall((REPO / "README.md").read_text()) if lang == "bash"]
     shell = [line.split("#")[0].strip() for code in blocks for line in code.splitlines()]
     ci = [line.strip() for line in (REPO / ".ci/run").read_text().splitlines()
-          if line.strip() and not line.startswith(("#", "set ", "cd "))]  # fmt: skip
+          if line.strip() and not line.startswith(("#", "set ", "cd "))]
     assert ci == ["./scripts/test"]
     assert "./scripts/test" in shell
 
@@ -144,7 +144,7 @@ def test_the_readme_gives_the_command_ci_runs():
      "what-a-cpu-budget-buys-pipelinescpu-recipetoml"),
     ("Output directories: one protocol", "output-directories-one-protocol"),
     ("Sentences: `corpusprep sentences`", "sentences-corpusprep-sentences"),
-])  # fmt: skip
+])
 def test_anchors_are_githubs(heading, expected):
     assert slug(heading) == expected
 

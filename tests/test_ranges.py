@@ -89,7 +89,7 @@ def corpusprep(*args: str) -> tuple[int, str]:
      "build-pairs: --short-seq-prob (short_seq_prob) nan: must be a number in [0, 1]"),
     (["vocab", "c.txt", "-o", "OUT", "--min-frequency", "0"],
      "vocab: --min-frequency (min_frequency) 0: must be an integer from 1 to 16,777,216"),
-])  # fmt: skip
+])
 def test_the_commands_refuse_it_in_one_line_before_writing(tmp_path, monkeypatch, args, says):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "c.txt").write_text("Some text. More text.\n")

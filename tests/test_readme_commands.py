@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 # (file, section): None for the whole page. In this order, as a user reads them.
 SOURCES = (("README.md", "Quick start"), ("docs/manual/huggingface.md", None))
 SHORTER_DEMO = ("--set input.demo_mb=0.5 --set train.schedule.steps=20 --set train.eval.every=10 "
-                "--set train.eval.max_batches=2 --set train.checkpoint.every=10")  # fmt: skip
+                "--set train.eval.max_batches=2 --set train.checkpoint.every=10")
 SKIPPED = {"./scripts/test": "the whole test suite: this test is part of it"}
 
 
@@ -65,7 +65,7 @@ def copy_checkout(clone: Path) -> None:
     """The files of this checkout as git sees them (tracked, and new ones not ignored), uncommitted edits
     included; no .venv, no runs/."""
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, check=True,
-                            capture_output=True).stdout.decode().split("\0")  # fmt: skip
+                            capture_output=True).stdout.decode().split("\0")
     for name in filter(None, listed):
         if (REPO / name).is_file():
             (clone / name).parent.mkdir(parents=True, exist_ok=True)
@@ -114,7 +114,7 @@ def test_the_readmes_commands_run_as_written(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "CORPUSPREP_", "PYTHON"))}
     env |= {"PIP_DRY_RUN": "1", "PIP_NO_INDEX": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     done = subprocess.run(["bash", "-c", "\n".join(script)], cwd=clone, env=env, capture_output=True,
-                          text=True, timeout=1800)  # fmt: skip
+                          text=True, timeout=1800)
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert stamp.read_text() == stamped  # scripts/env.sh found the environment installed: nothing was
     assert (clone / "runs/demo/report.md").is_file() and (clone / "runs/demo/plot/curves.png").is_file()
@@ -128,5 +128,5 @@ def test_the_readmes_commands_run_as_written(tmp_path):
         short = code.replace(call, f"{call}max_steps=2, report_to=[], ")
         (clone / "example.py").write_text(short)
         done = subprocess.run([clone / ".venv/bin/python", "example.py"], cwd=clone, env=env,
-                              capture_output=True, text=True, timeout=900)  # fmt: skip
+                              capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]

@@ -62,7 +62,7 @@ RECORD_SCHEMA = Obj({
     "files": MapOf(Obj({"sha256": Str(pattern="[0-9a-f]{64}"), "identity": ListOf(Int(), 4, 4),
                         "used": Int()}), key=Str(pattern=_COPY, what="a cached copy's name")),
     "writing": MapOf(Obj({"inode": Int()}), key=Str(pattern=rf"\.{_COPY}\.tmp-\d+-\d+", what="a fetch")),
-})  # fmt: skip
+})
 
 
 def cache_folder() -> str:
@@ -151,7 +151,7 @@ class ShardCache:
         with self._lock:
             if self._folder is None or self._pid != os.getpid():
                 folder = PrivateDir(self.directory, cache_folder(), RECORD, "the shard cache",
-                                    "set data.cache_dir")  # fmt: skip
+                                    "set data.cache_dir")
                 folder.claim(_encode({"kind": _KIND, "files": {}, "writing": {}}))
                 self._folder, self._pid = folder, os.getpid()
             return self._folder
@@ -188,7 +188,7 @@ class ShardCache:
             RECORD_SCHEMA.check(record, "")
         except RecordError as error:
             raise DataError(f"{where}: {error}; not a record the shard cache wrote: remove its folder"
-                            ) from None  # fmt: skip
+                            ) from None
         return record
 
     # -- fetching --------------------------------------------------------------------------------------
@@ -227,7 +227,7 @@ class ShardCache:
                 os.fsync(out.fileno())
             if digest.hexdigest() != sha256:
                 raise DataError(f"{storage.url(url)}: sha256 {digest.hexdigest()[:12]}... but the manifest "
-                                f"says {sha256[:12]}...; the file is not used")  # fmt: skip
+                                f"says {sha256[:12]}...; the file is not used")
             with self._owned() as record:
                 entry = record["writing"].pop(tmp, None)
                 if entry is None:  # removed under us (the folder emptied by hand): fetched again next time

@@ -124,7 +124,7 @@ def write_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
 
     try:
         save_file({k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}, str(path),
-                  metadata={"format": "pt"})  # fmt: skip
+                  metadata={"format": "pt"})
         os.chmod(path, _new_file_mode())  # safetensors makes its files 0600; every other has the umask's
         storage.fsync_file(path)
     except Exception as error:
@@ -226,11 +226,11 @@ def verify(path: Path, name: str, config: dict) -> Path:
     file = path / name
     if entry is None:
         raise DataError(f"{path / CONFIG}: files: no record of {name}; delete {path} (not a checkpoint "
-                        "corpusprep wrote)")  # fmt: skip
+                        "corpusprep wrote)")
     same = storage.is_file(file) and storage.stat(file).st_size == entry["size"]
     if not same or sha256_file(file) != entry["sha256"]:
         raise DataError(f"{file}: missing, or not the file {CONFIG} records (size, sha256): changed or cut "
-                        "short since it was written")  # fmt: skip
+                        "short since it was written")
     return file
 
 
@@ -285,7 +285,7 @@ def decode_state(value: Any, tensors: dict[str, torch.Tensor], where: Path, at: 
         if set(value) == {"tensor"}:
             if value["tensor"] not in tensors:
                 raise DataError(f"{where}: {at}: names tensor {value['tensor']!r}, which "
-                                f"{STATE_TENSORS} does not hold")  # fmt: skip
+                                f"{STATE_TENSORS} does not hold")
             return tensors[value["tensor"]]
         return {k: decode_state(v, tensors, where, f"{at}.{k}" if at else k) for k, v in value.items()}
     if isinstance(value, list):

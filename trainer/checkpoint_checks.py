@@ -79,14 +79,14 @@ def check_shapes(shapes: dict[str, tuple[int, ...]], config: BertConfig, where: 
             raise DataError(f"{where}: missing {name} (a weight of the model config.json describes)")
         if tuple(shapes[name]) != shape:
             raise DataError(f"{where}: wrong shape of {name}: {list(shapes[name])}, not {list(shape)} as the "
-                            "model config.json describes")  # fmt: skip
+                            "model config.json describes")
         seen += 1
     if seen != len(shapes):
         expected = {name for name, _ in weight_shapes(config)}
         extra = sorted(set(shapes) - expected)
         more = " ..." if len(extra) > 5 else ""
         raise DataError(f"{where}: unexpected {', '.join(extra[:5])}{more} (not a weight of the model "
-                        "config.json describes)")  # fmt: skip
+                        "config.json describes)")
 
 
 WEIGHT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)  # safetensors_file.FLOAT_DTYPES
@@ -167,7 +167,7 @@ def optimizer_state(saved: dict, optimizer: torch.optim.Optimizer, where: str) -
             elif not isinstance(value, torch.Tensor) or (value.dtype, value.shape) != (param.dtype,
                                                                                         param.shape):
                 raise DataError(f"{at}: {_shown(value)}, not the parameter's {param.dtype} "
-                                f"{tuple(param.shape)}")  # fmt: skip
+                                f"{tuple(param.shape)}")
             elif not value.isfinite().all() or (key == "exp_avg_sq" and (value < 0).any()):
                 what = "not finite or negative" if key == "exp_avg_sq" else "not finite"
                 raise DataError(f"{at}: holds values {what}")
@@ -192,7 +192,7 @@ def check_schedule(saved: dict, scheduler: Any, step: int, where: str) -> None:
             raise DataError(f"{where}.{key}: {_kind(saved[key])}, not {_kind(own)} as this run's")
     if _plain(saved["base_lrs"]) != _plain(live["base_lrs"]):
         raise DataError(f"{where}.base_lrs: {saved['base_lrs']}, not {live['base_lrs']} as this run's "
-                        "settings make them")  # fmt: skip
+                        "settings make them")
     if saved["last_epoch"] != step:
         raise DataError(f"{where}.last_epoch: {saved['last_epoch']!r}, not the checkpoint's step {step}")
     if bad := [v for v in _plain(saved["_last_lr"]) if not _count(v)]:
@@ -231,5 +231,5 @@ def data_position(state: dict, grad_accum: int, where: Path, epoch_examples: int
     # the fewest examples this position means: the epochs before it hold more than `examples` each
     if epoch * (examples + 1) + examples > most:
         raise DataError(f"{at}: more than {state['step']} steps x {grad_accum} micro-batches of at most "
-                        f"{MAX_BATCH_SIZE} examples on {MAX_RANKS} ranks consume")  # fmt: skip
+                        f"{MAX_BATCH_SIZE} examples on {MAX_RANKS} ranks consume")
     return Position(epoch, examples)

@@ -37,9 +37,9 @@ def converted_position(state: dict, grad_accum: int, where: Path, epoch_examples
         raise DataError(f"{where}: positions: a data position per worker stream ({len(positions)} rank(s) x "
                         f"{max(rows)} DataLoader worker(s)), from an earlier trainer whose order depended on "
                         "them: not a place in the global order; resume with the release that wrote it, or "
-                        "start a new run dir with --init-from this checkpoint")  # fmt: skip
+                        "start a new run dir with --init-from this checkpoint")
     batches, consumed = positions[0]["batches"], sum(positions[0]["rows"])
     if batches != step * grad_accum or not batches <= consumed <= batches * MAX_BATCH_SIZE:
         raise DataError(f"{where}: positions[0]: {batches} batches of {consumed} rows, not what the "
-                        f"{step} x {grad_accum} micro-batches of step {step} hold")  # fmt: skip
+                        f"{step} x {grad_accum} micro-batches of step {step} hold")
     return Position(*divmod(consumed, epoch_examples)) if epoch_examples else Position(0, consumed)

@@ -346,14 +346,15 @@ RANGES: dict[str, RangeCheck] = {
 }
 
 
-def validate(c: TrainConfig) -> None:
+def validate(config: TrainConfig) -> None:
     """One line naming the first setting out of range (see RANGES), as a UsageError."""
     for key, (ok, must) in RANGES.items():
         section, name = key.split(".")
-        value = getattr(getattr(c, section), name)
+        value = getattr(getattr(config, section), name)
         if not ok(value):
             raise UsageError(f"config: {key}={value!r} must be {must}")
-    durations = {"schedule.budget": c.schedule.budget, "checkpoint.every_time": c.checkpoint.every_time}
+    durations = {"schedule.budget": config.schedule.budget,
+                 "checkpoint.every_time": config.checkpoint.every_time}
     for key, duration in durations.items():
         try:
             if duration and parse_duration(duration) <= 0:
@@ -362,42 +363,53 @@ def validate(c: TrainConfig) -> None:
                 raise ValueError(f"{duration!r} is more than a year (8784h), longer than any run")
         except ValueError as e:
             raise UsageError(f"config: {key}: {e}") from None
-    s = c.schedule
     checks = [
-        (c.optim.name in ("adamw", "lamb"), f"optim.name must be adamw or lamb, not {c.optim.name!r}"),
-        (
-            not (s.budget and s.warmup_steps is not None),
-            "schedule.warmup_steps counts steps, and a budgeted run's schedule follows time: set "
-            "schedule.warmup_fraction instead",
-        ),
-        (
-            s.warmup_steps is None or s.warmup_fraction is None,
-            "schedule.warmup_steps and schedule.warmup_fraction both set: set one",
-        ),
-        (
-            s.budget or 0 <= s.warmup <= (s.max_steps or 0),
-            f"schedule.warmup_steps={s.warmup} must be in [0, steps={s.max_steps}]",
-        ),
-        (
-            s.decay_fraction is None or (s.warmup_share + s.decay_fraction <= 1 if s.budget
-                                         else s.warmup + s.decay <= (s.max_steps or 0)),
-            f"schedule.warmup_fraction={s.warmup_share} + decay_fraction={s.decay_fraction} must be at most "
-            "1 (the whole budget)" if s.budget else f"schedule: a warm-up of {s.warmup} steps and a decay of "
-            f"{s.decay} (decay_fraction={s.decay_fraction}) must fit in steps={s.max_steps}",
-        ),
-        (
-            not s.batch_ramp_fraction or s.grad_accum * s.batch_ramp_start >= 1,
-            f"schedule.batch_ramp_start={s.batch_ramp_start} of grad_accum={s.grad_accum} is less than one "
-            "micro-batch: a batch ramp counts whole micro-batches (raise schedule.grad_accum, and lower "
-            "data.batch_size to keep the batch)",
-        ),
-        (c.device in ("auto", "cpu", "cuda"), f"device must be auto, cpu or cuda, not {c.device!r}"),
+        (config.optim.name in ("adamw", "lamb"),
+         f"optim.name must be adamw or lamb, not {config.optim.name!r}"),
+        *schedule_checks(config.schedule),
+        (config.device in ("auto", "cpu", "cuda"),
+         f"device must be auto, cpu or cuda, not {config.device!r}"),
     ]
     for ok, message in checks:
         if not ok:
             raise UsageError(f"config: {message}")
     try:
-        check_model({f.name: getattr(c.model, f.name) for f in fields(c.model)})  # explicit values, e.g. 0
-        c.model.bert_config(vocab_size=8)  # as resolved with the preset
+        # the explicit values (0 included)
+        check_model({f.name: getattr(config.model, f.name) for f in fields(config.model)})
+        config.model.bert_config(vocab_size=8)  # as resolved with the preset
     except ValueError as e:
         raise UsageError(f"config: {e}") from None
+
+
+def schedule_checks(schedule) -> list[tuple[bool, str]]:
+    """(holds, what to say when it does not) for the settings of `schedule` that constrain each other."""
+    return [
+        (
+            not (schedule.budget and schedule.warmup_steps is not None),
+            "schedule.warmup_steps counts steps, and a budgeted run's schedule follows time: set "
+            "schedule.warmup_fraction instead",
+        ),
+        (
+            schedule.warmup_steps is None or schedule.warmup_fraction is None,
+            "schedule.warmup_steps and schedule.warmup_fraction both set: set one",
+        ),
+        (
+            schedule.budget or 0 <= schedule.warmup <= (schedule.max_steps or 0),
+            f"schedule.warmup_steps={schedule.warmup} must be in [0, steps={schedule.max_steps}]",
+        ),
+        (
+            schedule.decay_fraction is None
+            or (schedule.warmup_share + schedule.decay_fraction <= 1 if schedule.budget
+                else schedule.warmup + schedule.decay <= (schedule.max_steps or 0)),
+            f"schedule.warmup_fraction={schedule.warmup_share} + decay_fraction="
+            f"{schedule.decay_fraction} must be at most 1 (the whole budget)" if schedule.budget else
+            f"schedule: a warm-up of {schedule.warmup} steps and a decay of {schedule.decay} "
+            f"(decay_fraction={schedule.decay_fraction}) must fit in steps={schedule.max_steps}",
+        ),
+        (
+            not schedule.batch_ramp_fraction or schedule.grad_accum * schedule.batch_ramp_start >= 1,
+            f"schedule.batch_ramp_start={schedule.batch_ramp_start} of "
+            f"grad_accum={schedule.grad_accum} is less than one micro-batch: a batch ramp counts whole "
+            "micro-batches (raise schedule.grad_accum, and lower data.batch_size to keep the batch)",
+        ),
+    ]

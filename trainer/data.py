@@ -228,11 +228,11 @@ class OrderReader:
 
     def read(self, first: int, last: int | None = None) -> Iterator[pa.Table]:
         """Examples [first, last) (last None: endless) in order, one table per chunk they touch."""
-        s = self.stream
+        stream = self.stream
         while last is None or first < last:
-            epoch, offset = divmod(first, s.epoch_examples)
+            epoch, offset = divmod(first, stream.epoch_examples)
             if epoch != self.epoch:
-                self.order = epoch_order(s.chunks, s.seed, epoch, s.shuffle)
+                self.order = epoch_order(stream.chunks, stream.seed, epoch, stream.shuffle)
                 self.starts = np.cumsum([0] + [chunk.rows for chunk in self.order])
                 self.epoch = epoch
             i = int(np.searchsorted(self.starts, offset, side="right")) - 1
@@ -241,8 +241,8 @@ class OrderReader:
             count = count if last is None else min(count, last - first)
             switching = self.order[i].file != self.row_groups.file
             rows = self.chunk_rows(epoch, self.order[i], begin, count)
-            if switching and s.shards.cache is not None:  # a shard from a store: fetch the next ones now
-                s.shards.cache.prefetch([self.row_groups.source(f) for f in self.upcoming_files(i)])
+            if switching and stream.shards.cache is not None:  # a shard from a store: fetch the next ones now
+                stream.shards.cache.prefetch([self.row_groups.source(f) for f in self.upcoming_files(i)])
             yield rows
             first += count
 

@@ -37,17 +37,17 @@ def distributed(config: TrainConfig) -> Iterator[tuple[Dist, torch.device]]:
     if config.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("device=cuda but no CUDA device is available")
     env = os.environ
-    d = Dist(int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0)))
+    ranks = Dist(int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0)))
     # under torchrun even one process joins a group and trains through DDP: the path of N ranks, on 1
-    d.launched = d.world > 1 or "TORCHELASTIC_RUN_ID" in env
+    ranks.launched = ranks.world > 1 or "TORCHELASTIC_RUN_ID" in env
     if want_cuda:
-        torch.cuda.set_device(d.local_rank)
+        torch.cuda.set_device(ranks.local_rank)
     backend = "nccl" if want_cuda else "gloo"
-    owned = d.launched and not dist.is_initialized()  # a caller's own group is left to the caller
+    owned = ranks.launched and not dist.is_initialized()  # a caller's own group is left to the caller
     if owned:
         dist.init_process_group(backend)
     try:
-        yield d, torch.device("cuda", d.local_rank) if want_cuda else torch.device("cpu")
+        yield ranks, torch.device("cuda", ranks.local_rank) if want_cuda else torch.device("cpu")
     except BaseException:
         # gloo's destroy closes this rank's connections, so peers waiting in a collective fail at once; NCCL's
         # would wait for those peers (a hang), so there torchrun's teardown of the failed job does it
@@ -62,6 +62,6 @@ def distributed(config: TrainConfig) -> Iterator[tuple[Dist, torch.device]]:
         dist.destroy_process_group()
 
 
-def log(d: Dist, message: str) -> None:
-    if d.main:
+def log(ranks: Dist, message: str) -> None:
+    if ranks.main:
         print(message, flush=True)

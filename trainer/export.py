@@ -35,13 +35,13 @@ from corpusprep.console import refuse_stdout
 from corpusprep.engine import faults, records, storage
 from corpusprep.engine.artifact import Artifact
 from corpusprep.engine.files import atomic_path
-from corpusprep.engine.outputs import OUTPUT_KINDS as KINDS
-from corpusprep.engine.outputs import PIPELINE_RUN_FILES
+from corpusprep.engine.outputs import OUTPUT_KINDS, PIPELINE_RUN_FILES
 from corpusprep.engine.placement import check_not_nested, directories_above, enclosing_output
 from corpusprep.engine.safetensors_file import FLOAT_DTYPES, safetensors_header
-from corpusprep.errors import CorpusprepError, DataError, OneLineParser, UsageError, printable
+from corpusprep.errors import DataError, UsageError
 from trainer.checkpoint import WEIGHTS, find_checkpoint, load_checkpoint, write_tensors
 from trainer.checkpoint_checks import check_state
+from trainer.command import Command
 from trainer.hf_families import config_from_hf, family_named, hf_config, hf_shapes, to_hf
 from trainer.model import BertConfig, BertForPreTraining
 
@@ -63,7 +63,7 @@ def trained_length(saved: dict, config: BertConfig) -> int | None:
     return length if 1 <= length <= config.max_position else None
 
 
-HF_WEIGHTS = "model.safetensors"
+EXPORT_WEIGHTS_FILE = "model.safetensors"
 HF_PICKLED = ("pytorch_model.bin", "model.ckpt.index", "tf_model.h5")
 
 
@@ -75,7 +75,7 @@ def check_hf_model(hf_dir: Path) -> BertConfig:
     file), every tensor floating point with the shape the config gives it, no encoder weight missing. A
     pickled pytorch_model.bin is refused, never opened. The one check of a Hugging Face model directory:
     `trainer.import_hf` and `trainer.evaluate` read one only after it."""
-    config_path, weights = hf_dir / "config.json", hf_dir / HF_WEIGHTS
+    config_path, weights = hf_dir / "config.json", hf_dir / EXPORT_WEIGHTS_FILE
     if not storage.is_file(config_path):
         raise UsageError(f"{hf_dir}: no config.json (not a save_pretrained directory)")
     # the records loader checks shape and types, BertConfig the sizes; both exit 1. What our model cannot
@@ -102,7 +102,7 @@ def check_hf_model(hf_dir: Path) -> BertConfig:
             raise DataError(f"{weights}: {json.dumps(name)}: {dtype}, not floating point")
         if known is not None and shape != known:
             raise DataError(f"{weights}: {json.dumps(name)}: shape {list(shape)}, {config_path.name} gives "
-                            f"{list(known)}")  # fmt: skip
+                            f"{list(known)}")
     if lost := [k for k in expected if not k.startswith(family.heads)]:
         raise DataError(f"{weights}: not a complete {family.title} checkpoint: missing {', '.join(lost[:3])}")
     return config
@@ -139,7 +139,7 @@ def find_vocab(checkpoint_dir: Path, saved: dict, explicit: Path | None, vocab_s
         info = VocabInfo.load(directory)
         if wanted and info.sha256 != wanted:
             raise UsageError(f"{directory / 'vocab.txt'}: not the vocab the model was trained with (sha256 "
-                             f"{info.sha256[:12]}..., the checkpoint's {wanted[:12]}...)")  # fmt: skip
+                             f"{info.sha256[:12]}..., the checkpoint's {wanted[:12]}...)")
         if info.size != vocab_size:
             raise UsageError(f"{directory / 'vocab.txt'}: {info.size} tokens, the model has {vocab_size}")
         return directory
@@ -171,7 +171,7 @@ def tokenizer_files(vocab_dir: Path, max_length: int) -> dict[str, str]:
 
 # What an export writes, in this order: config.json last, so that a directory holding it holds every file
 # from_pretrained reads; the artifact's manifest, written after them, marks the output complete
-EXPORT_FILES = KINDS["export"].owns
+EXPORT_FILES = OUTPUT_KINDS["export"].owns
 COMMIT = "config.json"  # what from_pretrained and find_checkpoint open first
 COMMAND = "trainer.export"  # in messages
 FAULT_POINT = "model_file"  # engine.faults: an export's or import's file is in place, the manifest not yet
@@ -192,10 +192,11 @@ def beside_stages(out: Path, inputs: Iterable[Path]) -> Path | None:
 
 
 def output_artifact(out: Path, kind: str, identity: dict, inputs: list[Path], overwrite: bool,
-                    command: str) -> Artifact:  # fmt: skip
-    """`out` as an artifact of `kind` (engine.outputs.KINDS: "export", "import"): up to date when built from
-    the same identity, resumed after a kill, refused when it holds another identity's output (--overwrite
-    replaces what it owns) or another command's, written beside files it does not own with --overwrite."""
+                    command: str) -> Artifact:
+    """`out` as an artifact of `kind` (engine.outputs.OUTPUT_KINDS: "export", "import"): up to date when
+    built from the same identity, resumed after a kill, refused when it holds another identity's output
+    (--overwrite replaces what it owns) or another command's, written beside files it does not own with
+    --overwrite."""
     return Artifact(out, kind, identity, inputs=inputs, overwrite=overwrite, command=command,
                     part_of=beside_stages(out, inputs))
 
@@ -308,17 +309,18 @@ def verify(out_dir: str | Path, model: BertForPreTraining, seed: int = 0, batch:
         hf, info = hf_class.from_pretrained(str(local), output_loading_info=True)
     hf.eval()
     model = model.eval()
-    c = model.config
+    config = model.config
     g = torch.Generator().manual_seed(seed)
-    length = min(c.max_position, hf.config.max_position_embeddings, 32)  # an export ends at its trained one
-    ids = torch.randint(0, c.vocab_size, (batch, length), generator=g)
+    # an export ends at its trained length
+    length = min(config.max_position, hf.config.max_position_embeddings, 32)
+    ids = torch.randint(0, config.vocab_size, (batch, length), generator=g)
     types = (torch.arange(length) >= length // 2).long().expand(batch, -1)
     lengths = torch.randint(length // 2, length + 1, (batch,), generator=g)
     lengths[0] = length
     mask = torch.arange(length)[None, :] < lengths[:, None]
     with torch.no_grad():
         ours_mlm, ours_nsp = model.padded(ids, types, mask)
-        segments = {"token_type_ids": types} if c.type_vocab_size else {}  # ModernBERT has none
+        segments = {"token_type_ids": types} if config.type_vocab_size else {}  # ModernBERT has none
         theirs = hf(input_ids=ids, attention_mask=mask.long(), **segments)
     return {
         "missing_keys": sorted(info["missing_keys"]),
@@ -339,47 +341,42 @@ def positions_note(out: Path) -> str:
     return f"max_position_embeddings {positions}: the longest sequence it was trained on"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(
-        prog="python -m trainer.export",
-        description="Write a trainer checkpoint as a Hugging Face directory (safetensors + tokenizer): BERT, "
-        "Megatron-BERT (pre-LN) or ModernBERT (the modern-* presets).",
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("checkpoint", type=Path, help="checkpoint directory (step-NNNNNNN) or run directory")
+    parser.add_argument("out_dir", type=Path, help="output directory for transformers' from_pretrained")
+    parser.add_argument("--vocab", type=Path, help="vocab directory (default: the one the shards name)")
+    parser.add_argument(
+        "--overwrite", action="store_true",
+        help="replace an export of another checkpoint or vocab in OUT_DIR (only its own files)",
     )
-    p.add_argument("checkpoint", type=Path, help="checkpoint directory (step-NNNNNNN) or run directory")
-    p.add_argument("out_dir", type=Path, help="output directory for transformers' from_pretrained")
-    p.add_argument("--vocab", type=Path, help="vocab directory (default: the one the shards name)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace an export of another checkpoint or vocab in OUT_DIR (only its own files)")
-    p.add_argument("--verify", action="store_true", help="load with transformers and compare logits")
-    return p
+    parser.add_argument("--verify", action="store_true", help="load with transformers and compare logits")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        refuse_stdout(args.out_dir, "OUT_DIR", "a directory (config.json, model.safetensors, ...)")
-        if args.verify and importlib.util.find_spec("transformers") is None:  # before anything is written
-            raise UsageError("--verify loads the export with transformers, which is not installed here: pip "
-                             "install transformers (the export itself does not need it)")
-        out, reused = export_dir(args.checkpoint, args.out_dir, args.vocab, args.overwrite)
-        if reused:
-            print(f"{storage.url(out)}: up to date (the same checkpoint and vocab); nothing to do")
-        else:
-            print(f"wrote {storage.url(out)} ({positions_note(out)})")
-        if args.verify:
-            config, state, _ = load_checkpoint(args.checkpoint)
-            report = verify(out, our_model(config, state))
-            print(json.dumps(report, indent=2))
-            worst = max(report["mlm_max_abs_diff"], report["nsp_max_abs_diff"] or 0.0)
-            if report["missing_keys"] or report["unexpected_keys"] or worst > 1e-4:
-                raise DataError(f"{out}: transformers does not reproduce the checkpoint (see above)")
-    except CorpusprepError as e:
-        print(f"error: {printable(str(e))}", file=sys.stderr)  # one line, whatever the names hold
-        return e.exit_code
+def run(args: argparse.Namespace) -> int:
+    refuse_stdout(args.out_dir, "OUT_DIR", "a directory (config.json, model.safetensors, ...)")
+    if args.verify and importlib.util.find_spec("transformers") is None:  # before anything is written
+        raise UsageError("--verify loads the export with transformers, which is not installed here: pip "
+                         "install transformers (the export itself does not need it)")
+    out, reused = export_dir(args.checkpoint, args.out_dir, args.vocab, args.overwrite)
+    if reused:
+        print(f"{storage.url(out)}: up to date (the same checkpoint and vocab); nothing to do")
+    else:
+        print(f"wrote {storage.url(out)} ({positions_note(out)})")
+    if args.verify:
+        config, state, _ = load_checkpoint(args.checkpoint)
+        report = verify(out, our_model(config, state))
+        print(json.dumps(report, indent=2))
+        worst = max(report["mlm_max_abs_diff"], report["nsp_max_abs_diff"] or 0.0)
+        if report["missing_keys"] or report["unexpected_keys"] or worst > 1e-4:
+            raise DataError(f"{out}: transformers does not reproduce the checkpoint (see above)")
     return 0
 
 
-if __name__ == "__main__":
-    from corpusprep.errors import guarded
+DESCRIPTION = ("Write a trainer checkpoint as a Hugging Face directory (safetensors + tokenizer): BERT, "
+               "Megatron-BERT (pre-LN) or ModernBERT (the modern-* presets).")
+CLI = Command("trainer.export", DESCRIPTION, add_arguments, run)
+build_parser, main = CLI.parser, CLI.main
 
-    sys.exit(guarded(main))  # an OSError or Ctrl-C: one line, not a traceback
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -63,7 +63,7 @@ class Family:
 # ---------------------------------------------------------------- BERT and Megatron-BERT
 
 
-def bert_modules(c: BertConfig, megatron: bool = False) -> Names:
+def bert_modules(config: BertConfig, megatron: bool = False) -> Names:
     """BERT's (and Megatron-BERT's: its LayerNorms before each sublayer, `ln`, and a final one) modules."""
     names: Names = {f"embeddings.{t}": f"bert.embeddings.{t}" for t in EMBEDDING_TABLES}
     names |= {
@@ -77,7 +77,7 @@ def bert_modules(c: BertConfig, megatron: bool = False) -> Names:
         names["final_norm"] = "bert.encoder.ln"
     else:
         names["embeddings.norm"] = "bert.embeddings.LayerNorm"
-    for i in range(c.num_layers):
+    for i in range(config.num_layers):
         hf = f"bert.encoder.layer.{i}"
         names |= {
             f"layers.{i}.attn.qkv": tuple(f"{hf}.attention.self.{n}" for n in QKV),
@@ -90,30 +90,31 @@ def bert_modules(c: BertConfig, megatron: bool = False) -> Names:
     return names
 
 
-def bert_like(c: BertConfig) -> bool:
+def bert_like(config: BertConfig) -> bool:
     """What BERT and Megatron-BERT share: learned positions, segments, the GELU MLP, biases."""
-    return c.position == "learned" and c.type_vocab_size > 0 and c.mlp == "gelu" and c.bias
+    return (config.position == "learned" and config.type_vocab_size > 0 and config.mlp == "gelu"
+            and config.bias)
 
 
-def write_bert(c: BertConfig, ids: dict[str, int], model_type: str = "bert") -> dict:
+def write_bert(config: BertConfig, ids: dict[str, int], model_type: str = "bert") -> dict:
     """config.json of `transformers.BertConfig` (MegatronBertConfig has the same fields)."""
     prefix = "MegatronBert" if model_type == "megatron-bert" else "Bert"
     return {
-        "architectures": [f"{prefix}{'ForPreTraining' if c.sentence_head else 'ForMaskedLM'}"],
-        "corpusprep_objective": c.objective,  # what the sentence head learnt: NotNext or swapped
+        "architectures": [f"{prefix}{'ForPreTraining' if config.sentence_head else 'ForMaskedLM'}"],
+        "corpusprep_objective": config.objective,  # what the sentence head learnt: NotNext or swapped
         "model_type": model_type,
-        "vocab_size": c.vocab_size,
-        "hidden_size": c.hidden_size,
-        "num_hidden_layers": c.num_layers,
-        "num_attention_heads": c.num_heads,
-        "intermediate_size": c.intermediate_size,
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_layers,
+        "num_attention_heads": config.num_heads,
+        "intermediate_size": config.intermediate_size,
         "hidden_act": "gelu",  # exact erf GELU in transformers, as in our model
-        "hidden_dropout_prob": c.dropout,
-        "attention_probs_dropout_prob": c.attention_dropout,
-        "max_position_embeddings": c.max_position,
-        "type_vocab_size": c.type_vocab_size,
-        "initializer_range": c.init_std,
-        "layer_norm_eps": c.layer_norm_eps,
+        "hidden_dropout_prob": config.dropout,
+        "attention_probs_dropout_prob": config.attention_dropout,
+        "max_position_embeddings": config.max_position,
+        "type_vocab_size": config.type_vocab_size,
+        "initializer_range": config.init_std,
+        "layer_norm_eps": config.layer_norm_eps,
         "pad_token_id": ids["pad_token_id"],
         "position_embedding_type": "absolute",
         "tie_word_embeddings": True,
@@ -147,13 +148,13 @@ def read_bert(hf: dict, where: Path, pre_ln: bool = False) -> BertConfig:
         # ours round-trips: an MLM-only export (`none`) comes back without pooler and sentence head; any
         # other BERT gets BERT's sentence head (fresh where the checkpoint lacks it)
         objective=objective(hf.get("corpusprep_objective")).name,
-    ))  # fmt: skip
+    ))
 
 
 # ---------------------------------------------------------------- ModernBERT
 
 
-def modern_modules(c: BertConfig) -> Names:
+def modern_modules(config: BertConfig) -> Names:
     """ModernBertForMaskedLM's modules: the fused Wqkv in our row order ([q | k | v], heads within each),
     Wi as our gated fc1 ([input | gate]), the head (dense, act, norm) and the decoder's bias."""
     names: Names = {
@@ -164,50 +165,51 @@ def modern_modules(c: BertConfig) -> Names:
         "mlm_head.norm": "head.norm",
         "mlm_head.bias": "decoder.bias",
     }
-    for i in range(c.num_layers):
+    for i in range(config.num_layers):
         hf = f"model.layers.{i}"
         names |= {f"layers.{i}.{ours}": f"{hf}.{theirs}" for ours, theirs in (
             ("attn.qkv", "attn.Wqkv"), ("attn.out", "attn.Wo"), ("mlp_norm", "mlp_norm"),
-            ("mlp.fc1", "mlp.Wi"), ("mlp.fc2", "mlp.Wo"))}  # fmt: skip
+            ("mlp.fc1", "mlp.Wi"), ("mlp.fc2", "mlp.Wo"))}
         if i:  # ModernBERT's layer 0 has no attention norm of its own (ours is its embeddings.norm)
             names[f"layers.{i}.attn_norm"] = f"{hf}.attn_norm"
     return names
 
 
-def fits_modern(c: BertConfig) -> bool:
-    return (c.pre_ln and c.embedding_norm and c.position == "rotary" and c.gated and c.type_vocab_size == 0
-            and not c.sentence_head)  # fmt: skip
+def fits_modern(config: BertConfig) -> bool:
+    return (config.pre_ln and config.embedding_norm and config.position == "rotary" and config.gated
+            and config.type_vocab_size == 0
+            and not config.sentence_head)
 
 
 ACTIVATIONS = {"geglu": "gelu", "swiglu": "silu"}  # our gated MLP -> ModernBERT's hidden_activation
 FULL, SLIDING = "full_attention", "sliding_attention"
 
 
-def write_modern(c: BertConfig, ids: dict[str, int]) -> dict:
+def write_modern(config: BertConfig, ids: dict[str, int]) -> dict:
     """config.json of `transformers.ModernBertConfig`: every layer global, RoPE's theta ours for both layer
     types (none is local), our one bias switch for all of ModernBERT's but the decoder's."""
-    rope = {"rope_type": "default", "rope_theta": c.rotary_theta}
+    rope = {"rope_type": "default", "rope_theta": config.rotary_theta}
     return {
         "architectures": ["ModernBertForMaskedLM"],
-        "corpusprep_objective": c.objective,
+        "corpusprep_objective": config.objective,
         "model_type": "modernbert",
-        "vocab_size": c.vocab_size,
-        "hidden_size": c.hidden_size,
-        "num_hidden_layers": c.num_layers,
-        "num_attention_heads": c.num_heads,
-        "intermediate_size": c.intermediate_size,
-        "hidden_activation": ACTIVATIONS[c.mlp],
-        "max_position_embeddings": c.max_position,
-        "initializer_range": c.init_std,
-        "norm_eps": c.layer_norm_eps,
-        **{f"{part}_bias": c.bias for part in ("norm", "attention", "mlp", "classifier")},
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "num_hidden_layers": config.num_layers,
+        "num_attention_heads": config.num_heads,
+        "intermediate_size": config.intermediate_size,
+        "hidden_activation": ACTIVATIONS[config.mlp],
+        "max_position_embeddings": config.max_position,
+        "initializer_range": config.init_std,
+        "norm_eps": config.layer_norm_eps,
+        **{f"{part}_bias": config.bias for part in ("norm", "attention", "mlp", "classifier")},
         "decoder_bias": True,
         "classifier_activation": "gelu",
         "classifier_pooling": "cls",
-        "embedding_dropout": c.dropout,  # ours after the embeddings, the attention output and the MLP
-        "mlp_dropout": c.dropout,
-        "attention_dropout": c.attention_dropout,
-        "layer_types": [FULL] * c.num_layers,
+        "embedding_dropout": config.dropout,  # ours after the embeddings, the attention output and the MLP
+        "mlp_dropout": config.dropout,
+        "attention_dropout": config.attention_dropout,
+        "layer_types": [FULL] * config.num_layers,
         "rope_parameters": {FULL: rope, SLIDING: rope},
         **ids,
         "bos_token_id": ids["cls_token_id"],
@@ -224,7 +226,7 @@ MODERN_CONFIG = Obj({}, {
     "embedding_dropout": Num(0, 1), "attention_dropout": Num(0, 1), "initializer_range": Num(0, 1e3),
     "layer_types": ListOf(Str()), "global_attn_every_n_layers": Int(1), "rope_parameters": MapOf(ROPE),
     "global_rope_theta": Num(0),
-})  # fmt: skip
+})
 
 
 def read_modern(hf: dict, where: Path) -> BertConfig:
@@ -271,7 +273,7 @@ def read_modern(hf: dict, where: Path) -> BertConfig:
         position="rotary",
         rotary_theta=rope.get("rope_theta", hf.get("global_rope_theta", 160_000.0)),
         objective="none",  # ModernBertForMaskedLM has no sentence head
-    ))  # fmt: skip
+    ))
 
 
 def built(where: Path, hf: dict, make: Callable[[], BertConfig]) -> BertConfig:
@@ -298,7 +300,7 @@ BERT_FILES = dict(
     tied={"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
           "cls.predictions.decoder.bias": "cls.predictions.bias"},
     buffers=("bert.embeddings.position_ids", "bert.embeddings.token_type_ids"),
-)  # fmt: skip
+)
 FAMILIES: dict[str, Family] = {
     family.model_type: family
     for family in (
@@ -316,7 +318,7 @@ FAMILIES: dict[str, Family] = {
                bare=("model.", ("embeddings.", "layers.", "final_norm.")), heads=("head.", "decoder."),
                tied={"decoder.weight": "model.embeddings.tok_embeddings.weight"}, buffers=()),
     )
-}  # fmt: skip
+}
 
 
 def family_of(config: BertConfig) -> Family:
@@ -326,7 +328,7 @@ def family_of(config: BertConfig) -> Family:
             return family
     shown = (f"pre_ln={str(config.pre_ln).lower()}, embedding_norm={str(config.embedding_norm).lower()}, "
              f"mlp={config.mlp}, position={config.position}, bias={str(config.bias).lower()}, "
-             f"type_vocab_size={config.type_vocab_size}, objective {config.objective}")  # fmt: skip
+             f"type_vocab_size={config.type_vocab_size}, objective {config.objective}")
     needs = "; ".join(f"{f.title} needs {f.needs}" for f in FAMILIES.values())
     raise UsageError(f"no Hugging Face class computes this model ({shown}): {needs}")
 
@@ -403,7 +405,7 @@ def from_hf(state: dict[str, torch.Tensor], config: BertConfig) -> tuple[dict[st
         copy, kept = state.pop(duplicate, None), state.get(original)
         if copy is not None and kept is not None and not torch.equal(copy, kept):
             what = "the MLM decoder is not tied to the word embeddings" if duplicate.endswith("weight") \
-                else f"{duplicate} differs from {original}"  # fmt: skip
+                else f"{duplicate} differs from {original}"
             raise UsageError(f"{what} ({family.title} and our model tie them)")
     out: dict[str, torch.Tensor] = {}
     missing: list[str] = []

@@ -35,17 +35,18 @@ from corpusprep.engine import faults, storage
 from corpusprep.engine.manifest import MANIFEST, owned_files
 from corpusprep.engine.records import load_record
 from corpusprep.engine.rng import rng_for
-from corpusprep.errors import CorpusprepError, OneLineParser, UsageError, printable
+from corpusprep.errors import UsageError
 from corpusprep.tokenize import VocabInfo
 from corpusprep.tokenize.vocab import vocab_from_file
 from trainer.checkpoint import CONFIG, WEIGHTS, load_tensors, save_model
 from trainer.checkpoint_checks import check_state
-from trainer.export import FAULT_POINT, HF_WEIGHTS, check_hf_model, output_artifact, write_files
+from trainer.command import Command
+from trainer.export import EXPORT_WEIGHTS_FILE, FAULT_POINT, check_hf_model, output_artifact, write_files
 from trainer.hf_families import from_hf
 from trainer.model import BertConfig, BertForPreTraining
 
 COMMAND = "trainer.import_hf"  # in messages
-READ = ("config.json", HF_WEIGHTS, "vocab.txt", "tokenizer_config.json")  # what an import reads
+READ = ("config.json", EXPORT_WEIGHTS_FILE, "vocab.txt", "tokenizer_config.json")  # what an import reads
 
 
 def lowercases(hf_dir: Path) -> bool:
@@ -57,7 +58,7 @@ def lowercases(hf_dir: Path) -> bool:
 def convert(hf_dir: Path, seed: int = 0) -> tuple[BertConfig, dict[str, torch.Tensor], list[str]]:
     """(our config, our complete state dict, Hugging Face names of heads initialised fresh)."""
     config = check_hf_model(hf_dir)  # config.json and the weights' header, before any weight is read
-    weights = load_tensors(hf_dir / HF_WEIGHTS)
+    weights = load_tensors(hf_dir / EXPORT_WEIGHTS_FILE)
     try:
         state, fresh = from_hf(weights, config)
     except UsageError as e:
@@ -132,39 +133,39 @@ def _move(source: Path, tmp: Path) -> None:
     storage.replace(source, tmp)  # written in the work directory: to its temporary name, then into place
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(
-        prog="python -m trainer.import_hf",
-        description="Convert a Hugging Face BERT directory into initial weights + vocab for the trainer.",
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "hf_dir", type=Path, help="a save_pretrained directory (config.json, weights, vocab.txt)"
     )
-    p.add_argument("hf_dir", type=Path, help="a save_pretrained directory (config.json, weights, vocab.txt)")
-    p.add_argument("out", type=Path, help="output directory: weights.safetensors, config.json, vocab/")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace an import of another model or seed in OUT (only its own files)")
-    p.add_argument("--seed", type=int, default=0, help="seed for heads the checkpoint lacks (default: 0)")
-    return p
+    parser.add_argument("out", type=Path, help="output directory: weights.safetensors, config.json, vocab/")
+    parser.add_argument(
+        "--overwrite", action="store_true",
+        help="replace an import of another model or seed in OUT (only its own files)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed for heads the checkpoint lacks (default: 0)"
+    )
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        refuse_stdout(args.out, "OUT", "a directory (weights.safetensors, config.json, vocab/)")
-        record, reused = import_dir(args.hf_dir, args.out, args.overwrite, args.seed)
-    except CorpusprepError as e:
-        print(f"error: {printable(str(e))}", file=sys.stderr)  # one line, whatever the names hold
-        return e.exit_code
+def run(args: argparse.Namespace) -> int:
+    refuse_stdout(args.out, "OUT", "a directory (weights.safetensors, config.json, vocab/)")
+    record, reused = import_dir(args.hf_dir, args.out, args.overwrite, args.seed)
     if reused:
         print(f"{storage.url(args.out)}: up to date (the same model files and seed); nothing to do")
         return 0
-    c, fresh = record["model"], record["source"]["initialized_fresh"]
+    model, fresh = record["model"], record["source"]["initialized_fresh"]
     shown = storage.url(args.out)
-    print(f"wrote {shown}: {c['num_layers']} layers, hidden {c['hidden_size']}, vocab {c['vocab_size']}")
+    sizes = f"{model['num_layers']} layers, hidden {model['hidden_size']}, vocab {model['vocab_size']}"
+    print(f"wrote {shown}: {sizes}")
     if fresh:
         print(f"initialised fresh (not in the checkpoint): {', '.join(fresh)}")
     return 0
 
 
-if __name__ == "__main__":
-    from corpusprep.errors import guarded
+DESCRIPTION = "Convert a Hugging Face BERT directory into initial weights + vocab for the trainer."
+CLI = Command("trainer.import_hf", DESCRIPTION, add_arguments, run)
+build_parser, main = CLI.parser, CLI.main
 
-    sys.exit(guarded(main))  # an OSError or Ctrl-C: one line, not a traceback
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -73,18 +73,18 @@ def layer_norm(c: BertConfig) -> nn.LayerNorm:
 
 
 class Embeddings(nn.Module):
-    def __init__(self, c: BertConfig):
+    def __init__(self, config: BertConfig):
         super().__init__()
-        self.word_embeddings = nn.Embedding(c.vocab_size, c.hidden_size)
-        self.learned_positions, self.segments = c.position == "learned", c.type_vocab_size > 0
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.learned_positions, self.segments = config.position == "learned", config.type_vocab_size > 0
         if self.learned_positions:  # rotary positions turn q and k in each attention instead
-            self.position_embeddings = nn.Embedding(c.max_position, c.hidden_size)
+            self.position_embeddings = nn.Embedding(config.max_position, config.hidden_size)
         if self.segments:  # 0: no segments (ModernBERT); the batch's token types are not read
-            self.token_type_embeddings = nn.Embedding(c.type_vocab_size, c.hidden_size)
+            self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         # post-LN BERT normalises the embedding sum; pre-LN normalises inside each block instead (with
         # embedding_norm, layer 0's first norm does, and the dropout follows it there)
-        self.norm = layer_norm(c) if not c.pre_ln else nn.Identity()
-        self.drop = nn.Dropout(c.dropout) if not c.embedding_norm else nn.Identity()
+        self.norm = layer_norm(config) if not config.pre_ln else nn.Identity()
+        self.drop = nn.Dropout(config.dropout) if not config.embedding_norm else nn.Identity()
 
     def forward(
         self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, position_ids: torch.Tensor
@@ -103,7 +103,7 @@ def rotary(position_ids: torch.Tensor, head_dim: int, theta: float) -> tuple[tor
     position x theta^(-2i/D). fp32 whatever the autocast, and the same operations as Hugging Face's
     (ModernBertRotaryEmbedding), so that an export computes the same bits."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float, device=position_ids.device)
-                                / head_dim))  # fmt: skip
+                                / head_dim))
     freqs = position_ids[:, None].float() * inv_freq  # [T, D/2]
     angles = torch.cat((freqs, freqs), dim=-1)[:, None]  # [T, 1, D]: the same angle for i and i + D/2
     return angles.cos(), angles.sin()
@@ -157,12 +157,13 @@ Rope = tuple[torch.Tensor, torch.Tensor] | None  # rotary's (cos, sin) for the b
 
 
 class Attention(nn.Module):
-    def __init__(self, c: BertConfig):
+    def __init__(self, config: BertConfig):
         super().__init__()
-        self.num_heads = c.num_heads
-        self.qkv = nn.Linear(c.hidden_size, 3 * c.hidden_size, bias=c.bias)  # one matmul instead of three
-        self.out = nn.Linear(c.hidden_size, c.hidden_size, bias=c.bias)
-        self.attention_dropout = c.attention_dropout
+        self.num_heads = config.num_heads
+        # one matmul instead of three
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.bias)
+        self.out = nn.Linear(config.hidden_size, config.hidden_size, bias=config.bias)
+        self.attention_dropout = config.attention_dropout
 
     def forward(self, x: torch.Tensor, layout: Layout, rope: Rope = None) -> torch.Tensor:
         # x: [T, H]; rows of qkv are [q | k | v], each split into heads as in BERT: 3 x [T, A, D]
@@ -175,13 +176,14 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, c: BertConfig):
+    def __init__(self, config: BertConfig):
         super().__init__()
-        self.gated = c.gated
-        self.act = F.silu if c.mlp == "swiglu" else F.gelu  # exact erf GELU, as in BERT and ModernBERT
+        self.gated = config.gated
+        self.act = F.silu if config.mlp == "swiglu" else F.gelu  # exact erf GELU, as in BERT and ModernBERT
         # gated: one matmul gives [input | gate], 2 x intermediate wide (ModernBERT's Wi and its chunk order)
-        self.fc1 = nn.Linear(c.hidden_size, (2 if self.gated else 1) * c.intermediate_size, bias=c.bias)
-        self.fc2 = nn.Linear(c.intermediate_size, c.hidden_size, bias=c.bias)
+        width = (2 if self.gated else 1) * config.intermediate_size
+        self.fc1 = nn.Linear(config.hidden_size, width, bias=config.bias)
+        self.fc2 = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: [T, H] -> [T, I] (gated: [T, 2I] -> act(input) * gate, [T, I]) -> [T, H]
@@ -193,17 +195,17 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, c: BertConfig, index: int):
+    def __init__(self, config: BertConfig, index: int):
         super().__init__()
-        self.pre_ln = c.pre_ln
+        self.pre_ln = config.pre_ln
         # embedding_norm: layer 0's attn_norm normalises the residual stream where it starts (the
         # embeddings), not only the attention's input: ModernBERT's embedding norm, under this layer's name
-        self.norms_stream = index == 0 and c.embedding_norm
-        self.attn = Attention(c)
-        self.attn_norm = layer_norm(c)
-        self.mlp = MLP(c)
-        self.mlp_norm = layer_norm(c)
-        self.drop = nn.Dropout(c.dropout)
+        self.norms_stream = index == 0 and config.embedding_norm
+        self.attn = Attention(config)
+        self.attn_norm = layer_norm(config)
+        self.mlp = MLP(config)
+        self.mlp_norm = layer_norm(config)
+        self.drop = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, layout: Layout, rope: Rope = None) -> torch.Tensor:
         if self.norms_stream:  # x: the embedding sum -> drop(norm(x)), ModernBERT's embedding output
@@ -218,12 +220,12 @@ class Block(nn.Module):
 
 
 class MLMHead(nn.Module):
-    def __init__(self, c: BertConfig, word_embeddings: nn.Embedding):
+    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()
-        self.dense = nn.Linear(c.hidden_size, c.hidden_size, bias=c.bias)
-        self.norm = layer_norm(c)
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size, bias=config.bias)
+        self.norm = layer_norm(config)
         # the decoder's vocab bias stays with bias=False, as ModernBERT's (it carries the unigram prior)
-        self.bias = nn.Parameter(torch.zeros(c.vocab_size))
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
         self.decoder_weight = [word_embeddings]  # a list, so the tied weight is not registered twice
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
@@ -270,7 +272,7 @@ class BertForPreTraining(nn.Module):
         x = self.embeddings(input_ids, token_type_ids, position_ids)
         # rotary: each token's angles once per batch, shared by every layer (as Hugging Face's models do)
         rope = rotary(position_ids, c.hidden_size // c.num_heads, c.rotary_theta) if c.position == "rotary" \
-            else None  # fmt: skip
+            else None
         for layer in self.layers:
             x = layer(x, layout, rope)
         return self.final_norm(x) if c.pre_ln else x
@@ -349,7 +351,7 @@ def unpad(
         "input_ids": flat(input_ids), "token_type_ids": flat(token_type_ids),
         "position_ids": F.pad(positions, (0, 1)), "rows": rows.view(B, L), "slots": F.pad(slots, (0, 1)),
         "cu_seqlens": F.pad(torch.cumsum(sequences, 0), (1, 0)).int(),
-    }  # fmt: skip
+    }
 
 
 def compile_model(model: BertForPreTraining, backend: str | Callable = "inductor") -> BertForPreTraining:

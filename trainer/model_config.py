@@ -83,7 +83,7 @@ def default_intermediate(hidden: int, mlp: str) -> int:
 # 1e-5; every layer attends globally (ModernBERT's local layers, a window of 128 tokens, would attend to a
 # whole row at the CPU recipe's 64 and BERT's 128 tokens). Exported as `ModernBertForMaskedLM`.
 MODERN = {"pre_ln": True, "embedding_norm": True, "mlp": "geglu", "bias": False, "position": "rotary",
-          "type_vocab_size": 0, "layer_norm_eps": 1e-5}  # fmt: skip
+          "type_vocab_size": 0, "layer_norm_eps": 1e-5}
 FAMILIES: dict[str, dict[str, Any]] = {"modern": MODERN}
 PRESET_NAMES = (*PRESETS, *(f"{family}-{size}" for family in FAMILIES for size in PRESETS))
 
@@ -182,10 +182,10 @@ def check_model(values: dict[str, Any]) -> None:
         raise ValueError(f"model.hidden_size={hidden} must be divisible by model.num_heads={heads}")
     if values.get("position") == "rotary" and None not in (hidden, heads) and hidden // heads % 2:
         raise ValueError(f"model.position='rotary' rotates pairs of dimensions: a head of "
-                         f"hidden_size / num_heads = {hidden // heads} has an odd number")  # fmt: skip
+                         f"hidden_size / num_heads = {hidden // heads} has an odd number")
     if values.get("embedding_norm") is True and values.get("pre_ln") is False:
         raise ValueError("model.embedding_norm=true is pre-LN's (pre_ln=true): post-LN BERT normalises its "
-                         "embeddings already")  # fmt: skip
+                         "embeddings already")
     check_fits(values)
 
 
@@ -220,4 +220,4 @@ def check_fits(values: dict[str, Any]) -> None:
                          f"{memory / 2**30:,.0f} GiB of memory")
     if count is not None and count > MAX_PARAMETERS:  # where the memory cannot be read
         raise ValueError(f"model: ~{count:.2g} parameters, more than {MAX_PARAMETERS:.0e}, beyond any model "
-                         "this trainer builds")  # fmt: skip
+                         "this trainer builds")

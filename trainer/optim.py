@@ -30,45 +30,45 @@ class Lamb(torch.optim.Optimizer):
                 loss = closure()
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
+            for param in group["params"]:
+                if param.grad is None:
                     continue
-                state = self.state[p]
+                state = self.state[param]
                 if not state:
                     state["step"] = 0
-                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                    state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    state["exp_avg"] = torch.zeros_like(param, memory_format=torch.preserve_format)
+                    state["exp_avg_sq"] = torch.zeros_like(param, memory_format=torch.preserve_format)
                 state["step"] += 1
                 m, v = state["exp_avg"], state["exp_avg_sq"]
-                m.lerp_(p.grad, 1 - beta1)
-                v.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+                m.lerp_(param.grad, 1 - beta1)
+                v.mul_(beta2).addcmul_(param.grad, param.grad, value=1 - beta2)
                 m_hat = m / (1 - beta1 ** state["step"])
                 v_hat = v / (1 - beta2 ** state["step"])
                 update = m_hat / (v_hat.sqrt() + group["eps"])
                 if group["weight_decay"]:
-                    update.add_(p, alpha=group["weight_decay"])
-                w_norm, u_norm = p.norm(), update.norm()
+                    update.add_(param, alpha=group["weight_decay"])
+                w_norm, u_norm = param.norm(), update.norm()
                 # a zero norm (fresh bias, or no update) gives no information: fall back to plain Adam
                 trust = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
-                p.add_(update * trust, alpha=-group["lr"])
+                param.add_(update * trust, alpha=-group["lr"])
         return loss
 
 
-def build_optimizer(model: nn.Module, c: OptimConfig, fused: bool) -> torch.optim.Optimizer:
+def build_optimizer(model: nn.Module, config: OptimConfig, fused: bool) -> torch.optim.Optimizer:
     """AdamW (fused on CUDA) or LAMB; no weight decay on biases and LayerNorm weights (1-d tensors)."""
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [
-        {"params": [p for p in params if p.ndim >= 2], "weight_decay": c.weight_decay},
+        {"params": [p for p in params if p.ndim >= 2], "weight_decay": config.weight_decay},
         {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
     ]
-    betas = (c.beta1, c.beta2)
-    if c.name == "lamb":
-        return Lamb(groups, lr=c.lr, betas=betas, eps=c.eps)
-    return torch.optim.AdamW(groups, lr=c.lr, betas=betas, eps=c.eps, fused=fused or None)
+    betas = (config.beta1, config.beta2)
+    if config.name == "lamb":
+        return Lamb(groups, lr=config.lr, betas=betas, eps=config.eps)
+    return torch.optim.AdamW(groups, lr=config.lr, betas=betas, eps=config.eps, fused=fused or None)
 
 
 def build_scheduler(
-    optimizer: torch.optim.Optimizer, c: ScheduleConfig, progress: Callable[[], float] | None = None
+    optimizer: torch.optim.Optimizer, config: ScheduleConfig, progress: Callable[[], float] | None = None
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """Linear warm-up to the peak lr, then down to 0 at the end of the run: over all the rest by default
     (BERT's triangle), or, with `decay_fraction` (warm-up-stable-decay), at the peak until the last share of
@@ -77,14 +77,14 @@ def build_scheduler(
     By steps: over the warm-up steps, then to 0 at `steps`. With a budget, the lr is a function of the run's
     progress (0 to 1, read from `progress()` whenever the scheduler steps: the elapsed share of the budget,
     or of the steps when those end sooner), warm-up over the first `warmup_share` of it."""
-    shape = DECAY_SHAPES[c.decay_shape]
-    if c.budget:
+    shape = DECAY_SHAPES[config.decay_shape]
+    if config.budget:
         if progress is None:
             raise ValueError("a budgeted schedule needs the run's progress")
-        warmup, decay = c.warmup_share, c.decay_fraction
+        warmup, decay = config.warmup_share, config.decay_fraction
         return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: budget_factor(progress(), warmup, decay,
-                                                                                      shape))  # fmt: skip
-    warmup, steps, decay = c.warmup, c.max_steps, c.decay
+                                                                                      shape))
+    warmup, steps, decay = config.warmup, config.max_steps, config.decay
 
     def factor(step: int) -> float:
         if step < warmup:
@@ -115,7 +115,7 @@ def micro_batches(progress: float, schedule: ScheduleConfig) -> int:
 
 
 def budget_factor(progress: float, warmup: float, decay: float | None = None,
-                  shape: Callable[[float], float] = DECAY_SHAPES["linear"]) -> float:  # fmt: skip
+                  shape: Callable[[float], float] = DECAY_SHAPES["linear"]) -> float:
     """The share of the peak lr at `progress` through a budgeted run: up linearly over the first `warmup`
     of it, then at the peak until the last `decay` of it (None: no stable phase) and down to 0 at its end
     in `shape` (the steps' schedule, over time)."""

@@ -27,7 +27,7 @@ from corpusprep.validate import owned_problems, relative
 # trainer.hf_families' model types and titles, without importing it (torch); a test keeps them equal
 FAMILY_TITLES = {"bert": "BERT", "megatron-bert": "Megatron-BERT", "modernbert": "ModernBERT"}
 CHECKPOINT_FILES = (CHECKPOINT_WEIGHTS, CHECKPOINT_TENSORS, CHECKPOINT_STATE,
-                    CHECKPOINT_CONFIG)  # fmt: skip
+                    CHECKPOINT_CONFIG)
 
 
 def check_checkpoint_files(step: Path, training: bool = True) -> list[str]:
@@ -38,7 +38,7 @@ def check_checkpoint_files(step: Path, training: bool = True) -> list[str]:
     name = f"{step.name}/" if training else ""
     if found := [n for n in PICKLED_CHECKPOINT if storage.exists(step / n)]:
         return [f"{name}{found[0]}: a checkpoint in the earlier pickled format, which corpusprep no longer "
-                "loads (unpickling a file can run code)"]  # fmt: skip
+                "loads (unpickling a file can run code)"]
     wanted = CHECKPOINT_FILES[:-1] if training else CHECKPOINT_FILES[:1]
     if missing := [f for f in (*wanted, CHECKPOINT_CONFIG) if not storage.is_file(step / f)]:
         return [f"{name}{f}: missing" for f in missing]
@@ -154,7 +154,7 @@ def validate_export(directory: Path) -> tuple[list[str], str]:
         return unfinished, ""
     names = ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json")
     problems = [f"{n}: missing or empty" for n in names if not storage.is_file(directory / n)
-                or not storage.stat(directory / n).st_size]  # fmt: skip
+                or not storage.stat(directory / n).st_size]
     if problems:
         return problems, ""
     try:
@@ -186,4 +186,4 @@ def validate_evaluation(directory: Path) -> tuple[list[str], str]:
     problems += owned_problems(directory, problems)
     dev = result["splits"]["dev"] if result else None
     return problems, (f"{len(result['seeds'])} seeds, dev gain {dev['gain']['mean']:+.4f} ({dev['outcome']})"
-                      if dev else "")  # fmt: skip
+                      if dev else "")

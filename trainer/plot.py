@@ -12,8 +12,9 @@ from corpusprep.console import refuse_stdout
 from corpusprep.engine import storage
 from corpusprep.engine.files import atomic_path
 from corpusprep.engine.records import parse_json, read_bytes
-from corpusprep.errors import DataError, OneLineParser, UsageError, printable
+from corpusprep.errors import DataError, UsageError, printable
 from corpusprep.objectives import names, objective
+from trainer.command import Command
 
 
 def read_metrics(path: Path) -> list[dict]:
@@ -66,17 +67,17 @@ def _value(value: object) -> bool:
 def curves(records: list) -> Curves:
     """Training records hold a step and `mlm_loss`, validation records a step, `val_mlm_loss` and
     `val_mlm_acc`, all numbers; any other record (another program's, a hand edit) is skipped and counted."""
-    c = Curves()
+    config = Curves()
     for line, record in enumerate(records, 1):
         ok = isinstance(record, dict) and _step(record.get("step"))
         if ok and _value(record.get("mlm_loss")):
-            c.train.append(record)
+            config.train.append(record)
         elif ok and _value(record.get("val_mlm_loss")) and _value(record.get("val_mlm_acc")):
-            c.validation.append(record)
+            config.validation.append(record)
         else:
-            c.skipped += 1
-            c.first_skipped = c.first_skipped or line
-    return c
+            config.skipped += 1
+            config.first_skipped = config.first_skipped or line
+    return config
 
 
 def plot(run_dir: Path, out: Path | None = None) -> tuple[Path, Curves]:
@@ -152,21 +153,14 @@ def training_run(path: Path) -> Path:
     raise UsageError(f"{path / 'metrics.jsonl'}: no metrics (not a run dir?)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="python -m trainer.plot", description=__doc__)
-    p.add_argument("run_dir", type=Path, help="a trainer run directory (holds metrics.jsonl)")
-    p.add_argument("--out", type=Path, help="PNG path (default: RUN_DIR/curves.png)")
-    return p
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, help="a trainer run directory (holds metrics.jsonl)")
+    parser.add_argument("--out", type=Path, help="PNG path (default: RUN_DIR/curves.png)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
     refuse_stdout(args.out, "--out", "a PNG image")
-    try:
-        run_dir = training_run(args.run_dir)
-    except UsageError as error:
-        print(f"error: {printable(str(error))}", file=sys.stderr)
-        return 2
+    run_dir = training_run(args.run_dir)
     out, found = plot(run_dir, args.out)
     if found.skipped:
         skipped = (f"{run_dir / 'metrics.jsonl'}: skipped {found.skipped} record(s) that are neither "
@@ -176,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    from corpusprep.errors import guarded
+CLI = Command("trainer.plot", __doc__, add_arguments, run)
+build_parser, main = CLI.parser, CLI.main
 
-    sys.exit(guarded(main))  # an OSError, a DataError or Ctrl-C: one line, not a traceback
+
+if __name__ == "__main__":
+    sys.exit(main())

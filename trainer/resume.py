@@ -45,7 +45,7 @@ def check_run_dir(config: TrainConfig) -> None:
     for path, plain in written:  # what it writes: never through a link
         if path.is_symlink() or (storage.exists(path) and not plain(path)):
             raise UsageError(f"{path}: a link, or not the kind of file the trainer writes there; move it "
-                             "away or pick another run dir")  # fmt: skip
+                             "away or pick another run dir")
 
 
 LONGER = "to train a finished run longer, pass --resume with more --steps or a larger --budget " \
@@ -53,7 +53,7 @@ LONGER = "to train a finished run longer, pass --resume with more --steps or a l
 
 
 def check_init_from(config: TrainConfig, where: str = "config: ", own: str = "this run's own run dir",
-                    longer: str = LONGER) -> None:  # fmt: skip
+                    longer: str = LONGER) -> None:
     """checkpoint.init_from is never inside the run's own run dir, where the run writes its checkpoints and
     removes older ones (and a pipeline's rerun clears them before reading): the weights it starts from would
     not stay. trainer.run (`check_run_dir`) and a pipeline's train stage (pipelines.train_stage, at planning)
@@ -72,7 +72,7 @@ class Finished(Exception):
         self.found, self.saved = found, saved
 
 
-def find_resume(config: TrainConfig, d: Dist) -> Path | None:
+def find_resume(config: TrainConfig, ranks: Dist) -> Path | None:
     """The checkpoint a run of `config` continues from (its run dir's newest), after the checks that need no
     data: None for a new run; `Finished` when that checkpoint is at or past the schedule's end."""
     run_dir = Path(config.logging.run_dir)
@@ -80,7 +80,7 @@ def find_resume(config: TrainConfig, d: Dist) -> Path | None:
     found = checkpoint.latest(run_dir)
     if found is None:
         if config.checkpoint.resume:  # said, not silent: a mistyped run dir would start over unnoticed
-            log(d, f"{storage.url(run_dir)}: no checkpoint to resume from; starting at step 0")
+            log(ranks, f"{storage.url(run_dir)}: no checkpoint to resume from; starting at step 0")
         return None
     saved_train = checkpoint.saved_train(found)  # its values checked: types and ranges
     if conflicts := resume_conflicts(asdict(saved_train), asdict(config)):
@@ -98,9 +98,9 @@ def find_resume(config: TrainConfig, d: Dist) -> Path | None:
             "another run dir"
         )
     if saved_train.schedule.finished(step, elapsed):  # a finished run, continued: said before it trains
-        log(d, f"{found.name}: the run finished there ({limits(saved_train.schedule)}); it continues to "
-               f"{limits(config.schedule)}, at the learning rates of the new limits' schedule from step "
-               f"{step} on (docs/manual/training.md)")  # fmt: skip
+        log(ranks, f"{found.name}: the run finished there ({limits(saved_train.schedule)}); it continues to "
+                   f"{limits(config.schedule)}, at the learning rates of the new limits' schedule from step "
+                   f"{step} on (docs/manual/training.md)")
     return found
 
 
@@ -135,7 +135,7 @@ def check_resume_shards(found: Path, current: dict, directory: Path) -> None:
     differ = [f"{k} {saved[k]} -> {current[k]}" for k in current if saved.get(k) and saved[k] != current[k]]
     if differ:
         raise UsageError(f"{found}: trained on other shards ({'; '.join(differ)}); resume on the shards it "
-                         "was trained on, or start another run dir")  # fmt: skip
+                         "was trained on, or start another run dir")
 
 
 # What must not change when a run continues from its checkpoint (the rest: steps, cadences, paths of logs)
@@ -158,9 +158,9 @@ RESUME_KEYS = (
 )
 
 
-def _flat(d: dict, prefix: str = "") -> dict:
+def _flat(ranks: dict, prefix: str = "") -> dict:
     out = {}
-    for key, value in d.items():
+    for key, value in ranks.items():
         out |= _flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
     return out
 
@@ -176,7 +176,7 @@ def resume_conflicts(saved: dict, current: dict) -> list[str]:
 
     keys = sorted(k for k in set(before) | set(after) if k.startswith(RESUME_KEYS))
     differ = [f"{k}: {before.get(k)!r} -> {after.get(k)!r}" for k in keys
-              if norm(k, before.get(k)) != norm(k, after.get(k))]  # fmt: skip
+              if norm(k, before.get(k)) != norm(k, after.get(k))]
     return differ + warmup_conflict(before, after)
 
 
@@ -230,7 +230,7 @@ def init_weights(
     # every weight, right shapes: nothing left random
     check_state(state, saved_model, path / checkpoint.WEIGHTS)
     bert = replace(saved_model, dropout=model.dropout, attention_dropout=model.attention_dropout,
-                   objective=objective)  # fmt: skip
+                   objective=objective)
     if saved_model.objective != objective and bert.sentence_head:  # another task's head: ours starts fresh
         state = {k: v for k, v in state.items() if not k.startswith(SENTENCE_HEAD)}
     return bert, state, path

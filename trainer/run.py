@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from corpusprep.console import refuse_stdout
-from corpusprep.errors import OneLineParser, UsageError, guarded
+from corpusprep.errors import UsageError
+from trainer.command import Command
 
 # direct flags -> config keys (`--set` reaches every other key)
 FLAGS = {
@@ -69,60 +70,55 @@ def config_default(key: str) -> str:
     return derived.get(key, "") if value in (None, "") else str(value)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(
-        prog="python -m trainer.run",
-        description="Pre-train BERT on shards: MLM + NSP or SOP, or MLM alone (the shards' objective).",
-    )
-    p.add_argument("config", nargs="?", type=Path, help="TOML file (sections model, data, optim, ...)")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", nargs="?", type=Path, help="TOML file (sections model, data, optim, ...)")
     for name, (key, kind, text) in FLAGS.items():
         default = config_default(key)
         shown = f"{key}; default: {default}" if default else key
         help_text = f"{text} ({shown})".replace("%", "%%")  # argparse expands %-formats in help
         metavar = "DIR" if name in DIR_FLAGS else "TIME" if name in TIME_FLAGS else METAVARS[kind]
-        p.add_argument("--" + name.replace("_", "-"), type=kind, metavar=metavar, help=help_text)
+        parser.add_argument("--" + name.replace("_", "-"), type=kind, metavar=metavar, help=help_text)
     for name, (key, text) in SWITCHES.items():
-        p.add_argument(
+        parser.add_argument(
             "--" + name.replace("_", "-"), action="store_true", default=None, help=f"{text} ({key})"
         )
-    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="any config key")
-    p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
-    return p
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="any config key"
+    )
+    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    return build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Train as the arguments say. Bad settings or data (exit 2, 1), an OSError (a full disk, a file in the
+    way of the run dir) and Ctrl-C, even in the middle of a checkpoint write (130; --resume continues), are
+    one line each (`Command.main` runs this under `guarded`)."""
+    from trainer import threads
+    from trainer.config import load_config
 
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
     # values as JSON literals, so a path like `123` stays a string
     given = {n: getattr(args, n) for n in FLAGS if getattr(args, n) is not None}
     overrides = [f"{FLAGS[n][0]}={json.dumps(v)}" for n, v in given.items()]
     overrides += [f"{SWITCHES[n][0]}=true" for n in SWITCHES if getattr(args, n)]
-    def run() -> int:
-        from trainer import threads
-        from trainer.config import load_config
-
-        threads.set_wait_policy()  # before anything imports torch (trainer.threads)
-        config = load_config(args.config, overrides + args.set)
-        if args.print_config:
-            print(config.to_json())
-            return 0
-        if not config.data.shards:
-            raise UsageError("no shards: pass --shards DIR or set data.shards")
-        refuse_stdout(config.logging.run_dir, "--run-dir (logging.run_dir)", "a directory")
-        _, line = threads.configure()
-        if os.environ.get("RANK", "0") == "0":
-            print(line, flush=True)
-        from trainer.train import train
-
-        train(config)
+    threads.set_wait_policy()  # before anything imports torch (trainer.threads)
+    config = load_config(args.config, overrides + args.set)
+    if args.print_config:
+        print(config.to_json())
         return 0
+    if not config.data.shards:
+        raise UsageError("no shards: pass --shards DIR or set data.shards")
+    refuse_stdout(config.logging.run_dir, "--run-dir (logging.run_dir)", "a directory")
+    _, line = threads.configure()
+    if os.environ.get("RANK", "0") == "0":
+        print(line, flush=True)
+    from trainer.train import train
 
-    # one line and an exit code for bad settings or data (2, 1), an OSError (full disk, a file in the way of
-    # the run dir) and Ctrl-C, even in the middle of a checkpoint write (130; --resume continues)
-    return guarded(run)
+    train(config)
+    return 0
+
+
+DESCRIPTION = "Pre-train BERT on shards: MLM + NSP or SOP, or MLM alone (the shards' objective)."
+CLI = Command("trainer.run", DESCRIPTION, add_arguments, run)
+build_parser, main = CLI.parser, CLI.main
 
 
 if __name__ == "__main__":

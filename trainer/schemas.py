@@ -72,7 +72,7 @@ HF_CONFIG = Obj(
         "model_type": Str(), "hidden_act": Str(), "position_embedding_type": Str(),
         "corpusprep_objective": Opt(OBJECTIVE), "pad_token_id": Opt(Int()), "architectures": ListOf(Str()),
     },
-)  # fmt: skip
+)
 
 records.register(__name__, {
     "checkpoint_config": CHECKPOINT_RECORD,  # step-N/config.json, an import's config.json

@@ -114,7 +114,7 @@ class Shards:
             if entry.get("sha256") and storage.is_file(where):
                 return VocabInfo.load(self.cache.local(where, entry["sha256"], None, ".txt"))
             raise UsageError(f"{storage.url(self.directory)}: dynamic masking needs the vocab the shards "
-                             f"were built with, and {storage.url(where)} does not hold it")  # fmt: skip
+                             f"were built with, and {storage.url(where)} does not hold it")
         for where in (self.directory / "vocab.txt", Path(entry.get("path") or self.directory) / "vocab.txt"):
             if where.is_file():
                 info = VocabInfo.load(where)

@@ -119,20 +119,20 @@ def build_model(
 
 
 def build_data(
-    config: TrainConfig, shards: Shards, d: Dist, device: torch.device, start: Position
+    config: TrainConfig, shards: Shards, ranks: Dist, device: torch.device, start: Position
 ) -> Iterator[dict[str, torch.Tensor]]:
     """This rank's endless stream of training batches, continuing at `start`."""
     c = config.data
     stream = ShardStream(
-        shards, "train", c.batch_size, config.seed, d.rank, d.world, c.chunk_rows, c.pad_multiple,
+        shards, "train", c.batch_size, config.seed, ranks.rank, ranks.world, c.chunk_rows, c.pad_multiple,
         c.dynamic_masking, start=start,
-    )  # fmt: skip
+    )
     # the DataLoader draws a base seed when iterated; its own generator keeps that out of the global RNG,
     # which dropout uses and checkpoints restore (otherwise a resumed run would drift by one draw)
     return loader_batches(
         stream, num_workers=c.num_workers, pin_memory=device.type == "cuda", persistent_workers=False,
         prefetch_factor=4 if c.num_workers else None, generator=torch.Generator(),
-    )  # fmt: skip
+    )
 
 
 # ---------------------------------------------------------------- the trainer
@@ -147,17 +147,19 @@ class Trainer:
     every checkpoint, so a resumed run continues the same time schedule."""
 
     def __init__(
-        self, config: TrainConfig, d: Dist, device: torch.device, clock: Callable[[], float] = time.monotonic
+        self, config: TrainConfig, ranks: Dist, device: torch.device,
+        clock: Callable[[], float] = time.monotonic,
     ):
-        self.config, self.d, self.device, self.clock = config, d, device, clock
+        self.config, self.ranks, self.device, self.clock = config, ranks, device, clock
         self.run_dir = Path(config.logging.run_dir)
-        self.resume_from = find_resume(config, d)
+        self.resume_from = find_resume(config, ranks)
         self.shards = open_shards(config.data.shards, ("train", "validation"), verify=config.data.verify,
                                   cache=cache_for(config.data))
         self.objective = self.shards.objective
         if self.resume_from is not None:
             check_resume_shards(self.resume_from, shards_record(self.shards), self.shards.directory)
-        self.bert, self.raw_model, init_state, init_path = build_model(config, self.shards, device, d.rank)
+        self.bert, self.raw_model, init_state, init_path = build_model(config, self.shards, device,
+                                                                       ranks.rank)
         self.optimizer = build_optimizer(self.raw_model, config.optim, fused=device.type == "cuda")
         # fused AdamW takes found_inf (a GradScaler's flag): a non-finite step is skipped on the device
         self.skips_on_device = bool(getattr(self.optimizer, "defaults", {}).get("fused"))
@@ -170,24 +172,25 @@ class Trainer:
         self.last_batch: dict | None = None  # the newest micro-batch: save_checkpoint tries the weights on it
         if self.resume_from is not None:  # every state, then the data stream continues where it stopped
             self.load_state_dict(self.resume_from)
-            log(d, f"resumed from {self.resume_from} at step {self.step}")
+            log(ranks, f"resumed from {self.resume_from} at step {self.step}")
         elif init_state is not None:  # weights only; optimizer, schedule and data start afresh
             missing, unexpected = self.raw_model.load_state_dict(init_state, strict=False)
             if any(not k.startswith(SENTENCE_HEAD) for k in [*missing, *unexpected]):
                 raise DataError(f"{init_path}: weights do not fit the model ({[*unexpected, *missing][:3]})")
             if missing:  # init_from a model of another objective: this objective's head starts fresh
-                log(d, f"sentence head of the {self.objective.name} objective starts fresh")
+                log(ranks, f"sentence head of the {self.objective.name} objective starts fresh")
             if unexpected:  # init_from a model with a sentence head, for masked LM alone
-                log(d, f"not used by the {self.objective.name} objective: {', '.join(sorted(unexpected))}")
-            log(d, f"initialised from {init_path}")
+                unused = ", ".join(sorted(unexpected))
+                log(ranks, f"not used by the {self.objective.name} objective: {unused}")
+            log(ranks, f"initialised from {init_path}")
         del init_state
-        if d.main:  # only now: a run that fails at start leaves no empty run directory behind
+        if ranks.main:  # only now: a run that fails at start leaves no empty run directory behind
             storage.makedirs(self.run_dir)
             checkpoint.remove_partial(self.run_dir)
         self.model: nn.Module = self.raw_model
-        if d.launched:
+        if ranks.launched:
             self.model = DistributedDataParallel(
-                self.raw_model, device_ids=[d.local_rank] if device.type == "cuda" else None
+                self.raw_model, device_ids=[ranks.local_rank] if device.type == "cuda" else None
             )
         if config.compile:  # in place, under DDP's wrapper: one graph, forward and backward
             compile_model(self.raw_model)
@@ -195,11 +198,11 @@ class Trainer:
         self.autocast = (
             (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if cuda else contextlib.nullcontext
         )
-        self.batches = build_data(config, self.shards, d, device, self.position)
+        self.batches = build_data(config, self.shards, ranks, device, self.position)
         self.has_validation = bool(self.shards.manifest["splits"].get("validation", {}).get("shards"))
         self.eval_maskings = config.eval.maskings
         self.eval_mask_vocab = self._eval_masking() if self.has_validation else None
-        self.metrics = Metrics(self.run_dir, d.main, self.step)
+        self.metrics = Metrics(self.run_dir, ranks.main, self.step)
         self.window = new_window()
 
     def _eval_masking(self) -> MaskVocab | None:
@@ -210,7 +213,7 @@ class Trainer:
         try:
             return MaskVocab.from_vocab(self.shards.vocab_info(), self.shards.word_segmenter())
         except UsageError as e:  # shards from before the vocab copy: still a score, said to be one masking
-            log(self.d, f"validation: the shards' one masking, not {self.eval_maskings} ({e})")
+            log(self.ranks, f"validation: the shards' one masking, not {self.eval_maskings} ({e})")
             self.eval_maskings = 0
             return None
 
@@ -226,14 +229,15 @@ class Trainer:
         step stays free of host reads: the update is skipped there, the first such step is noted on the
         device, and `check_finite` raises at the next logging step or checkpoint. Elsewhere (the CPU, where
         a host read costs nothing; LAMB) the step raises at once."""
-        accum, d = micro_batches(self.progress(), self.config.schedule), self.d  # grad_accum, or the ramp's
+        # grad_accum, or the ramp's
+        accum, ranks = micro_batches(self.progress(), self.config.schedule), self.ranks
         started = self.clock()
         totals = torch.zeros(3, device=self.device)
         for micro in range(accum):
             batch = self.last_batch = to_device(next(self.batches), self.device)
             # every rank's micro-batch holds data.batch_size examples: the global order moves on by all ranks'
-            self.position.advance(len(batch["rows"]) * d.world, self.epoch_examples)
-            sync = micro == accum - 1 or d.world == 1
+            self.position.advance(len(batch["rows"]) * ranks.world, self.epoch_examples)
+            sync = micro == accum - 1 or ranks.world == 1
             with contextlib.nullcontext() if sync else self.model.no_sync():
                 _, _, loss, mlm, sentence = forward_loss(self.model, batch, self.autocast)
                 (loss / accum).backward()
@@ -287,7 +291,7 @@ class Trainer:
         """The training time every rank goes by: the slowest rank's, where time decides the lr, the stop or
         a checkpoint (ranks that disagreed would train with other lrs, or wait for each other forever)."""
         timed = self.config.schedule.budget or self.checkpoint_seconds
-        if self.d.world == 1 or not timed:
+        if self.ranks.world == 1 or not timed:
             return elapsed
         value = torch.tensor([elapsed], dtype=torch.float64, device=self.device)
         dist.all_reduce(value, op=dist.ReduceOp.MAX)
@@ -306,7 +310,7 @@ class Trainer:
         evaluation of every run with this seed sees the same masks), summed over all ranks; with standard
         errors of the accuracies (`ratio_se`: rows as the unit, each row's counts summed over maskings).
         `eval.maskings = 0`: the one masking the shard stage wrote."""
-        d = self.d
+        ranks = self.ranks
         self.model.eval()
         rows = self._evaluate_masking(0)
         for k in range(1, self.eval_maskings):  # the same rows in the same order, masked otherwise
@@ -315,24 +319,24 @@ class Trainer:
         totals = rows.sum(0)
         moments = torch.cat([ratio_moments(rows[:, 1], rows[:, 2]), ratio_moments(rows[:, 4], rows[:, 5])])
         sums = torch.cat([totals, moments]).to(self.device)
-        if d.world > 1:
+        if ranks.world > 1:
             dist.all_reduce(sums)
         self.model.train()
         s = sums.tolist()
         scores = {"val_mlm_loss": s[0] / max(s[2], 1), "val_mlm_acc": s[1] / max(s[2], 1),
-                  "val_mlm_acc_se": ratio_se(s[6:12])}  # fmt: skip
+                  "val_mlm_acc_se": ratio_se(s[6:12])}
         sentence = {"loss": s[3] / max(s[5], 1), "acc": s[4] / max(s[5], 1), "acc_se": ratio_se(s[12:18])}
         return scores | self._sentence(sentence, "val_")
 
     def _evaluate_masking(self, k: int) -> torch.Tensor:
         """[R, 6] per validation row of this rank (`score_rows`; up to eval.max_batches batches), masking k
         (the model in eval mode: `evaluate` sets it)."""
-        c, d = self.config, self.d
+        c, ranks = self.config, self.ranks
         val = ShardStream(
-            self.shards, "validation", c.data.batch_size, c.seed, d.rank, d.world, c.data.chunk_rows,
+            self.shards, "validation", c.data.batch_size, c.seed, ranks.rank, ranks.world, c.data.chunk_rows,
             c.data.pad_multiple, shuffle=False, loop=False, mask_vocab=self.eval_mask_vocab,
             mask_key=("eval", k),
-        )  # fmt: skip
+        )
         return score_rows(self.model, val, c.eval.max_batches, self.device, self.autocast)
 
     def state_dict(self) -> dict[str, dict]:
@@ -342,8 +346,8 @@ class Trainer:
             "cuda": torch.cuda.get_rng_state() if self.device.type == "cuda" else None,
         }
         gathered = [rng]
-        if self.d.world > 1:
-            gathered = [None] * self.d.world
+        if self.ranks.world > 1:
+            gathered = [None] * self.ranks.world
             dist.all_gather_object(gathered, rng)
         return {
             "model": self.raw_model.state_dict(),
@@ -388,21 +392,21 @@ class Trainer:
     def load_rng(self, saved: list[dict], where: Path) -> None:
         """Each rank's dropout RNG as it was saved, when the checkpoint has as many ranks as this run; with
         another rank count (an elastic resume) every rank draws afresh from (seed, rank, step)."""
-        d = self.d
-        if len(saved) != d.world:
-            seed = rng_for(self.config.seed, "torch-dropout", d.rank, self.step).integers(2**62)
+        ranks = self.ranks
+        if len(saved) != ranks.world:
+            seed = rng_for(self.config.seed, "torch-dropout", ranks.rank, self.step).integers(2**62)
             torch.manual_seed(int(seed))
             at = f"epoch {self.position.epoch}, example {self.position.examples}"
-            log(d, f"{where.parent.name}: saved by {len(saved)} rank(s), resumed on {d.world}: data go on "
-                   f"at {at}; dropout draws afresh")  # fmt: skip
+            log(ranks, f"{where.parent.name}: saved by {len(saved)} rank(s), resumed on {ranks.world}: data "
+                       f"go on at {at}; dropout draws afresh")
             return
-        rng = saved[d.rank]
+        rng = saved[ranks.rank]
         try:
             torch.set_rng_state(rng["cpu"].cpu())
             if self.device.type == "cuda" and rng["cuda"] is not None:
                 torch.cuda.set_rng_state(rng["cuda"].cpu())
         except (RuntimeError, TypeError) as error:
-            raise DataError(f"{where}: rng[{d.rank}]: not a generator's state ({error})") from None
+            raise DataError(f"{where}: rng[{ranks.rank}]: not a generator's state ({error})") from None
 
     def diverged_error(self, what: str, lr: float, held: str) -> DataError:
         return DataError(f"{what} (training diverged at lr {lr:.2e}; no checkpoint holds {held}); train "
@@ -420,7 +424,7 @@ class Trainer:
                 bad = ~forward_loss(model, self.last_batch, self.autocast)[2].isfinite()
             model.train()
         flag = bad.float().reshape(1)
-        if self.d.world > 1:
+        if self.ranks.world > 1:
             dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         return bool(flag.item())
 
@@ -430,39 +434,39 @@ class Trainer:
             raise self.diverged_error(f"step {self.step}: the weights are not finite or give a loss that is "
                                       "not", self.scheduler.get_last_lr()[0], "them")
         states = self.state_dict()  # every rank takes part in the gather; rank 0 writes
-        if self.d.main:
+        if self.ranks.main:
             record = checkpoint.config_record(self.config, self.bert, self.shards.manifest["vocab"])
             record["shards"] = shards_record(self.shards)
             checkpoint.save(self.run_dir, self.step, states, record, self.config.checkpoint.keep)
-        if self.d.world > 1:
+        if self.ranks.world > 1:
             dist.barrier()
 
     def log_progress(self, values: dict[str, float]) -> None:
         """One progress line and one metrics record: the losses' mean over the steps since the last record
         (one step's loss zig-zags), the last step's lr and gradient norm, throughput (and MFU on a GPU), and
         the sequences a step took on average (all ranks': the batch, which a batch ramp changes)."""
-        w, world = self.window, self.d.world
-        values = values | {k: v / w["steps"] for k, v in w["losses"].items()}
-        values = {k: float(v) for k, v in values.items()} | {"window_steps": w["steps"]}  # the host read
-        elapsed = max(time.time() - w["time"], 1e-9)
-        record = {"step": self.step, **values, "seq_per_s": w["seqs"] * world / elapsed,
-                  "tokens_per_s": w["tokens"] * world / elapsed, "train_seconds": self.elapsed,
-                  "seqs_per_step": w["seqs"] * world / w["steps"]}  # fmt: skip
+        window, world = self.window, self.ranks.world
+        values = values | {k: v / window["steps"] for k, v in window["losses"].items()}
+        values = {k: float(v) for k, v in values.items()} | {"window_steps": window["steps"]}  # the host read
+        elapsed = max(time.time() - window["time"], 1e-9)
+        record = {"step": self.step, **values, "seq_per_s": window["seqs"] * world / elapsed,
+                  "tokens_per_s": window["tokens"] * world / elapsed, "train_seconds": self.elapsed,
+                  "seqs_per_step": window["seqs"] * world / window["steps"]}
         self.last = {k: v for k, v in values.items() if k.endswith("loss")}
         parts = " ".join(f"{k.removesuffix('_loss')} {v:.4f}" for k, v in self.last.items() if k != "loss")
         line = (f"step {self.step:>6} | loss {values['loss']:.4f} ({parts}) | lr {values['lr']:.2e} | "
-                f"{record['seq_per_s']:,.0f} seq/s {record['tokens_per_s']:,.0f} tok/s")  # fmt: skip
+                f"{record['seq_per_s']:,.0f} seq/s {record['tokens_per_s']:,.0f} tok/s")
         if self.config.schedule.budget:
             line += f" | {duration(self.elapsed)} of {self.config.schedule.budget}"
         if self.device.type == "cuda":
             name = torch.cuda.get_device_name(self.device)
             peak = next((v for k, v in PEAK_BF16.items() if k in name), None)
             if peak:
-                seq_len = round(w["tokens"] / max(w["seqs"], 1))
+                seq_len = round(window["tokens"] / max(window["seqs"], 1))
                 record["mfu"] = record["tokens_per_s"] * flops_per_token(self.bert, seq_len) / (peak * world)
                 line += f" | MFU {record['mfu']:.1%}"
         self.metrics.write(record)
-        log(self.d, line)
+        log(self.ranks, line)
         self.window = new_window()
 
     def log_validation(self, scores: dict[str, float]) -> None:
@@ -471,33 +475,34 @@ class Trainer:
         errors = {k.removesuffix("_se"): f" ±{v:.4f}" for k, v in scores.items() if k.endswith("_se")}
         values = {k: v for k, v in scores.items() if not k.endswith("_se")}
         shown = [f"{k.removeprefix('val_')} {v:.4f}{errors.get(k, '')}" for k, v in values.items()]
-        log(self.d, f"step {self.step:>6} | validation {' '.join(shown)} (± standard error)")
+        log(self.ranks, f"step {self.step:>6} | validation {' '.join(shown)} (± standard error)")
 
     # -------------------------------------------------------- the loop
 
     def fit(self) -> dict:
-        c, d, started = self.config, self.d, time.time()
-        log(d, "config:\n" + c.to_json())
-        log(d, f"model: {self.raw_model.num_params(False) / 1e6:.2f}M parameters "
-               f"({self.raw_model.num_params() / 1e6:.2f}M non-embedding), objective {self.objective.name}, "
-               f"{d.world} rank(s) on {self.device}{self._ddp()}, from step {self.step}")  # fmt: skip
-        if c.schedule.budget:
-            limit = f" or at step {c.schedule.max_steps:,}" if c.schedule.max_steps else ""
-            log(d, f"budget: {c.schedule.budget} of training time (evaluation and checkpoints not counted), "
-                   f"{duration(self.elapsed)} spent; stops when it is spent{limit}")  # fmt: skip
+        config, ranks, started = self.config, self.ranks, time.time()
+        log(ranks, "config:\n" + config.to_json())
+        log(ranks, f"model: {self.raw_model.num_params(False) / 1e6:.2f}M parameters "
+                   f"({self.raw_model.num_params() / 1e6:.2f}M non-embedding), "
+                   f"objective {self.objective.name}, {ranks.world} rank(s) on {self.device}{self._ddp()}, "
+                   f"from step {self.step}")
+        if config.schedule.budget:
+            limit = f" or at step {config.schedule.max_steps:,}" if config.schedule.max_steps else ""
+            log(ranks, f"budget: {config.schedule.budget} of training time (evaluation and checkpoints not "
+                       f"counted), {duration(self.elapsed)} spent; stops when it is spent{limit}")
         self.model.train()
-        while not c.schedule.finished(self.step, self.elapsed):
+        while not config.schedule.finished(self.step, self.elapsed):
             before = self.elapsed
             values = self.train_step()
-            last = c.schedule.finished(self.step, self.elapsed)
-            if self.step % c.logging.every == 0 or last:
+            last = config.schedule.finished(self.step, self.elapsed)
+            if self.step % config.logging.every == 0 or last:
                 self.check_finite()
                 self.log_progress(values)
-            if self.has_validation and ((c.eval.every and self.step % c.eval.every == 0) or last):
+            if self.has_validation and ((config.eval.every and self.step % config.eval.every == 0) or last):
                 self.log_validation(self.evaluate())
             every = self.checkpoint_seconds
             on_time = every and self.elapsed // every > before // every  # a multiple of every_time passed
-            if self.step % c.checkpoint.every == 0 or on_time or last:
+            if self.step % config.checkpoint.every == 0 or on_time or last:
                 self.save_checkpoint()
         return self.summary(time.time() - started)
 
@@ -506,15 +511,15 @@ class Trainer:
 
     def summary(self, seconds: float) -> dict:
         digest = weights_digest(self.raw_model)
-        if self.d.world > 1:  # data parallel means identical replicas: check it once, at the end
-            digests = [None] * self.d.world
+        if self.ranks.world > 1:  # data parallel means identical replicas: check it once, at the end
+            digests = [None] * self.ranks.world
             dist.all_gather_object(digests, digest)
             if len(set(digests)) != 1:
                 raise RuntimeError(f"ranks ended with different weights: {digests}")
         where = checkpoint.checkpoint_dir(self.run_dir)
-        log(self.d, f"done: {self.step} steps in {seconds:.1f}s; checkpoints in {storage.url(where)}")
+        log(self.ranks, f"done: {self.step} steps in {seconds:.1f}s; checkpoints in {storage.url(where)}")
         summary = {"status": "trained", "steps": self.step, "run_dir": storage.url(self.run_dir),
-                   "seconds": seconds, "train_seconds": self.elapsed}  # fmt: skip
+                   "seconds": seconds, "train_seconds": self.elapsed}
         return summary | self.last | {"weights_sha256": digest}
 
 
@@ -527,21 +532,21 @@ def train(config: TrainConfig, clock: Callable[[], float] = time.monotonic) -> d
     (engine.lock); each shard's identity is also checked as it is read (trainer.shards, trainer.data)."""
     run_dir = Path(config.logging.run_dir)
     new = not storage.exists(run_dir)
-    with distributed(config) as (d, device), contextlib.ExitStack() as locks:
+    with distributed(config) as (ranks, device), contextlib.ExitStack() as locks:
         try:
             check_run_dir(config)  # before the lock makes the directory
-            if d.main and not in_running_pipeline(run_dir):  # a pipeline's stage holds it already
+            if ranks.main and not in_running_pipeline(run_dir):  # a pipeline's stage holds it already
                 locks.enter_context(exclusive_dir(run_dir))
             if config.data.shards and storage.scheme_of(config.data.shards) in (None, "file"):
                 locks.enter_context(shared_dir(config.data.shards))  # (a store has no reader's lock yet)
-            return Trainer(config, d, device, clock).fit()
+            return Trainer(config, ranks, device, clock).fit()
         except Finished as done:
-            log(d, f"{config.logging.run_dir}: finished at step {done.saved['step']} ({done.found.name}); "
-                   "nothing to do")  # fmt: skip
+            log(ranks, f"{config.logging.run_dir}: finished at step {done.saved['step']} "
+                       f"({done.found.name}); nothing to do")
             summary = {"status": "done", "steps": done.saved["step"], "run_dir": config.logging.run_dir}
             return summary | {"seconds": 0.0} | done.saved["last_metrics"]
         except BaseException:  # failed before writing anything (set-up, bad first batch): no run dir
-            if new and d.main and storage.is_dir(run_dir) and all(
+            if new and ranks.main and storage.is_dir(run_dir) and all(
                 p.name == LOCK_NAME for p in storage.list_dir(run_dir)
             ):
                 storage.remove(run_dir / LOCK_NAME, missing_ok=True)

@@ -218,7 +218,7 @@ def with_options(options: type, name: str = "options") -> Callable[[Callable], C
 
     def build(**given: Any) -> Any:
         return options(**{field.name: flag.parse(given[field.name]) if flag.parse else given[field.name]
-                          for field, flag in declared})  # fmt: skip
+                          for field, flag in declared})
 
     return lambda command: _expanded(command, name, params, build)
 
@@ -237,7 +237,7 @@ def _parameter(name: str, flag: Flag, hint: Any, default: Any) -> inspect.Parame
 def _table(options: dict[str, tuple[Any, Any]]) -> list[inspect.Parameter]:
     """Parameters from a table {name: (annotation, default)}."""
     return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
-            for name, (kind, default) in options.items()]  # fmt: skip
+            for name, (kind, default) in options.items()]
 
 
 def _executor(**settings: Any) -> Executor:

@@ -58,12 +58,12 @@ def sentences(
     to_stdout = output == STDOUT  # text for a pipe: no file, so no record and no "up to date"
     refuse_stdout(stats_path, "--stats", "a JSON file of counts")
     paths = opt.output_files({"--output": None if to_stdout else output, "--stats": stats_path}, inputs,
-                             "sentences")  # fmt: skip
+                             "sentences")
     out = paths.get("--output")
     options = replace(options, format=output_format(out or Path(output), options.format))  # by name
     if to_stdout and options.format != "text":
         raise UsageError("-o -: standard output takes the text format (a sentence a line); write Parquet "
-                         "to a file")  # fmt: skip
+                         "to a file")
     report = run_sentences(inputs, out, options, read_options, stats_file=paths.get("--stats"),
                            context=context)
     if report is not None:

@@ -34,7 +34,7 @@ ANALYSIS_SCHEMA = pa.schema([
     pa.field("detail", pa.string()),
     pa.field("examples", pa.list_(pa.int64())), pa.field("paragraphs", pa.list_(pa.int64())),
     pa.field("language", pa.string()), pa.field("score", pa.float32()), pa.field("text", pa.string()),
-])  # fmt: skip
+])
 
 
 @dataclass(frozen=True)
@@ -129,17 +129,17 @@ def analyse_task(task: Task) -> dict[str, Any]:
     write_ipc(analysis_path(args.work, args.chunk), pa.table({
         "doc": pa.array(docs.tolist(), pa.int64()), **{
             name: pa.array([getattr(v, name) for v in verdicts], ANALYSIS_SCHEMA.field(name).type)
-            for name in ANALYSIS_SCHEMA.names if name != "doc"}}, schema=ANALYSIS_SCHEMA))  # fmt: skip
+            for name in ANALYSIS_SCHEMA.names if name != "doc"}}, schema=ANALYSIS_SCHEMA))
     with storage.atomic_open(keys_path(args.work, args.chunk), "wb") as f:
         np.savez(f, **keys)
     written = [analysis_path(args.work, args.chunk), keys_path(args.work, args.chunk)]
     return {"documents": len(texts), "survivors": int(len(keys["exact_docs"])),
             "line_keys": len(keys["lines"]),
-            OUTPUTS_KEY: [p.relative_to(args.work.parent).as_posix() for p in written]}  # fmt: skip
+            OUTPUTS_KEY: [p.relative_to(args.work.parent).as_posix() for p in written]}
 
 
 def _keys(texts: list[str], verdicts: list[Verdict], docs: np.ndarray, hasher: MinHasher,
-          options: CurateOptions) -> dict[str, np.ndarray]:  # fmt: skip
+          options: CurateOptions) -> dict[str, np.ndarray]:
     """The survivors' exact keys, signatures (those with a word), band keys and line keys."""
     exact_docs, exact, near_docs, signatures, lines = [], [], [], [], []
     for doc, text, verdict in zip(docs.tolist(), texts, verdicts, strict=True):
@@ -155,11 +155,11 @@ def _keys(texts: list[str], verdicts: list[Verdict], docs: np.ndarray, hasher: M
                 signatures.append(hasher.signature(shingles))
         if options.lines:
             lines += [(txt.line_key(line), doc) for line in text.split("\n")
-                      if len(line.strip()) >= options.min_line_chars]  # fmt: skip
+                      if len(line.strip()) >= options.min_line_chars]
     sig = np.array(signatures, dtype=np.uint32).reshape(len(signatures), options.permutations)
     bands = hasher.band_keys(sig) if len(sig) else np.empty((0, options.bands), dtype=np.uint64)
     return {"exact_docs": np.array(exact_docs, dtype=np.int64),
             "exact": np.array(exact, dtype=np.uint64).reshape(len(exact), 2),
             "near_docs": np.array(near_docs, dtype=np.int64), "signatures": sig,
             **{f"band{b}": np.ascontiguousarray(bands[:, b]) for b in range(options.bands)},
-            "lines": np.array(lines, dtype=np.uint64).reshape(len(lines), 2)}  # fmt: skip
+            "lines": np.array(lines, dtype=np.uint64).reshape(len(lines), 2)}

@@ -82,10 +82,10 @@ def curate(
 def curate_identity(inputs, out_dir: Path, read_options, options: CurateOptions) -> dict:
     """Everything the output's bytes depend on (its artifact's identity)."""
     evaluation = [[storage.url(Path(p)), (st := storage.stat(Path(p))).st_size, st.st_mtime_ns]
-                  for p in options.decontaminate]  # fmt: skip
+                  for p in options.decontaminate]
     return {"stats_version": STATS_VERSION, "inputs": {"files": input_files(inputs, out_dir)},
             "evaluation_files": evaluation, "read_options": dataclasses.asdict(read_options),
-            "options": dataclasses.asdict(options)}  # fmt: skip
+            "options": dataclasses.asdict(options)}
 
 
 def _check_languages(languages: tuple[str, ...]) -> None:
@@ -104,7 +104,7 @@ def _phases(run: StageRun, inputs, out_dir: Path, options: CurateOptions, read_o
     index, examples, evaluation = _evaluation(run, options, read_options.on_error)  # first: fails at once
     read_task = Task("read", ReadArgs(tuple(map(str, inputs)), read_options, options, work))
     (read,) = run.phase("read", functools.partial(read_stage, reporter=run.reporter), [read_task],
-                        unit="docs", local=True, stats_kind="curate_read_task")  # fmt: skip
+                        unit="docs", local=True, stats_kind="curate_read_task")
     if not read["documents"]:
         storage.remove_tree(work)
         raise no_usable_documents(inputs, read["read"])
@@ -112,7 +112,7 @@ def _phases(run: StageRun, inputs, out_dir: Path, options: CurateOptions, read_o
     seconds = read.get("chars", math.inf) / ANALYSE_CHARS_PER_SECOND
     analysed = merge_stats(run.phase("analyse", analyse_task, [
         Task(f"analyse-{c:06d}", AnalyseArgs(c, starts[c], work, options, index)) for c in range(chunks)],
-        unit="chunks", seconds=seconds))  # fmt: skip
+        unit="chunks", seconds=seconds))
     # a document's band key and number (16 bytes), and its signature when it is a candidate
     buckets = dedup.bucket_count(documents, 16 + 4 * options.permutations)
     pair_stats = _dedup(run, options, starts, chunks, buckets, documents)
@@ -129,7 +129,7 @@ def _phases(run: StageRun, inputs, out_dir: Path, options: CurateOptions, read_o
 
 
 def _evaluation(run: StageRun, options: CurateOptions,
-                on_error: str) -> tuple[Path | None, Path | None, dict]:  # fmt: skip
+                on_error: str) -> tuple[Path | None, Path | None, dict]:
     """The evaluation n-gram index and examples table (with --decontaminate), built in this process; the
     files read under the corpus's `--on-error` (evalsets.read_examples)."""
     if not options.decontaminate:
@@ -149,20 +149,20 @@ def evaluation_task(task: Task) -> dict[str, Any]:
     index.save(index_path)
     write_ipc(table_path, pa.table({"file": [e.file for e in examples],
                                     "position": [e.position for e in examples],
-                                    "text": [e.text for e in examples]}))  # fmt: skip
+                                    "text": [e.text for e in examples]}))
     left_out = {"skipped": skips.to_dict()} if skips.counts else {}  # --on-error skip
     return {"examples": len(examples), "too_short": index.too_short, **left_out}
 
 
 def _dedup(run: StageRun, options: CurateOptions, starts, chunks: int, buckets: int,
-           documents: int) -> dict[str, Any]:  # fmt: skip
+           documents: int) -> dict[str, Any]:
     if not options.deduplicates:
         return {}
     kinds = [("exact", 0)] * options.exact + [("near", b) for b in range(options.bands)] * options.near
     tasks = [Task(f"{kind}-b{band:03d}-k{k:05d}",
                   dedup.PairArgs(kind, band, k, buckets, run.work, chunks, starts, options.threshold),
                   outputs=(_relative(run, dedup.pairs_path(run.work, kind, band, k)),))
-             for kind, band in kinds for k in range(buckets)]  # fmt: skip
+             for kind, band in kinds for k in range(buckets)]
     stats = merge_stats(run.phase("pairs", dedup.pairs_task, tasks, unit="bands"))
     decisions = dedup.decisions_path(run.work)
     cluster = Task("cluster", (run.work, documents, options.bands, buckets, options.near, options.exact),
@@ -186,7 +186,7 @@ def _lines(run: StageRun, options: CurateOptions, starts, chunks: int, buckets: 
     tasks = [Task(f"lines-k{k:05d}", dedup.PairArgs("lines", 0, k, buckets, run.work, chunks, starts,
                                                     options.threshold, decisions),
                   outputs=(_relative(run, dedup.pairs_path(run.work, "lines", 0, k)),))
-             for k in range(buckets)]  # fmt: skip
+             for k in range(buckets)]
     run.phase("lines", dedup.pairs_task, tasks, unit="buckets")
     return buckets
 
@@ -201,7 +201,7 @@ def _join_removed(work: Path, out_dir: Path, chunks: int) -> None:
 
 
 def _summary(read: dict, written: dict, pairs: dict, evaluation: dict, options: CurateOptions,
-             buckets: int) -> dict[str, Any]:  # fmt: skip
+             buckets: int) -> dict[str, Any]:
     return {
         "stats_version": STATS_VERSION,
         "documents": written["documents"], "kept": written["kept"], "removed": written["removed"],

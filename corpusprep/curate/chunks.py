@@ -65,7 +65,7 @@ def read_stage(task: Task, reporter: Reporter) -> dict[str, Any]:
         write_ipc(chunk_path(args.work, chunk), table)
         write_ipc(ids_path(args.work, chunk), pa.table({"id": arrow.strings(ids)}))
         written.extend(p.relative_to(args.work.parent).as_posix()
-                       for p in (chunk_path(args.work, chunk), ids_path(args.work, chunk)))  # fmt: skip
+                       for p in (chunk_path(args.work, chunk), ids_path(args.work, chunk)))
         tick(None, {"documents": len(ids)}, False)
         ids.clear()
         texts.clear()
@@ -82,4 +82,4 @@ def read_stage(task: Task, reporter: Reporter) -> dict[str, Any]:
         flush()
     reporter.finish("read")
     return {"chunks": len(starts), "documents": total, "starts": starts, "chars": chars + size,
-            "read": stats.to_dict(), OUTPUTS_KEY: written}  # fmt: skip
+            "read": stats.to_dict(), OUTPUTS_KEY: written}

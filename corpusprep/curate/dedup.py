@@ -76,7 +76,7 @@ def load_npy(path: Path) -> np.ndarray:
 def _gather(args: PairArgs) -> tuple[np.ndarray, np.ndarray]:
     """(keys [n, k] uint64, docs [n]) of this task's bucket, from every chunk, sorted by key then document."""
     names = {"near": (f"band{args.band}", "near_docs"), "exact": ("exact", "exact_docs"),
-             "lines": ("lines", None)}[args.kind]  # fmt: skip
+             "lines": ("lines", None)}[args.kind]
     keys, docs = [], []
     for chunk in range(args.chunks):
         found = load_npz(keys_path(args.work, chunk), *[n for n in names if n])
@@ -124,7 +124,7 @@ def _near_task(args: PairArgs, docs: np.ndarray, bounds: np.ndarray) -> dict[str
     rows = np.searchsorted(members, pair)
     ok = np.count_nonzero(signatures[rows[:, 0]] == signatures[rows[:, 1]], axis=1) >= needed
     edges, stats = [pair[ok]], {"near_candidates": int((sizes * (sizes - 1) // 2).sum()),
-                                "near_pairs": int(ok.sum()), "near_windowed": 0}  # fmt: skip
+                                "near_pairs": int(ok.sum()), "near_windowed": 0}
     for r in np.flatnonzero(sizes > 2).tolist():
         run = docs[bounds[r]: bounds[r + 1]]
         found, verified, windowed = verify_run(run, signatures[np.searchsorted(members, run)], needed)
@@ -222,7 +222,7 @@ def components(n: int, pairs: np.ndarray) -> np.ndarray:
 
 def load_pairs(work: Path, kind: str, bands: int, buckets: int) -> np.ndarray:
     found = [load_npy(pairs_path(work, kind, band, bucket))
-             for band in range(bands) for bucket in range(buckets)]  # fmt: skip
+             for band in range(bands) for bucket in range(buckets)]
     return np.concatenate(found) if found else np.empty((0, 2), np.int64)
 
 

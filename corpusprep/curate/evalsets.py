@@ -115,7 +115,7 @@ def _examples(split: Split, shown: str) -> Iterator[EvalExample]:
             yield EvalExample(shown, f"line {example.lines[0]}", " ".join(example.words))
         elif isinstance(example, Row):
             yield from (EvalExample(shown, f"line {example.line}", text)
-                        for text in (example.text, example.text_b) if text)  # fmt: skip
+                        for text in (example.text, example.text_b) if text)
         elif isinstance(example, EvalExample):  # a CoNLL-U sentence's surface text (_conllu)
             yield example
         else:  # a SQuAD question

@@ -22,7 +22,7 @@ def report_markdown(stats: dict) -> str:
              f"{stats['kept']:,} of {documents:,} documents kept "
              f"({stats['characters']['kept']:,} of {stats['characters']['in']:,} characters).", "",
              "| outcome | documents | share |", "|---|---:|---:|",
-             f"| kept | {stats['kept']:,} | {stats['kept'] / max(documents, 1):.2%} |"]  # fmt: skip
+             f"| kept | {stats['kept']:,} | {stats['kept'] / max(documents, 1):.2%} |"]
     lines += [f"| {reason} | {n:,} | {n / max(documents, 1):.2%} |" for reason, n in stats["removed"].items()]
     if stats.get("paragraphs_removed"):
         lines += ["", f"{stats['paragraphs_removed']:,} contaminated paragraphs taken out of kept documents."]
@@ -57,15 +57,15 @@ def _evaluation_lines(evaluation: dict) -> list[str]:
     found = evaluation.get("found_examples", [])
     lines = ["", "## evaluation examples found in the corpus", "",
              f"{evaluation.get('found', 0):,} of {evaluation.get('examples', 0):,} examples "
-             f"({evaluation.get('too_short', 0):,} too short to match).", ""]  # fmt: skip
+             f"({evaluation.get('too_short', 0):,} too short to match).", ""]
     if skipped := (evaluation.get("skipped") or {}).get("counts"):
         reasons = ", ".join(f"{reason} {n:,}" for reason, n in skipped.items())
         lines += [f"Left out of the evaluation files as malformed (--on-error skip): {reasons}; "
-                  f"for example {_cell(evaluation['skipped']['examples'][0])}.", ""]  # fmt: skip
+                  f"for example {_cell(evaluation['skipped']['examples'][0])}.", ""]
     if found:
         lines += ["| file | position | example |", "|---|---|---|"]
         lines += [f"| {_cell(e['file'])} | {_cell(e['position'])} | {_cell(e['text'][:200])} |"
-                  for e in found[:SHOWN_FOUND]]  # fmt: skip
+                  for e in found[:SHOWN_FOUND]]
     return lines
 
 

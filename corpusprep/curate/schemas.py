@@ -14,13 +14,13 @@ CURATE_STATS = Obj(
     {"languages": BY_REASON, "characters": MapOf(COUNT),
      "evaluation": Obj({}, {"examples": COUNT, "found": COUNT, "too_short": COUNT,
                             "skipped": Obj({"counts": BY_REASON})})},
-)  # fmt: skip
+)
 CURATE_REMOVED = Obj({"id": DOC_ID, "reason": Str(pattern=r"[a-z][a-z0-9-]*", what="a reason")},
                      {"kept": DOC_ID, "eval_file": Str(), "eval_position": Str(), "detail": Str(),
                       "paragraphs": ListOf(Int(0, MAX_INT)), "language": Str(),
-                      "language_score": Num(0, 1)})  # fmt: skip
+                      "language_score": Num(0, 1)})
 CURATE_READ_TASK = Obj({"chunks": Int(0, 2**31), "documents": COUNT, "starts": ListOf(COUNT),
-                        "read": Obj({}, {"skipped": BY_REASON})}, {"chars": COUNT})  # fmt: skip
+                        "read": Obj({}, {"skipped": BY_REASON})}, {"chars": COUNT})
 
 records.register(__name__, {
     "curate_stats": CURATE_STATS,  # OUT/curate.json

@@ -94,7 +94,7 @@ def write_task(task: Task) -> dict[str, Any]:
     stats = Counts()
     kept, removed = [], []
     for doc_id, text, row in zip(docs.column("id").to_pylist(), docs.column("text").to_pylist(), analysis,
-                                 strict=True):  # fmt: skip
+                                 strict=True):
         text = row["text"] if row["text"] is not None else text
         record = _decide(row, doc_id, text, dups, lines, examples)
         stats.add(record, text, row, examples)
@@ -108,7 +108,7 @@ def write_task(task: Task) -> dict[str, Any]:
 
 
 def _decide(row: dict, doc_id: str, text: str, dups: Duplicates | None, lines: dict[int, set[int]],
-            examples: list[dict]) -> dict:  # fmt: skip
+            examples: list[dict]) -> dict:
     """The removed record of a document (`reason` None: kept; `_text`: its text after lines went)."""
     record: dict[str, Any] = {"id": doc_id, "reason": row["reason"]}
     if row["examples"]:
@@ -125,7 +125,7 @@ def _decide(row: dict, doc_id: str, text: str, dups: Duplicates | None, lines: d
     doc = row["doc"]
     if dups is not None and doc in dups.kept:
         return {"id": doc_id, "reason": "exact-duplicate" if dups.exact[doc] else "near-duplicate",
-                "kept": dups.id_of(dups.kept[doc])}  # fmt: skip
+                "kept": dups.id_of(dups.kept[doc])}
     if doc in lines:
         left = [line for line in text.split("\n") if txt.line_key(line) not in lines[doc]]
         if not any(line.strip() for line in left):
@@ -193,4 +193,4 @@ class Counts:
         return {"documents": self.documents, "kept": self.kept, "removed": dict(sorted(self.removed.items())),
                 "characters": {"in": self.chars_in, "kept": self.chars_kept},
                 "languages": dict(sorted(self.languages.items())), "examples": self.examples,
-                "found": sorted(self.found), "paragraphs_removed": self.paragraphs}  # fmt: skip
+                "found": sorted(self.found), "paragraphs_removed": self.paragraphs}

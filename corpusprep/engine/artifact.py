@@ -130,7 +130,7 @@ class Artifact:
         self._records: dict[str, dict] = {}
         if storage.exists(self.directory) and not storage.is_dir(self.directory):
             raise UsageError(f"{storage.url(self.directory)}: exists and is not a directory; pick another "
-                             "output")  # fmt: skip
+                             "output")
         self.inputs = [Path(p) for p in inputs]
         check_not_nested(self.directory, self.inputs, self.command)
         check_not_inside(self.directory, self.command, "pick another output directory", part_of=part_of)
@@ -357,7 +357,7 @@ class Artifact:
     # -- building --------------------------------------------------------------------------------------
 
     def run(self, fn: Callable, tasks: Sequence, executor: Executor | None = None,
-            **options: Any) -> list[dict]:  # fmt: skip
+            **options: Any) -> list[dict]:
         """Run the tasks not yet done on `executor` (default: the local pool; `Executor.run`'s `options`)
         with markers in the work directory."""
         names = [name for task in tasks for name in task.outputs]

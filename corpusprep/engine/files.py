@@ -16,7 +16,7 @@ from corpusprep.engine.storage import atomic_dir, atomic_path, fsync_dir, temp_n
 
 __all__ = ["atomic_dir", "atomic_path", "fsync_dir", "read_json", "remove_stale_temps",
            "remove_stale_temps_of", "parse_temp", "stale_temps", "temp_name", "writer_gone",
-           "write_json"]  # fmt: skip
+           "write_json"]
 
 
 def write_json(path: str | Path, data: Any) -> None:

@@ -40,7 +40,7 @@ _CLIENTS = ("botocore", "aiobotocore", "aiohttp", "google", "gcsfs", "s3fs")
 _NO_BUCKET = ("NoSuchBucket", "InvalidBucketName")
 # the errno of a client's OSError that has none (s3fs raises FileNotFoundError("Not Found")), by its type
 _ERRNOS = {FileNotFoundError: errno.ENOENT, PermissionError: errno.EACCES, FileExistsError: errno.EEXIST,
-           IsADirectoryError: errno.EISDIR, NotADirectoryError: errno.ENOTDIR}  # fmt: skip
+           IsADirectoryError: errno.EISDIR, NotADirectoryError: errno.ENOTDIR}
 
 
 def client_errors(method: Callable) -> Callable:
@@ -63,7 +63,7 @@ def client_errors(method: Callable) -> Callable:
             where = _url_among(path, args)
             scheme, _ = split_url(where)
             raise CorpusprepError(f"{printable(url(where))}: {scheme}:// failed: {printable(str(error))} "
-                                  "(credentials and endpoint: docs/manual/input.md)") from error  # fmt: skip
+                                  "(credentials and endpoint: docs/manual/input.md)") from error
 
     return call
 
@@ -79,7 +79,7 @@ def _named(error: OSError, where: Any) -> OSError | UsageError:
         scheme, rest = split_url(where)
         bucket = rest.partition("/")[0]  # named alone: whichever object of it was asked for first
         return UsageError(f"{scheme}://{printable(bucket)}: no such bucket{urls.bucket_hint(bucket)}; create "
-                          "it or check the URL")  # fmt: skip
+                          "it or check the URL")
     if type(error) not in (OSError, *_ERRNOS) or (error.errno is not None and error.filename is not None):
         return error
     number = error.errno if error.errno is not None else _ERRNOS.get(type(error), errno.EIO)
@@ -183,7 +183,7 @@ class FsspecStore(Store):
         modified = info.get("LastModified") or fs.modified(key)  # S3's listing has it: no second request
         tag = info.get("ETag") or info.get("etag") or info.get("md5Hash") or info.get("generation") or ""
         return SimpleNamespace(st_size=int(info["size"]), st_mtime_ns=int(modified.timestamp() * 1e9),
-                               tag=str(tag).strip('"'))  # fmt: skip
+                               tag=str(tag).strip('"'))
 
     @client_errors
     def is_dir(self, path: Any) -> bool:
@@ -256,7 +256,7 @@ def _conditional(path: Any) -> Any:
     scheme, _ = split_url(path)
     if scheme != "s3":
         raise UsageError(f"{printable(url(path))}: no writer's lease on {scheme}:// yet (conditional "
-                         "writes are wired for s3:// only); write to s3:// or a local path")  # fmt: skip
+                         "writes are wired for s3:// only); write to s3:// or a local path")
     return path
 
 
@@ -270,7 +270,7 @@ def _precondition_as_exists(path: Any) -> Iterator[None]:
         raise
     except OSError as error:
         if type(error).__name__ == "FileExpired" or (error.errno == errno.EINVAL
-                                                     and "pre-condition" in str(error)):  # fmt: skip
+                                                     and "pre-condition" in str(error)):
             raise FileExistsError(errno.EEXIST, "changed by another writer", url(path)) from error
         raise
 
@@ -289,4 +289,4 @@ def _filesystem(scheme: str, path: Any) -> Any:
         return fsspec.filesystem(scheme, skip_instance_cache=True)  # its own: configured as the process is
     except ImportError as error:
         raise UsageError(f"{printable(url(path))}: {scheme}:// needs a client that is not installed "
-                         f"({error.name or error}): pip install 'corpusprep[{extra}]'") from None  # fmt: skip
+                         f"({error.name or error}): pip install 'corpusprep[{extra}]'") from None

@@ -88,7 +88,7 @@ class LocalStore(Store):
                 raise DataError(f"{path}: not a regular file")
             if st.st_size > limit:
                 raise DataError(f"{path}: {st.st_size:,} bytes, more than a record corpusprep reads "
-                                f"({limit:,})")  # fmt: skip
+                                f"({limit:,})")
             with os.fdopen(fd, "rb", closefd=False) as f:
                 return f.read(limit + 1)
         finally:
@@ -192,13 +192,13 @@ class PrivateDir:
                 os.mkdir(name, 0o700, dir_fd=root_fd)
             try:
                 self.fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                                  dir_fd=root_fd)  # fmt: skip
+                                  dir_fd=root_fd)
             except OSError as error:
                 if error.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
                 if S_ISLNK(os.stat(name, dir_fd=root_fd, follow_symlinks=False).st_mode):
                     raise UsageError(f"{self.path}: a symbolic link, not {what}'s folder; corpusprep follows "
-                                     f"no link there (remove it, or {advice})") from None  # fmt: skip
+                                     f"no link there (remove it, or {advice})") from None
                 raise UsageError(f"{self.path}: not a folder; remove it, or {advice}") from None
         finally:
             os.close(root_fd)
@@ -212,7 +212,7 @@ class PrivateDir:
         st = os.fstat(self.fd)
         if st.st_uid != os.getuid():
             raise UsageError(f"{self.path}: belongs to another user (uid {st.st_uid}), not {self._what}'s "
-                             f"folder; {self._advice}")  # fmt: skip
+                             f"folder; {self._advice}")
         if st.st_mode & 0o077:  # others may write into it: not one made here (a mode is never changed)
             self._foreign(f"mode {st.st_mode & 0o777:o}")
 
@@ -271,7 +271,7 @@ class PrivateDir:
     def create(self, name: str) -> IO:
         """A new regular file (never a name that exists, never through a link), open to write."""
         fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                     dir_fd=self.fd)  # fmt: skip
+                     dir_fd=self.fd)
         return os.fdopen(fd, "wb")
 
     def open_read(self, name: str) -> IO:

@@ -73,7 +73,7 @@ def _open(directory: Path) -> int | None:
     except OSError as error:
         if error.errno == errno.ELOOP:
             raise UsageError(f"{path}: a symbolic link, not corpusprep's lock file; remove it (corpusprep "
-                             "never opens a link it did not make)") from None  # fmt: skip
+                             "never opens a link it did not make)") from None
         if error.errno in (errno.EISDIR, errno.ENXIO, errno.ENODEV):
             raise UsageError(f"{path}: not a regular file, so not corpusprep's lock; remove it") from None
         if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and not path.exists():
@@ -154,7 +154,7 @@ def _flocked(directory: Path, exclusive: bool) -> Iterator[None]:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
             advice = "wait for it or pick another output directory" if exclusive else "wait for it to finish"
             raise UsageError(f"{directory}: another corpusprep run is writing here (pid {holder}); {advice}"
-                             ) from None  # fmt: skip
+                             ) from None
         if exclusive:
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
@@ -217,7 +217,7 @@ def _leased(directory: Path, exclusive: bool) -> Iterator[None]:
         found = read_lease(path)
         if found is not None and not _stale(found[0]):
             raise UsageError(f"{storage.url(directory)}: {_describe(found[0])} is writing here; wait for it "
-                             "to finish")  # fmt: skip
+                             "to finish")
         yield
         return
     lease = take_lease(path, new_holder())
@@ -250,12 +250,12 @@ def take_lease(path: str | Path, holder: dict) -> Lease:
     record, tag = found
     if not _stale(record):
         raise UsageError(f"{storage.url(path.parent)}: {_describe(record)} is writing here; wait for it or "
-                         "pick another output directory")  # fmt: skip
+                         "pick another output directory")
     try:
         lease.tag = store.replace_if(path, lease.body(), tag)
     except FileExistsError:
         raise UsageError(f"{storage.url(path.parent)}: another corpusprep run took over its stale lease "
-                         "just now; wait for it or pick another output directory") from None  # fmt: skip
+                         "just now; wait for it or pick another output directory") from None
     return lease
 
 
@@ -264,7 +264,7 @@ def _create_or_refuse(path: Path, lease: Lease) -> str:
         return storage.store_for(path).create_exclusive(path, lease.body())
     except FileExistsError:
         raise UsageError(f"{storage.url(path.parent)}: another corpusprep run is starting to write here; "
-                         "wait for it or pick another output directory") from None  # fmt: skip
+                         "wait for it or pick another output directory") from None
 
 
 def read_lease(path: Path) -> tuple[dict, str] | None:
@@ -292,7 +292,7 @@ def _parse_lease(path: Path, data: bytes) -> dict:
             raise TypeError
     except (ValueError, KeyError, TypeError):
         raise UsageError(f"{storage.url(path)}: not a lease corpusprep wrote; delete it if no run is "
-                         "writing this output") from None  # fmt: skip
+                         "writing this output") from None
     return record
 
 
@@ -313,7 +313,7 @@ def _describe(record: dict) -> str:
     age = lease_age(record)
     when = f"{age:.0f} s ago" if age >= 0 else f"{-age:.0f} s ahead of this machine's clock"
     return (f"another corpusprep run (host {record['host']}, pid {record['pid']}, heartbeat {when}; "
-            f"its lease is stale after {LEASE_TIMEOUT_SECONDS:.0f} s)")  # fmt: skip
+            f"its lease is stale after {LEASE_TIMEOUT_SECONDS:.0f} s)")
 
 
 def _release(lease: Lease) -> None:
@@ -338,4 +338,4 @@ def check_held(directory: str | Path) -> None:
             lease.lost = "another writer took it over, or it was deleted"
     if lease.lost:
         raise CorpusprepError(f"{storage.url(directory)}: this run's lease was lost: {lease.lost}; nothing "
-                              "was committed, rerun to resume")  # fmt: skip
+                              "was committed, rerun to resume")

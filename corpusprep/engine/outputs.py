@@ -49,7 +49,7 @@ class Sign:
                 and (not self.any_of or any(storage.exists(d / n) for n in self.any_of))
                 and (not self.any_file or any(file(d / n) for n in self.any_file))
                 and (not self.any_dir or any(folder(d / n) for n in self.any_dir))
-                and (not self.globs or any(storage.glob(d, g) for g in self.globs)))  # fmt: skip
+                and (not self.globs or any(storage.glob(d, g) for g in self.globs)))
 
 
 @dataclass(frozen=True)
@@ -100,18 +100,18 @@ PIPELINE_RUN_FILES = ("pipeline.json", "stages")  # beside run.json, written bef
 HF_MODEL_FILES = ("config.json", "model.safetensors")  # trainer.export's, or any save_pretrained BERT
 # trainer.export's files, in the order it writes them: config.json last (from_pretrained opens it first)
 EXPORT_FILES = ("model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
-                "special_tokens_map.json", "config.json")  # fmt: skip
+                "special_tokens_map.json", "config.json")
 # trainer.import_hf's: a model checkpoint (weights, config.json) holding its vocab directory
 IMPORT_FILES = ("vocab/*", CHECKPOINT_WEIGHTS, CHECKPOINT_CONFIG)
 # a pipeline's train stage: the trainer's run directory (trainer/train.py, checkpoint.py, plot.py)
 TRAIN_FILES = ("checkpoints/*", "checkpoints/*/*", "metrics.jsonl", "config.toml", "*.png")
 # the stages' own files (corpusprep/tokenize/vocab.py, pair/build.py, shard/build.py, trainer/evaluate)
 VOCAB_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-               "vocab_report.json")  # fmt: skip
+               "vocab_report.json")
 PAIRS_FILES = ("stats.json", "train/part-*.parquet", "validation/part-*.parquet")
 SHARDS_FILES = ("manifest.json", "vocab.txt", "train/shard-*.parquet", "validation/shard-*.parquet")
 EVALUATION_FILES = ("runs/*.json", "predictions/*.jsonl", "predictions/*.json", "dev-curves.png",
-                    "evaluation.json", "evaluation.md")  # fmt: skip
+                    "evaluation.json", "evaluation.md")
 PLOT_FILES = ("*.png",)  # a pipeline's plot stage: trainer.plot's curves of its train stage
 CURATE_FILES = ("kept/part-*", "removed.jsonl", "curate.json", "report.md", "report.png")
 
@@ -152,7 +152,7 @@ OUTPUT_KINDS = {k.name: k for k in (
                "corpusprep.validate:validate_artifact", artifact=True, owns=("demo*.json*",)),
     OutputKind("plot", "plot", "corpusprep training curves", "training curves directory",
                "corpusprep.validate:validate_artifact", artifact=True, owns=PLOT_FILES),
-)}  # fmt: skip
+)}
 
 
 def recognise(directory: str | Path, *, strict: bool = False) -> OutputKind | None:
@@ -175,7 +175,7 @@ def held_output(directory: str | Path) -> tuple[str, str] | None:
     signs; None for none."""
     root = Path(directory)
     for path, record_kind, prefix in ((root / MANIFEST, "artifact", ""),
-                                      (root / RUN_RECORD, "artifact_run", "an unfinished ")):  # fmt: skip
+                                      (root / RUN_RECORD, "artifact_run", "an unfinished ")):
         try:
             record = records.load_record(path, record_kind, missing_ok=True)
         except (DataError, OSError):

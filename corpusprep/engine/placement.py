@@ -78,7 +78,7 @@ def check_not_inside(
     if found and (part_of is None or found[0] != storage.resolve(part_of)):
         prefix = f"{command}: " if command else ""
         raise UsageError(f"{prefix}{storage.url(path)} is inside {found[1]} ({storage.url(found[0])}); "
-                         f"{advice}")  # fmt: skip
+                         f"{advice}")
 
 
 def directories_above(path: str | Path) -> list[Path]:

@@ -94,7 +94,7 @@ class Reporter:
             mb = nbytes / 1e6
             rate = mb / max(time.perf_counter() - start, 1e-9)
             progress.update(line, description=phase or name, documents=documents, items=items, mb=mb,
-                            rate=rate)  # fmt: skip
+                            rate=rate)
 
         return tick
 

@@ -243,7 +243,7 @@ class Obj(Schema):
     never used, unless `extra=False`; with `rest`, their values are checked by it (stats: counts by name)."""
 
     def __init__(self, required: dict[str, Schema], optional: dict[str, Schema] | None = None,
-                 extra: bool = True, rest: Schema | None = None):  # fmt: skip
+                 extra: bool = True, rest: Schema | None = None):
         self.required, self.optional, self.extra, self.rest = required, optional or {}, extra, rest
         self.what = "an object"
 
@@ -320,7 +320,7 @@ def too_deep(value: Any) -> bool:
     level = [value]
     for _ in range(MAX_DEPTH):
         level = [c for v in level if isinstance(v, (dict, list)) for c in (v.values() if isinstance(v, dict)
-                                                                            else v)]  # fmt: skip
+                                                                            else v)]
         if not level:
             return False
     return True

@@ -28,7 +28,7 @@ from corpusprep.errors import DataError
 FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")  # safetensors' names of the dtypes a model's weights may have
 # bytes per element of each safetensors dtype
 DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2,
-               "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}  # fmt: skip
+               "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
 MAX_HEADER = 100 * 2**20  # safetensors' own limit
 
 
@@ -44,7 +44,7 @@ def safetensors_header(path: str | Path) -> dict[str, tuple[str, tuple[int, ...]
         length = int.from_bytes(head, "little") if len(head) == 8 else -1
         if not 2 <= length <= min(MAX_HEADER, size - 8):
             raise DataError(f"{path}: not a safetensors file (no header; a pickle or another format, or cut "
-                            "short)")  # fmt: skip
+                            "short)")
         header = check_record(parse_json(f.read(length), path), "safetensors_header", path)
     spans = sorted((entry["data_offsets"], name) for name, entry in header.items() if name != "__metadata__")
     end = 0
@@ -53,20 +53,20 @@ def safetensors_header(path: str | Path) -> dict[str, tuple[str, tuple[int, ...]
         count = math.prod(entry["shape"])
         if begin != end or stop - begin != count * DTYPE_BYTES[entry["dtype"]]:
             raise DataError(f"{path}: {json.dumps(name)}.data_offsets: [{begin}, {stop}] is not the "
-                            f"{count} x {entry['dtype']} after byte {end}")  # fmt: skip
+                            f"{count} x {entry['dtype']} after byte {end}")
         end = stop
     if 8 + length + end != size:
         raise DataError(f"{path}: {size:,} bytes, its header describes {8 + length + end:,} (cut short or "
-                        "padded)")  # fmt: skip
+                        "padded)")
     return {n: (e["dtype"], tuple(e["shape"])) for n, e in header.items() if n != "__metadata__"}
 
 
 TENSOR_ENTRY = Obj({"dtype": Str(tuple(DTYPE_BYTES)), "shape": ListOf(Int(0, 2**40), 16),
-                    "data_offsets": ListOf(COUNT, 2, 2)}, extra=False)  # fmt: skip
+                    "data_offsets": ListOf(COUNT, 2, 2)}, extra=False)
 SAFETENSORS_HEADER = Rule(
     MapOf(Either(TENSOR_ENTRY, MapOf(Str()))),  # MapOf(Str()): "__metadata__"
     lambda h: next(((json.dumps(n), "not a tensor's entry") for n, e in h.items()
                     if (n == "__metadata__") == ("dtype" in e)), None),
-)  # fmt: skip
+)
 
 records.register(__name__, {"safetensors_header": SAFETENSORS_HEADER})

@@ -29,7 +29,7 @@ TASK_ID = Str(pattern=r"[A-Za-z0-9][A-Za-z0-9._-]*", what="a task id")
 # merges them sums numbers, merges objects and joins lists), and where they steer work, by the stage's own
 # schema below.
 STATS_VALUE: Schema = Either(Int(-MAX_INT - 1), Num(), Bool(), Null(), Str(), Lazy(lambda: STATS_LIST),
-                             Lazy(lambda: STATS))  # fmt: skip
+                             Lazy(lambda: STATS))
 STATS_LIST = ListOf(STATS_VALUE)
 STATS = MapOf(STATS_VALUE)
 TASK = Obj({"stats": STATS, "outputs": FILES})
@@ -39,7 +39,7 @@ ARTIFACT = Obj(
     {"kind": KIND, "format_version": Int(1), "fingerprint": SHA256, "identity": MapOf(Anything()),
      "files": FILES},
     {"tasks": MapOf(TASK, key=TASK_ID), "summary": MapOf(SCALAR)},
-)  # fmt: skip
+)
 ARTIFACT_RUN = Obj({"fingerprint": SHA256, "identity": MapOf(Anything())}, {"foreign": ListOf(Name())})
 
 

@@ -67,7 +67,7 @@ def store_for(path: str | os.PathLike) -> Store:
         if scheme not in STORES:
             known = ", ".join(f"{s}://" for s in sorted(STORES))
             raise UsageError(f"{printable(os.fspath(path))}: no storage for the scheme {scheme}:// (known: "
-                             f"{known} and plain paths)")  # fmt: skip
+                             f"{known} and plain paths)")
         module, _, name = STORES[scheme].partition(":")
         _LOADED[scheme] = getattr(importlib.import_module(module), name)()
     return _LOADED[scheme]
@@ -159,7 +159,7 @@ class Store(ABC):
         """Write a new object only where none is, in one request; its content tag. FileExistsError when
         one is there. A store without conditional writes has no lease (engine/lock.py)."""
         raise UsageError(f"{printable(url(path))}: this storage has no conditional write, so no writer's "
-                         "lease; write to a local path or s3://")  # fmt: skip
+                         "lease; write to a local path or s3://")
 
     def read_tagged(self, path: Any, limit: int) -> tuple[bytes, str]:
         """(bytes, content tag) of one object, of one version of it; FileExistsError when it changed while
@@ -403,7 +403,7 @@ def replace(source: str | os.PathLike, target: str | os.PathLike) -> None:
     store = store_for(target)
     if store_for(source) is not store:
         raise UsageError(f"{printable(os.fspath(source))}: cannot be renamed to "
-                         f"{printable(os.fspath(target))} on another store")  # fmt: skip
+                         f"{printable(os.fspath(target))} on another store")
     store.replace(source, target)
 
 

@@ -80,7 +80,7 @@ class PreTrainingCollator:
         for key, value in kwargs.items():  # masked LM alone suits any shards; no other change does
             if key in defaults and value != defaults[key] and {key: value} != MASKED_LM_ALONE:
                 raise UsageError(f"{shards_dir}: {key}={value!r} contradicts these {spec.name} shards "
-                                 f"(theirs: {defaults[key]!r})")  # fmt: skip
+                                 f"(theirs: {defaults[key]!r})")
         return cls(pad_token_id=int(manifest["vocab"]["special_ids"]["[PAD]"]), **(defaults | kwargs))
 
     def __call__(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:

@@ -165,7 +165,7 @@ def examples_from_pairs(
             row = np.searchsorted(offsets, np.flatnonzero(bad), side="right") - 1
             fail(row, f"segment {name} holds an id outside the vocab or a [CLS]/[SEP]/[PAD] id")
     examples = concat_segments(len_a, a_values, len_b, b_values, cls_id=vocab.cls_id, sep_id=vocab.sep_id,
-                               pad_id=vocab.pad_id, dtype=vocab.token_dtype)  # fmt: skip
+                               pad_id=vocab.pad_id, dtype=vocab.token_dtype)
     return Examples(examples.ids, examples.lengths, examples.len_a, random_next)
 
 

@@ -25,7 +25,7 @@ class MaskedLMOnly(Objective):
         # rows of pieces draw no target length: any value gives the same options and output
         defaults = type(options)
         return {"pack": True if options.pack is None else bool(options.pack),
-                "short_seq_prob": defaults.short_seq_prob, "short_seq_by": defaults.short_seq_by}  # fmt: skip
+                "short_seq_prob": defaults.short_seq_prob, "short_seq_by": defaults.short_seq_by}
 
     def rows(self, part, options, rng, dupe_pass):
         rows = make_rows(part, options.max_seq_length, bool(options.pack), rng, dupe_pass)

@@ -23,7 +23,7 @@ class NextSentence(Objective):
         pairs = make_pairs(part, options.max_seq_length, options.short_seq_prob, rng, options.short_seq_by)
         stats = pair_stats(pairs, "not_next", "is_next")
         return pairs_table(part, pairs), {**stats, "documents_used": part.num_documents,
-                                          "documents_skipped": {}}  # fmt: skip
+                                          "documents_skipped": {}}
 
     def check_corpus(self, token_stats, usable_train, where, skips):
         if usable_train < 2:

@@ -20,7 +20,7 @@ class SentenceOrder(Objective):
 
     def rows(self, part, options, rng, dupe_pass):
         pairs, unpaired = make_sop_pairs(part, options.max_seq_length, options.short_seq_prob, rng,
-                                         options.short_seq_by)  # fmt: skip
+                                         options.short_seq_by)
         used = int(np.count_nonzero(np.diff(part.doc_offsets) >= 2))
         return pairs_table(part, pairs, self.name), {
             **pair_stats(pairs, "swapped", "not_swapped"),
@@ -32,7 +32,7 @@ class SentenceOrder(Objective):
     def check_corpus(self, token_stats, usable_train, where, skips):
         if not token_stats.get("train", {}).get("multi_sentence_documents"):
             raise DataError(f"{where}: no training document with two sentences or more ({skips}); SOP pairs "
-                            "need one (A and B are consecutive segments of one document)")  # fmt: skip
+                            "need one (A and B are consecutive segments of one document)")
         super().check_corpus(token_stats, usable_train, where, skips)
 
     def summary(self, stats):

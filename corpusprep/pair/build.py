@@ -91,7 +91,7 @@ def build_pairs(
         read_task = Task("read", ReadArgs(tuple(map(str, inputs)), read_options, options, run.work))
         # in this process whatever the engine: the read stage drives its progress bar itself
         (read,) = run.phase("read", functools.partial(read_stage, reporter=run.reporter), [read_task],
-                            unit="docs", local=True, stats_kind="read_task")  # fmt: skip
+                            unit="docs", local=True, stats_kind="read_task")
         if not any(read["documents"].values()):
             storage.remove_tree(run.work)  # nothing to resume: a rerun with other read options starts clean
             raise no_usable_documents(inputs, read["read"])
@@ -141,18 +141,18 @@ def plan_partitions(read: dict, options: PairOptions, run: StageRun) -> dict[str
         raise DataError(f"{run.work / 'markers'}: the read task's record: {error} (an unfinished build of an "
                         "earlier version?); pass --overwrite to rebuild") from None
     return {split: partition_count(read["documents"][split], read["split_chars"][split],
-                                   options.docs_per_partition) for split in SPLITS}  # fmt: skip
+                                   options.docs_per_partition) for split in SPLITS}
 
 
 def token_tasks(run: StageRun, chunks: int, vocab: VocabInfo, options: PairOptions,
-                partitions: dict[str, int]) -> list[Task]:  # fmt: skip
+                partitions: dict[str, int]) -> list[Task]:
     """One tokenize task per chunk of documents the read stage wrote."""
     tokenizer = vocab.tokenizer_json()
     return [
         Task(f"tokens-{c:06d}", TokenizeArgs(run.work / "docs" / f"c{c:06d}.arrow",
                                              run.work / "tokens" / f"c{c:06d}.arrow",
                                              tokenizer, vocab.sep_id, vocab.token_dtype.str, options,
-                                             partitions))  # fmt: skip
+                                             partitions))
         for c in range(chunks)
     ]
 
@@ -166,19 +166,19 @@ def check_tokens(token_stats: dict, read: dict, inputs, run: StageRun, options: 
     if not docs_in:
         storage.remove_tree(run.work)
         no_sentences = {NO_SENTENCES: sum(token_stats.get(s, {}).get("skipped", {}).get(NO_SENTENCES, 0)
-                                          for s in SPLITS)}  # fmt: skip
+                                          for s in SPLITS)}
         raise no_usable_documents(inputs, read["read"], no_sentences)
     usable_train = sum(n for key, n in docs_in.items() if key.startswith("train/"))
     objective_spec(options.objective).check_corpus(token_stats, usable_train, ", ".join(map(str, inputs)),
-                                                   skip_summary(read["read"]))  # fmt: skip
+                                                   skip_summary(read["read"]))
 
 
 def partition_sources(run: StageRun, chunk_stats: Sequence[dict], partitions: dict[str, int]
-                      ) -> dict[str, list[tuple[Path, int, int]]]:  # fmt: skip
+                      ) -> dict[str, list[tuple[Path, int, int]]]:
     """For each partition, (token file, batch index, documents) of every chunk holding some of its documents:
     a chunk's token file holds a batch per partition it touches, in (split, partition) order."""
     known = {partition_name(split, p): (s, p) for s, split in enumerate(SPLITS)
-             for p in range(partitions[split])}  # fmt: skip
+             for p in range(partitions[split])}
     sources: dict[str, list[tuple[Path, int, int]]] = {}
     for c, stats in enumerate(chunk_stats):
         names = stats["partition_documents"]
@@ -191,14 +191,14 @@ def partition_sources(run: StageRun, chunk_stats: Sequence[dict], partitions: di
 
 
 def pair_tasks(out_dir: Path, sources: dict[str, list], partitions: dict[str, int], vocab: VocabInfo,
-               options: PairOptions) -> list[Task]:  # fmt: skip
+               options: PairOptions) -> list[Task]:
     """One task per (split, partition, dupe pass) of a partition with enough documents for the objective."""
     least = objective_spec(options.objective).min_partition_docs
     return [
         Task(f"pairs-{split}-{p:05d}-d{d}",
              PairArgs(split, p, d, tuple(sources[partition_name(split, p)]),
                       out_dir / split / f"part-{p:05d}-d{d}.parquet", vocab.token_dtype.str, options),
-             outputs=(f"{split}/part-{p:05d}-d{d}.parquet",))  # fmt: skip
+             outputs=(f"{split}/part-{p:05d}-d{d}.parquet",))
         for split in SPLITS
         for p in range(partitions[split])
         if sum(n for _, _, n in sources.get(partition_name(split, p), ())) >= least

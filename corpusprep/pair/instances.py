@@ -151,7 +151,7 @@ class _Rows:
     short: array = field(default_factory=_flags)
 
     def add(self, a_first: int, a_stop: int, a_doc: int, b_first: int, b_stop: int, b_doc: int, label: bool,
-            short: bool) -> None:  # fmt: skip
+            short: bool) -> None:
         self.a_first.append(a_first)
         self.a_stop.append(a_stop)
         self.a_doc.append(a_doc)
@@ -163,7 +163,7 @@ class _Rows:
 
 
 def _nsp_rows(part: PartitionTokens, u: Sequence[float], max_tokens: int, short_seq_prob: float,
-              by_segment: bool) -> _Rows:  # fmt: skip
+              by_segment: bool) -> _Rows:
     """`make_pairs`' chunks and their B segments, reading the uniforms `u` in order."""
     off, doc_off = compact(part.sent_offsets), compact(part.doc_offsets)
     rows, k, balance = _Rows(), 0, 0
@@ -205,7 +205,7 @@ def _balanced_choice(u: Sequence[float], k: int, balance: int) -> tuple[bool, in
 
 
 def _random_segment(off: Sequence[int], doc_off: Sequence[int], d: int, target: int, u: Sequence[float],
-                    k: int) -> tuple[int, int, int, int]:  # fmt: skip
+                    k: int) -> tuple[int, int, int, int]:
     """A NotNext B: from a uniformly drawn sentence of a uniformly drawn document other than `d`, whole
     sentences up to `target` tokens: its first sentence, stop sentence and document, and the next draw."""
     r = int(u[k] * (len(doc_off) - 2))
@@ -217,7 +217,7 @@ def _random_segment(off: Sequence[int], doc_off: Sequence[int], d: int, target: 
 
 
 def _truncated(part: PartitionTokens, rows: _Rows, max_tokens: int,
-               rng: np.random.Generator) -> tuple[np.ndarray, ...]:  # fmt: skip
+               rng: np.random.Generator) -> tuple[np.ndarray, ...]:
     """Token ranges a_start, a_end, b_start, b_end of the rows truncated to `max_tokens` (`truncation`, the
     tokens cut from the front drawn from `rng`, A's then B's), and the tokens cut from each row."""
     sent_off = part.sent_offsets
@@ -226,7 +226,7 @@ def _truncated(part: PartitionTokens, rows: _Rows, max_tokens: int,
     cut_a, cut_b = truncation(a_end - a_start, b_end - b_start, max_tokens)
     front_a, front_b = rng.binomial(cut_a, 0.5), rng.binomial(cut_b, 0.5)
     return (a_start + front_a, a_end - (cut_a - front_a), b_start + front_b, b_end - (cut_b - front_b),
-            cut_a + cut_b)  # fmt: skip
+            cut_a + cut_b)
 
 
 def make_sop_pairs(
@@ -273,7 +273,7 @@ def make_sop_pairs(
 
 
 def _sop_rows(part: PartitionTokens, u: Sequence[float], max_tokens: int, short_seq_prob: float,
-              by_segment: bool) -> tuple[_Rows, int]:  # fmt: skip
+              by_segment: bool) -> tuple[_Rows, int]:
     """`make_sop_pairs`' chunks (A, B and whether to swap them), reading the uniforms `u` in order; and the
     count of sentences left without a partner."""
     off, doc_off = compact(part.sent_offsets), compact(part.doc_offsets)

@@ -14,9 +14,9 @@ SEQ_LENGTH = Int(1, 2**16)  # token positions are uint16 in the shards
 
 # a split's counts: numbers, but for skips by reason and the files' NotNext - IsNext balances
 SPLIT_COUNTS = Obj({}, {"skipped": BY_REASON, "documents_skipped": BY_REASON,
-                        "file_imbalance": ListOf(Int(-MAX_INT - 1))}, rest=NUMBER)  # fmt: skip
+                        "file_imbalance": ListOf(Int(-MAX_INT - 1))}, rest=NUMBER)
 READ_STATS = Obj({"skipped": BY_REASON, "skipped_files": BY_REASON}, {"examples": MapOf(ListOf(Str()))},
-                 rest=STATS_VALUE)  # corpusprep.read.ReadStats.to_dict()  # fmt: skip
+                 rest=STATS_VALUE)  # corpusprep.read.ReadStats.to_dict()
 READ_TASK = Obj({"chunks": Int(0, 2**31), "documents": MapOf(COUNT), "read": READ_STATS}, {"chars": COUNT})
 TOKENS_TASK = Obj({"partition_documents": MapOf(COUNT)}, rest=SPLIT_COUNTS)
 PAIRS_TASK = MapOf(SPLIT_COUNTS)
@@ -29,7 +29,7 @@ PAIRS_STATS = Obj(
         "splits": MapOf(PAIRS_SPLIT),
         "objective": OBJECTIVE,
         "options": Obj({}, {"objective": OBJECTIVE, "max_seq_length": SEQ_LENGTH, "language": Str(),
-                            "dupe_factor": Int(1)}),  # fmt: skip
+                            "dupe_factor": Int(1)}),
         "vocab": Obj({}, {"sha256": SHA256, "size": Int(1)}),
         "max_seq_length": SEQ_LENGTH,
     },

@@ -88,13 +88,13 @@ def loss_warnings(stats: dict[str, Any], where: str) -> list[str]:
         if counts["documents"]:
             skipped = ", ".join(f"{n:,} {why}" for why, n in sorted(counts["documents_skipped"].items()) if n)
             warnings.append(f"{where}: the {split} split has no rows: its {counts['documents']:,} documents "
-                            f"gave none (skipped: {skipped or 'none'})")  # fmt: skip
+                            f"gave none (skipped: {skipped or 'none'})")
             continue
         share = fraction if split == "validation" else 1 - fraction
         warnings.append(f"{where}: the {split} split is empty: none of the {stats['documents']:,} documents "
                         f"fell in it (--validation-fraction {fraction:g}: {share * stats['documents']:.2g} "
                         "expected); pass a larger --validation-fraction, or split the text into more "
-                        "documents")  # fmt: skip
+                        "documents")
     total = {key: sum(counts[key] for counts in splits.values())
              for key in ("tokens", "sentence_tokens_truncated", "sentences", "sentences_truncated")}
     cut, long = total["sentence_tokens_truncated"], total["sentences_truncated"]
@@ -104,5 +104,5 @@ def loss_warnings(stats: dict[str, Any], where: str) -> list[str]:
         warnings.append(f"{where}: {share:.1%} of the text's tokens ({cut:,}) were cut: {long:,} sentences "
                         f"({long_share:.1%}) are longer than a row holds ({most} tokens at --max-seq-length "
                         f"{length}) and keep their first {most}; a longer --max-seq-length keeps them, as "
-                        "may a splitter that finds their ends (--splitter, --line-breaks)")  # fmt: skip
+                        "may a splitter that finds their ends (--splitter, --line-breaks)")
     return warnings

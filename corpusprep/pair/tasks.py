@@ -171,7 +171,7 @@ class PartitionCache:
         if self._key != key:
             self._key = self._part = None  # drop the previous partition before loading the next
             part = concat_partitions([read_token_batch(path, index, name, documents, dtype)
-                                      for path, index, documents in sources], dtype)  # fmt: skip
+                                      for path, index, documents in sources], dtype)
             for array in (part.tokens, part.sent_offsets, part.sent_index, part.doc_offsets):
                 array.flags.writeable = False
             self._key, self._part = key, part

@@ -378,7 +378,7 @@ def token_chunk_schema(dtype: np.dtype) -> pa.Schema:
         ("sent_index", pa.large_list(pa.uint32())),
         ("sent_lengths", pa.large_list(pa.uint32())),
         ("tokens", pa.large_list(pa.from_numpy_dtype(dtype))),
-    ])  # fmt: skip
+    ])
 
 
 @contextlib.contextmanager
@@ -399,7 +399,7 @@ def token_chunk_writer(path: Path, dtype: np.dtype) -> Iterator[Callable[[str, P
                 *(pa.LargeListArray.from_arrays(arrow.from_numpy(offsets), arrow.from_numpy(values))
                   for offsets, values in ((part.doc_offsets, part.sent_index), (part.doc_offsets, lengths),
                                           (starts, part.tokens.astype(dtype, copy=False)))),
-            ]  # fmt: skip
+            ]
             writer.write_batch(pa.record_batch(columns, schema=schema), custom_metadata={"partition": name})
             count += 1
             return count - 1
@@ -417,7 +417,7 @@ def read_token_batch(path: Path, index: int, name: str, documents: int, dtype: n
             batch, metadata = reader.get_batch_with_custom_metadata(index)
             found = (metadata or {}).get(b"partition")
     if (found != name.encode() or batch is None or batch.num_rows != documents
-            or batch.schema != token_chunk_schema(dtype)):  # fmt: skip
+            or batch.schema != token_chunk_schema(dtype)):
         raise DataError(f"{path}: batch {index} is not the {documents:,} documents of partition {name} its "
                         "tokenize task recorded; pass --overwrite to rebuild")
     sentences = batch.column("sent_lengths")

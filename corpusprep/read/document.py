@@ -36,12 +36,12 @@ FORMAT_TABLE = {f.name: f for f in (  # in the order of the choices in --help an
     Format("parquet", "", "parse_parquet", (".parquet", ".pq"), b"PAR1", binary=True),
     Format("wiki", "WikiExtractor <doc> blocks", "parse_wiki", sign=b"<doc ",
            no_documents=("no_documents", "skipped: no <doc> blocks")),
-)}  # fmt: skip
+)}
 FORMATS = ("auto", *FORMAT_TABLE)  # auto: each file's from its name or first bytes (formats.detect_format)
 FORMATS_HELP = ", ".join(  # --input-format's help: the table's names, each with its help where it has one
     ["auto (by extension and content)",
      *(f"{f.name} ({f.help})" if f.help else f.name for f in FORMAT_TABLE.values())]
-)  # fmt: skip
+)
 ON_ERROR = ("auto", "skip", "fail")
 # --document-per-file: plain text (auto: the files read as text)
 PER_FILE_FORMATS = ("auto", *(name for name, f in FORMAT_TABLE.items() if f.plain_text))

@@ -149,7 +149,7 @@ def resolve_inputs(
                 models = len(passed_over) - before
                 why = f"; {models} holding a model or an output passed over" if models else ""
                 raise InputError(f"{storage.url(path)}: directory has no input files (hidden files are "
-                                 f"ignored{why})")  # fmt: skip
+                                 f"ignored{why})")
         elif glob.has_magic(str(arg)):
             base = _glob_base(str(arg))
             files = []

@@ -339,7 +339,7 @@ def plan_inputs(pairs_dir: Path, vocab_dir: Path, vocab: VocabInfo, options: Sha
     """Check the pairs (complete, their stats.json unchanged, built with this vocab) and plan the run."""
     if not storage.is_dir(pairs_dir):
         raise InputError(f"{storage.url(pairs_dir)}: no such pairs directory (run `corpusprep build-pairs` "
-                         "first)")  # fmt: skip
+                         "first)")
     # complete: every file there with its size; stats.json unchanged too (each pairs file is checked by the
     # task that reads it, in parallel)
     pairs_artifact = manifests.require(pairs_dir, "pairs", checksums=["stats.json"])
@@ -365,11 +365,11 @@ def plan_inputs(pairs_dir: Path, vocab_dir: Path, vocab: VocabInfo, options: Sha
         **({"word_segmenter": f"jieba {_version('jieba')}"} if chinese_words else {}),
     }
     return ShardPlan(pairs_dir, pairs_artifact, pairs_stats, spec, inputs, max_seq_length, mask_vocab,
-                     identity)  # fmt: skip
+                     identity)
 
 
 def mask_tasks(plan: ShardPlan, work: Path, examples: dict[str, list[int]], num_shards: dict[str, int],
-               dupes: dict[str, int], options: ShardOptions) -> list[Task]:  # fmt: skip
+               dupes: dict[str, int], options: ShardOptions) -> list[Task]:
     """Pass 1: a task per pairs file, with the examples it gives each shard (`plan_split`)."""
     tasks = []
     for split, files in plan.inputs.items():
@@ -378,7 +378,7 @@ def mask_tasks(plan: ShardPlan, work: Path, examples: dict[str, list[int]], num_
             out = work / "masked" / split / f"{path.stem}.spill"
             sha256 = plan.pairs_artifact["files"][f"{split}/{path.name}"]["sha256"]
             args = MaskTask(split, str(path), str(out), shard_counts_, dupes[split], options, plan.mask_vocab,
-                            plan.max_seq_length, plan.spec.name, sha256)  # fmt: skip
+                            plan.max_seq_length, plan.spec.name, sha256)
             tasks.append(Task(f"mask-{split}-{path.stem}", args))
     return tasks
 
@@ -394,7 +394,7 @@ def shard_tasks(
         for index in range(num_shards[split]):
             groups = tuple((out, entry) for out, st in mine for entry in st["groups"][index])
             args = ShardTask(split, index, groups, str(out_dir / split / shard_name(index)), options,
-                             str(vocab.token_dtype), vocab.pad_id, vocab.cls_id, plan.spec.name)  # fmt: skip
+                             str(vocab.token_dtype), vocab.pad_id, vocab.cls_id, plan.spec.name)
             name = f"{split}/{shard_name(index)}"
             tasks.append(Task(f"shard-{split}-{index:05d}", args, outputs=(name,)))
     return tasks
@@ -428,7 +428,7 @@ def shards_manifest(plan: ShardPlan, run: StageRun, shards: list[Task], written:
         },
         "pairs": {"path": storage.url(storage.resolve(plan.pairs_dir)),
                   "files": {s: [[p.name, storage.stat(p).st_size, n] for p, n in files_]
-                            for s, files_ in plan.inputs.items()}},  # fmt: skip
+                            for s, files_ in plan.inputs.items()}},
         "pairs_stats": plan.pairs_stats,
         "mask_decisions": {k: sum(stats[k] for stats in masked) for k in ACTIONS},
         "splits": splits,

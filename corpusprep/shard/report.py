@@ -33,7 +33,7 @@ def shard_paths(directory: Path, manifest: dict, split: str) -> list[Path]:
     for path in paths:
         if not storage.is_file(path):
             raise DataError(f"{storage.url(path)}: listed in the manifest but missing (`corpusprep validate "
-                            f"{storage.url(directory)}`)")  # fmt: skip
+                            f"{storage.url(directory)}`)")
     return paths
 
 

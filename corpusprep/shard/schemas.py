@@ -71,7 +71,7 @@ SHARDS_MANIFEST = Obj(
     },
     {"objective": Opt(OBJECTIVE), "word_segmenter": Opt(Str()), "pairs_stats": PAIRS_STATS,
      "fingerprint": Str(), "seed": Int(-MAX_INT - 1)},
-)  # fmt: skip
+)
 
 records.register(__name__, {
     "shards_manifest": SHARDS_MANIFEST,  # SHARDS_DIR/manifest.json

@@ -156,7 +156,7 @@ def load_manifest(directory: str | Path) -> dict:
     manifest = load_record(path, "shards_manifest")
     keys = count_keys(manifest.get("objective"))
     for where, counts in (("totals", manifest["totals"]),
-                          *((f"splits.{n}", s) for n, s in manifest["splits"].items())):  # fmt: skip
+                          *((f"splits.{n}", s) for n, s in manifest["splits"].items())):
         missing = [k for k in keys if not isinstance(counts.get(k), int)]
         if missing:
             raise DataError(f"{path}: {where}.{missing[0]}: missing (shards of objective "
@@ -195,7 +195,7 @@ def validate_shards(directory: str | Path) -> list[str]:
         for key in layout.keys:
             totals[key] += split.get(key, 0)
     problems += [f"{manifest_path}: totals.{key} is not the sum of the splits" for key in layout.keys
-                 if manifest.get("totals", {}).get(key) != totals[key]]  # fmt: skip
+                 if manifest.get("totals", {}).get(key) != totals[key]]
     problems += _lost_pairs(manifest, splits)
     checked = {str(directory / s["path"]) for split in splits.values() for s in split["shards"]}
     problems += [p for p in artifact_problems(directory, checksums=True) if p.split(": ")[0] not in checked]
@@ -215,7 +215,7 @@ def _layout(directory: Path) -> _Layout | str:
         objective = objective_spec(manifest.get("objective")).name
         schema = shard_schema(np.dtype(manifest["token_dtype"]), objective)
         return _Layout(manifest, schema, objective, manifest["vocab"]["special_ids"]["[MASK]"],
-                       tuple(count_keys(objective)))  # fmt: skip
+                       tuple(count_keys(objective)))
     except DataError as error:
         return str(error)
     except (ValueError, KeyError, TypeError) as error:
@@ -249,7 +249,7 @@ def _check_split(directory: Path, split_name: str, split: dict, layout: _Layout)
     for entry in split["shards"]:
         problems += _check_shard(directory, entry, layout, sums)
     problems += [f"{split_name}: manifest {key} {split.get(key)}, the files hold {sums[key]}"
-                 for key in layout.keys if sums[key] != split.get(key)]  # fmt: skip
+                 for key in layout.keys if sums[key] != split.get(key)]
     return problems
 
 
@@ -270,7 +270,7 @@ def _check_shard(directory: Path, entry: dict, layout: _Layout, sums: dict[str, 
         return [*problems, f"{name}: unreadable Parquet ({error})"]
     if not table.schema.equals(layout.schema):
         return [*problems, f"{name}: schema differs from shard_schema({layout.manifest['token_dtype']}, "
-                           f"{layout.objective})"]  # fmt: skip
+                           f"{layout.objective})"]
     if table.num_rows != entry["rows"]:
         problems.append(f"{name}: {table.num_rows} rows, manifest says {entry['rows']}")
     problems += [f"{name} {p}" for p in check_shard_rows(table, layout.manifest)]

@@ -77,7 +77,7 @@ def run_sentences(
     start = time.perf_counter()
     with Reporter(context.progress, transient=True) as reporter:
         rows = _tracked(split_documents(documents, split, split_stats), reporter.stream("splitting"),
-                        read_stats, split_stats, inputs)  # fmt: skip
+                        read_stats, split_stats, inputs)
         if out is None:
             if not write_stdout(lambda stream: write_sentences(stream, rows)):
                 return None  # the reader stopped reading (`| head`): nothing more to say
@@ -86,7 +86,7 @@ def run_sentences(
     report = {"output": printable(storage.url(out)) if out else "standard output", "format": options.format,
               "splitter": options.splitter, "language": options.language, "line_breaks": options.line_breaks,
               "seconds": round(time.perf_counter() - start, 3),
-              "read": read_stats.to_dict(), "split": split_stats.to_dict()}  # fmt: skip
+              "read": read_stats.to_dict(), "split": split_stats.to_dict()}
     if out is not None:
         write_output_record(out, identity, report)
     if stats_file is not None:

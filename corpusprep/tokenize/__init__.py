@@ -82,7 +82,7 @@ class VocabInfo:
         if not storage.is_dir(path):
             what = "is a file" if storage.exists(path) else "no such directory"
             raise UsageError(f"{storage.url(path)}: {what}; --vocab takes the directory `corpusprep vocab` "
-                             "wrote")  # fmt: skip
+                             "wrote")
         require(path, "vocab", checksums=True)
         return cls.load(path)
 
@@ -155,7 +155,7 @@ class VocabInfo:
         """This vocab's tokenizer.json; a one-line error when there is none."""
         if self.directory is None or not storage.is_file(self.directory / "tokenizer.json"):
             raise UsageError(f"{storage.url(self.directory or '')}: no tokenizer.json (run `corpusprep vocab "
-                             "--from-vocab ...`)")  # fmt: skip
+                             "--from-vocab ...`)")
         return self.directory / "tokenizer.json"
 
     def tokenizer(self):

@@ -71,7 +71,7 @@ class VocabOptions:
             reserved = self.reserved if ranges["reserved"].holds(self.reserved) else 0
             ranges["vocab_size"] = Range(ROOM + reserved, MAX_VOCAB_SIZE, why=(
                 f"{len(SPECIAL_TOKENS)} special tokens, {reserved:,} reserved and {MIN_LEARNED} learned at "
-                "least; at most 2^24: BERT's vocab has 30,522 tokens, XLM-R's 250,002"))  # fmt: skip
+                "least; at most 2^24: BERT's vocab has 30,522 tokens, XLM-R's 250,002"))
         return ranges
 
     def check(self) -> None:

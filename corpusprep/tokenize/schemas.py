@@ -11,7 +11,7 @@ VOCAB_REPORT = Obj({
     "vocab_size": Int(1),
     "documents": Obj({"read": COUNT, "used": COUNT, "skipped": MapOf(COUNT)}),
     "bytes_read": COUNT,
-})  # fmt: skip
+})
 
 # A Hugging Face tokenizer's files, where corpusprep reads a setting from them.
 TOKENIZER_CONFIG = Obj({}, {"do_lower_case": Bool()})

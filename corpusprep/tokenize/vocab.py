@@ -369,7 +369,7 @@ def build_vocab(
             raise no_usable_documents(inputs, read_stats.to_dict())
         progress("measuring", read_stats.documents, read_stats.bytes)
         report = _report(key, tokens, read_stats, counts["characters"], train_seconds,
-                         measure(tokenizer, sample.texts()) if sample.heap else None)  # fmt: skip
+                         measure(tokenizer, sample.texts()) if sample.heap else None)
         _warn_unknown(report, vocab_dir)
         report["sha256"] = _write_files(vocab_dir, vocab_data, tokenizer, tokens, options)
         report["seconds"]["total"] = time.perf_counter() - started
@@ -385,7 +385,7 @@ def _phase_line(reporter: Reporter) -> Progress:
 
 
 def _report(key: dict, tokens: list[str], read_stats: ReadStats, characters: int, train_seconds: float | None,
-            sample: dict | None) -> dict[str, Any]:  # fmt: skip
+            sample: dict | None) -> dict[str, Any]:
     """vocab_report.json (but its sha256 and total time): what was read, the tokens, the sample's figures."""
     return {
         **key,
@@ -413,7 +413,7 @@ def _warn_unknown(report: dict, vocab_dir: Path) -> None:
 
 
 def _write_files(vocab_dir: Path, vocab_data: bytes, tokenizer: Tokenizer, tokens: list[str],
-                 options: VocabOptions) -> str:  # fmt: skip
+                 options: VocabOptions) -> str:
     """vocab.txt, tokenizer.json and transformers' two files, each atomically; the vocab's sha256."""
     storage.write_bytes(vocab_dir / "vocab.txt", vocab_data)
     with atomic_path(vocab_dir / "tokenizer.json") as tmp:

@@ -23,7 +23,7 @@ def options_classes() -> list[ast.ClassDef]:
         if "cli" in path.relative_to(ROOT).parts:
             continue
         found += [node for node in ast.walk(ast.parse(path.read_text()))
-                  if isinstance(node, ast.ClassDef) and node.name.endswith("Options")]  # fmt: skip
+                  if isinstance(node, ast.ClassDef) and node.name.endswith("Options")]
     return found
 
 
@@ -49,14 +49,14 @@ def declared_flags() -> set[str]:
     return {st.target.id for node in options_classes() for st in node.body
             if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
             and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name)
-            and st.value.func.id in ("flag", "like")}  # fmt: skip
+            and st.value.func.id in ("flag", "like")}
 
 
 def redeclared(source: str, flags: set[str]) -> list[str]:
     """The parameters of the functions in `source` named like a declared flag: a second declaration."""
     return [f"{node.name}({arg.arg})" for node in ast.walk(ast.parse(source))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            for arg in (*node.args.args, *node.args.kwonlyargs) if arg.arg in flags]  # fmt: skip
+            for arg in (*node.args.args, *node.args.kwonlyargs) if arg.arg in flags]
 
 
 def repeated_defaults(source: str, fields: dict[str, set[str]]) -> list[str]:
@@ -71,7 +71,7 @@ def repeated_defaults(source: str, fields: dict[str, set[str]]) -> list[str]:
                 if default is None or arg.arg not in fields:
                     continue
                 taken = (isinstance(default, ast.Attribute) and isinstance(default.value, ast.Name)
-                         and default.value.id.endswith("Options"))  # fmt: skip
+                         and default.value.id.endswith("Options"))
                 if not taken and ast.unparse(default) in fields[arg.arg]:
                     found.append(f"{node.name}({arg.arg}={ast.unparse(default)})")
     return found
@@ -101,7 +101,7 @@ def test_no_command_declares_an_option_its_options_dataclass_declares():
     flags = declared_flags()
     assert {"max_seq_length", "masked_lm_prob", "vocab_size", "splitter", "threshold"} <= flags
     found = {path.name: redeclared(path.read_text(), flags)
-             for path in sorted((ROOT / "corpusprep" / "cli").glob("*.py"))}  # fmt: skip
+             for path in sorted((ROOT / "corpusprep" / "cli").glob("*.py"))}
     assert not any(found.values()), f"declared in its options dataclass already (corpusprep.flags): {found}"
 
 

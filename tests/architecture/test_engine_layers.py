@@ -39,7 +39,7 @@ def imported_names(source: str, package: list[str]) -> list[tuple[int, str]]:
 def upward_imports(source: str, package: list[str], where: str) -> list[str]:
     """"WHERE:LINE: NAME" for each import in `source` of a module above the engine."""
     return sorted({f"{where}:{line}: {name}" for line, name in imported_names(source, package)
-                   if any(name == top or name.startswith(top + ".") for top in ABOVE)})  # fmt: skip
+                   if any(name == top or name.startswith(top + ".") for top in ABOVE)})
 
 
 def test_the_engine_imports_nothing_from_the_stages_above_it():

@@ -1,9 +1,10 @@
-"""A ratchet: in corpusprep/ and pipelines/, a name of one letter lives a few lines at most. One bound in a
-function (a parameter, an assignment, a loop or `with` target) and still read `SPAN` lines further on names
-something a reader must keep in mind: it gets a word (`doc`, not `d`; `job`, not `t`). The letters of counts,
-indices and random draws in vectorised code (`LETTERS`: `n` rows, `i`/`j`/`k` indices, `u` uniforms, `x`/`y`)
-are the field's own and stay; comprehension variables live on their line. Found by `ast`, without importing
-anything. ALLOWED lists what is left, per function; never add a row."""
+"""A ratchet: in corpusprep/, pipelines/ and trainer/, a name of one letter lives a few lines at most. One
+bound in a function (a parameter, an assignment, a loop or `with` target) and still read `SPAN` lines further
+on names something a reader must keep in mind: it gets a word (`doc`, not `d`; `ranks`, not `d`; `config`,
+not `c`). The letters of counts, indices and random draws in vectorised code (`LETTERS`: `n` rows,
+`i`/`j`/`k` indices, `u` uniforms, `x`/`y`; the model's `B`/`L`/`T` shapes and attention's `q`/`k`/`v`, as
+nanoGPT writes them) are the field's own and stay; comprehension variables live on their line. Found by
+`ast`, without importing anything. ALLOWED lists what is left, per function; never add a row."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("corpusprep", "pipelines")
+PACKAGES = ("corpusprep", "pipelines", "trainer")
 SPAN = 10  # lines from where a name is bound to its last read before it is bound again
-LETTERS = set("ijkmnuxy")
+LETTERS = set("ijkmnuxy") | set("BLTqv")  # and the model's shape letters (batch, length, tokens), q, k, v
 ALLOWED: dict[str, int] = {}  # "path:function:letter" -> lines; none left
 
 
@@ -22,7 +23,7 @@ def _comprehension_targets(function: ast.AST) -> set[tuple[str, int]]:
     for node in ast.walk(function):
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             targets |= {(n.id, n.lineno) for g in node.generators for n in ast.walk(g.target)
-                        if isinstance(n, ast.Name)}  # fmt: skip
+                        if isinstance(n, ast.Name)}
     return targets
 
 

@@ -21,7 +21,7 @@ def test_the_smallest_bench_trains_and_scores_every_arm(tmp_path):
     command = [sys.executable, "bench/fidelity.py", "--mb", "0.6", "--heldout", "0.25", "--steps", "8",
                "--batch-size", "4", "--length", "64", "--vocab-size", "1000", "--seeds", "1", "--maskings",
                "1", "--arms", "ours-nsp", "ours-mlm", "hf-grouped", "--work", str(tmp_path),
-               "--shared", str(corpus)]  # fmt: skip
+               "--shared", str(corpus)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     run = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]

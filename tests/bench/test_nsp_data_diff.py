@@ -27,14 +27,14 @@ def vocab(bench):
     special = np.isin(tokens, bench.SPECIALS)
     single = np.char.str_len(np.char.replace(tokens, "##", "")) == 1
     return bench.Vocab(tokens, special, np.char.startswith(tokens, "##"), tokens == ".", single, ID,
-                       np.array([ID["."]]))  # fmt: skip
+                       np.array([ID["."]]))
 
 
 def rows(bench):
     """Row 0 (NotNext, 8 of 10 tokens, ends '. [SEP]'): the '.' of A masked. Row 1 (IsNext, full, ends 'e'):
     the 'e' of B replaced by a random 'a', the 'b' of A kept."""
     text = [["[CLS]", "a", ".", "[SEP]", "b", "c", ".", "[SEP]"],
-            ["[CLS]", "a", "b", "c", "[SEP]", "c", "##d", "a", "e", "[SEP]"]]  # fmt: skip
+            ["[CLS]", "a", "b", "c", "[SEP]", "c", "##d", "a", "e", "[SEP]"]]
     types = [[0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]]
     ids = [[ID[t] for t in row] for row in text]
     ids[0][2] = ID["[MASK]"]
@@ -43,7 +43,7 @@ def rows(bench):
     flat = lambda lists: np.array([x for row in lists for x in row], np.int64)  # noqa: E731
     offsets = lambda lists: np.cumsum([0] + [len(row) for row in lists])  # noqa: E731
     return bench.Rows("hand", 10, flat(ids), flat(types), offsets(ids), flat(positions), flat(labels),
-                      offsets(positions), np.array([1, 0]), (0.15, 20))  # fmt: skip
+                      offsets(positions), np.array([1, 0]), (0.15, 20))
 
 
 def test_the_row_shapes_and_labels_are_read_back(bench):
@@ -80,7 +80,7 @@ def test_the_paired_breakdown_adds_up_to_the_whole_difference(bench):
     column = np.minimum(rng.integers(1, 10, n), length - 2)
     label = rng.integers(5, len(TOKENS), n)
     common = {"label": label, "input": np.where(rng.random(n) < 0.8, ID["[MASK]"], label), "column": column,
-              "length": length, "row": rng.integers(0, 300, n)}  # fmt: skip
+              "length": length, "row": rng.integers(0, 300, n)}
     a = common | {"predicted": np.where(rng.random(n) < 0.3, label, 0)}
     # b is right wherever a is, and also on every last token (the place Google's model gained)
     b = common | {"predicted": np.where(column == length - 2, label, a["predicted"])}

@@ -106,15 +106,15 @@ def test_flags_give_the_options_they_describe_and_the_run_context(monkeypatch, t
     assert code == 0, err
     options = seen["args"][3]
     assert options == PairOptions(max_seq_length=64, objective="none", pack=False, short_seq_by="document",
-                                  line_breaks="sentence", seed=7)  # fmt: skip
+                                  line_breaks="sentence", seed=7)
     context = seen["context"]
     assert context.executor.workers == 3 and context.overwrite and not context.progress
     code, err, seen = called_with(monkeypatch, tmp_path, "curate", "--languages", "en,FR", "--filters",
                                   "gopher,", "--decontaminate", "a.tsv", "--decontaminate", "b.tsv",
-                                  "--no-near")  # fmt: skip
+                                  "--no-near")
     assert code == 0, err
     assert seen["args"][2] == CurateOptions(languages=("en", "fr"), filters=("gopher",), near=False,
-                                            decontaminate=("a.tsv", "b.tsv"))  # fmt: skip
+                                            decontaminate=("a.tsv", "b.tsv"))
     code, err, seen = called_with(monkeypatch, tmp_path, "vocab", "--from-vocab", "given/v.txt", "--cased")
     assert code == 0, err
     assert seen["args"][2] == VocabOptions(cased=True, from_vocab=str(tmp_path / "given/v.txt"))

@@ -26,7 +26,7 @@ from tests.trainer.evaluate_helpers import write_toy_task
 # digests of records that hold the run's own path (longer on the store)
 TIMED_KEYS = {"seconds", "elapsed", "output", "files", "load_average", "fingerprint", "seq_per_s",
               "tokens_per_s", "train_seconds", "started", "finished", "wall_seconds", "throughput", "bytes",
-              "outputs"}  # fmt: skip
+              "outputs"}
 DIGEST = re.compile("[0-9a-f]{64}")
 
 
@@ -35,7 +35,7 @@ def python_m(module: str, *args: str | Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != faults.ENV}
     env |= {"PYTHONPATH": str(REPO), "COLUMNS": "200"}
     return subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+                          capture_output=True, text=True, timeout=300)
 
 
 def done(module: str, *args: str | Path) -> str:
@@ -131,17 +131,17 @@ def test_inspect_stats_and_validate_say_of_shards_on_s3_what_they_say_of_the_loc
     upload(local, str(mine))  # a local copy, damaged the same way
     (mine / name).write_bytes(bytes(damaged))
     ours, theirs = python_m("corpusprep", "validate", mine / "shards"), python_m("corpusprep", "validate",
-                                                                                 f"{url}/shards")  # fmt: skip
+                                                                                 f"{url}/shards")
     assert theirs.returncode == ours.returncode == 1
     assert theirs.stderr == ours.stderr.replace(str(mine), url) and "sha256 differs" in theirs.stderr
     missing = python_m("corpusprep", "inspect", f"{url}/nothing")
     assert one_line(missing) == f"corpusprep: error: {url}/nothing/manifest.json: missing (not a finished " \
-                                "shards directory)"  # fmt: skip
+                                "shards directory)"
     storage.copy_file(local / name, f"{url}/{name}")  # as it was, for the tests after this one
 
 
 TRAIN = ["--preset", "tiny", "--batch-size", "8", "--warmup-steps", "1", "--checkpoint-every", "2",
-         "--log-every", "2", "--device", "cpu"]  # fmt: skip
+         "--log-every", "2", "--device", "cpu"]
 
 
 def trainer_run(shards: str | Path, run_dir: str | Path, steps: int, *more: str) -> list:
@@ -159,7 +159,7 @@ def test_train_resume_export_import_and_evaluate_on_s3_write_the_bytes_they_writ
     # a second run into it is refused until --resume, as on disk
     again = python_m(*trainer_run(*on_s3, 6))
     assert one_line(again) == f"error: {prefix}/run: has checkpoints up to step-0000004; pass --resume or " \
-                              "use another run dir"  # fmt: skip
+                              "use another run dir"
 
     # a checkpoint whose last file (config.json, put last) never arrived is no checkpoint: resumed from 4
     done(*trainer_run(*on_disk, 6, "--resume"))
@@ -183,13 +183,13 @@ def test_train_resume_export_import_and_evaluate_on_s3_write_the_bytes_they_writ
     done("trainer.import_hf", runs / "hf", runs / "imported")
     done("trainer.import_hf", f"{prefix}/hf", f"{prefix}/imported")
     assert_same_tree(runs / "imported", f"{prefix}/imported", (".safetensors", "vocab.txt", "tokenizer.json"),
-                     (runs / "hf", f"{prefix}/hf"))  # fmt: skip
+                     (runs / "hf", f"{prefix}/hf"))
     assert "up to date" in done("trainer.import_hf", f"{prefix}/hf", f"{prefix}/imported")
 
     # evaluate a run dir on the store, its record written to the store: the same scores
     train, dev = write_toy_task(tmp_path / "task", train=24, dev=8)
     task = ["--train", train, "--dev", dev, "--seeds", "1", "--epochs", "1", "--workers", "1",
-            "--device", "cpu"]  # fmt: skip
+            "--device", "cpu"]
     done("trainer.evaluate", runs / "run", *task, "-o", runs / "evaluation")
     done("trainer.evaluate", f"{prefix}/run", *task, "-o", f"{prefix}/evaluation")
     ours, theirs = local_files(runs / "evaluation"), store_files(f"{prefix}/evaluation")
@@ -209,7 +209,7 @@ def test_train_resume_export_import_and_evaluate_on_s3_write_the_bytes_they_writ
 
 SETTINGS = ("input.demo_mb=0.1", "vocab.vocab_size=600", "pairs.dupe_factor=1", "shard.num_shards=2",
             "train.schedule.steps=4", "train.checkpoint.every=2", "train.eval.every=2",
-            "train.logging.every=2")  # fmt: skip
+            "train.logging.every=2")
 PIPELINE = [*(part for setting in SETTINGS for part in ("--set", setting)), "--workers", "1"]
 
 
@@ -221,18 +221,18 @@ def test_a_pipeline_run_dir_on_s3_holds_the_bytes_of_one_on_disk(s3_dir, tmp_pat
     data = (".parquet", ".safetensors", "vocab.txt", "tokenizer.json", ".png", ".jsonl.zst", "demo.jsonl")
     files = assert_same_tree(tmp_path / "demo", f"{s3_dir}/demo", data)
     assert {"shards/manifest.json", "train/checkpoints/step-0000004/weights.safetensors",
-            "plot/curves.png", "report.md"} <= set(files)  # fmt: skip
+            "plot/curves.png", "report.md"} <= set(files)
     assert "nothing to do" in ok("run", "pipelines/demo.toml", "--run-dir", f"{s3_dir}/demo", *PIPELINE)
     again = store_files(f"{s3_dir}/demo")  # nothing written again but the report (as on disk), no lease left
     assert {k: v for k, v in again.items() if not k.startswith("report.")} == \
-        {k: v for k, v in files.items() if not k.startswith("report.")}  # fmt: skip
+        {k: v for k, v in files.items() if not k.startswith("report.")}
     valid = "valid pipeline run directory (6 stage outputs checked)"
     assert valid in done("corpusprep", "validate", f"{s3_dir}/demo")
 
 
 def torchrun(shards: str | Path, run_dir: str | Path, steps: int, *more: str) -> list:
     return ["torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
-            *trainer_run(shards, run_dir, steps, *more)]  # fmt: skip
+            *trainer_run(shards, run_dir, steps, *more)]
 
 
 @pytest.mark.slow  # 3 torchrun launches of 2 CPU ranks (gloo), a few steps each (25 s)

@@ -30,7 +30,7 @@ def write_corpus(local: Path, remote: str) -> None:
     """Three files (one gzip-compressed) of the demo corpus, on local disk and under `remote`."""
     documents = [json.dumps({"text": text}) + "\n" for _, text in iter_demo_documents(0.1)]
     files = {"a.jsonl": "".join(documents[0::3]).encode(), "b.jsonl": "".join(documents[1::3]).encode(),
-             "c.jsonl.gz": gzip.compress("".join(documents[2::3]).encode(), mtime=0)}  # fmt: skip
+             "c.jsonl.gz": gzip.compress("".join(documents[2::3]).encode(), mtime=0)}
     local.mkdir()
     for name, data in files.items():
         (local / name).write_bytes(data)
@@ -39,7 +39,7 @@ def write_corpus(local: Path, remote: str) -> None:
 
 def files_of(directory: Path) -> dict[str, bytes]:
     return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*"))
-            if p.is_file() and not p.name.startswith(".")}  # fmt: skip
+            if p.is_file() and not p.name.startswith(".")}
 
 
 def without_records(value):
@@ -47,7 +47,7 @@ def without_records(value):
     if isinstance(value, dict):
         dropped = ("seconds", "fingerprint", "files")  # "files": a manifest's digests (of the records)
         return {k: without_records(v) for k, v in value.items()
-                if k not in dropped or (k == "files" and isinstance(v, list))}  # fmt: skip
+                if k not in dropped or (k == "files" and isinstance(v, list))}
     if isinstance(value, list) and value and isinstance(value[0], list) and len(value[0]) in (4, 5):
         return [row[1:3] for row in value]  # an input row: [path, source, size, mtime_ns(, tag)]
     return value
@@ -78,7 +78,7 @@ def test_vocab_sentences_and_pairs_from_s3_are_the_bytes_of_a_local_run(s3_dir, 
     assert again.returncode == 0 and "up to date" in again.stdout + again.stderr, again.stderr
 
     for corpus, out in ((tmp_path / "corpus", tmp_path / "local.txt"),
-                        (f"{s3_dir}/corpus", tmp_path / "s3.txt")):  # fmt: skip
+                        (f"{s3_dir}/corpus", tmp_path / "s3.txt")):
         done = corpusprep("sentences", f"{corpus}/*.jsonl*", "-o", out)
         assert done.returncode == 0, done.stderr
     sentences = (tmp_path / "local.txt").read_bytes()

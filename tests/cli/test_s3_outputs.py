@@ -23,7 +23,7 @@ from tests.conftest import REPO
 # the records of run times (and of the output's own size and time: a sentences record) and the manifests
 # holding their digests: the only files whose bytes may differ between two runs of one command
 TIMED = {"vocab/vocab_report.json", "vocab/artifact.json", "pairs/artifact.json", "shards/artifact.json",
-         ".sentences.txt.done.json"}  # fmt: skip
+         ".sentences.txt.done.json"}
 
 
 def corpusprep(*args: str | Path, fault: tuple[str, int] | None = None) -> subprocess.CompletedProcess:
@@ -50,7 +50,7 @@ def write_corpus(directory: Path) -> Path:
 
 def local_files(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != LOCK_NAME}  # fmt: skip
+            if p.is_file() and p.name != LOCK_NAME}
 
 
 def store_files(root: str) -> dict[str, bytes]:
@@ -113,16 +113,16 @@ def test_each_command_writes_to_s3_the_bytes_it_writes_to_disk(s3_dir, tmp_path)
     assert "up to date" in ok("vocab", corpus, "-o", f"{s3_dir}/out/vocab", "--vocab-size", "600")
     assert "up to date" in ok("sentences", corpus, "-o", f"{s3_dir}/out/sentences.txt")
     assert "nothing to do" in ok("build-pairs", corpus, "--vocab", f"{s3_dir}/out/vocab", "-o",
-                                 f"{s3_dir}/out/pairs", "--dupe-factor", "2")  # fmt: skip
+                                 f"{s3_dir}/out/pairs", "--dupe-factor", "2")
     ok("shard", f"{s3_dir}/out/pairs", "--vocab", f"{s3_dir}/out/vocab", "-o", f"{s3_dir}/out/shards",
-       "--num-shards", "3")  # fmt: skip
+       "--num-shards", "3")
     assert store_files(f"{s3_dir}/out") == first  # no lease left behind either
     assert {name: storage.stat(f"{s3_dir}/out/{name}").st_mtime_ns for name in first} == written
 
 
 def shard_args(pairs: str | Path, vocab: str | Path, out: str | Path, seed: int = 5) -> list:
     return ["shard", pairs, "--vocab", vocab, "-o", out, "--num-shards", "4", "--seed", str(seed),
-            "--workers", "1"]  # fmt: skip
+            "--workers", "1"]
 
 
 def error_line(result: subprocess.CompletedProcess) -> str:
@@ -138,7 +138,7 @@ def test_a_killed_damaged_or_changed_output_on_s3_follows_the_local_rule(s3_dir,
     vocab, local = f"{s3_dir}/vocab", tmp_path / "local"
     ok("vocab", corpus, "-o", vocab, "--vocab-size", "600")
     pairs_args = ["build-pairs", corpus, "--vocab", vocab, "--dupe-factor", "2", "--docs-per-partition", "40",
-                  "--workers", "1"]  # fmt: skip
+                  "--workers", "1"]
     ok(*pairs_args, "-o", local / "pairs")
     ok(*shard_args(local / "pairs", vocab, local / "shards"))
 

@@ -39,8 +39,8 @@ def test_build_pairs_and_shard_never_import_pandas_nor_rich_without_progress(tmp
     corpus = write_bert(tmp_path / "corpus.txt", synthetic_documents(40, seed=0))
     pairs, shards = tmp_path / "pairs", tmp_path / "shards"
     build = loaded_after("build-pairs", str(corpus), "--vocab", str(vocab), "-o", str(pairs), "--no-progress",
-                         "--objective", objective)  # fmt: skip
+                         "--objective", objective)
     assert not {"pandas", "rich"} & build and "pyarrow" in build  # it ran
     shard = loaded_after("shard", str(pairs), "--vocab", str(vocab), "-o", str(shards), "--no-progress",
-                         "--mask-strategy", "span")  # fmt: skip
+                         "--mask-strategy", "span")
     assert not {"pandas", "rich"} & shard and (shards / "manifest.json").is_file()

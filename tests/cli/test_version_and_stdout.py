@@ -23,14 +23,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 def corpusprep(*args, cwd: Path = REPO) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "corpusprep", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True)  # fmt: skip
+                          text=True)
 
 
 def test_every_entry_point_says_its_version(capsys):
     done = corpusprep("--version")
     assert (done.returncode, done.stdout) == (0, f"corpusprep {__version__}\n")
     for name, main in (("run", run_main), ("export", export_main), ("import_hf", import_main),
-                       ("plot", plot_main)):  # fmt: skip
+                       ("plot", plot_main)):
         try:
             main(["--version"])
         except SystemExit as done:
@@ -77,7 +77,7 @@ def test_outputs_that_cannot_be_standard_output_are_refused_in_one_line(tmp_path
         ("vocab", text, "-o", "-"), ("build-pairs", text, "--vocab", "v", "-o", "-"),
         ("shard", "p", "--vocab", "v", "-o", "-"), ("stats", "s", "--plot", "-"),
         ("run", REPO / "pipelines" / "demo.toml", "--run-dir", "-"),
-    ]  # fmt: skip
+    ]
     for args in refused:
         done = corpusprep(*args, cwd=tmp_path)
         lines = done.stderr.splitlines()

@@ -105,7 +105,7 @@ def foreign_documents(count: int, rng: random.Random) -> list[tuple[str, str]]:
 
 def planted_corpus(seed: int = 0, originals: int = 200, near: int = 40, exact: int = 20, shared: int = 20,
                    evaluation: int = 20, foreign: int = 40, rate: float = 0.02, low: float = 0.8,
-                   high: float = 0.9) -> Planted:  # fmt: skip
+                   high: float = 0.9) -> Planted:
     rng = random.Random(seed)
     p = Planted()
 
@@ -129,14 +129,14 @@ def planted_corpus(seed: int = 0, originals: int = 200, near: int = 40, exact: i
         common = paragraph(rng, 2)
         p.shared.append((add(document(rng, 4) + "\n" + common), add(common + "\n" + document(rng, 4))))
     p.eval_sentences = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(13, 20))) + "."
-                        for _ in range(2 * evaluation)]  # fmt: skip
+                        for _ in range(2 * evaluation)]
     for sent in p.eval_sentences[:evaluation]:
         p.contaminated.append(add(document(rng, 2) + "\n" + paragraph(rng, 2) + " " + sent.capitalize()
-                                  + " " + paragraph(rng, 2)))  # fmt: skip
+                                  + " " + paragraph(rng, 2)))
     for sent in p.eval_sentences[evaluation:]:
         fragment = " ".join(sent.split()[3:11])
         p.fragments.append(add(document(rng, 2) + "\n" + paragraph(rng, 2) + " " + fragment + " "
-                               + paragraph(rng, 1)))  # fmt: skip
+                               + paragraph(rng, 1)))
     for _, text in foreign_documents(foreign, rng):
         p.foreign.append(add(text, english=False))
     return p

@@ -21,7 +21,7 @@ from tests.curate.planted import planted_corpus
 
 def digests(out: Path) -> dict[str, str]:
     return {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(out.rglob("*")) if p.is_file() and not p.name.startswith(".")}  # fmt: skip
+            for p in sorted(out.rglob("*")) if p.is_file() and not p.name.startswith(".")}
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_planted_duplicates_contamination_and_languages(planted):
     def found(pairs, reason):
         hits = [removed.get(ids[copy], {}) for _, copy in pairs]
         return sum(r.get("reason") == reason and r.get("kept") == ids[orig]
-                   for r, (orig, _) in zip(hits, pairs, strict=True)) / len(pairs)  # fmt: skip
+                   for r, (orig, _) in zip(hits, pairs, strict=True)) / len(pairs)
 
     assert found(p.exact, "exact-duplicate") >= 0.95
     assert found(p.near, "near-duplicate") >= 0.95
@@ -136,7 +136,7 @@ def test_lines_repeated_across_documents_are_taken_out_but_in_the_first(tmp_path
     texts = [document(rng, 2) for _ in range(12)]
     texts[0] += f"\n{own}\n{own}\nSee also"
     texts = texts[:2] + [f"{t}\n{notice}\nSee also" if i % 2 else f"{notice.upper()}\n{t}"
-                         for i, t in enumerate(texts[2:])] + [notice]  # fmt: skip
+                         for i, t in enumerate(texts[2:])] + [notice]
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
     outputs = {}
@@ -146,7 +146,7 @@ def test_lines_repeated_across_documents_are_taken_out_but_in_the_first(tmp_path
         options = CurateOptions(lines=True, docs_per_chunk=per_chunk, exact=dedup_too, near=dedup_too)
         curate([str(corpus)], out, options, ReadOptions(), context=quiet(1))
         outputs[name] = ([(d.id, d.text) for d in iter_documents([str(out)], ReadOptions())],
-                         (out / "removed.jsonl").read_text())  # fmt: skip
+                         (out / "removed.jsonl").read_text())
     assert outputs["many"] == outputs["one"]
     kept = dict(outputs["one"][0])
     removed = [json.loads(x) for x in outputs["one"][1].splitlines()]

@@ -24,11 +24,11 @@ def decide(tmp_path, signatures: np.ndarray, buckets: int = 1) -> dict[int, int]
     bands = MinHasher(PERMUTATIONS, BANDS, seed=1).band_keys(signatures)
     with storage.atomic_open(keys_path(tmp_path, 0), "wb") as f:
         np.savez(f, near_docs=docs, signatures=signatures,
-                 **{f"band{b}": np.ascontiguousarray(bands[:, b]) for b in range(BANDS)})  # fmt: skip
+                 **{f"band{b}": np.ascontiguousarray(bands[:, b]) for b in range(BANDS)})
     for band in range(BANDS):
         for bucket in range(buckets):
             dedup.pairs_task(Task("t", dedup.PairArgs("near", band, bucket, buckets, tmp_path, 1, (0,),
-                                                      THRESHOLD)))  # fmt: skip
+                                                      THRESHOLD)))
     dedup.cluster(tmp_path, len(docs), BANDS, buckets, near=True, exact=False)
     removed, kept = dedup.load_npz(dedup.decisions_path(tmp_path), "removed", "kept")
     return dict(zip(removed.tolist(), kept.tolist(), strict=True))

@@ -33,11 +33,11 @@ def text_of(tokens: list[str]) -> str:
 
 def squad(version: str, context: str, question: str, impossible: bool) -> str:
     qa = {"id": f"q-{version}", "question": question,
-          "answers": [] if impossible else [{"text": context.split()[0], "answer_start": 0}]}  # fmt: skip
+          "answers": [] if impossible else [{"text": context.split()[0], "answer_start": 0}]}
     if version == "v2.0":
         qa["is_impossible"] = impossible
     other = {"id": f"other-{version}", "question": "Which river?", "answers": [],
-             "is_impossible": True} if version == "v2.0" else None  # fmt: skip
+             "is_impossible": True} if version == "v2.0" else None
     paragraph = {"context": context, "qas": [qa] + ([other] if other else [])}
     return json.dumps({"version": version, "data": [{"title": "T", "paragraphs": [paragraph]}]}, indent=1)
 
@@ -51,7 +51,7 @@ def evaluation_file(name: str, tokens: list[str], rng: random.Random) -> tuple[s
         return "\n".join(lines) + "\n", "line 6"
     if name == "uner.iob2":  # UNER's IOB2: tab-separated, # comments, a word index first
         lines = ["# sent_id = 1", "# text = Paris is nice", "1\tParis\tB-LOC\t-\t-", "2\tis\tO\t-\t-",
-                 "3\tnice\tO\t-\t-", "", "# sent_id = 2", f"# text = {text_of(tokens)}"]  # fmt: skip
+                 "3\tnice\tO\t-\t-", "", "# sent_id = 2", f"# text = {text_of(tokens)}"]
         lines += [f"{i}\t{t}\tO\t-\t-" for i, t in enumerate(tokens, 1)]
         return "\n".join(lines) + "\n", "line 9"
     if name == "dev-v1.1.json":  # the planted sentence inside a context
@@ -61,7 +61,7 @@ def evaluation_file(name: str, tokens: list[str], rng: random.Random) -> tuple[s
         return squad("v2.0", filler, text_of(tokens), True), "question 'q-v2.0'"
     if name == "rte-dev.tsv":  # GLUE: index, a sentence pair, label; the planted sentence second of row 2
         rows = ["index\tsentence1\tsentence2\tlabel", "0\tA man sleeps.\tA man rests.\tentailment",
-                f"1\t{filler}\t{text_of(tokens)}\tnot_entailment"]  # fmt: skip
+                f"1\t{filler}\t{text_of(tokens)}\tnot_entailment"]
         return "\n".join(rows) + "\n", "line 3"
     if name == "CoLA/dev.tsv":  # GLUE's CoLA: no header; source, label, mark, sentence
         rows = ["gj04\t1\t\tThe sailors rode the breeze clear of the rocks.",
@@ -73,7 +73,7 @@ def evaluation_file(name: str, tokens: list[str], rng: random.Random) -> tuple[s
         if t == "don't":
             lines += [f"{n + 1}-{n + 2}\tdon't\t_\t_\t_\t_\t_\t_\t_\t_",
                       f"{n + 1}\tdo\tdo\tAUX\t_\t_\t0\troot\t_\t_",
-                      f"{n + 2}\tn't\tnot\tPART\t_\t_\t0\tadvmod\t_\t_"]  # fmt: skip
+                      f"{n + 2}\tn't\tnot\tPART\t_\t_\t0\tadvmod\t_\t_"]
             n += 2
         else:
             n += 1
@@ -102,7 +102,7 @@ def test_a_planted_example_of_every_format_is_found_by_the_shared_readers(tmp_pa
     lines = (tmp_path / "out" / "removed.jsonl").read_text().splitlines()
     removed = {r["id"]: r for r in map(json.loads, lines)}
     assert {i: (Path(r["eval_file"]).relative_to(tmp_path).as_posix(), r["eval_position"])
-            for i, r in removed.items()} == planted  # fmt: skip
+            for i, r in removed.items()} == planted
     assert all(r["reason"] == "contaminated" for r in removed.values()) and stats["kept"] == 6
     # every text of each file: 2 CoNLL-2003 sentences, 2 IOB2, a v1.1 context and question, a v2.0 context
     # and 2 questions, 4 texts of 2 GLUE pairs, 2 CoLA sentences, 1 CoNLL-U sentence

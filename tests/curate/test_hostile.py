@@ -21,12 +21,12 @@ from tests.curate.planted import planted_corpus
 
 def corpusprep(*args, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "corpusprep", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+                          text=True, timeout=120)
 
 
 def small(tmp_path: Path) -> Path:
     return planted_corpus(seed=2, originals=20, near=4, exact=3, shared=0, evaluation=0,
-                          foreign=0).write(tmp_path / "c.jsonl")  # fmt: skip
+                          foreign=0).write(tmp_path / "c.jsonl")
 
 
 @pytest.mark.slow  # ~1.8 s on a loaded machine
@@ -37,7 +37,7 @@ def test_bad_lines_and_huge_documents_are_counted(tmp_path):
     huge = tmp_path / "huge.txt"
     huge.write_text("\n".join(f"line {i} of one long document" for i in range(3000)))
     stats = curate([str(corpus), str(huge)], tmp_path / "out", CurateOptions(),
-                   ReadOptions(max_document_mb=0.02), context=quiet(1))  # fmt: skip
+                   ReadOptions(max_document_mb=0.02), context=quiet(1))
     assert stats["read"]["skipped"] == {"invalid_json": 1, "too_large": 1}  # a JSONL line over the bound
     assert stats["read"]["documents_cut"] == 1 and stats["read"]["document_parts"] >= 4
     assert stats["documents"] == stats["kept"] + sum(stats["removed"].values()) == stats["read"]["documents"]

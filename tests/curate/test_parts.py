@@ -71,7 +71,7 @@ def test_thirteen_grams_match_fragments_do_not_and_short_examples_match_whole():
     short = " ".join(rng.choice(vocab) for _ in range(9))
     tiny = "yes it is"
     index = EvalIndex.build([EvalExample("f", "1", long), EvalExample("f", "2", short),
-                             EvalExample("f", "3", tiny)], 13, 8)  # fmt: skip
+                             EvalExample("f", "3", tiny)], 13, 8)
     assert index.too_short == 1
     filler = [rng.choice(vocab) for _ in range(40)]
     words = long.split()

@@ -44,9 +44,9 @@ def test_a_pipeline_curates_and_vocab_reads_the_kept_documents(tmp_path):
     from pipelines.runner import run_pipeline
 
     corpus = planted_corpus(seed=6, originals=30, near=5, exact=5, shared=0, evaluation=0,
-                            foreign=0).write(tmp_path / "c.jsonl")  # fmt: skip
+                            foreign=0).write(tmp_path / "c.jsonl")
     raw = {"pipeline": {"name": "p"}, "input": {"paths": [str(corpus)]}, "curate": {},
-           "vocab": {"vocab_size": 200}}  # fmt: skip
+           "vocab": {"vocab_size": 200}}
     run_pipeline(plan(raw, tmp_path / "p.toml"), tmp_path / "run", until="vocab", context=quiet())
     curated = json.loads(next((tmp_path / "run").rglob("curate.json")).read_text())
     assert curated["removed"].get("exact-duplicate", 0) + curated["removed"].get("near-duplicate", 0) >= 9

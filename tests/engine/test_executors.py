@@ -68,7 +68,7 @@ def digests(directory: Path, root: Path | None = None) -> dict[str, str]:
     return {p.relative_to(directory).as_posix():
             hashlib.sha256(p.read_bytes().replace(str(root or directory).encode(), b"ROOT")).hexdigest()
             for p in sorted(directory.rglob("*"))
-            if p.is_file() and not any(part in skip for part in p.relative_to(directory).parts)}  # fmt: skip
+            if p.is_file() and not any(part in skip for part in p.relative_to(directory).parts)}
 
 
 @pytest.mark.slow  # ~1.1 s idle (all cases)
@@ -115,7 +115,7 @@ def test_every_command_refuses_bad_engine_settings_in_one_line(tmp_path, command
     argv = {"build-pairs": ["missing.txt", "--vocab", "v", "-o", str(tmp_path / "p")],
             "run": ["pipelines/demo.toml", "--run-dir", str(tmp_path / "r")]}[command]
     done = subprocess.run([sys.executable, "-m", "corpusprep", command, *argv, "--ray-address", "auto"],
-                          capture_output=True, text=True, cwd=Path(__file__).parents[2])  # fmt: skip
+                          capture_output=True, text=True, cwd=Path(__file__).parents[2])
     assert done.returncode == 2, done.stderr
     assert done.stderr == "corpusprep: error: --ray-address needs --engine ray\n"
     assert not (tmp_path / "p").exists() and not (tmp_path / "r").exists()

@@ -36,7 +36,7 @@ def test_a_missing_client_is_one_line_naming_the_extra(monkeypatch, scheme, clie
     message = str(error.value)
     assert "\n" not in message
     assert message.startswith(f"{scheme}://bucket/corpus.jsonl: {scheme}:// needs a client that is not "
-                              "installed")  # fmt: skip
+                              "installed")
     assert message.endswith(f"pip install 'corpusprep[{extra}]'")
 
 
@@ -143,7 +143,7 @@ def test_an_output_url_no_store_can_hold_is_one_line_before_any_request(given, l
     """No client is needed to refuse it (gs:// has none installed here), and nothing is written."""
     monkeypatch.chdir(tmp_path)
     for write in (lambda: storage.makedirs(given), lambda: storage.write_bytes(given, b"x"),
-                  lambda: storage.remove_tree(given)):  # fmt: skip
+                  lambda: storage.remove_tree(given)):
         with pytest.raises(UsageError, match=line):
             write()
     assert list(tmp_path.iterdir()) == []

@@ -20,7 +20,7 @@ from corpusprep.errors import CorpusprepError, UsageError
 from tests.conftest import REPO
 
 HOLD = ("import sys\nfrom corpusprep.engine.lock import exclusive_dir\nwith exclusive_dir(sys.argv[1]):\n"
-        "    print('held', flush=True)\n    sys.stdin.read()\n")  # fmt: skip
+        "    print('held', flush=True)\n    sys.stdin.read()\n")
 
 
 def lease_of(directory: str) -> dict:
@@ -42,7 +42,7 @@ def test_a_second_writer_process_is_refused_then_takes_over_when_the_first_is_ki
     out = f"{s3_dir}/out"
     (tmp_path / "a.txt").write_text("One sentence here. And another one.\n")
     holder = subprocess.Popen([sys.executable, "-c", HOLD, out], cwd=REPO, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+                              stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline() == "held\n"
         with pytest.raises(UsageError) as refused, exclusive_dir(out):
@@ -53,7 +53,7 @@ def test_a_second_writer_process_is_refused_then_takes_over_when_the_first_is_ki
         with pytest.raises(UsageError, match="is writing here; wait for it to finish"), shared_dir(out):
             pass  # a reader is refused too
         command = [sys.executable, "-m", "corpusprep", "vocab", tmp_path / "a.txt", "-o", out, "--vocab-size",
-                   "200", "--no-progress"]  # fmt: skip
+                   "200", "--no-progress"]
         second = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
         assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
         assert second.stderr.startswith(f"corpusprep: error: {out}: another corpusprep run (host ")
@@ -92,7 +92,7 @@ def test_a_stale_lease_is_taken_over_and_a_live_one_of_another_host_refused(s3_d
     out = f"{s3_dir}/out"
     plant(out, "elsewhere", age_s=lock.LEASE_TIMEOUT_SECONDS - 30)
     with pytest.raises(UsageError, match=r"host elsewhere, pid 4242, heartbeat 90 s ago; its lease is stale "
-                                         r"after 120 s\) is writing here"), exclusive_dir(out):  # fmt: skip
+                                         r"after 120 s\) is writing here"), exclusive_dir(out):
         pass
     assert lease_of(out)["host"] == "elsewhere"  # untouched
     plant(out, "elsewhere", age_s=lock.LEASE_TIMEOUT_SECONDS + 1)

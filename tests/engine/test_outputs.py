@@ -41,7 +41,7 @@ def _make(directory: Path, names: list[str]) -> Path:
     (["config.json", "weights.safetensors"], "checkpoint", "checkpoint"),
     (["config.json", "model.safetensors", "vocab.txt"], "export", "export"),
     (["vocab.txt", "stats.json", "train/"], None, None),  # artifacts: by their manifest only
-])  # fmt: skip
+])
 def test_signs_recognise_the_outputs_that_are_not_artifacts(tmp_path, names, loose, strict):
     directory = _make(tmp_path / "d", names)
     found, found_strict = recognise(directory), recognise(directory, strict=True)
@@ -72,7 +72,7 @@ def test_validate_goes_by_the_manifest_then_the_signs(tmp_path):
 # and a kind would need an engine edit); corpusprep.read: artifact.py re-exports read.inputs.input_files
 # for the drivers' files that still import it from there.
 PRODUCERS = ("trainer", "pipelines", "corpusprep.pair", "corpusprep.shard", "corpusprep.tokenize",
-             "corpusprep.split", "corpusprep.cli", "corpusprep.validate", "corpusprep.read")  # fmt: skip
+             "corpusprep.split", "corpusprep.cli", "corpusprep.validate", "corpusprep.read")
 ALLOWED = {("corpusprep/engine/artifact.py", "corpusprep.read.inputs")}
 
 
@@ -81,7 +81,7 @@ def test_the_engine_imports_no_producer():
     for path in sorted((ROOT / "corpusprep" / "engine").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])  # fmt: skip
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             found |= {(path.relative_to(ROOT).as_posix(), n) for n in names
-                      if any(n == p or n.startswith(p + ".") for p in PRODUCERS)}  # fmt: skip
+                      if any(n == p or n.startswith(p + ".") for p in PRODUCERS)}
     assert found <= ALLOWED, sorted(found - ALLOWED)

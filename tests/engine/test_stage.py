@@ -45,7 +45,7 @@ class Reporter:
 
 def test_a_stage_runs_its_phases_commits_and_is_complete_when_run_again(tmp_path):
     out = tmp_path / "toy"
-    with stage_run(out, TOY, {"n": 4}, inputs=(), context=quiet(1)) as run:  # fmt: skip
+    with stage_run(out, TOY, {"n": 4}, inputs=(), context=quiet(1)) as run:
         assert run.complete is None and run.work == out / ".work"
         stats = run.phase("toy", toy_stage, toy_tasks(out), unit="rows", stats_kind=None)
         assert [s["rows"] for s in stats] == [100, 200, 300, 400]

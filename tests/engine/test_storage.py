@@ -232,12 +232,12 @@ def test_stage_code_runs_on_a_registered_store(memory):
     assert memory.files["run/part-1.txt"] == sentences
     marker = read_json("mem://run/.work/markers/part-1.done.json")
     assert marker["outputs"] == {"part-1.txt": {"size": len(sentences),
-                                                "sha256": hashlib.sha256(sentences).hexdigest()}}  # fmt: skip
+                                                "sha256": hashlib.sha256(sentences).hexdigest()}}
     assert sha256_file("mem://run/part-2.txt") == hashlib.sha256(sentences).hexdigest()
     # a rerun finds every task done from the markers on the store, and runs none
     ran = []
     again = LocalExecutor(workers=1).run(lambda t: ran.append(t) or {}, tasks,
-                                         marker_dir="mem://run/.work/markers", root="mem://run")  # fmt: skip
+                                         marker_dir="mem://run/.work/markers", root="mem://run")
     assert ran == [] and again == stats
 
     write_parquet("mem://run/sentences.parquet", documents)

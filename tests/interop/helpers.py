@@ -40,7 +40,7 @@ def random_model(config: BertConfig, seed: int = 0) -> BertForPreTraining:
 
 
 def write_checkpoint(directory: Path, model: BertForPreTraining, train: dict | None = None,
-                     state: dict | None = None) -> Path:  # fmt: skip
+                     state: dict | None = None) -> Path:
     """weights.safetensors + config.json as trainer/checkpoint.py writes them (`state`: other weights)."""
     from trainer.checkpoint import save_model
 

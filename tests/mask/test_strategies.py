@@ -53,7 +53,7 @@ def test_every_registered_strategy_is_its_module_and_the_registry_is_light():
     ({"whole_word_mask": True}, "whole-word"),  # manifests from before strategies
     ({"mask_strategy": "whole-word", "whole_word_mask": True}, "whole-word"),
     ({"mask_strategy": "span", "whole_word_mask": False}, "span"),
-])  # fmt: skip
+])
 def test_one_resolver_for_options_and_manifests(options, expected):
     assert strategies.resolve(options) == expected
     if "mask_strategy" in options:  # ShardOptions resolves through it, and records both fields

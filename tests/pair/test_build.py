@@ -204,7 +204,7 @@ def test_a_partition_is_loaded_once_for_its_passes_and_again_when_its_caches_cha
 
     write(5)
     p0, p1 = (("train/00000", ((tmp_path / "c000000.arrow", 0, 1),)),
-              ("train/00001", ((tmp_path / "c000000.arrow", 1, 1),)))  # fmt: skip
+              ("train/00001", ((tmp_path / "c000000.arrow", 1, 1),)))
     loads = []
     monkeypatch.setattr(tasks_module, "read_token_batch", lambda *a: loads.append(a) or read_token_batch(*a))
     cache = tasks_module.PartitionCache()  # an object, not module state: a fresh one holds nothing

@@ -46,7 +46,7 @@ def test_ten_books_as_documents_leave_no_validation_split_and_say_so(vocab, tmp_
     empty = [w for w in said if "validation split is empty" in w]
     assert empty == [f"{tmp_path / 'pairs'}: the validation split is empty: none of the 10 documents fell in "
                      "it (--validation-fraction 0.01: 0.1 expected); pass a larger --validation-fraction, or "
-                     "split the text into more documents"]  # fmt: skip
+                     "split the text into more documents"]
     options = PairOptions(dupe_factor=1, validation_fraction=0.3)
     stats, said = warnings_of(caplog, [corpus], vocab, tmp_path / "more", options, per_file)
     assert stats["splits"]["validation"]["pairs"] > 0 and not [w for w in said if "split" in w]
@@ -60,7 +60,7 @@ def test_truncation_past_the_share_is_said_below_it_not(vocab, tmp_path, caplog,
     """10,000 tokens in 1,000 sentences of 10, and one of 29 + `cut` at --max-seq-length 32 (29 tokens a
     sentence): 50 cut is 0.5% of the tokens, 200 is 2%."""
     documents = [[" ".join(f"w{(d * 7 + s + w) % 300}" for w in range(10)) for s in range(10)]
-                 for d in range(100)]  # fmt: skip
+                 for d in range(100)]
     documents[3].append(" ".join(["w5"] * (29 + cut)))
     corpus = write_bert(tmp_path / "c.txt", documents)
     options = PairOptions(dupe_factor=1, max_seq_length=32, validation_fraction=0)
@@ -72,7 +72,7 @@ def test_truncation_past_the_share_is_said_below_it_not(vocab, tmp_path, caplog,
     said_so = (f"{tmp_path / 'pairs'}: {cut / (cut + 10_029):.1%} of the text's tokens ({cut}) were cut: "
                "1 sentences (0.1%) are longer than a row holds (29 tokens at --max-seq-length 32) and keep "
                "their first 29; a longer --max-seq-length keeps them, as may a splitter that finds their "
-               "ends (--splitter, --line-breaks)")  # fmt: skip
+               "ends (--splitter, --line-breaks)")
     assert truncated == ([said_so] if warned else [])
 
 
@@ -81,7 +81,7 @@ def test_the_command_says_it_in_one_warning_line(vocab, tmp_path):
     corpus = books(tmp_path / "books")
     command = [sys.executable, "-m", "corpusprep", "build-pairs", str(corpus), "--vocab", str(vocab), "-o",
                str(tmp_path / "pairs"), "--document-per-file", "--dupe-factor", "1", "--workers", "1",
-               "--no-progress"]  # fmt: skip
+               "--no-progress"]
     result = subprocess.run(command, cwd=REPO, env=environment(), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stderr.splitlines() if "validation split is empty" in line]

@@ -110,7 +110,7 @@ def test_build_pairs_takes_the_option_and_counts_short_rows(tmp_path):
         out = tmp_path / by
         args = ["build-pairs", str(corpus), "--vocab", str(vocab), "-o", str(out), "--short-seq-prob", "0.3",
                 "--validation-fraction", "0", "--dupe-factor", "1", "--no-progress",
-                "--short-seq-by", by]  # fmt: skip
+                "--short-seq-by", by]
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.output
         stats = json.loads((out / "stats.json").read_text())

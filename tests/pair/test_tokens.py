@@ -73,7 +73,7 @@ def test_select_concat_and_token_chunk_round_trip(tokenizer, tmp_path):
     docs = synthetic_documents(30, seed=1)
     dtype = np.dtype(np.uint16)
     part, _ = encode_documents(tokenizer, docs, [f"d{i}" for i in range(30)], sep_id=3, max_tokens=125,
-                               dtype=dtype)  # fmt: skip
+                               dtype=dtype)
     odd, even = select_documents(part, np.arange(1, 30, 2)), select_documents(part, np.arange(0, 30, 2))
     path = tmp_path / "c000000.arrow"
     with token_chunk_writer(path, dtype) as write:

@@ -73,7 +73,7 @@ def test_a_typo_in_training_fails_a_data_only_run_with_one_line_and_writes_nothi
         [sys.executable, "-m", "corpusprep", "run", str(DEMO), "--run-dir", str(tmp_path / "run"),
          "--until", "shard", "--set", "train.schedule.step=10"],
         capture_output=True, text=True, cwd=REPO,
-    )  # fmt: skip
+    )
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert line.startswith(f"corpusprep: error: {DEMO}: train: schedule: unknown config key 'step' (known: ")

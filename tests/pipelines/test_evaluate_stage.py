@@ -58,7 +58,7 @@ def test_evaluate_is_planned_after_the_last_phase_with_the_pipeline_seed_and_pat
     assert last.needs == {"train": "train-long"}
     task = toml.parent / "task"
     assert last.settings["evaluate"] == {"seed": 3, "train": str(task / "train.conllu"),
-                                         "dev": str(task / "dev.conllu"), "epochs": 1}  # fmt: skip
+                                         "dev": str(task / "dev.conllu"), "epochs": 1}
     settings = EvaluateStage.settings(last)[""]  # the one task of a table without tasks
     assert settings.epochs == 1.0 and settings.seeds is None  # the rest: by the model size, when it runs
     assert "evaluate" not in [s.kind for s in load_pipeline(DEMO).stages]  # no table, no stage
@@ -200,7 +200,7 @@ def test_several_tasks_make_one_table_across_them_and_a_plot_each(tmp_path):
     overrides = [*small_overrides(corpus), "evaluate.seeds=1", "evaluate.epochs=2", "evaluate.max_length=32",
                  "evaluate.device='cpu'", f"evaluate.tasks.upos.train='{upos[0]}'",
                  f"evaluate.tasks.upos.dev='{upos[1]}'", f"evaluate.tasks.pairs.train='{rows[0]}'",
-                 f"evaluate.tasks.pairs.dev='{rows[1]}'"]  # fmt: skip
+                 f"evaluate.tasks.pairs.dev='{rows[1]}'"]
     run_dir = tmp_path / "run"
     first = run_pipeline(load_pipeline(DEMO, overrides), run_dir, context=quiet())
     evaluate = first["stages"][-1]

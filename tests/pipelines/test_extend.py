@@ -39,7 +39,7 @@ def test_extend_continues_a_finished_run_from_its_last_checkpoint(demo_run):
     line = "train: train.schedule.steps changed 6 -> 20: continues from step 6 (--extend); after it: plot"
     assert line in text
     assert statuses(report) == {"corpus": "skipped", "vocab": "skipped", "pairs": "skipped",
-                                "shard": "skipped", "train": "ran", "plot": "ran"}  # fmt: skip
+                                "shard": "skipped", "train": "ran", "plot": "ran"}
     train = {s["name"]: s for s in report["stages"]}["train"]["counts"]
     assert (train["steps"], train["continued_from_step"]) == (20, 6)
     after = metrics(run_dir)  # the first run's records kept, the continuation's after them

@@ -26,11 +26,11 @@ def listing(directory) -> dict[str, str]:
 def test_the_runner_names_its_own_files(toml, tmp_path, calls):
     names = rundir.runner_names(load_pipeline(toml), tmp_path)
     assert names == ["run.json", "pipeline.json", "report.json", "report.md", "stages",
-                     "short/train-short.toml", "long/train-long.toml"]  # fmt: skip
+                     "short/train-short.toml", "long/train-long.toml"]
 
 
 @pytest.mark.parametrize("name", ["run.json", "pipeline.json", "report.json", "report.md",
-                                  "stages/notes.txt", "short/train-short.toml"])  # fmt: skip
+                                  "stages/notes.txt", "short/train-short.toml"])
 def test_a_users_file_named_like_the_runners_is_refused_even_with_overwrite(toml, tmp_path, calls, name):
     mine = tmp_path / "mine"
     (mine / name).parent.mkdir(parents=True, exist_ok=True)

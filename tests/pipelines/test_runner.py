@@ -148,7 +148,7 @@ def test_before_anything_runs_it_says_which_stages_rerun_and_why(toml, tmp_path,
     lines = said.getvalue().splitlines()
     assert lines[0] == ("pairs-short: pairs.length changed 128 -> 64: reruns; after it: shard-short, "
                         "train-short (training from step 0), plot-short, train-long (training from step 0), "
-                        "plot-long")  # fmt: skip
+                        "plot-long")
     assert not any(line.startswith(("vocab", "pairs-long", "shard-long")) for line in lines)
     (run_dir / "long" / "shards" / "shard-long.txt").unlink()
     said = io.StringIO()
@@ -157,7 +157,7 @@ def test_before_anything_runs_it_says_which_stages_rerun_and_why(toml, tmp_path,
 
 
 def test_extend_continues_the_phase_that_grew_and_retrains_the_phases_after_it(toml, tmp_path, calls,
-                                                                                monkeypatch):  # fmt: skip
+                                                                                monkeypatch):
     from tests.pipelines.conftest import FakeStage
 
     run_dir = tmp_path / "run"
@@ -172,7 +172,7 @@ def test_extend_continues_the_phase_that_grew_and_retrains_the_phases_after_it(t
     report = run(toml, run_dir, "phases.short.train.steps=10", extend=True, console=console)
     assert said.getvalue().splitlines()[0] == (
         "train-short: train.steps changed 5 -> 10: continues from step 5 (--extend); after it: plot-short, "
-        "train-long (training from step 0), plot-long")  # fmt: skip
+        "train-long (training from step 0), plot-long")
     counts = {s["name"]: s["counts"]["continued_from"] for s in report["stages"] if s["status"] == "ran"}
     assert counts == {"train-short": True, "plot-short": False, "train-long": False, "plot-long": False}
     with pytest.raises(UsageError, match="^--extend: train-short: it reads what shard-short rebuilds"):
@@ -189,7 +189,7 @@ def test_a_run_dir_of_an_older_corpusprep_says_why_its_stages_rerun_once(toml, t
         inputs = {k: v if k == "input" else "0" * 16 for k, v in record["inputs"].items()}  # settings' fps
         old = fingerprint(record["kind"], record["settings"], inputs, corpusprep.__version__)
         path.write_text(json.dumps({k: v for k, v in record.items() if k not in ("digest", "version")}
-                                   | {"inputs": inputs, "fingerprint": old}))  # fmt: skip
+                                   | {"inputs": inputs, "fingerprint": old}))
     calls.clear()
     said = io.StringIO()
     report = run(toml, run_dir, console=Console(file=said, width=300))

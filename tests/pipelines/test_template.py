@@ -20,7 +20,7 @@ GPU_SCALE = {
     "shard.max_predictions_per_seq", "train.model.preset", "train.model.dropout",
     "train.model.attention_dropout", "train.data.batch_size", "train.optim.lr", "train.schedule.steps",
     "train.checkpoint.every", "train.eval.every",
-}  # fmt: skip
+}
 
 
 def noted(path: Path, note: str) -> dict[str, object]:
@@ -62,7 +62,7 @@ def test_a_key_left_out_takes_the_value_shown_or_the_default_its_comment_names()
     # as a stage resolves them: an omitted key's value once the options are built
     options = {"vocab": VocabOptions(), "pairs": PairOptions(), "shard": ShardOptions()}
     code = {f"{section}.{f.name}": getattr(built, f.name)
-            for section, built in options.items() for f in dataclasses.fields(built)}  # fmt: skip
+            for section, built in options.items() for f in dataclasses.fields(built)}
     code |= {"shard.examples_per_shard": 50_000}  # ShardOptions: None, neither it nor num_shards set
     code |= {f"train.{k}": v for k, v in flat(TrainConfig().to_dict()).items()}
     code |= {"train.model.preset": DEFAULT_PRESET, "train.schedule.steps": DEFAULT_STEPS}  # None: resolved so

@@ -54,7 +54,7 @@ def corpusprep(
     """`corpusprep ARGS` in a child process. `deny`: a file name whose opening fails with EACCES;
     `kill_after`: the executor SIGKILLs the process as its k-th task finishes."""
     return subprocess.run(command(*args, deny=deny), cwd=REPO, env=environment(kill_after),
-                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def error_line(result: subprocess.CompletedProcess, prefix: str = "corpusprep: error: ") -> str:

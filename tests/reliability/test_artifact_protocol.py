@@ -38,12 +38,12 @@ def corpus(path: Path, docs: int = 240, seed: int = 4) -> Path:
 def pairs(corpus_path, vocab, out, *extra) -> subprocess.CompletedProcess:
     return corpusprep("build-pairs", corpus_path, "--vocab", vocab, "-o", out, "--input-format", "bert",
                       "--workers", "1", "--dupe-factor", "2", "--docs-per-partition", "40", "--no-progress",
-                      *extra)  # fmt: skip
+                      *extra)
 
 
 def shards(pairs_dir, vocab, out, *extra) -> subprocess.CompletedProcess:
     return corpusprep("shard", pairs_dir, "--vocab", vocab, "-o", out, "--num-shards", "3", "--workers", "1",
-                      "--no-progress", *extra)  # fmt: skip
+                      "--no-progress", *extra)
 
 
 def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -169,7 +169,7 @@ def test_an_output_inside_another_is_refused_but_a_running_pipelines_stages(refe
     other_pairs = tmp_path / "other-pairs"
     ok(pairs(text, vocab, other_pairs))
     for parent, kind in ((run, "a training run"), (run / "checkpoints", "a training run"),
-                         (other_pairs, "corpusprep pairs"), (pairs_dir, "corpusprep pairs")):  # fmt: skip
+                         (other_pairs, "corpusprep pairs"), (pairs_dir, "corpusprep pairs")):
         before = output_files(tmp_path)
         for result in (
             corpusprep("vocab", "--from-vocab", vocab / "vocab.txt", "-o", parent / "vocab", "--overwrite"),
@@ -195,14 +195,14 @@ def test_an_output_inside_another_is_refused_but_a_running_pipelines_stages(refe
     shard_dir = tmp_path / "shards"
     ok(shards(pairs_dir, vocab, shard_dir))
     trainer = [sys.executable, "-m", "trainer.run", "--shards", str(shard_dir), "--run-dir",
-               str(run / "checkpoints" / "new"), "--steps", "1", "--device", "cpu"]  # fmt: skip
+               str(run / "checkpoints" / "new"), "--steps", "1", "--device", "cpu"]
     refused = subprocess.run(trainer, cwd=REPO, env=environment(), capture_output=True, text=True)
     assert refused.returncode == 2 and "inside a training run" in refused.stderr, refused.stderr
     assert not (run / "checkpoints" / "new").exists()
     # a pipeline's train stage started by hand (torchrun ... -m trainer.run RUN_DIR/train.toml) may run there
     trainer[trainer.index("--run-dir") + 1] = str(pipeline / "train")
     done = subprocess.run([*trainer, "--batch-size", "2", "--eval-every", "0"], cwd=REPO, env=environment(),
-                          capture_output=True, text=True)  # fmt: skip
+                          capture_output=True, text=True)
     assert done.returncode == 0 and (pipeline / "train" / "checkpoints").is_dir(), done.stderr
 
 
@@ -325,7 +325,7 @@ def test_output_inside_the_input_is_refused_and_outputs_are_never_read_as_corpus
     data.mkdir()
     corpus(data / "a.txt", docs=120, seed=1)
     attempts = [["build-pairs", data, "--vocab", vocab, "-o", data / "pairs"],
-                ["vocab", data, "-o", data / "vocab"], ["vocab", data / "a.txt", "-o", tmp_path]]  # fmt: skip
+                ["vocab", data, "-o", data / "vocab"], ["vocab", data / "a.txt", "-o", tmp_path]]
     for args in attempts:
         refused = corpusprep(*args, "--no-progress") if args[0] == "build-pairs" else corpusprep(*args)
         assert refused.returncode == 2 and "overlap" in error_line(refused), args
@@ -382,9 +382,9 @@ def test_checkpoint_write_failures_leave_the_previous_checkpoint_usable(tmp_path
     from trainer import checkpoint
 
     trainer = {"step": 4, "data": {"epoch": 0, "examples": 4}, "last_metrics": {},
-               "rng": [{"cpu": torch.get_rng_state(), "cuda": None}]}  # fmt: skip
+               "rng": [{"cpu": torch.get_rng_state(), "cuda": None}]}
     state = {"model": {"w": torch.ones(1000)}, "optimizer": {"state": {}, "param_groups": [{"params": []}]},
-             "scheduler": {}, "trainer": trainer}  # fmt: skip
+             "scheduler": {}, "trainer": trainer}
     checkpoint.save(tmp_path, 4, state, {"model": {}}, keep=3)
     real = safetensors.torch.save_file
 
@@ -411,7 +411,7 @@ def pipeline_args(run_dir: Path, corpus_path: Path, vocab_txt: Path, *extra: str
             "pairs.docs_per_partition=40", "pairs.dupe_factor=2", "shard.num_shards=3",
             "train.model.preset='tiny'", "train.schedule.steps=4", "train.schedule.warmup_steps=1",
             "train.checkpoint.every=2", "train.eval.every=2", "train.eval.max_batches=1",
-            "train.data.batch_size=8"]  # fmt: skip
+            "train.data.batch_size=8"]
     args = ["run", REPO / "pipelines" / "demo.toml", "--run-dir", run_dir, "--no-progress", "--workers", "1"]
     return command(*args, *[a for s in sets for a in ("--set", s)], *extra)
 

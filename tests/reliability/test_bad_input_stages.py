@@ -149,7 +149,7 @@ def test_build_pairs_truncates_the_long_sentence_and_keeps_every_script(messy, v
         return "".join(info.tokens[i].removeprefix("##") for i in ids)
 
     texts = {f"i_scripts.txt:{i}": "".join(tokenizer.normalizer.normalize_str(t).split())
-             for i, t in enumerate(SCRIPTS.values())}  # fmt: skip
+             for i, t in enumerate(SCRIPTS.values())}
     seen: dict[str, str] = dict.fromkeys(texts, "")
     for pair in pairs:
         for doc, tokens in ((pair["doc_id"], pair["tokens_a"]), (pair["b_doc_id"], pair["tokens_b"])):
@@ -214,7 +214,7 @@ def test_fail_policy_stops_at_the_first_bad_document(stage, messy, vocab, tmp_pa
 @pytest.mark.parametrize("stage", STAGES)
 def test_fail_policy_refuses_a_binary_file(stage, messy, vocab, tmp_path):
     done = run_stage(stage, [messy.root / "a_clean.txt", messy.root / "f_image.png"], tmp_path, vocab,
-                     "--on-error", "fail")  # fmt: skip
+                     "--on-error", "fail")
     assert done.returncode == 1
     assert error_line(done) == f"{messy.root}/f_image.png: byte 0: PNG image, not text"
 

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.xdist_group("concurrency")
 def setup(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("concurrency")
     paths = {"root": root, "corpus": write_bert(root / "corpus.txt", synthetic_documents(300, seed=6)),
-             "vocab": make_vocab(root / "vocab"), "pairs": root / "pairs"}  # fmt: skip
+             "vocab": make_vocab(root / "vocab"), "pairs": root / "pairs"}
     done = corpusprep(*pairs_args(paths, paths["pairs"]))
     assert done.returncode == 0, done.stderr
     return paths
@@ -42,12 +42,12 @@ def setup(tmp_path_factory) -> dict[str, Path]:
 def pairs_args(paths: dict, out: Path, *extra: str) -> list:
     return ["build-pairs", paths["corpus"], "--vocab", paths["vocab"], "-o", out, "--input-format", "bert",
             "--workers", "1", "--dupe-factor", "2", "--docs-per-partition", "50", "--no-progress",
-            *extra]  # fmt: skip
+            *extra]
 
 
 def shard_args(paths: dict, out: Path, *extra: str) -> list:
     return ["shard", paths["pairs"], "--vocab", paths["vocab"], "-o", out, "--num-shards", "3",
-            "--workers", "1", "--no-progress", *extra]  # fmt: skip
+            "--workers", "1", "--no-progress", *extra]
 
 
 def without_run_time(files: dict[str, bytes]) -> dict[str, bytes]:
@@ -63,7 +63,7 @@ def test_second_writer_fails_at_start_and_the_first_finishes_untouched(setup, ma
     assert done.returncode == 0, done.stderr
     out = tmp_path / "out"
     first = subprocess.Popen(command(*make_args(setup, out)), cwd=REPO, env=environment(),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         lock_holder(out, first)
         os.kill(first.pid, signal.SIGSTOP)  # frozen with the lock held, mid-run
@@ -71,7 +71,7 @@ def test_second_writer_fails_at_start_and_the_first_finishes_untouched(setup, ma
         second = corpusprep(*make_args(setup, out))
         assert second.returncode == 2
         assert error_line(second) == (f"{out}: another corpusprep run is writing here (pid {first.pid}); "
-                                      "wait for it or pick another output directory")  # fmt: skip
+                                      "wait for it or pick another output directory")
         assert output_files(out) == before  # the second run touched nothing
     finally:
         os.kill(first.pid, signal.SIGCONT)

@@ -31,7 +31,7 @@ VICTIM = "train/shard-00001.parquet"
 Checked = subprocess.CompletedProcess
 SETTINGS = ("data.batch_size=4", "eval.every=0", "schedule.warmup_steps=0")
 TRAIN = ["--steps", "1", "--preset", "tiny", "--device", "cpu", "--verify",
-         *(x for s in SETTINGS for x in ("--set", s))]  # fmt: skip
+         *(x for s in SETTINGS for x in ("--set", s))]
 
 
 def flip_bytes(shards: Path) -> None:
@@ -74,7 +74,7 @@ CASES = {
     "manifest_rows": (edit_manifest(lambda e: e.update(rows=e["rows"] + 1)), "rows, manifest says",
                       "rows, manifest says"),
     "not_in_manifest": (add_unlisted, "file not in the manifest", "shard-00009.parquet"),
-}  # fmt: skip
+}
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def damaged(tmp_path_factory) -> dict[str, tuple[Path, Checked, Checked]]:
     corpus = write_bert(root / "corpus.txt", synthetic_documents(300, seed=4))
     vocab = make_vocab(root / "vocab")
     build_pairs([corpus], vocab, root / "pairs", PairOptions(dupe_factor=1, docs_per_partition=100),
-                ReadOptions(format="bert"), context=quiet(1))  # fmt: skip
+                ReadOptions(format="bert"), context=quiet(1))
     pristine = root / "pristine"
     build_shards(root / "pairs", vocab, pristine, ShardOptions(num_shards=3), context=quiet(1))
     jobs = {}
@@ -93,16 +93,16 @@ def damaged(tmp_path_factory) -> dict[str, tuple[Path, Checked, Checked]]:
         shutil.copytree(pristine, shards)
         damage(shards)
         trainer = [sys.executable, "-m", "trainer.run", "--shards", shards, "--run-dir", root / f"run-{case}",
-                   *TRAIN]  # fmt: skip
+                   *TRAIN]
         jobs[case] = shards, command("validate", shards), trainer
 
     def check(args: list) -> Checked:
         return subprocess.run(list(map(str, args)), cwd=REPO, env=environment(), capture_output=True,
-                              text=True, timeout=300)  # fmt: skip
+                              text=True, timeout=300)
 
     with ThreadPoolExecutor(3) as pool:  # a few at once: each trainer process loads torch
         futures = {case: (shards, pool.submit(check, v), pool.submit(check, t))
-                   for case, (shards, v, t) in jobs.items()}  # fmt: skip
+                   for case, (shards, v, t) in jobs.items()}
         return {case: (shards, v.result(), t.result()) for case, (shards, v, t) in futures.items()}
 
 

@@ -42,12 +42,12 @@ def inputs(tmp_path_factory) -> tuple[Path, Path]:
 
 def pairs_args(corpus: Path, vocab: Path, out: Path) -> list:
     return ["build-pairs", corpus, "--vocab", vocab, "-o", out, "--input-format", "bert", "--workers", "1",
-            "--dupe-factor", "2", "--docs-per-partition", "50", "--no-progress"]  # fmt: skip
+            "--dupe-factor", "2", "--docs-per-partition", "50", "--no-progress"]
 
 
 def shard_args(pairs: Path, vocab: Path, out: Path) -> list:
     return ["shard", pairs, "--vocab", vocab, "-o", out, "--num-shards", "4", "--dupe-masks", "2",
-            "--seed", "5", "--workers", "1", "--no-progress"]  # fmt: skip
+            "--seed", "5", "--workers", "1", "--no-progress"]
 
 
 def comparable(directory: Path) -> dict[str, bytes]:
@@ -66,7 +66,7 @@ def pairs_reference(inputs, tmp_path_factory) -> Path:
 def kill_after_seconds(args: list, delay: float) -> int:
     """Start `corpusprep ARGS`, SIGKILL it (and any worker) after `delay` seconds; its exit status."""
     proc = subprocess.Popen(command(*args), cwd=REPO, env=environment(), start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         proc.wait(timeout=delay)
     except subprocess.TimeoutExpired:
@@ -140,10 +140,10 @@ def test_killed_run_never_leaves_a_partial_parquet_under_a_final_name(inputs, pa
             "pq.write_table = die_midway\n"
             "from corpusprep.cli import main\n"
             "sys.argv[0] = 'corpusprep'\n"
-            "main()\n")  # fmt: skip
+            "main()\n")
     args = [str(a) for a in shard_args(pairs_reference, vocab, out)]
     killed = subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, env=environment(),
-                            capture_output=True, timeout=120)  # fmt: skip
+                            capture_output=True, timeout=120)
     assert killed.returncode == -signal.SIGKILL
     temps = list(out.rglob(".shard-*.parquet.tmp-*"))
     assert len(temps) == 1 and temps[0].stat().st_size > 0  # the half-written shard, under a hidden name

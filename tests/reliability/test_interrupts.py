@@ -98,7 +98,7 @@ def test_the_commands_under_test_start_interruptible():
     the commands get what a user at a terminal has)."""
     assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
     child = subprocess.run([sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT))"],
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
+                           capture_output=True, text=True, timeout=60)
     assert "default_int_handler" in child.stdout, child.stdout
 
 

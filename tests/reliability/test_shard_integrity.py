@@ -87,7 +87,7 @@ def small_disk(size_kb: int, mount: Path, argv: list[str]) -> subprocess.Complet
     for prefix in (["unshare", "--mount"], ["unshare", "--user", "--map-root-user", "--mount"]):
         try:
             done = subprocess.run([*prefix, "sh", "-c", script, "sh", str(mount), *argv], capture_output=True,
-                                  text=True, timeout=300)  # fmt: skip
+                                  text=True, timeout=300)
         except FileNotFoundError:
             break
         if done.returncode != 99 and "unshare failed" not in done.stderr:
@@ -101,7 +101,7 @@ def test_a_really_full_disk_says_disk_full_naming_the_file(tmp_path, pairs_dir, 
     (errors.describe_os_error)."""
     size_kb = max(64, sum(p.stat().st_size for p in pairs_dir.rglob("*.parquet")) // 3 // 1024)
     argv = [sys.executable, "-m", "corpusprep", "shard", str(pairs_dir), "--vocab", str(vocab_dir), "-o",
-            str(tmp_path / "disk" / "shards"), "--workers", "1", "--no-progress"]  # fmt: skip
+            str(tmp_path / "disk" / "shards"), "--workers", "1", "--no-progress"]
     done = small_disk(size_kb, tmp_path / "disk", argv)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr

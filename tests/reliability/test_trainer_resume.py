@@ -39,7 +39,7 @@ def command(shards: Path, run_dir: Path, steps: int, *extra: str) -> list[str]:
     ]
     return [sys.executable, "-m", "trainer.run", "--shards", str(shards), "--run-dir", str(run_dir),
             "--steps", str(steps), "--checkpoint-every", "4", "--device", "cpu",
-            *[x for s in sets for x in ("--set", s)], *extra]  # fmt: skip
+            *[x for s in sets for x in ("--set", s)], *extra]
 
 
 def run(args: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
@@ -87,7 +87,7 @@ def test_sigkill_during_checkpoint_write(shards, uninterrupted, tmp_path):
 def test_sigkill_at_a_random_time_during_training(shards, uninterrupted, tmp_path):
     env = os.environ | {"OMP_NUM_THREADS": "1"}
     process = subprocess.Popen(command(shards, tmp_path, 40), cwd=REPO, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while not checkpoint.list_checkpoints(tmp_path) and time.time() < deadline:
         time.sleep(0.05)

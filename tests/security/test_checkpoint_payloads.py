@@ -62,7 +62,7 @@ def test_a_payload_in_any_checkpoint_file_never_runs(outputs, tmp_path, target):
     }
     every = set(entry_points)
     reads = {"weights.safetensors": {"resume", "init-from", "export"}, "trainer.safetensors": {"resume"},
-             "trainer.json": {"start", "resume"}, "config.json": every, "pickled": every}  # fmt: skip
+             "trainer.json": {"start", "resume"}, "config.json": every, "pickled": every}
     for name, call in entry_points.items():
         result = call()
         assert not marker.exists(), f"{name}: the payload in {target} ran"

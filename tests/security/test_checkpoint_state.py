@@ -93,12 +93,12 @@ STATE = {
               "config.json: train.schedule.steps: expected an integer, got inf"),
     "null": (train_setting("data", {"chunk_rows": None}),
              "config.json: train.data.chunk_rows: expected int, got None"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("damage", sorted(STATE))
 def test_trainer_state_the_run_could_not_have_written_is_one_line_for_resume_and_validate(outputs, tmp_path,
-                                                                                         damage):  # fmt: skip
+                                                                                         damage):
     change, named = STATE[damage]
     run = copy(outputs.run, tmp_path / "run")
     change(run)
@@ -129,7 +129,7 @@ MODEL = {
     # layers is built first, not even on the meta device (trainer.checkpoint_checks.weight_shapes)
     "layers": ({"num_layers": 20_000}, "weights.safetensors: missing layers.2.attn.qkv.weight"),
     "hidden": ({"hidden_size": 64}, "weights.safetensors: wrong shape of embeddings.word_embeddings.weight"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("damage", sorted(MODEL))
@@ -152,7 +152,7 @@ def test_a_model_config_that_does_not_describe_the_weights_is_one_line_everywher
 def test_weight_shapes_are_the_models_own(objective, pre_ln):
     """The shapes a config implies, from a one-layer model, are those of the whole model, in order."""
     config = BertConfig(vocab_size=50, hidden_size=8, num_layers=3, num_heads=2, max_position=16,
-                        pre_ln=pre_ln, objective=objective)  # fmt: skip
+                        pre_ln=pre_ln, objective=objective)
     with torch.device("meta"):
         model = BertForPreTraining(config).state_dict()
     assert list(checkpoint_checks.weight_shapes(config)) == [(k, tuple(v.shape)) for k, v in model.items()]

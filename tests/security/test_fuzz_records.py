@@ -54,12 +54,12 @@ def pairs_args(w: World, out: Path) -> list:
     """build-pairs as the world's pairs were built (a rerun is up to date)."""
     return ["build-pairs", w.text, "--vocab", w.vocab, "-o", out, "--max-seq-length", "64", "--dupe-factor",
             "1", "--validation-fraction", "0.2", "--seed", "0", "--workers", "1",
-            "--no-progress"]  # fmt: skip
+            "--no-progress"]
 
 
 def shard_args(w: World, pairs: Path, out: Path, vocab: Path | None = None) -> list:
     return ["shard", pairs, "--vocab", vocab or w.vocab, "-o", out, "--num-shards", "2", "--row-group-size",
-            "256", "--seed", "0", "--workers", "1", "--no-progress"]  # fmt: skip
+            "256", "--seed", "0", "--workers", "1", "--no-progress"]
 
 
 def unfinished(pairs: Path) -> Path:
@@ -67,7 +67,7 @@ def unfinished(pairs: Path) -> Path:
     that finished, no manifest (what Artifact._restore makes of a finished one)."""
     manifest = json.loads((pairs / "artifact.json").read_text())
     write_json(pairs / ".work" / "run.json", {"fingerprint": manifest["fingerprint"],
-                                              "identity": manifest["identity"], "foreign": []})  # fmt: skip
+                                              "identity": manifest["identity"], "foreign": []})
     for task, record in manifest["tasks"].items():
         write_json(pairs / ".work" / "markers" / f"{task}.done.json", record)
     (pairs / "artifact.json").unlink()
@@ -98,7 +98,7 @@ TARGETS: dict[str, tuple[str, Callable[[Path], Path] | None, list[str], Commands
                  lambda w, out, r: [pipeline_args(out, w.text, "--until", "train"), ["validate", out]]),
     "sentences": ("sentences", None, [".sentences.txt.done.json"], lambda w, out, r: [
         ["sentences", w.text, "-o", out / "sentences.txt"]]),
-}  # fmt: skip
+}
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,7 @@ def outputs(tmp_path_factory) -> dict[str, Path]:
         sentences.mkdir()
         assert corpusprep("sentences", w.text, "-o", sentences / "sentences.txt").code == 0
     return {"world": w, "vocab": w.vocab, "pairs": w.pairs, "shards": w.shards, "run": w.run,
-            "pipeline": pipeline(tmp_path_factory, w), "sentences": sentences}  # fmt: skip
+            "pipeline": pipeline(tmp_path_factory, w), "sentences": sentences}
 
 
 # ------------------------------------------------------------------------------------------- the damage

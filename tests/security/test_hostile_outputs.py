@@ -33,7 +33,7 @@ def test_a_recorded_name_holding_a_control_character_is_refused(name, tmp_path):
     """A newline in a name would print a forged line in every message naming the file."""
     entry = {"size": 1, "sha256": "0" * 64}
     record = {"kind": "vocab", "format_version": 1, "fingerprint": "0" * 64, "identity": {},
-              "files": {name: entry}}  # fmt: skip
+              "files": {name: entry}}
     with pytest.raises(DataError, match="control character") as error:
         records.check_record(record, "artifact", tmp_path / "artifact.json")
     assert "\n" not in str(error.value) and "\r" not in str(error.value)
@@ -87,7 +87,7 @@ def test_import_hf_of_a_vocab_txt_that_is_not_utf8_is_one_line(outputs, tmp_path
     ({"hidden_size": 2**31 - 2}, "model.hidden_size=2,147,483,646 with 2 layers has ~"),
     ({"num_hidden_layers": 2**31 - 1}, "layers has ~"),
     ({"intermediate_size": 7}, "config.json gives [7"),
-])  # fmt: skip
+])
 def test_import_hf_of_a_config_lying_about_its_sizes_is_one_line(change, says, outputs, tmp_path, capsys):
     """Sizes no machine holds (an allocation failure, a hang building 2^31 layers), or not the weights'."""
     hf = tmp_path / "hf"
@@ -117,7 +117,7 @@ def test_plot_replaces_a_linked_curves_png_never_writing_through_it(outputs, tmp
 @pytest.mark.parametrize("line", [b'{"step": 1, "mlm_loss": 2.0, "x": "\xff\xfe"}',
                                   b'{"step": 1e308, "mlm_loss": 1e308}', b'{"step": 3, "mlm_loss": 1e300}'])
 def test_plot_of_metrics_with_bad_bytes_or_absurd_numbers_is_one_line_or_a_skip(line, outputs, tmp_path,
-                                                                                  capsys):  # fmt: skip
+                                                                                  capsys):
     run = copy(outputs.run, tmp_path / "run")
     good = (run / "metrics.jsonl").read_bytes()
     (run / "metrics.jsonl").write_bytes(line + b"\n" + good)
@@ -163,7 +163,7 @@ def _damage_weights(outputs, tmp_path: Path, change) -> Path:
 @pytest.mark.parametrize("change, says", [
     (lambda t: t.to(torch.float8_e4m3fn), "not float16, bfloat16, float32 or float64: embeddings.word_"),
     (lambda t: torch.full_like(t, float("nan")), "NaN or infinite values (diverged weights) in embeddings"),
-])  # fmt: skip
+])
 def test_export_refuses_weights_no_model_computes_with(change, says, outputs, tmp_path):
     run = _damage_weights(outputs, tmp_path, change)
     done = trainer_export(run, tmp_path / "hf")
@@ -175,7 +175,7 @@ def test_export_refuses_weights_no_model_computes_with(change, says, outputs, tm
     (lambda hf: _edit_json(hf / "config.json", hidden_size=2**31 - 2), "model.safetensors' word embeddings"),
     (lambda hf: _edit_json(hf / "config.json", num_hidden_layers=2**31 - 1), "encoder layers"),
     (lambda hf: (hf / "vocab.txt").write_bytes((hf / "vocab.txt").read_bytes() + b"\xff\n"), "not UTF-8"),
-])  # fmt: skip
+])
 def test_validate_calls_a_lying_hugging_face_directory_invalid(damage, says, outputs, tmp_path):
     """The sizes import_hf and evaluate refuse (hidden 2^31, 2^31 layers, a vocab of bytes)."""
     hf = tmp_path / "hf"

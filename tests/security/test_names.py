@@ -88,7 +88,7 @@ def test_a_linked_folder_inside_an_output_is_never_written_or_deleted_through(ou
     (pairs / "train").symlink_to(elsewhere)
     before = tree_digest(elsewhere)
     args = ["build-pairs", outputs.text, "--vocab", outputs.vocab, "-o", pairs, "--max-seq-length", "64",
-            "--dupe-factor", "1", "--validation-fraction", "0.2", "--seed", "0", "--no-progress"]  # fmt: skip
+            "--dupe-factor", "1", "--validation-fraction", "0.2", "--seed", "0", "--no-progress"]
     for extra in ([], ["--overwrite"], ["--dupe-factor", "2", "--overwrite"]):
         one_line(corpusprep(*args, *extra), "symbolic link")
     one_line(corpusprep("shard", pairs, "--vocab", outputs.vocab, "-o", tmp_path / "shards"), "symbolic link")
@@ -128,7 +128,7 @@ def test_a_pipeline_stage_record_naming_files_outside_changes_nothing(tmp_path):
     stages.mkdir(parents=True)
     record = {"stage": "vocab", "kind": "vocab", "phase": None, "fingerprint": "f", "settings": {},
               "inputs": {}, "output": "vocab", "outputs": {str(absolute): 10}, "counts": {}, "unit": None,
-              "seconds": 1.0, "engine": "local", "finished": "now"}  # fmt: skip
+              "seconds": 1.0, "engine": "local", "finished": "now"}
     write_json(stages / "vocab.done.json", record)
     with pytest.raises(Exception, match=r'outputs\[".*victim.txt"\]: not a relative path inside'):
         _record(stages / "vocab.done.json", "stage_done")
@@ -142,7 +142,7 @@ def test_pipeline_repair_never_deletes_a_file_a_manifest_names_outside(outputs, 
     absolute, parent = victims(tmp_path)
     (run_dir / "pairs" / "stats.json").unlink()  # a lost file: the pipeline repairs the pairs stage
     name_outside(run_dir / "pairs" / "artifact.json", [str(absolute), "../../victim.txt"],
-                 absolute.stat().st_size)  # fmt: skip
+                 absolute.stat().st_size)
     before = tree_digest(tmp_path, skip=run_dir)
     one_line(corpusprep(*pipeline_args(run_dir, outputs.text, "--until", "train")), "not a relative path")
     assert tree_digest(tmp_path, skip=run_dir) == before

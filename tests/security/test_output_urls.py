@@ -48,7 +48,7 @@ def inputs(outputs, tmp_path_factory) -> dict[str, Path]:
     assert done.code == 0, done.err
     train, dev = write_toy_task(root / "task", train=8, dev=4)
     return {"text": outputs.text, "vocab": outputs.vocab, "pairs": outputs.pairs, "shards": outputs.shards,
-            "run": outputs.run, "hf": root / "hf", "train": train, "dev": dev}  # fmt: skip
+            "run": outputs.run, "hf": root / "hf", "train": train, "dev": dev}
 
 
 # command -> how it runs with OUT as its output
@@ -56,19 +56,19 @@ COMMANDS = {
     "vocab": lambda i, out: corpusprep("vocab", i["text"], "-o", out, "--vocab-size", "300", "--no-progress"),
     "sentences": lambda i, out: corpusprep("sentences", i["text"], "-o", out, "--no-progress"),
     "build-pairs": lambda i, out: corpusprep("build-pairs", i["text"], "--vocab", i["vocab"], "-o", out,
-                                             "--workers", "1", "--no-progress"),  # fmt: skip
+                                             "--workers", "1", "--no-progress"),
     "shard": lambda i, out: corpusprep("shard", i["pairs"], "--vocab", i["vocab"], "-o", out,
-                                       "--workers", "1", "--no-progress"),  # fmt: skip
+                                       "--workers", "1", "--no-progress"),
     "trainer.run": lambda i, out: trainer_run(*train_args(i["shards"], out, 1)),
     "trainer.export": lambda i, out: trainer_export(i["run"], out),
     "trainer.import_hf": lambda i, out: python_m("trainer.import_hf", i["hf"], out),
     "trainer.evaluate": lambda i, out: python_m("trainer.evaluate", i["run"], "--train", i["train"], "--dev",
                                                 i["dev"], "--seeds", "1", "--epochs", "1", "--workers", "1",
-                                                "--device", "cpu", "-o", out),  # fmt: skip
+                                                "--device", "cpu", "-o", out),
     "run": lambda i, out: corpusprep("run", Path(__file__).parents[2] / "pipelines" / "demo.toml",
                                      "--run-dir", out, "--no-progress", "--workers", "1",
                                      "--set", f"input.paths=['{i['text']}']",
-                                     *[a for s in SMALL_PIPELINE for a in ("--set", s)]),  # fmt: skip
+                                     *[a for s in SMALL_PIPELINE for a in ("--set", s)]),
 }
 
 # (the URL given, what the one line names)
@@ -87,7 +87,7 @@ URLS = {
 # `sentences` checks its file name first.
 NAMED_AS = {("trainer.run", "scheme-alone"): "s3://.work/run.json: not a bucket name",
             ("sentences", "no-bucket-name"): "s3://.x.done.json: not a bucket name",
-            ("sentences", "scheme-alone"): "--output s3://: ends in a slash"}  # fmt: skip
+            ("sentences", "scheme-alone"): "--output s3://: ends in a slash"}
 
 
 def objects() -> list[str]:
@@ -133,7 +133,7 @@ def test_a_url_is_named_with_its_two_slashes_in_every_message(s3_server, tmp_pat
 
 
 HOSTILE = ["*", "?", "[", "]", "{a,b}", "\n", "\r", "\t", "\x00", "\x7f", "\u2028", "/", "//", ".", "..",
-           "%2F", " ", "~", "é", "#", "\\", "A", "-", ":", "s3://", "**"]  # fmt: skip
+           "%2F", " ", "~", "é", "#", "\\", "A", "-", ":", "s3://", "**"]
 
 
 def mutated(rng, url: str) -> str:
@@ -161,7 +161,7 @@ def test_hostile_output_urls_write_where_they_say_or_are_refused(s3_server, tmp_
     rng = random.Random(int(os.environ.get("CORPUSPREP_FUZZ_SEED", "39")))
     base = f"{S3_BUCKET}/hostile-{os.getpid()}"
     victims = {f"{base}/out-other/a": b"1", f"{base}/outx": b"2", f"{base}/parent.bin": b"3",
-               f"{base}/o/u/t/b": b"4", f"{base}/out/../a": b"5"}  # fmt: skip  (`..`: a key, to S3)
+               f"{base}/o/u/t/b": b"4", f"{base}/out/../a": b"5"}  # (`..`: a key, to S3)
     fs = storage.store_for(f"s3://{base}").fs(f"s3://{base}")[0]
     deadline, rounds = time.monotonic() + 2, 0
     while time.monotonic() < deadline or rounds < 10:

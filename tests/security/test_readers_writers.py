@@ -44,12 +44,12 @@ def test_shard_overwrite_refuses_while_a_trainer_reads_the_shards(outputs, tmp_p
         [sys.executable, "-m", "trainer.run", *train_args(shards, run, 10**5), "--checkpoint-every", "10000"],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env=os.environ | {"OMP_NUM_THREADS": "1"},
-    )  # fmt: skip
+    )
     try:
         metrics = run / "metrics.jsonl"
         wait_for(lambda: metrics.is_file() and metrics.stat().st_size, trainer)  # it reads the shards now
         result = corpusprep("shard", outputs.pairs, "--vocab", outputs.vocab, "-o", shards, "--num-shards",
-                            "3", "--seed", "7", "--overwrite", "--no-progress")  # fmt: skip
+                            "3", "--seed", "7", "--overwrite", "--no-progress")
         assert result.code == 2, result.err
         assert f"a corpusprep process is reading this output (pid {trainer.pid})" in result.line
         assert trainer.poll() is None  # the trainer trains on
@@ -59,7 +59,7 @@ def test_shard_overwrite_refuses_while_a_trainer_reads_the_shards(outputs, tmp_p
     assert tree_digest(shards, skip=shards / LOCK_NAME) == before
     # the reader gone, the writer may replace the output
     done = corpusprep("shard", outputs.pairs, "--vocab", outputs.vocab, "-o", shards, "--num-shards", "3",
-                      "--seed", "7", "--overwrite", "--no-progress")  # fmt: skip
+                      "--seed", "7", "--overwrite", "--no-progress")
     assert done.code == 0, done.err
 
 
@@ -89,9 +89,9 @@ def test_the_trainer_never_takes_another_commands_output_as_its_run_dir(outputs,
     running = tmp_path / "running"  # a vocab being written now: its writer holds the lock
     running.mkdir()
     hold = ("import sys; from corpusprep.engine.lock import exclusive_dir\n"
-            "with exclusive_dir(sys.argv[1]):\n    print('held', flush=True); sys.stdin.read()")  # fmt: skip
+            "with exclusive_dir(sys.argv[1]):\n    print('held', flush=True); sys.stdin.read()")
     writer = subprocess.Popen([sys.executable, "-c", hold, str(running)], cwd=REPO, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+                              stdout=subprocess.PIPE, text=True)
     try:
         assert writer.stdout.readline() == "held\n"
         runs = {

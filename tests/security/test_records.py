@@ -120,7 +120,7 @@ def test_the_loader_finds_a_kind_when_only_the_engine_was_imported():
     ("1" * 5000, "not valid JSON"),
     ('{"a": 1', "not valid JSON"),
     (b"\xff\xfe\x00", "not valid JSON"),
-])  # fmt: skip
+])
 def test_json_nesting_and_huge_numbers_are_one_line(text, says):
     with pytest.raises(DataError, match=says) as caught:
         parse_json(text, "x.json")

@@ -56,7 +56,7 @@ def test_a_bad_setting_fails_before_the_run_dir_exists_even_after_until(tmp_path
 
     with pytest.raises(UsageError, match="masked"):  # a stage after --until: planning checks it
         run_pipeline(load_pipeline(PIPELINES / "demo.toml", ["shard.masked_lm_prob=2"]), tmp_path / "run",
-                     until="vocab", context=quiet())  # fmt: skip
+                     until="vocab", context=quiet())
     assert not (tmp_path / "run").exists()
 
 

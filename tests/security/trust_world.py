@@ -86,7 +86,7 @@ def train_args(shards: Path, run_dir: Path, steps: int = 2, *extra: str) -> list
     return ["--shards", str(shards), "--run-dir", str(run_dir), "--steps", str(steps), "--device", "cpu",
             "--checkpoint-every", "1", "--batch-size", "4", "--set", "data.chunk_rows=32", "--set",
             "eval.every=0",
-            "--set", "eval.max_batches=1", "--set", "schedule.warmup_steps=1", *extra]  # fmt: skip
+            "--set", "eval.max_batches=1", "--set", "schedule.warmup_steps=1", *extra]
 
 
 @dataclass(frozen=True)
@@ -153,13 +153,13 @@ SMALL_PIPELINE = [
     "train.eval.every=0",
     "train.eval.max_batches=1", "train.data.batch_size=4", "train.data.chunk_rows=32",
     "train.logging.every=1",
-]  # fmt: skip
+]
 
 
 def pipeline_args(run_dir: Path, text: Path, *extra: str) -> list[str]:
     sets = [f"input.paths=['{text}']", *SMALL_PIPELINE]
     return ["run", str(REPO / "pipelines" / "demo.toml"), "--run-dir", str(run_dir), "--no-progress",
-            "--workers", "1", *[a for s in sets for a in ("--set", s)], *extra]  # fmt: skip
+            "--workers", "1", *[a for s in sets for a in ("--set", s)], *extra]
 
 
 def pipeline(tmp_path_factory, outputs: World) -> Path:
@@ -170,7 +170,7 @@ def pipeline(tmp_path_factory, outputs: World) -> Path:
         done = corpusprep(*pipeline_args(run_dir, outputs.text, "--until", "train"))
         assert done.code == 0, done.err
         _WORLD["pipeline"] = World(run_dir, outputs.text, run_dir / "vocab", run_dir / "pairs",
-                                   run_dir / "shards", run_dir / "train")  # fmt: skip
+                                   run_dir / "shards", run_dir / "train")
     return _WORLD["pipeline"].root
 
 

@@ -32,7 +32,7 @@ def write_step(run: Path, step: int) -> Path:
         "scheduler": scheduler.state_dict(),
         "trainer": {"step": step, "positions": [{"batches": step, "rows": [8 * step]}],
                     "rng": [{"cpu": torch.get_rng_state(), "cuda": None}], "last_metrics": {}},
-    }  # fmt: skip
+    }
     return checkpoint.save(run, step, states, checkpoint.config_record(train, bert), keep=5)
 
 
@@ -46,7 +46,7 @@ def test_a_truncated_or_damaged_checkpoint_file_is_reported(tmp_path):
     kind, problems, _ = validate_output(run)
     assert kind == "trainer run directory"
     assert problems == ["step-0000002/weights.safetensors: missing, or not the file config.json records "
-                        "(size, sha256)"]  # fmt: skip
+                        "(size, sha256)"]
     middle = len(weights) // 2  # a flipped byte inside a tensor: the sha256 config.json records catches it
     (newest / "weights.safetensors").write_bytes(
         weights[:middle] + bytes([weights[middle] ^ 0xFF]) + weights[middle + 1 :]

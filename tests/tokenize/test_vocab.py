@@ -98,7 +98,7 @@ def test_training_gives_the_same_bytes_in_every_process(demo_jsonl, trained_voca
     alphabet fixed first, separate processes agree byte for byte."""
     for run in ("a", "b"):
         done = subprocess.run([sys.executable, "-c", TRAIN_TWICE, str(demo_jsonl), str(tmp_path / run)],
-                              capture_output=True, text=True, timeout=300)  # fmt: skip
+                              capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
     for name in ("uncased", "cased"):
         a, b = (tmp_path / run / name / "vocab.txt" for run in ("a", "b"))

@@ -66,7 +66,7 @@ def build_shards(
     shard_options = ShardOptions(
         num_shards=num_shards, row_group_size=256, seed=seed, mask_strategy=mask_strategy,
         masked_lm_prob=masked_lm_prob,
-    )  # fmt: skip
+    )
     shard_stage(out / "pairs", out / "vocab", out / "shards", shard_options, context=quiet(1))
     return out / "shards"
 

@@ -81,9 +81,9 @@ def write_run(run_dir: Path, vocab_dir: Path, seed: int = 0, step: int = 20) -> 
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
     trainer = {"step": step, "data": {"epoch": 0, "examples": step * 8}, "last_metrics": {},
-               "rng": [{"cpu": torch.get_rng_state(), "cuda": None}]}  # fmt: skip
+               "rng": [{"cpu": torch.get_rng_state(), "cuda": None}]}
     states = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-              "scheduler": schedule.state_dict(), "trainer": trainer}  # fmt: skip
+              "scheduler": schedule.state_dict(), "trainer": trainer}
     train = {"data": {"batch_size": 8, "shards": ""}, "schedule": {"grad_accum": 2}}
     checkpoint = save(run_dir, step, states, {"model": asdict(model.config), "train": train}, keep=1)
     records = [{"step": s, "loss": 5.0, "seq_per_s": 16.0, "tokens_per_s": 640.0} for s in (10, 20)]
@@ -98,13 +98,13 @@ def stand_in_run(data, settings: EvalSettings, score: float) -> dict:
     return {"scores": dict.fromkeys(data.scored, scores), "epoch": settings.epochs,
             "predictions": {name: data.task.baseline(data, s) for name, s in data.scored.items()},
             "curve": [[settings.epochs, score]], "collapsed": {}, "diverged": None, "training_loss": 1.0,
-            "state": {}, "encoded": {}}  # fmt: skip
+            "state": {}, "encoded": {}}
 
 
 def fast_settings(train: Path, dev: Path, vocab: Path, **overrides) -> EvalSettings:
     """Settings that fine-tune the toy task in about a second per run."""
     values = {"train": str(train), "dev": str(dev), "vocab": str(vocab), "seeds": 2, "epochs": 2.0,
-              "batch_size": 8, "lr": 1e-3, "max_length": 32, "device": "cpu"} | overrides  # fmt: skip
+              "batch_size": 8, "lr": 1e-3, "max_length": 32, "device": "cpu"} | overrides
     return EvalSettings(**values)
 
 
@@ -129,13 +129,13 @@ def write_toy_ner(directory: Path, train: int = 48, dev: int = 16) -> tuple[Path
     paths = directory / "train.iob2", directory / "dev.iob2"
     for path, (n, seed) in zip(paths, ((train, 1), (dev, 2)), strict=True):
         blocks = ["\n".join(f"{w} {t}" for (w, _), t in zip(s, tags(s), strict=True))
-                  for s in toy_sentences(n, seed)]  # fmt: skip
+                  for s in toy_sentences(n, seed)]
         path.write_text("\n\n".join(blocks) + "\n")
     return paths
 
 
 def write_toy_rows(directory: Path, regression: bool = False, train: int = 48,
-                   dev: int = 16) -> tuple[Path, Path]:  # fmt: skip
+                   dev: int = 16) -> tuple[Path, Path]:
     """Toy sentence pairs in GLUE's TSV layout: classification (does the second sentence repeat the first's
     subject?) or regression (STS-B-like: a score from 0 to 5 for how many words the two share)."""
     directory.mkdir(parents=True, exist_ok=True)

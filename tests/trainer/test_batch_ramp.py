@@ -53,7 +53,7 @@ def test_micro_batches_follow_the_ramp_in_whole_micro_batches():
      "schedule.batch_ramp_fraction=1.5 must be in [0, 1] (0: no ramp)"),
     ({"grad_accum": 4, "batch_ramp_fraction": 0.5, "batch_ramp_start": 0},
      "batch_ramp_start=0.0 must be in (0, 1]"),
-])  # fmt: skip
+])
 def test_a_ramp_that_cannot_be_is_one_line(settings, message):
     with pytest.raises(UsageError, match="^config: ") as refused:
         load_config({"schedule": settings})
@@ -74,7 +74,7 @@ def test_each_step_takes_the_ramps_batch(tiny_shards, tmp_path):
     and in the data position, which counts exactly the examples read (33 micro-batches of 4)."""
     run = tmp_path / "run"
     ramp = ["schedule.steps=10", "schedule.grad_accum=4", "schedule.batch_ramp_fraction=0.5",
-            "data.batch_size=4", "eval.every=0", "checkpoint.every=10"]  # fmt: skip
+            "data.batch_size=4", "eval.every=0", "checkpoint.every=10"]
     train(load_config(None, small_run(tiny_shards, run, *ramp)))
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     per_step = [r["seqs_per_step"] for r in records if "seqs_per_step" in r]
@@ -90,7 +90,7 @@ def test_a_ramped_step_is_the_mean_over_the_micro_batches_it_took(tiny_shards, t
     common = ["schedule.steps=4", "data.batch_size=4"]
     ramp = ["schedule.grad_accum=4", "schedule.batch_ramp_fraction=1.0", "schedule.batch_ramp_start=0.5"]
     configs = [load_config(None, small_run(tiny_shards, tmp_path / name, *common, *extra))
-               for name, extra in (("ramp", ramp), ("plain", ["schedule.grad_accum=2"]))]  # fmt: skip
+               for name, extra in (("ramp", ramp), ("plain", ["schedule.grad_accum=2"]))]
     ramped = Trainer(configs[0], Dist(), torch.device("cpu"))
     got = ramped.train_step()  # before the next trainer seeds the global RNG, which dropout draws from
     plain = Trainer(configs[1], Dist(), torch.device("cpu"))

@@ -103,7 +103,7 @@ def test_a_budgeted_run_stops_on_time_and_evaluation_is_not_counted(tiny_shards,
     assert [r["lr"] for r in rows] == pytest.approx(expected_lrs(15))
     assert [r["train_seconds"] for r in rows] == pytest.approx([TICK * k for k in range(1, 16)])
     validations = [r["step"] for r in map(json.loads, (tmp_path / "metrics.jsonl").read_text().splitlines())
-                   if "val_mlm_acc" in r]  # fmt: skip
+                   if "val_mlm_acc" in r]
     assert validations == [5, 10, 15]
     assert [s for s, _ in checkpoint.list_checkpoints(tmp_path)][-1] == 15  # the final checkpoint
     # a rerun finds it finished: nothing to do
@@ -113,11 +113,11 @@ def test_a_budgeted_run_stops_on_time_and_evaluation_is_not_counted(tiny_shards,
 @pytest.mark.slow  # trains a model (the tiny_shards fixture ~9 s)
 def test_steps_and_budget_whichever_ends_first_and_the_lr_reaches_zero_there(tiny_shards, tmp_path):
     steps_first = train(load_config(None, budget_run(tiny_shards, tmp_path / "a", "schedule.steps=10")),
-                        FakeClock())  # fmt: skip
+                        FakeClock())
     assert steps_first["steps"] == 10  # 10 steps are 20 s of the 30 s
     assert [r["lr"] for r in records(tmp_path / "a")] == pytest.approx(expected_lrs(10, max_steps=10))
     time_first = train(load_config(None, budget_run(tiny_shards, tmp_path / "b", "schedule.steps=100")),
-                       FakeClock())  # fmt: skip
+                       FakeClock())
     assert time_first["steps"] == 15
 
 
@@ -140,7 +140,7 @@ def test_a_resumed_budgeted_run_continues_the_same_time_schedule(tiny_shards, tm
     assert [s for s, _ in checkpoint.list_checkpoints(cut)] == [4]
     # resumed much later by the wall clock: the schedule goes by the saved 8 s of training
     resumed = train(load_config(None, budget_run(tiny_shards, cut, "checkpoint.resume=true")),
-                    FakeClock(start=1e6))  # fmt: skip
+                    FakeClock(start=1e6))
     assert resumed["steps"] == 15 and resumed["train_seconds"] == pytest.approx(30)
     # with a clock that repeats itself, the resumed run is the uninterrupted one, loss for loss (a real
     # clock never repeats: a budgeted run is not bitwise reproducible)

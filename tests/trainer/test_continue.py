@@ -54,7 +54,7 @@ def test_the_warm_up_compared_is_the_one_the_run_had():
 @pytest.mark.parametrize("extra", [
     (),  # BERT's triangle, the default warm-up: 1 step of 6, 2 of 16
     ("schedule.warmup_fraction=0.2", "schedule.decay_fraction=0.5", 'schedule.decay_shape="1-sqrt"'),  # WSD
-])  # fmt: skip
+])
 def test_a_finished_run_continues_on_the_new_limits_schedule(tiny_shards, tmp_path, capsys, extra):
     """A 6-step run, then --resume with 16 steps: steps 7 to 16 train at the lrs a 16-step run has there
     (the first of them too: not the finished run's last lr, 0), after one line saying so."""

@@ -142,14 +142,14 @@ def test_fused_adamw_steps_as_the_unfused_one(tiny_shards):
     for (key, a), b in zip(models[0].named_parameters(), models[1].parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=key)
     assert not torch.equal(models[0].mlm_head.dense.weight, random_model(config, seed=1).mlm_head.dense.weight
-                           .to(DEVICE))  # fmt: skip
+                           .to(DEVICE))
 
 
 def cuda_run(shards, run_dir, *extra: str) -> list[str]:
     return ["--shards", str(shards), "--run-dir", str(run_dir), "--device", DEVICE.type, "--steps", "60",
             "--warmup-steps", "6", "--batch-size", "32", "--lr", "1e-3", "--log-every", "5",
             "--checkpoint-every", "30", "--set", "eval.every=0", "--set", "data.num_workers=2",
-            *extra]  # fmt: skip
+            *extra]
 
 
 def metric_losses(run_dir) -> dict[int, float]:
@@ -235,9 +235,9 @@ def test_one_torchrun_process_trains_through_ddp_over_nccl(tiny_shards, tmp_path
         pytest.skip("NCCL needs CUDA")
     run_dir = tmp_path / "ddp"
     args = small_run(tiny_shards, run_dir, "schedule.steps=6", "checkpoint.every=6", "eval.every=6",
-                     'device="cuda"')  # fmt: skip
+                     'device="cuda"')
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1",
-               str(REPO / "tests" / "trainer" / "ddp_worker.py"), *args]  # fmt: skip
+               str(REPO / "tests" / "trainer" / "ddp_worker.py"), *args]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "1 rank(s) on cuda:0 (DDP over nccl)" in done.stdout, done.stdout[-2000:]

@@ -206,7 +206,7 @@ def whole_word_shards(tmp_path_factory, demo_text) -> Path:
     options = PairOptions(max_seq_length=64, dupe_factor=1, validation_fraction=0.0)
     build_pairs([demo_text], out / "vocab", out / "pairs", options, ReadOptions(), context=quiet(1))
     masking = ShardOptions(num_shards=2, mask_strategy="whole-word", masked_lm_prob=0.3,
-                           max_predictions_per_seq=16, seed=4)  # fmt: skip
+                           max_predictions_per_seq=16, seed=4)
     build_shards(out / "pairs", out / "vocab", out / "shards", masking, context=quiet(1))
     return out / "shards"
 
@@ -237,12 +237,12 @@ def masking_statistics(tables: list, vocab) -> dict[str, float]:
             "tokens": len(ids), "predicted": len(labels), "mask": int((shown == vocab.mask_id).sum()),
             "random": int(random.sum()), "kept": int((shown == labels).sum()),
             "special_drawn": int(vocab.is_special[shown[random]].sum()), "orphans": int(orphan.sum()),
-        })  # fmt: skip
+        })
         totals["max_per_row"] = max(totals["max_per_row"], int(np.diff(pred_offsets).max(initial=0)))
     n = totals["predicted"]
     return {"rate": n / totals["tokens"], "mask": totals["mask"] / n, "random": totals["random"] / n,
             "kept": totals["kept"] / n, "max_per_row": totals["max_per_row"],
-            "special_drawn": totals["special_drawn"], "orphans": totals["orphans"]}  # fmt: skip
+            "special_drawn": totals["special_drawn"], "orphans": totals["orphans"]}
 
 
 @pytest.mark.slow  # ~1.9 s idle

@@ -22,17 +22,17 @@ SEED, CHUNK_ROWS = 13, 100
 
 
 def consume(shards, world: int, workers: int, batch_size: int, micro_batches: int, position: Position,
-            grouped: bool = True) -> list[tuple]:  # fmt: skip
+            grouped: bool = True) -> list[tuple]:
     """What a run of `world` ranks x `workers` DataLoader workers sees in `micro_batches` steps from
     `position`: each step, every rank's batch in rank order. Advances `position` as the trainer does (the
     examples of all ranks). `grouped`: through `loader_batches`, as the trainer reads (several workers
     make runs of micro-batches); else a plain DataLoader (one micro-batch a worker at a time)."""
     epoch_examples = shards.examples("train")
     streams = [ShardStream(shards, "train", batch_size, SEED, rank, world, CHUNK_ROWS, start=position)
-               for rank in range(world)]  # fmt: skip
+               for rank in range(world)]
     if grouped:
         loaders = [loader_batches(stream, num_workers=workers, prefetch_factor=4 if workers else None)
-                   for stream in streams]  # fmt: skip
+                   for stream in streams]
         assert streams[0].group == (1 if workers < 2 else -(-CHUNK_ROWS // (batch_size * world)))
     else:
         loaders = [iter(DataLoader(stream, batch_size=None, num_workers=workers)) for stream in streams]
@@ -114,4 +114,4 @@ def test_a_stream_starts_at_its_positions_example(shards):
 
 def table_keys(table) -> list[tuple]:
     return [(tuple(r["input_ids"]), tuple(r["masked_lm_positions"]), r["next_sentence_label"])
-            for r in table.to_pylist()]  # fmt: skip
+            for r in table.to_pylist()]

@@ -132,7 +132,7 @@ def test_a_corrupt_object_is_one_line_naming_its_url(tiny_shards, s3_dir, tmp_pa
     cache = tmp_path / "cache"
     code = run.main(["--shards", url, "--run-dir", str(tmp_path / "run"), "--steps", "2", "--seed", "0",
                      "--device", "cpu", "--batch-size", "8", "--set", "data.chunk_rows=64",
-                     "--set", f"data.cache_dir={json.dumps(str(cache))}"])  # fmt: skip
+                     "--set", f"data.cache_dir={json.dumps(str(cache))}"])
     err = capsys.readouterr().err
     assert code == 1
     lines = err.strip().splitlines()
@@ -156,7 +156,7 @@ def train_command(shards: str | Path, run_dir: Path, cache: Path, *extra: str) -
     return ["--shards", str(shards), "--run-dir", str(run_dir), "--steps", "8", "--checkpoint-every", "4",
             "--eval-every", "4", "--batch-size", "8", "--log-every", "1", "--device", "cpu", "--lr", "1e-3",
             "--warmup-steps", "2", "--set", "data.chunk_rows=64", "--set", "eval.max_batches=2",
-            "--set", f"data.cache_dir={json.dumps(str(cache))}", *extra]  # fmt: skip
+            "--set", f"data.cache_dir={json.dumps(str(cache))}", *extra]
 
 
 @pytest.mark.slow  # ~3.1 s (loaded machine): three short training runs

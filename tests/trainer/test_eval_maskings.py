@@ -28,7 +28,7 @@ def test_the_standard_error_is_the_spread_of_the_score_over_samples_of_rows_and_
     correct = rng.binomial(masked, difficulty)
     scores = correct.sum(1) / masked.sum(1)
     said = [ratio_se(ratio_moments(torch.from_numpy(y), torch.from_numpy(n)).tolist())
-            for y, n in zip(correct[:200], masked[:200], strict=True)]  # fmt: skip
+            for y, n in zip(correct[:200], masked[:200], strict=True)]
     assert np.mean(said) == pytest.approx(scores.std(), rel=0.1)
     tokens = masked.sum(1).mean()
     binomial = math.sqrt(scores.mean() * (1 - scores.mean()) / tokens)
@@ -47,7 +47,7 @@ def test_evaluation_averages_seeded_maskings_and_reports_standard_errors(tiny_sh
         trainer.train_step()
     scores = trainer.evaluate()
     assert set(scores) == {"val_mlm_loss", "val_mlm_acc", "val_mlm_acc_se", "val_nsp_loss", "val_nsp_acc",
-                           "val_nsp_acc_se"}  # fmt: skip
+                           "val_nsp_acc_se"}
     assert 0 < scores["val_mlm_acc_se"] < 0.05 and 0 < scores["val_nsp_acc_se"] < 0.1
     assert trainer.evaluate() == scores  # the masks come from (seed, "eval", k), not from the run's state
     # each masking masks the same 64 rows otherwise (same prediction budget per row, other positions)

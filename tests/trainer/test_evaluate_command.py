@@ -59,14 +59,14 @@ def fake_runs(monkeypatch) -> Calls:
 
 def args(toy, *more: str) -> list[str]:
     return [str(toy["run"].parent.parent), "--train", str(toy["train"]), "--dev", str(toy["dev"]),
-            "--vocab", str(toy["vocab"]), "--workers", "1", *more]  # fmt: skip
+            "--vocab", str(toy["vocab"]), "--workers", "1", *more]
 
 
 def test_the_page_says_scores_gain_verdict_baseline_and_cost(toy, fake_runs, capsys):
     assert main(args(toy, "--seeds", "3")) == 0
     out = capsys.readouterr().out
     assert fake_runs == [("pretrained", 12345), ("random", 12345), ("pretrained", 12346), ("random", 12346),
-                         ("pretrained", 12347), ("random", 12347)]  # fmt: skip
+                         ("pretrained", 12347), ("random", 12347)]
     assert "| pre-trained | 0.9000 | 0.9010 | 0.9020 | 0.9010 | 0.9010 | 0.0010 |" in out
     assert "| random init | 0.8000 | 0.8010 | 0.8020 | 0.8010 | 0.8010 | 0.0010 |" in out
     assert "| gain | +0.1000 | +0.1000 | +0.1000 | +0.1000 | +0.1000 | 0.0000 |" in out
@@ -109,7 +109,7 @@ def test_an_output_directory_is_done_once_and_resumes_after_a_stop(toy, fake_run
     with pytest.raises(KeyboardInterrupt):
         compare.evaluate(toy["run"], settings, out, workers=1)
     assert sorted(p.name for p in (out / "runs").iterdir()) == ["pretrained-seed12345.json",
-                                                                "random-seed12345.json"]  # fmt: skip
+                                                                "random-seed12345.json"]
     fake_runs.clear()
     fake_runs.stop_at = None
     result = compare.evaluate(toy["run"], settings, out, workers=1)
@@ -209,12 +209,12 @@ def test_the_command_as_a_user_runs_it(toy, tmp_path):
     """The real entry point, really fine-tuning: one seed, one epoch (a few seconds)."""
     quick = args(toy, "--seeds", "1", "--epochs", "1", "--max-length", "32", "--device", "cpu")
     run = subprocess.run([sys.executable, "-m", "trainer.evaluate", *quick], capture_output=True, text=True,
-                         cwd=REPO, timeout=300)  # fmt: skip
+                         cwd=REPO, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "dev: one seed: gain" in run.stdout and "| random init |" in run.stdout
     assert "pretrained seed 12345: dev 0." in run.stderr and "Traceback" not in run.stderr
     bad = subprocess.run([sys.executable, "-m", "trainer.evaluate", *args(toy)[1:], str(tmp_path)],
-                         capture_output=True, text=True, cwd=REPO, timeout=300)  # fmt: skip
+                         capture_output=True, text=True, cwd=REPO, timeout=300)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not a trainer checkpoint" in bad.stderr
 
 

@@ -110,7 +110,7 @@ GLUE = {
                 "1\tA dog .\tA cat .\tnot_entailment\n", True),
     "qnli.tsv": ("index\tquestion\tsentence\tlabel\n0\tWho ?\tHe did .\tentailment\n"
                  "1\tWhen ?\tBlue .\tnot_entailment\n", True),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("name", GLUE)
@@ -172,12 +172,12 @@ def test_columns_that_cannot_be_told_apart_or_found_are_usage_errors(tmp_path):
         task(tmp_path, "sentence\tlabel\na\t1\n", "sentence\tlabel\na\t1\n", name="x.xml")
     with pytest.raises(UsageError, match="a conllu file, but the training file is a tsv file"):
         read_task(EvalSettings(train=str(write(tmp_path / "a.tsv", "sentence\tlabel\na\t1\nb\t0\n")),
-                               dev=str(write(tmp_path / "b.conllu", UD))))  # fmt: skip
+                               dev=str(write(tmp_path / "b.conllu", UD))))
 
 
 def test_most_frequent_tag_per_word_baseline(tmp_path):
     train = conllu([[("The", "DET"), ("run", "NOUN"), ("ended", "VERB")], [("They", "PRON"), ("run", "VERB")],
-                    [("We", "PRON"), ("run", "NOUN")], [("We", "PRON"), ("walk", "VERB")]])  # fmt: skip
+                    [("We", "PRON"), ("run", "NOUN")], [("We", "PRON"), ("walk", "VERB")]])
     # `run` is mostly a NOUN; unseen forms take their lower-cased form's tag, else the most frequent tag
     # overall (PRON and VERB tie at 3: the first in label order, PRON)
     dev = conllu([[("RUN", "NOUN"), ("they", "PRON"), ("zebra", "NOUN"), ("walk", "VERB")]])
@@ -193,7 +193,7 @@ def test_ud_english_ewt_as_distributed():
     word lines (integer ids), and the most-frequent-tag baseline a tagger must beat."""
     ewt = shared_path("eval/ud_en_ewt")
     data = read_task(EvalSettings(train=str(ewt / "en_ewt-ud-train.conllu.xz"),
-                                  dev=str(ewt / "en_ewt-ud-dev.conllu.xz")))  # fmt: skip
+                                  dev=str(ewt / "en_ewt-ud-dev.conllu.xz")))
     assert (len(data.train.examples), data.train.units) == (12_544, 204_577)
     assert (len(data.dev.examples), data.dev.units) == (2_001, 25_147)
     assert len(data.labels) == 17 and not data.train.skips.counts

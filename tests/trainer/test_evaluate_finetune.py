@@ -64,7 +64,7 @@ def test_the_first_piece_of_each_word_carries_its_label(tokenizer):
     encoded = encode_tags(tokenizer, [sentence], max_length=32)
     (feature,) = encoded.features
     assert tokenizer.convert_ids_to_tokens(feature["input_ids"]) == [
-        "[CLS]", "he", "##s", "walk", "##ing", "dog", "[SEP]"]  # fmt: skip
+        "[CLS]", "he", "##s", "walk", "##ing", "dog", "[SEP]"]
     assert feature["labels"] == [-100, 2, -100, 1, -100, 0, -100]
     # a word the tokenizer drops (a control character) has no piece to carry its label: never scored right
     assert encoded.meta == [[(1, 0), (3, 1), (5, 3)]] and encoded.example == [0]
@@ -72,11 +72,11 @@ def test_the_first_piece_of_each_word_carries_its_label(tokenizer):
 
 def test_a_long_sentence_is_tagged_in_windows_of_whole_words(tokenizer):
     sentence = Sentence(("hes", "walking", "dog", "hes", "cat"), ("PRON", "VERB", "NOUN", "PRON", "NOUN"),
-                        (1, 2, 3, 4, 5))  # fmt: skip
+                        (1, 2, 3, 4, 5))
     encoded = encode_tags(tokenizer, [sentence], max_length=5)
     tokens = [tokenizer.convert_ids_to_tokens(f["input_ids"]) for f in encoded.features]
     assert tokens == [["[CLS]", "he", "##s", "[SEP]"], ["[CLS]", "walk", "##ing", "dog", "[SEP]"],
-                      ["[CLS]", "he", "##s", "cat", "[SEP]"]]  # fmt: skip
+                      ["[CLS]", "he", "##s", "cat", "[SEP]"]]
     assert sorted(wi for where in encoded.meta for _, wi in where) == [0, 1, 2, 3, 4]  # each word once
     assert all(len(f["input_ids"]) <= 5 for f in encoded.features)
 
@@ -116,10 +116,10 @@ def test_pretrained_and_random_models_differ_only_by_their_initial_weights(toy, 
     # the random model is drawn from the seed alone: another checkpoint of the same shape gives the same one
     with pretrained(toy["checkpoints"][1], toy["settings"].vocab) as other:
         assert not torch.equal(finetune.build_model(other.hf_dir, data, "pretrained", 7).bert.embeddings
-                               .word_embeddings.weight, words)  # fmt: skip
+                               .word_embeddings.weight, words)
         again = finetune.build_model(other.hf_dir, data, "random", seed=7)
     assert all(torch.equal(a, b) for a, b in zip(rand.state_dict().values(), again.state_dict().values(),
-                                                 strict=True))  # fmt: skip
+                                                 strict=True))
     other_seed = finetune.build_model(hf, data, "random", seed=8)
     assert not torch.equal(other_seed.classifier.weight, rand.classifier.weight)
 
@@ -157,7 +157,7 @@ def test_the_pre_training_cost_comes_from_the_run(toy):
     cost = pretraining_cost(toy["checkpoints"][0])
     # 20 steps of 8 x 2 sequences; two windows of 10 steps at 16 sequences/s and 640 tokens/s
     assert cost == {"known": True, "steps": 20, "examples": 320, "tokens": 12800, "seconds": 20.0,
-                    "note": "one process; from metrics.jsonl"}  # fmt: skip
+                    "note": "one process; from metrics.jsonl"}
     (Path(toy["root"]) / "import").mkdir()
     imported = Path(toy["root"]) / "import"
     assert pretraining_cost(imported)["known"] is False

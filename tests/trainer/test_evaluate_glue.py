@@ -15,7 +15,7 @@ from trainer.evaluate.readers import read_task
 from trainer.evaluate.settings import EvalSettings
 
 SENTENCES = ["the dog runs .", "a cat sleeps .", "we like the red house .", "they find a river .",
-             "the old cat sees a dog .", "you walk ."]  # fmt: skip
+             "the old cat sees a dog .", "you walk ."]
 
 
 def glue_dir(root: Path) -> Path:
@@ -23,7 +23,7 @@ def glue_dir(root: Path) -> Path:
     sentence), MNLI's two dev sets and gold_label, MRPC's `#1 String` header, STS-B's scores, and WNLI."""
     files = {
         "CoLA/train.tsv": [f"src{i}\t{i % 2}\t{'*' if i % 2 == 0 else ''}\t{s}"
-                           for i, s in enumerate(SENTENCES)],  # fmt: skip
+                           for i, s in enumerate(SENTENCES)],
         "CoLA/dev.tsv": [f"src\t{i % 2}\t\t{s}" for i, s in enumerate(SENTENCES[:4])],
         "MRPC/train.tsv": ["\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String"]
         + [f"{i % 2}\t{i}\t{i + 1}\t{s}\t{SENTENCES[i - 1]}" for i, s in enumerate(SENTENCES)],
@@ -32,10 +32,10 @@ def glue_dir(root: Path) -> Path:
         "STS-B/train.tsv": ["\t".join(("index", "genre", "filename", "year", "old_index", "source1",
                                         "source2", "sentence1", "sentence2", "score"))]
         + [f"{i}\tmain\tf\t2012\t{i:04}\tnone\tnone\t{s}\t{SENTENCES[-1 - i % 6]}\t{i * 0.27:.3f}"
-           for i, s in enumerate(SENTENCES * 3)],  # fmt: skip
+           for i, s in enumerate(SENTENCES * 3)],
         "MNLI/train.tsv": ["index\tpromptID\tpairID\tgenre\tsentence1\tsentence2\tlabel1\tgold_label"]
         + [f"{i}\tp\tq\tfiction\t{s}\t{s}\tx\t{['entailment', 'neutral', 'contradiction'][i % 3]}"
-           for i, s in enumerate(SENTENCES)],  # fmt: skip
+           for i, s in enumerate(SENTENCES)],
         "WNLI/train.tsv": ["index\tsentence1\tsentence2\tlabel", "0\ta\tb\t1", "1\tc\td\t0"],
     }
     for name in ("MRPC", "RTE", "STS-B", "WNLI"):
@@ -51,7 +51,7 @@ def glue_dir(root: Path) -> Path:
 def test_each_task_in_glues_format_with_its_metric_and_table_1(toy, fake_runs, tmp_path, capsys):  # noqa: F811
     directory = glue_dir(tmp_path / "glue")
     argv = [str(toy["run"].parent.parent), "--glue", str(directory), "--vocab", str(toy["vocab"]),
-            "--workers", "1", "--seeds", "3", "-o", str(tmp_path / "out")]  # fmt: skip
+            "--workers", "1", "--seeds", "3", "-o", str(tmp_path / "out")]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert out.startswith("| GLUE dev | MNLI-m | MNLI-mm | CoLA | STS-B | MRPC | RTE | Average |\n")
@@ -62,7 +62,7 @@ def test_each_task_in_glues_format_with_its_metric_and_table_1(toy, fake_runs, t
     assert len(fake_runs) == 5 * 3 * 2  # WNLI never runs
     assert "BERT-base" not in out  # the toy model is not BERT's shape
     for name, metric, kind in (("CoLA", "matthews", "classify"), ("STS-B", "spearman", "regression"),
-                               ("MRPC", "f1", "classify"), ("MNLI", "accuracy", "classify")):  # fmt: skip
+                               ("MRPC", "f1", "classify"), ("MNLI", "accuracy", "classify")):
         result = (tmp_path / "out" / name / "evaluation.json").read_text()
         assert f'"metric": "{metric}"' in result and f'"kind": "{kind}"' in result
     fake_runs.clear()
@@ -101,12 +101,12 @@ def test_wnli_and_unknown_tasks_are_one_line(toy, tmp_path, capsys):  # noqa: F8
 def test_the_published_rows_are_table_1s_over_the_same_columns():
     assert published.figures("mrpc", 12, 768) == [{"name": f"BERT-base (published, not measured: "
                                                    f"{published.SOURCE}, Table 1, GLUE test server)",
-                                                   "metric": "f1", "value": 0.889}]  # fmt: skip
+                                                   "metric": "f1", "value": 0.889}]
     assert published.figures("mrpc", 2, 128) == [] and published.figures("squad2.0", 12, 768) == []
     base = [0.846, 0.834, 0.712, 0.905, 0.935, 0.521, 0.858, 0.889, 0.664]  # Table 1: average 79.6
     assert round(100 * sum(base) / len(base), 1) == 79.6
     split = {"pretrained": {"median": 0.5}, "random": {"median": 0.4}, "gain": {"median": 0.1},
-             "baseline": 0.3, "verdict": "v"}  # fmt: skip
+             "baseline": 0.3, "verdict": "v"}
 
     def evaluation(benchmark: str, metric: str) -> dict:
         rows = published.figures(benchmark, 12, 768)
@@ -116,7 +116,7 @@ def test_the_published_rows_are_table_1s_over_the_same_columns():
     table = glue.table({"tasks": results, "missing": []})
     average = 100 * (0.521 + 0.664) / 2
     assert f"| BERT-base (published, not measured: {published.SOURCE}, GLUE test server) | 52.1 | 66.4 | " \
-        f"{average:.1f} |" in table  # fmt: skip
+        f"{average:.1f} |" in table
     assert "| pre-trained | 50.0 | 50.0 | 50.0 |" in table and "BERT-large" not in table
 
 

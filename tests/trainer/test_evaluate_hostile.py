@@ -68,7 +68,7 @@ HF_CASES = {
 
 @pytest.mark.parametrize("case", HF_CASES)
 def test_a_lying_hugging_face_directory_is_one_line_before_any_run(case, toy, fake_runs, tmp_path,  # noqa: F811
-                                                                    capsys):  # fmt: skip
+                                                                    capsys):
     damage, code, says = HF_CASES[case]
     hf = _hf(toy, tmp_path)
     damage(hf)
@@ -108,7 +108,7 @@ def test_a_batch_size_no_run_had_leaves_the_cost_unknown(size, toy, tmp_path):  
     (checkpoint / "config.json").write_text(config.replace('"batch_size": 8', f'"batch_size": {size}'))
     cost = pretraining_cost(checkpoint)
     assert cost == {"known": True, "steps": 20, "note": "no batch size in its config.json (or not a whole "
-                    "number > 0): examples, tokens and time unknown"}  # fmt: skip
+                    "number > 0): examples, tokens and time unknown"}
 
 
 def test_the_cost_of_a_lying_run_is_written_and_read_back(toy, fake_runs, tmp_path, capsys):  # noqa: F811
@@ -125,9 +125,9 @@ def test_the_cost_of_a_lying_run_is_written_and_read_back(toy, fake_runs, tmp_pa
 @pytest.mark.parametrize("edit, says", [
     (lambda stats: stats | {"seed": 999}, "run of pretrained seed 999, not of its task pretrained-seed12345"),
     (lambda stats: stats | {"scores": {"x": stats["scores"]["dev"]}}, "scores: no dev split"),
-])  # fmt: skip
+])
 def test_a_resumed_run_record_of_another_task_is_one_line(edit, says, toy, fake_runs, tmp_path,  # noqa: F811
-                                                          capsys):  # fmt: skip
+                                                          capsys):
     out = tmp_path / "ev"
     argv = args(toy, "-o", str(out))
     assert main(argv) == 0
@@ -168,7 +168,7 @@ def test_a_pad_token_beyond_the_vocab_is_one_line_before_any_run(toy, fake_runs,
     (["--batch-size", "0"], "batch_size=0: must be > 0"),
     (["--max-length", "99999999"], "max_length=99999999: must be 8 to 1,048,576"),
     (["--metric", "entity_f1"], "--metric entity_f1: tag reports accuracy"),
-])  # fmt: skip
+])
 def test_settings_no_run_can_honour_are_one_line_before_any_run(flags, says, toy, fake_runs, capsys):  # noqa: F811
     """`--epochs inf` was an OverflowError (after every other stage of a pipeline ran); `--lr inf` trained
     and scored 0.5 without a word."""
@@ -178,7 +178,7 @@ def test_settings_no_run_can_honour_are_one_line_before_any_run(flags, says, toy
 
 
 def test_a_run_that_collapsed_or_diverged_is_a_warning_on_the_page(toy, fake_runs, monkeypatch,  # noqa: F811
-                                                                   capsys):  # fmt: skip
+                                                                   capsys):
     """SST-2's 0.5500 is its majority class: a run that learnt nothing must not read as a score."""
     run = finetune.run
 
@@ -295,13 +295,13 @@ def test_a_model_of_64_positions_evaluates_sentences_longer_than_that(toy, tmp_p
     the page says so."""
     long = " ".join(["the", "red", "dog", "sees", "a", "cat"] * 20)
     rows = "sentence\tlabel\n" + "".join(f"{long if i % 3 == 0 else 'we run .'}\t{i % 2}\n"
-                                         for i in range(24))  # fmt: skip
+                                         for i in range(24))
     (tmp_path / "train.tsv").write_text(rows)
     (tmp_path / "long.conllu").write_text(conllu([[(w, "NOUN" if w in ("dog", "cat") else "X")
-                                                   for w in long.split()]] * 6))  # fmt: skip
+                                                   for w in long.split()]] * 6))
     for train in ("train.tsv", "long.conllu"):
         argv = [str(toy["run"]), "--train", str(tmp_path / train), "--dev", str(tmp_path / train),
                 "--vocab", str(toy["vocab"]), "--seeds", "1", "--epochs", "1", "--workers", "1",
-                "--device", "cpu"]  # fmt: skip
+                "--device", "cpu"]
         assert main(argv) == 0
         assert "note: max_length 128 capped at 64: the model has 64 positions" in capsys.readouterr().out

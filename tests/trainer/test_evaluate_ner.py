@@ -67,7 +67,7 @@ def test_conll_2003_as_it_ships(tmp_path):
     assert data.kind == "ner" and data.train.scheme == "IOB1" and data.train.fields == "column 1 -> column 4"
     first, second, third = data.train.examples
     assert first == Sentence(("EU", "rejects", "German", "call", "."), ("I-ORG", "O", "I-MISC", "O", "O"),
-                             (3, 4, 5, 6, 7))  # fmt: skip
+                             (3, 4, 5, 6, 7))
     assert second.words == ("#", "Peter", "Blackburn", "Jan") and second.labels[3] == "B-PER"
     assert third.words == ("BRUSSELS",)
     assert data.labels == ("B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER", "O")
@@ -101,7 +101,7 @@ def test_bioes_and_iob2_schemes_are_told():
 @pytest.mark.parametrize(("line", "message"), [
     ("Peter NNP B-NP", "3 fields, the file's token lines have 4"),
     ("Peter NNP B-NP PERSON", "tag 'PERSON' of word 'Peter' is no O, B-X, I-X, E-X or S-X"),
-])  # fmt: skip
+])
 def test_a_malformed_token_line_names_file_and_line_or_is_a_counted_skip(tmp_path, line, message):
     bad = CONLL2003.replace("Peter NNP B-NP I-PER", line)
     with pytest.raises(DataError) as error:

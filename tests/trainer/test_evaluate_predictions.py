@@ -26,23 +26,23 @@ from trainer.evaluate import compare
 pytest.importorskip("transformers")
 
 TASKS = {"tag": write_toy_task, "ner": write_toy_ner, "classify": write_toy_rows,
-         "regression": lambda d: write_toy_rows(d, regression=True)}  # fmt: skip
+         "regression": lambda d: write_toy_rows(d, regression=True)}
 
 
 def recompute(kind: str, lines: list[dict]) -> dict[str, float]:
     gold, predicted = [line["gold"] for line in lines], [line["predicted"] for line in lines]
     if kind == "tag":
         pairs = [(g, p) for gs, ps in zip(gold, predicted, strict=True)
-                 for g, p in zip(gs, ps, strict=True) if g]  # fmt: skip
+                 for g, p in zip(gs, ps, strict=True) if g]
         return {"accuracy": accuracy_score([g for g, _ in pairs], [p for _, p in pairs]), "n": len(pairs)}
     if kind == "ner":
         flat_gold, flat_predicted = sum(gold, []), sum(predicted, [])
         return {"entity_f1": f1_score(gold, predicted), "entity_precision": precision_score(gold, predicted),
                 "entity_recall": recall_score(gold, predicted),
-                "accuracy": accuracy_score(flat_gold, flat_predicted)}  # fmt: skip
+                "accuracy": accuracy_score(flat_gold, flat_predicted)}
     if kind == "classify":
         return {"accuracy": accuracy_score(gold, predicted), "matthews": matthews_corrcoef(gold, predicted),
-                "f1": binary_f1(gold, predicted, pos_label="1", zero_division=0), "n": len(gold)}  # fmt: skip
+                "f1": binary_f1(gold, predicted, pos_label="1", zero_division=0), "n": len(gold)}
     return {"pearson": pearsonr(gold, predicted)[0], "spearman": spearmanr(gold, predicted)[0]}
 
 
@@ -78,7 +78,7 @@ def test_every_score_is_recomputed_from_the_written_predictions(kind, toy, tmp_p
     assert (out / "dev-curves.png").read_bytes().startswith(b"\x89PNG")
     dev = written["splits"]["dev"]
     assert dev["pretrained"]["scores"] == [r["scores"]["dev"][written["metric"]] for r in written["runs"]
-                                           if r["init"] == "pretrained"]  # fmt: skip
+                                           if r["init"] == "pretrained"]
 
 
 @pytest.fixture(autouse=True, scope="module")

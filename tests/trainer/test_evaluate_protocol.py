@@ -61,7 +61,7 @@ def test_defaults_come_from_the_model_size_and_max_length_from_its_positions():
     assert chosen == (tiny.lr, tiny.epochs, tiny.batch_size, tiny.seeds)
     assert settings.max_length == 64 and notes == ["max_length 128 capped at 64: the model has 64 positions"]
     given, notes = EvalSettings(train="a", dev="b", lr=5e-5, max_length=32).resolve("base", 512, "f1",
-                                                                                     "classify")  # fmt: skip
+                                                                                     "classify")
     assert (given.lr, given.epochs, given.max_length, given.metric, notes) == (5e-5, 3.0, 32, "f1", [])
     sentence, _ = base.resolve("tiny", 64, "matthews", "classify")  # one output per example: its own rate
     assert (sentence.lr, sentence.epochs) == (tiny.sentence_lr, tiny.epochs) and tiny.sentence_lr != tiny.lr

@@ -107,11 +107,11 @@ def test_auto_tells_squad_json_from_json_lines(tmp_path):
     other.write_text(json.dumps({"data": [1, 2], "note": "paragraphs"}))
     found = {p.name: format_of(p, "auto") for p in (one_line, pretty, packed, rows, other)}
     assert found == {"train.json": "squad", "pretty.json": "squad", "train.json.gz": "squad",
-                     "rows.json": "jsonl", "other.json": "jsonl"}  # fmt: skip
+                     "rows.json": "jsonl", "other.json": "jsonl"}
     task = read_task(EvalSettings(train=str(packed), dev=str(pretty)))
     assert task.kind == "qa" and task.describe() == ("extractive question answering (SQuAD v1.1: question + "
                                                      "context -> answer span): train 1 questions, dev 1 "
-                                                     "questions")  # fmt: skip
+                                                     "questions")
 
 
 def test_mixed_files_and_window_settings_are_one_usage_line(model, tmp_path, capsys):
@@ -131,7 +131,7 @@ def test_mixed_files_and_window_settings_are_one_usage_line(model, tmp_path, cap
          "doc_stride, max_answer_length: for task qa; these files are a tag task"),
         (["--train", str(conllu), "--dev", str(conllu), "--task", "tag", "--doc-stride", "8"],
          "doc_stride, max_answer_length: for task qa, not tag"),
-    ]  # fmt: skip
+    ]
     for argv, said in cases:
         code, err = failure([str(model), *argv, "--device", "cpu"], capsys)
         assert code == 2 and said in err, (argv, err)
@@ -193,14 +193,14 @@ def official_v2(dev: Path, predictions: Path, odds: Path) -> dict | None:
     scored = predictions.with_name("scored-dev.json")
     scored.write_text(json.dumps(document))
     command = [sys.executable, str(script), str(scored), str(predictions), "--na-prob-file", str(odds),
-               "--na-prob-thresh", "inf"]  # fmt: skip
+               "--na-prob-thresh", "inf"]
     return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
 
 
 @pytest.mark.slow  # ~35 s on a loaded 2-core machine: two runs at once of a 2-layer, 64-wide model
 def test_the_command_fine_tunes_chooses_on_dev_and_every_score_is_recomputed(model, tmp_path):
     files = {name: write_marked(tmp_path / f"{name}.json", n, seed)
-             for name, (n, seed) in {"train": (150, 1), "dev": (60, 2), "test": (60, 3)}.items()}  # fmt: skip
+             for name, (n, seed) in {"train": (150, 1), "dev": (60, 2), "test": (60, 3)}.items()}
     document = json.loads(files["dev"].read_text())  # one bad question, skipped and counted
     document["data"][0]["paragraphs"][0]["qas"][0]["answers"] = [{"text": "nowhere", "answer_start": 0}]
     files["dev"].write_text(json.dumps(document))
@@ -208,7 +208,7 @@ def test_the_command_fine_tunes_chooses_on_dev_and_every_score_is_recomputed(mod
     command = [sys.executable, "-m", "trainer.evaluate", str(model), "--task", "qa", "--seeds", "1",
                "--epochs", "2", "--lr", "3e-3", "--batch-size", "16", "--max-length", "32", "--device", "cpu",
                "--on-error", "skip", "--workers", "2", "-o", str(out),
-               *(f for name, path in files.items() for f in (f"--{name}", str(path)))]  # fmt: skip
+               *(f for name, path in files.items() for f in (f"--{name}", str(path)))]
     env = os.environ | {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -223,7 +223,7 @@ def test_the_command_fine_tunes_chooses_on_dev_and_every_score_is_recomputed(mod
         assert dev[init]["median"] >= dev["baseline"] + 0.3
         assert test[init]["median"] >= test["baseline"] + 0.25
     goldfiles = {name: {q["id"]: [a["text"] for a in q["answers"]] for q in questions(path)}
-                 for name, path in files.items()}  # fmt: skip
+                 for name, path in files.items()}
     for run in result["runs"]:
         stem = out / "predictions" / f"{run['init']}-seed{run['seed']}"
         threshold = run["state"]["null_threshold"]  # chosen on dev with the chosen epoch's weights
@@ -241,10 +241,10 @@ def test_the_command_fine_tunes_chooses_on_dev_and_every_score_is_recomputed(mod
             recomputed = score(golds, answers, "2.0")  # the official rules, in percent
             reported = run["scores"][split]
             assert (reported["f1"], reported["exact_match"]) == (recomputed["f1"] / 100,
-                                                                 recomputed["exact_match"] / 100)  # fmt: skip
+                                                                 recomputed["exact_match"] / 100)
             assert reported["has_answer"]["n"] + reported["no_answer"]["n"] == reported["n"] == len(rows)
             script = official_v2(files[split], Path(f"{stem}-{split}.predictions.json"),
-                                 Path(f"{stem}-{split}.null-odds.json"))  # fmt: skip
+                                 Path(f"{stem}-{split}.null-odds.json"))
             if script is not None:
                 assert (script["f1"], script["exact"]) == (recomputed["f1"], recomputed["exact_match"])
                 if split == "dev":  # the script's own best threshold finds our dev figure again
@@ -254,9 +254,9 @@ def test_the_command_fine_tunes_chooses_on_dev_and_every_score_is_recomputed(mod
 @pytest.mark.slow  # ~5 s: three short runs
 def test_a_seed_gives_the_same_run_and_another_seed_another(model, tmp_path):
     train, dev = (write_marked(tmp_path / f"{name}.json", n, seed) for name, n, seed in
-                  (("train", 40, 4), ("dev", 20, 5)))  # fmt: skip
+                  (("train", 40, 4), ("dev", 20, 5)))
     settings = EvalSettings(train=str(train), dev=str(dev), epochs=1.0, batch_size=16, lr=2e-3, max_length=32,
-                            device="cpu")  # fmt: skip
+                            device="cpu")
     data = read_task(settings)
     with one_thread():
         runs = [finetune.run(model, data, settings, "random", seed) for seed in (7, 7, 8)]
@@ -300,7 +300,7 @@ def test_a_squad_table_in_a_pipeline_is_one_more_task(model, tmp_path, monkeypat
     with pytest.raises(UsageError, match=r"evaluate\.tasks\.squad\.doc_stride=-1: the pieces"):
         EvaluateStage.settings(load_pipeline(path).stages[-1])
     monkeypatch.setattr(finetune, "run", lambda hf, data, s, init, seed: stand_in_run(
-        data, s, 0.6 if init == "pretrained" else 0.5))  # fmt: skip
+        data, s, 0.6 if init == "pretrained" else 0.5))
     squad_only = {"squad": settings["squad"]}
     results = multitask.evaluate_tasks(model, squad_only, tmp_path / "out", workers=1)
     assert results["squad"]["kind"] == "qa" and results["squad"]["baseline_name"] == "empty answer"

@@ -33,7 +33,7 @@ from trainer.evaluate.squad_metric import score
 
 FILLER = ["river", "stone", "cloud", "tree", "bird", "house", "road", "light", "green", "small", "quiet",
           "old", "cold", "warm", "blue", "stream", "hill", "field", "wind", "rain", "snow", "lake", "moon",
-          "star", "sun", "sand", "leaf", "rock", "door", "wall"]  # fmt: skip
+          "star", "sun", "sand", "leaf", "rock", "door", "wall"]
 QUESTION = "what is the key ?"
 
 
@@ -97,7 +97,7 @@ def tiny_qa_model(root: Path, seed: int = 0, hidden: int = 64) -> Path:
     hf = tiny_tokenizer_dir(root)
     config = transformers.BertConfig(vocab_size=len((hf / "vocab.txt").read_text().splitlines()),
                                      hidden_size=hidden, num_hidden_layers=2, num_attention_heads=2,
-                                     intermediate_size=2 * hidden, max_position_embeddings=64)  # fmt: skip
+                                     intermediate_size=2 * hidden, max_position_embeddings=64)
     torch.manual_seed(seed)
     transformers.BertForQuestionAnswering(config).save_pretrained(hf)
     return hf
@@ -119,14 +119,14 @@ CONTEXT = "The Normans were in Normandy. They gave their name to Normandy, a reg
 def test_v1_and_v2_files_are_read_with_their_versions(tmp_path):
     one = read_squad(write_squad(tmp_path / "v1.json", [
         paragraph(CONTEXT, qa("a", "In what country?", ("France", 76), ("France", 76)),
-                  qa("b", "Who?", ("The Normans", 0)))]))  # fmt: skip
+                  qa("b", "Who?", ("The Normans", 0)))]))
     assert one.version == "1.1" and [q.id for q in one.examples] == ["a", "b"]
     first = one.examples[0]
     assert first.golds == ["France", "France"] and first.answers[0].end == 82
     assert first.context is one.examples[1].context  # a paragraph's questions share its context
     assert one.golds() == {"a": ["France", "France"], "b": ["The Normans"]}
     data = [paragraph(CONTEXT, qa("c", "Where?", ("Normandy", 20), impossible=False),
-                      qa("d", "When?", impossible=True))]  # fmt: skip
+                      qa("d", "When?", impossible=True))]
     for version in ("v2.0", None):  # said, or told by is_impossible
         two = read_squad(write_squad(tmp_path / "v2.json", data, version))
         assert two.version == "2.0" and two.golds() == {"c": ["Normandy"], "d": []}
@@ -183,7 +183,7 @@ def test_bad_input_is_one_line_naming_the_file_and_question_or_a_counted_skip(ca
     ({"MAX_CONTEXT_CHARS": 50}, "data[0].paragraphs[0]: a context of 83 characters, more than the 50"),
     ({"MAX_QUESTION_CHARS": 3}, "question 'ok': a question of 4 characters (at most 3)"),
     ({"MAX_ID_CHARS": 1}, "data[0].paragraphs[0].qas[0]: an id of 2 characters (at most 1)"),
-])  # fmt: skip
+])
 def test_an_oversized_context_question_or_id_is_a_fault(limit, said, tmp_path, monkeypatch):
     for name, value in limit.items():
         monkeypatch.setattr(squad, name, value)
@@ -200,7 +200,7 @@ def test_an_oversized_context_question_or_id_is_a_fault(limit, said, tmp_path, m
     (b'{"data": {}}', 'not a SQuAD file (no "data" list'),
     (b"\xff\xfe{}", "not valid JSON"),
     (b"[" * 5000 + b"]" * 5000, "nested too deeply"),
-])  # fmt: skip
+])
 def test_a_file_that_is_no_squad_json_is_one_line_even_under_skip(content, said, tmp_path):
     path = tmp_path / "x.json"
     path.write_bytes(content)
@@ -260,7 +260,7 @@ def _random_slot(doc, rng):
     while key in node if isinstance(node, dict) else True:
         value = node[key]
         children = list(value) if isinstance(value, dict) else list(range(len(value))) \
-            if isinstance(value, list) else []  # fmt: skip
+            if isinstance(value, list) else []
         if not children or rng.random() < 0.3:
             break
         node, key = value, children[rng.integers(len(children))]
@@ -306,7 +306,7 @@ def test_an_unanswerable_question_or_an_answer_no_window_holds_is_labelled_cls(t
     context = " ".join(FILLER)
     long = (" ".join(FILLER[2:20]), len(" ".join(FILLER[:2])) + 1)
     path = write_squad(tmp_path / "v2.json", [paragraph(context, qa("n", QUESTION, impossible=True),
-                                                        qa("long", QUESTION, long))], "v2.0")  # fmt: skip
+                                                        qa("long", QUESTION, long))], "v2.0")
     features = encode(tokenizer, read_squad(path).examples, 16, 2, labels=True)
     assert {(f["start_positions"], f["end_positions"]) for f in features.features} == {(0, 0)}
     assert features.unreachable == 1  # the 18-word answer: longer than any window
@@ -342,7 +342,7 @@ def test_the_best_span_is_the_exact_maximum_over_allowed_spans():
         offsets = np.array([(2 * i, 2 * i + 1) for i in range(n)])
         span = best_span(starts, ends, offsets, start, limit)
         best = max((starts[start + i] + ends[start + j], -i, -j) for i in range(n) for j in range(i, n)
-                   if j - i < limit)  # fmt: skip
+                   if j - i < limit)
         i, j = -best[1], -best[2]
         assert span == Span(2 * i, 2 * j + 1, pytest.approx(best[0]))
     assert best_span(starts, ends, np.zeros((0, 2), dtype=int), 1, 5) is None
@@ -371,7 +371,7 @@ def test_decoding_takes_the_best_window_and_the_smallest_null_and_cuts_the_conte
 
 def test_a_question_without_context_pieces_answers_nothing(tokenizer, tmp_path):
     path = write_squad(tmp_path / "empty.json", [paragraph("\x07\x07", qa("q", QUESTION, impossible=True))],
-                       "v2.0")  # fmt: skip
+                       "v2.0")
     questions = read_squad(path).examples
     features = encode(tokenizer, questions, 16, 2, labels=True)
     starts = [np.ones(len(f["input_ids"])) for f in features.features]
@@ -386,15 +386,15 @@ def test_predictions_are_squad_format_and_rows_recompute_the_scores(tmp_path):
     from trainer.evaluate.tasks.qa import KIND, fractions
 
     split = read_squad(write_squad(tmp_path / "v2.json", [paragraph(CONTEXT, qa("a", "x?", ("France", 76)),
-                                   qa("b", "y?", impossible=True))], "v2.0"))  # fmt: skip
+                                   qa("b", "y?", impossible=True))], "v2.0"))
     data = TaskData("qa", (), split, split)
     predictions = [{"text": "in France", "null_odds": -1.5}, {"text": "", "null_odds": math.inf}]
     assert KIND.side_files(data, split, predictions) == {"predictions.json": {"a": "in France", "b": ""},
                                                          "null-odds.json": {"a": -1.5, "b": math.inf}}
     rows = [json.loads(json.dumps(KIND.record(q, i, KIND.gold(data, q), p)))
-            for i, (q, p) in enumerate(zip(split.examples, predictions, strict=True))]  # fmt: skip
+            for i, (q, p) in enumerate(zip(split.examples, predictions, strict=True))]
     assert rows == [{"id": "a", "gold": ["France"], "predicted": "in France", "null_odds": -1.5},
-                    {"id": "b", "gold": [], "predicted": "", "null_odds": math.inf}]  # fmt: skip
+                    {"id": "b", "gold": [], "predicted": "", "null_odds": math.inf}]
     recomputed = score({r["id"]: r["gold"] for r in rows}, {r["id"]: r["predicted"] for r in rows}, "2.0")
     assert KIND.score(data, [r["gold"] for r in rows], predictions) == fractions(recomputed)
     assert recomputed["exact_match"] == 50.0 and recomputed["f1"] == pytest.approx(100 * (2 / 3 + 1) / 2)
@@ -403,11 +403,11 @@ def test_predictions_are_squad_format_and_rows_recompute_the_scores(tmp_path):
 def test_the_baselines_are_the_empty_answer_and_the_first_words(tmp_path):
     data = [paragraph("  Hello,  big world", qa("a", "x?", ("big world", 10)), qa("b", "y?", ("Hello", 2)))]
     one = read_squad(write_squad(tmp_path / "v1.json", data + [
-        paragraph("One two three.", qa("c", "z?", ("two three.", 4)))]))  # fmt: skip
+        paragraph("One two three.", qa("c", "z?", ("two three.", 4)))]))
     name, answers = baseline(one, one)  # the answers' usual length: 2 words (2 of 3)
     assert name == "the context's first 2 words"
     assert answers == {"a": "Hello,  big", "b": "Hello,  big", "c": "One two"}
     assert first_words("   ", 2) == "" and first_words("a b", 5) == "a b"
     two = read_squad(write_squad(tmp_path / "v2.json", data + [paragraph("Z", qa("d", "?", impossible=True))],
-                                 "v2.0"))  # fmt: skip
+                                 "v2.0"))
     assert baseline(one, two) == ("empty answer", {"a": "", "b": "", "d": ""})

@@ -114,7 +114,7 @@ def test_the_null_threshold_is_the_best_point_of_the_sweep_by_hand():
 # ---------------------------------------------------------------- the official scripts
 
 WORDS = ["The", "the", "a", "An", "cat", "Cat", "sat", "on", "mat", "mat.", "(1868)", "Paris,", "café",
-         "İstanbul", "naïve", "—", "“quoted”", "don't", "U.S.", "3.14", "x", "!", "..."]  # fmt: skip
+         "İstanbul", "naïve", "—", "“quoted”", "don't", "U.S.", "3.14", "x", "!", "..."]
 
 
 def random_dataset(rng: np.random.Generator, n: int, v2: bool) -> tuple[list, dict, dict]:
@@ -129,7 +129,7 @@ def random_dataset(rng: np.random.Generator, n: int, v2: bool) -> tuple[list, di
         paragraphs.append(paragraph(context, qa(qid, "?", *golds, impossible=not golds if v2 else None)))
         kind = rng.integers(4)
         answers[qid] = "" if kind == 0 else golds[0][0].upper() if kind == 1 and golds else \
-            _span(rng, words)[0]  # fmt: skip
+            _span(rng, words)[0]
         odds[qid] = float(rng.integers(-3, 4)) if rng.random() < 0.5 else float(rng.normal())
     # the script sweeps ties in its file's order: write_json sorts the ids (as null-odds.json is written)
     return paragraphs, answers, dict(sorted(odds.items()))
@@ -146,7 +146,7 @@ def run_official(script: Path, data: Path, predictions: Path, *extra: str) -> di
     out = data.with_suffix(".eval.json")
     done = subprocess.run([sys.executable, str(script), str(data), str(predictions), *extra]
                           + (["-o", str(out)] if "v2.0" in script.name else []),
-                          capture_output=True, text=True, check=True, timeout=120)  # fmt: skip
+                          capture_output=True, text=True, check=True, timeout=120)
     return json.loads(out.read_text() if "v2.0" in script.name else done.stdout)
 
 
@@ -176,12 +176,12 @@ def test_v2_scores_and_best_thresholds_equal_the_official_script_exactly(seed, t
     assert (ours["exact_match"], ours["f1"], ours["n"]) == (theirs["exact"], theirs["f1"], theirs["total"])
     for part, name in (("has_answer", "HasAns"), ("no_answer", "NoAns")):
         assert (ours[part]["exact_match"], ours[part]["f1"]) == (theirs[f"{name}_exact"],
-                                                                 theirs[f"{name}_f1"])  # fmt: skip
+                                                                 theirs[f"{name}_f1"])
     has = {q: bool(g) for q, g in golds.items()}
     for metric, position in (("exact", 0), ("f1", 1)):
         raw = {q: question_score(g, answers[q], "2.0")[position] for q, g in golds.items()}
         assert best_threshold(answers, raw, odds, has) == (theirs[f"best_{metric}"],
-                                                           theirs[f"best_{metric}_thresh"])  # fmt: skip
+                                                           theirs[f"best_{metric}_thresh"])
 
 
 @pytest.mark.slow  # ~2-4 s: the official script on a whole dev set

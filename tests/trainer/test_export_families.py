@@ -51,7 +51,7 @@ def test_the_export_names_its_class_and_transformers_loads_every_weight(exported
     assert config["model_type"] == family and config["architectures"] == [MODELS[family][1]]
     model, info, messages = load_with_log(transformers.AutoModelForMaskedLM, out)
     assert not info["missing_keys"] and not info["mismatched_keys"] and not info["unexpected_keys"] \
-        or family == "megatron-bert"  # fmt: skip  (its MLM class drops the pooler and NSP head: unexpected)
+        or family == "megatron-bert"  # (its MLM class drops the pooler and NSP head: unexpected)
     assert not info["missing_keys"] and not [m for m in messages if "newly" in m.lower()]
     if family == "modernbert":  # every layer global, RoPE's theta ours, no bias but the decoder's
         assert set(model.config.layer_types) == {"full_attention"} and not model.config.mlp_bias
@@ -132,7 +132,7 @@ def test_import_then_export_gives_the_same_files(exported, tmp_path):
     keep = {"corpusprep_trained_length"}  # an import's trained length is unknown
     same = [json.loads((d / "config.json").read_text()) for d in (out, back)]
     assert [{k: v for k, v in c.items() if k not in keep} for c in same[:1]] == \
-        [{k: v for k, v in c.items() if k not in keep} for c in same[1:]]  # fmt: skip
+        [{k: v for k, v in c.items() if k not in keep} for c in same[1:]]
 
 
 def test_verify_reports_exact_logits(exported, tmp_path, capsys):
@@ -148,7 +148,7 @@ def test_verify_reports_exact_logits(exported, tmp_path, capsys):
     ({"pre_ln": True, "position": "rotary"}, "position=rotary"),
     ({"bias": False}, "bias=false"),
     ({"type_vocab_size": 0}, "type_vocab_size=0"),
-])  # fmt: skip
+])
 def test_combinations_no_class_computes_are_refused_in_one_line(options, needs, tmp_path):
     checkpoint = write_checkpoint(tmp_path / "ckpt", random_model(small(**options)))
     with pytest.raises(UsageError) as refused:
@@ -191,7 +191,7 @@ def test_corpusprep_validate_finds_a_modernbert_export_whole(tmp_path):
     ({"rope_parameters": {"full_attention": {"rope_type": "yarn"}}}, "rope_type is 'yarn'"),
     ({"model_type": "roberta"}, "model_type is 'roberta'; corpusprep reads only 'bert' BERT, "
      "'megatron-bert' Megatron-BERT, 'modernbert' ModernBERT"),
-])  # fmt: skip
+])
 def test_a_modernbert_our_model_cannot_compute_is_one_line_exit_2(tmp_path, capsys, change, message):
     out = modern_export(tmp_path)
     config = json.loads((out / "config.json").read_text()) | change

@@ -23,7 +23,7 @@ def run(shards: Path, run_dir: Path, **checkpoint) -> Path:
         "schedule": {"steps": 4, "warmup_steps": 1}, "checkpoint": {"every": 4, **checkpoint},
         "eval": {"every": 0, "max_batches": 1}, "logging": {"run_dir": str(run_dir), "every": 4},
         "device": "cpu",
-    }))  # fmt: skip
+    }))
     return run_dir
 
 
@@ -71,4 +71,4 @@ def test_a_missing_or_damaged_record_keeps_the_whole_table(recorded):
     saved = {"train": {"checkpoint": {"init_from": ""}}, "shards": {"max_seq_length": recorded}}
     assert ex.trained_length(saved, config) is None
     assert ex.trained_length({"train": {"checkpoint": {"init_from": ""}}, "shards": {"max_seq_length": 128}},
-                             config) == 128  # fmt: skip
+                             config) == 128

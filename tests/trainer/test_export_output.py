@@ -49,7 +49,7 @@ def make_run(root: Path, max_position: int = 64, seed: int = 0) -> tuple[Path, P
 def tree(root: Path) -> dict[str, bytes]:
     """Every file's bytes but the lock's (engine.lock: it stays wherever a writer was pointed)."""
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != LOCK_NAME}  # fmt: skip
+            if p.is_file() and p.name != LOCK_NAME}
 
 
 def export_main(*argv: str | Path) -> int:
@@ -133,8 +133,8 @@ def test_import_follows_the_same_rules(tmp_path, capsys):
     # an import output is a model checkpoint, not an export: export never writes into it
     assert export_main(run, init, "--vocab", vocab, "--overwrite") == 2
     assert "holds import, not export" in capsys.readouterr().err
-    # an import looks like a model checkpoint (KINDS["import"].looks_like), but one it did not write is not
-    # its own: a run's step-N is refused, even with --overwrite
+    # an import looks like a model checkpoint (OUTPUT_KINDS["import"].looks_like), but one it did not
+    # write is not its own: a run's step-N is refused, even with --overwrite
     step = run / "checkpoints" / "step-0000001"
     copy = shutil.copytree(step, tmp_path / "step-copy")
     assert import_main([str(hf), str(copy), "--overwrite"]) == 2
@@ -157,7 +157,7 @@ def test_another_commands_output_is_never_written_into_even_with_overwrite(tmp_p
     assert export_main(run, hf, "--vocab", vocab) == 0
     before = tree(tmp_path)
     outputs = (other_run, other_run / "checkpoints", other_run / "hf", pipeline, pipeline / "stages",
-               pipeline / "hf", shards, shards / "hf")  # fmt: skip
+               pipeline / "hf", shards, shards / "hf")
     for out in outputs:
         assert export_main(run, out, "--vocab", vocab, "--overwrite") == 2, out
         assert import_main([str(hf), str(out), "--overwrite"]) == 2, out
@@ -167,7 +167,7 @@ def test_another_commands_output_is_never_written_into_even_with_overwrite(tmp_p
     assert tree(tmp_path) == before
     # an earlier export that has become a training run too (a run copied over it) is not ours to replace
     write_checkpoint(hf / "checkpoints" / "step-0000001", random_model(preset("tiny", vocab_size=300,
-                     hidden_size=32, num_heads=4, max_position=64)))  # fmt: skip
+                     hidden_size=32, num_heads=4, max_position=64)))
     assert export_main(run, hf, "--vocab", vocab, "--overwrite") == 2
     assert "holds a training run, not export" in capsys.readouterr().err
 
@@ -271,7 +271,7 @@ def test_a_rerun_is_up_to_date_and_another_checkpoint_is_refused_until_overwrite
 
 
 @pytest.mark.parametrize("fault", [f"{ex.FAULT_POINT}:{n}" for n in range(1, len(ex.EXPORT_FILES) + 1)]
-                         + ["artifact_committed:1"])  # fmt: skip
+                         + ["artifact_committed:1"])
 def test_a_killed_export_is_not_taken_as_complete_and_a_rerun_finishes_it(tmp_path, capsys, fault):
     run, _, vocab = make_run(tmp_path)
     assert export_main(run, tmp_path / "ref", "--vocab", vocab) == 0
@@ -284,7 +284,7 @@ def test_a_killed_export_is_not_taken_as_complete_and_a_rerun_finishes_it(tmp_pa
         with pytest.raises(InputError, match="not a finished corpusprep output"):
             require(out, "export")
         assert problems == [f"{MANIFEST}: missing: an unfinished output (killed?); run trainer.export again "
-                            "to finish it"]  # fmt: skip
+                            "to finish it"]
     assert export_main(run, out, "--vocab", vocab) == 0
     assert ("up to date" in capsys.readouterr().out) == committed
     assert tree(out) == tree(tmp_path / "ref") and not (out / ".work").exists()

@@ -161,7 +161,7 @@ def test_cli_flag_and_errors(tiny_shards, tmp_path, capsys):
 
 
 def test_init_from_the_runs_own_run_dir_is_refused_up_front(tiny_shards, previous_run, tmp_path, capsys,
-                                                            monkeypatch):  # fmt: skip
+                                                            monkeypatch):
     """issue 39: init_from the run's own run dir, or a checkpoint in it, said another way (relative), is one
     line and exit 2 before anything is written: the run writes and removes checkpoints where its weights
     come from. The check a pipeline makes when it plans (trainer.resume.check_init_from)."""

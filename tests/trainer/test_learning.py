@@ -49,7 +49,7 @@ def run(shards: Path, run_dir: Path, steps: int, batch_size: int) -> dict:
         f"schedule.steps={steps}", f"schedule.warmup_steps={steps // 10}", f"data.batch_size={batch_size}",
         "optim.lr=1e-3", "model.dropout=0.0", "model.attention_dropout=0.0",  # few steps: no regularising
         f"eval.every={steps}", "eval.max_batches=0", f"checkpoint.every={steps}", "logging.every=1",
-    ]  # fmt: skip
+    ]
     return train(load_config(None, overrides))
 
 

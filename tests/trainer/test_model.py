@@ -163,7 +163,7 @@ def test_only_masked_positions_get_gradient():
     ids, types, mask = batch([10, 14], 16)
     flat = unpad(ids, types, mask)
     x = model.encode(flat["input_ids"], flat["token_type_ids"], flat["position_ids"], Layout(
-        flat["cu_seqlens"], flat["rows"], flat["slots"]))  # fmt: skip
+        flat["cu_seqlens"], flat["rows"], flat["slots"]))
     x.retain_grad()
     positions = torch.tensor([2, 10 + 5])  # flat: the second row starts at token 10
     logits = model.mlm_head(x[positions])

@@ -28,7 +28,7 @@ def objective_shards(request, tmp_path_factory, demo_text) -> tuple[str, Path]:
     name = request.param
     out = tmp_path_factory.mktemp(f"shards_{name}")
     return name, build_shards(out, demo_text, max_seq_length=64, objective=name,
-                              mask_strategy=OBJECTIVES[name][0])  # fmt: skip
+                              mask_strategy=OBJECTIVES[name][0])
 
 
 @pytest.mark.slow  # ~21 s idle (all cases): trains and exports
@@ -44,7 +44,7 @@ def test_each_objective_trains_and_exports(objective_shards, tmp_path):
         "data.batch_size=16", "optim.lr=1e-3", "model.dropout=0.0", "model.attention_dropout=0.0",
         "eval.every=60", "eval.max_batches=4", "checkpoint.every=60", "logging.every=1",
         f"data.dynamic_masking={'true' if name == 'none' else 'false'}",
-    ]  # fmt: skip
+    ]
     summary = train(load_config(None, overrides))
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     losses = [r["loss"] for r in records if "loss" in r]
@@ -79,7 +79,7 @@ def test_an_mlm_only_export_imports_and_exports_back_unchanged(objective_shards,
     name, shards = objective_shards
     run_dir = tmp_path / "run"
     train(load_config(None, [f'data.shards="{shards}"', f'logging.run_dir="{run_dir}"', 'device="cpu"',
-                             "schedule.steps=2", "data.batch_size=8", "eval.max_batches=1"]))  # fmt: skip
+                             "schedule.steps=2", "data.batch_size=8", "eval.max_batches=1"]))
     first = export(run_dir, tmp_path / "hf")
     record = import_hf(first, tmp_path / "imported")
     assert record["model"]["objective"] == name and record["source"]["initialized_fresh"] == []

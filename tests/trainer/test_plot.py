@@ -21,7 +21,7 @@ def records(steps: int = 40) -> list[dict]:
         out.append({"step": step, "loss": 7.4 - 1.9 * t + nsp, "mlm_loss": 7.4 - 1.9 * t, "nsp_loss": nsp})
         if step % 100 == 0:
             out.append({"step": step, "val_mlm_loss": 7.3 - 1.8 * t, "val_mlm_acc": 0.13 * t,
-                        "val_nsp_loss": nsp, "val_nsp_acc": 0.5 + 0.05 * t})  # fmt: skip
+                        "val_nsp_loss": nsp, "val_nsp_acc": 0.5 + 0.05 * t})
     return out
 
 
@@ -32,7 +32,7 @@ def test_nsp_loss_has_its_own_axis_and_every_panel_is_labelled():
     fig = figure(records(), "training run demo")
     mlm, nsp, mlm_accuracy, nsp_accuracy = fig.axes
     titles = ["masked LM loss", "next-sentence loss", "masked LM accuracy (validation)",
-              "next-sentence accuracy (validation)"]  # fmt: skip
+              "next-sentence accuracy (validation)"]
     assert [ax.get_title() for ax in fig.axes] == titles
     low, high = nsp.get_ylim()
     assert high - low < 0.2 and low < math.log(2) < high  # NSP's variation fills its panel, not flattened

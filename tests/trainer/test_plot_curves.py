@@ -22,7 +22,7 @@ def losses(shards: Path, run_dir: Path, every: int) -> list[dict]:
         "schedule": {"steps": 8, "warmup_steps": 2}, "checkpoint": {"every": 8},
         "eval": {"every": 0, "max_batches": 1}, "logging": {"run_dir": str(run_dir), "every": every},
         "device": "cpu",
-    }))  # fmt: skip
+    }))
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     return [r for r in records if "mlm_loss" in r]
 
@@ -46,11 +46,11 @@ def curve(steps: int = 30, objective: str = "nsp") -> list[dict]:
     for step in range(10, steps * 10 + 1, 10):
         t = step / (steps * 10)
         out.append({"step": step, "loss": 8 - 2 * t, "mlm_loss": 7.3 - 2 * t, "window_steps": 10}
-                   | ({f"{objective}_loss": 0.69} if objective != "none" else {}))  # fmt: skip
+                   | ({f"{objective}_loss": 0.69} if objective != "none" else {}))
         if step % 50 == 0:
             out.append({"step": step, "val_mlm_loss": 7.2 - 2 * t, "val_mlm_acc": 0.02 + 0.14 * t}
                        | ({f"val_{objective}_loss": 0.69, f"val_{objective}_acc": 0.5 + 0.1 * t ** 4}
-                          if objective != "none" else {}))  # fmt: skip
+                          if objective != "none" else {}))
     return out
 
 
@@ -80,7 +80,7 @@ def test_records_it_cannot_use_are_counted_not_a_traceback(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out.strip() == str(tmp_path / "curves.png") and (tmp_path / "curves.png").stat().st_size > 20_000
     assert err.strip() == (f"{tmp_path / 'metrics.jsonl'}: skipped 4 record(s) that are neither training nor "
-                           "validation metrics (first: record 2)")  # fmt: skip
+                           "validation metrics (first: record 2)")
 
 
 @pytest.mark.slow  # ~7 s idle under load: subprocesses
@@ -91,10 +91,10 @@ def test_a_file_with_no_usable_record_is_one_line(tmp_path):
     (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 1, "loss": 7.0}) + "\n")
     repo = Path(__file__).resolve().parents[2]
     run = subprocess.run([sys.executable, "-m", "trainer.plot", str(tmp_path)], capture_output=True,
-                         text=True, cwd=repo)  # fmt: skip
+                         text=True, cwd=repo)
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert run.stderr.strip() == (f"error: {tmp_path / 'metrics.jsonl'}: no training or validation record (a "
-                                  "step with mlm_loss or val_mlm_loss)")  # fmt: skip
+                                  "step with mlm_loss or val_mlm_loss)")
 
 
 def test_a_pipeline_run_plots_its_training_stage(tmp_path, capsys):

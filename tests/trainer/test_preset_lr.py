@@ -29,7 +29,7 @@ def printed_lr(capsys, *argv: str) -> float:
     (("--set", "optim.lr=3e-3"), 3e-3),
     (("--init-from", "runs/base"), 1e-4),  # the saved architecture, unknown here: BERT's
     (("--init-from", "runs/base", "--preset", "mini"), 5e-4),
-])  # fmt: skip
+])
 def test_print_config_shows_the_presets_learning_rate(capsys, argv, lr):
     assert printed_lr(capsys, *argv) == pytest.approx(lr)
 

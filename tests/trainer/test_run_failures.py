@@ -23,7 +23,7 @@ def run_args(shards: Path, run_dir: Path, *extra: str) -> list[str]:
     return ["--shards", str(shards), "--run-dir", str(run_dir), "--steps", "4", "--warmup-steps", "1",
             "--batch-size", "8", "--lr", "1e-3", "--checkpoint-every", "2", "--log-every", "1",
             "--device", "cpu", "--set", "data.chunk_rows=64", "--set", "eval.max_batches=1",
-            *extra]  # fmt: skip
+            *extra]
 
 
 @pytest.mark.parametrize("fused", [False, True], ids=["host-check", "skipped-on-device"])

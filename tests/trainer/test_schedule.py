@@ -82,7 +82,7 @@ def test_warm_up_stable_decay_by_budget(shape):
     ({"budget": "9" * 400 + "h"}, "is more than a year"),  # float: inf
     ({"steps": MAX_STEPS + 1}, "schedule.steps=1000000001 must be an integer from 1 to 1,000,000,000"),
     ({"grad_accum": 2**40}, "schedule.grad_accum=1099511627776 must be an integer from 1 to 1048576"),
-])  # fmt: skip
+])
 def test_schedule_settings_out_of_range_are_one_line(settings, message):
     with pytest.raises(UsageError, match="^config: ") as refused:
         load_config({"schedule": settings})

@@ -70,7 +70,7 @@ def test_the_policy_is_set_before_torch_loads_openmp_and_an_explicit_choice_wins
     seen = first_torch_import("from trainer import threads; threads.configure(1)")
     assert seen["policy"] == threads.WAIT_POLICY and seen["torch_threads"] == threads.available_cores()
     seen = first_torch_import("from trainer import threads; threads.configure(1)",
-                              OMP_WAIT_POLICY="ACTIVE", OMP_NUM_THREADS="1")  # fmt: skip
+                              OMP_WAIT_POLICY="ACTIVE", OMP_NUM_THREADS="1")
     assert (seen["policy"], seen["torch_threads"]) == ("ACTIVE", 1)
 
 

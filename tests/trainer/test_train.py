@@ -162,7 +162,7 @@ def torchrun(*args: str, env: dict | None = None, ranks: int = 2) -> subprocess.
     itself (no port picked here and raced for); the timeouts leave room for a machine shared with others."""
     worker = REPO / "tests" / "trainer" / "ddp_worker.py"
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks),
-               "--rdzv-conf", "join_timeout=300", str(worker), *args]  # fmt: skip
+               "--rdzv-conf", "join_timeout=300", str(worker), *args]
     env = os.environ | {"OMP_NUM_THREADS": "1"} | (env or {})
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
 
@@ -211,7 +211,7 @@ def test_torchrun_two_cpu_ranks_agree_on_weights(tiny_shards, tmp_path):
     # killed (rank 0, in the middle of writing checkpoint 4), then resumed under torchrun: the same weights
     killed = tmp_path / "killed"
     resumed_args = small_run(tiny_shards, killed, "schedule.steps=4", "checkpoint.every=2", "eval.every=4",
-                             *ramp)  # fmt: skip
+                             *ramp)
     died = torchrun(*resumed_args, env=faults.spec("checkpoint_file", 5))
     assert died.returncode != 0 and checkpoint.latest(killed).name.endswith("2")
     assert_clean_exit(torchrun(*resumed_args, "checkpoint.resume=true"))
@@ -234,7 +234,7 @@ def test_a_two_rank_run_resumes_in_one_process(tiny_shards, tmp_path, capsys):
 
     run = tmp_path / "run"
     args = small_run(tiny_shards, run, "data.batch_size=4", "schedule.steps=4", "checkpoint.every=2",
-                     "eval.every=4")  # fmt: skip
+                     "eval.every=4")
     assert_clean_exit(torchrun(*args))
     assert checkpoint.load(checkpoint.latest(run), "trainer")["data"] == {"epoch": 0, "examples": 32}
     config = load_config(None, small_run(tiny_shards, run, "schedule.steps=8", "checkpoint.resume=true"))
@@ -271,7 +271,7 @@ def test_a_run_that_fails_at_start_leaves_no_run_directory(tiny_shards, tmp_path
     assert missing.returncode == 2 and not (tmp_path / "a").exists()
     # shards of up to 64 tokens, a model with 32 positions: refused before the model is built
     short = run_cli("--shards", str(tiny_shards), "--run-dir", str(tmp_path / "b"), "--device", "cpu",
-                    "--set", "model.max_position=32")  # fmt: skip
+                    "--set", "model.max_position=32")
     assert short.returncode == 2 and not (tmp_path / "b").exists()
     assert short.stderr.count("\n") == 1 and "Traceback" not in short.stderr
     assert "up to 64 tokens" in short.stderr and "max_position 32" in short.stderr
@@ -305,7 +305,7 @@ def test_resume_with_other_workers_is_the_uninterrupted_run(tiny_shards, tmp_pat
         shutil.rmtree(cut / "checkpoints" / step)
     assert checkpoint.load(checkpoint.latest(cut), "trainer")["data"] == {"epoch": 0, "examples": 32}
     resumed = train(load_config(None, small_run(tiny_shards, cut, "data.num_workers=2",
-                                                 "checkpoint.resume=true")))  # fmt: skip
+                                                 "checkpoint.resume=true")))
     assert resumed["steps"] == 12 and resumed["weights_sha256"] == whole["weights_sha256"]
     assert train_losses(cut) == train_losses(tmp_path / "whole")
 
@@ -323,7 +323,7 @@ def test_resume_with_another_batch_size_continues_at_the_next_example(tiny_shard
     run = tmp_path / "run"
     train(load_config(None, small_run(tiny_shards, run, "schedule.steps=4")))
     config = load_config(None, small_run(tiny_shards, run, "data.batch_size=12", "data.num_workers=2",
-                                         "checkpoint.resume=true"))  # fmt: skip
+                                         "checkpoint.resume=true"))
     trainer = Trainer(config, Dist(), torch.device("cpu"))
     trainer.train_step()
     shards = open_shards(tiny_shards)
@@ -359,7 +359,7 @@ def test_an_earlier_trainers_position_converts_exactly_or_is_one_line(tiny_shard
     runs = {}
     earlier = {"one": [{"batches": 4, "rows": [32]}], "roles": [{"batches": 4, "rows": [16, 16]}],
                "ranks": [{"batches": 4, "rows": [32]}] * 2,
-               "far": [{"batches": 4, "rows": [10**17]}]}  # fmt: skip
+               "far": [{"batches": 4, "rows": [10**17]}]}
     for name, positions in earlier.items():
         runs[name] = tmp_path / name
         shutil.copytree(tmp_path / "whole", runs[name])
@@ -372,7 +372,7 @@ def test_an_earlier_trainers_position_converts_exactly_or_is_one_line(tiny_shard
     assert checkpoint.load(checkpoint.latest(runs["one"]), "trainer")["data"] == {"epoch": 0, "examples": 96}
     refused = {"roles": r"positions: a data position per worker stream \(1 rank\(s\) x 2 DataLoader worker",
                "ranks": r"positions: a data position per worker stream \(2 rank\(s\) x 1 DataLoader worker",
-               "far": r"positions\[0\]: 4 batches of 100000000000000000 rows, not what"}  # fmt: skip
+               "far": r"positions\[0\]: 4 batches of 100000000000000000 rows, not what"}
     for name, says in refused.items():
         with pytest.raises(DataError, match=r"step-0000004/trainer.json: " + says) as caught:
             train(load_config(None, small_run(tiny_shards, runs[name], "checkpoint.resume=true")))
@@ -388,7 +388,7 @@ def test_the_trainers_parts_work_alone(tiny_shards, tmp_path):
 
     torch.set_num_threads(1)
     config = load_config(None, small_run(tiny_shards, tmp_path / "run", "model.dropout=0.0",
-                                         "model.attention_dropout=0.0"))  # fmt: skip
+                                         "model.attention_dropout=0.0"))
     trainer = Trainer(config, Dist(), torch.device("cpu"))
     before = {k: v.clone() for k, v in trainer.raw_model.state_dict().items()}
     values = trainer.train_step()
@@ -400,12 +400,12 @@ def test_the_trainers_parts_work_alone(tiny_shards, tmp_path):
     after_step = {k: v.clone() for k, v in trainer.raw_model.state_dict().items()}
     scores = trainer.evaluate()
     assert set(scores) == {"val_mlm_loss", "val_mlm_acc", "val_mlm_acc_se", "val_nsp_loss", "val_nsp_acc",
-                           "val_nsp_acc_se"}  # fmt: skip
+                           "val_nsp_acc_se"}
     assert all(torch.equal(after_step[k], v) for k, v in trainer.raw_model.state_dict().items())
     trainer.save_checkpoint()
     fresh = Trainer(load_config(None, small_run(tiny_shards, tmp_path / "run", "model.dropout=0.0",
                                                 "model.attention_dropout=0.0", "checkpoint.resume=true")),
-                    Dist(), torch.device("cpu"))  # fmt: skip
+                    Dist(), torch.device("cpu"))
     assert fresh.step == 1 and fresh.position == trainer.position
     assert float(fresh.train_step()["loss"]) == float(trainer.train_step()["loss"])
 
@@ -423,7 +423,7 @@ def test_resume_accepts_the_same_run_said_otherwise(tiny_shards, tmp_path, monke
         "schedule warm-up: 2 steps of 20 (the default) -> 3 steps of 20 (schedule.warmup_steps=3)"]
     monkeypatch.chdir(tmp_path)
     again = small_run(tiny_shards, run, "schedule.steps=6", 'model.preset="tiny"', "model.hidden_size=128",
-                      "checkpoint.resume=true")  # fmt: skip
+                      "checkpoint.resume=true")
     resumed = train(load_config(None, again))
     assert resumed["steps"] == 6
     with pytest.raises(UsageError, match=r"model.hidden_size: 128 -> 64"):

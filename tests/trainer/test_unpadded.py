@@ -70,7 +70,7 @@ def test_a_batch_is_its_rows_unpadded(shards_of, name):
         starts, pieces = list_parts(table["document_starts"])
         assert len(pieces) > R  # packed: more pieces than rows
         expected = np.concatenate([np.diff([*p, n_]) for p, n_ in zip(
-            np.split(pieces, starts[1:-1]), lengths, strict=True)])  # fmt: skip
+            np.split(pieces, starts[1:-1]), lengths, strict=True)])
     else:
         expected = lengths
     assert sequences[: len(expected)].tolist() == expected.tolist() and cu[len(expected)] == n
@@ -94,7 +94,7 @@ def test_padded_rows_unpad_to_the_loaders_layout(shards_of, name):
     p, n = padded_rows(b), b["num_tokens"]
     pieces = torch.diff(b["cu_seqlens"]).long()[: int((b["cu_seqlens"] < n).sum())]
     flat = unpad(p["input_ids"], p["token_type_ids"], p["attention_mask"], p["position_ids"],
-                 pieces if name == "none" else None)  # fmt: skip
+                 pieces if name == "none" else None)
     for key in ("input_ids", "token_type_ids", "position_ids", "slots"):
         assert torch.equal(flat[key][:n], b[key][:n]), key
     assert torch.equal(flat["rows"], b["rows"]) and len(flat["input_ids"]) == n + 1
@@ -123,7 +123,7 @@ class HostReads(TorchDispatchMode):
     `int()`), or a shape that depends on data (`nonzero`, masked selection, `unique`, ...)."""
 
     SYNCS = {"_local_scalar_dense", "nonzero", "masked_select", "is_nonzero", "equal", "unique_dim",
-             "_unique2", "unique_consecutive", "repeat_interleave"}  # fmt: skip
+             "_unique2", "unique_consecutive", "repeat_interleave"}
 
     def __init__(self):
         super().__init__()
@@ -154,7 +154,7 @@ def test_a_training_step_never_reads_the_device_on_the_host(shards_of, case):
     assert reads.seen == []
     with HostReads() as reads:  # the recorder sees them: Hugging Face's padded convention does sync
         model.padded(**{k: v for k, v in padded_rows(batch).items() if k in ("input_ids", "token_type_ids",
-                                                                            "attention_mask")})  # fmt: skip
+                                                                            "attention_mask")})
     assert any("nonzero" in op for op in reads.seen)
 
 
@@ -169,7 +169,7 @@ def fresh_compiler():
 def small_model(vocab_size: int, objective: str, **options) -> BertForPreTraining:
     torch.manual_seed(0)
     config = preset("tiny", vocab_size=vocab_size, objective=objective, num_layers=1, hidden_size=32,
-                    num_heads=2, dropout=0.0, attention_dropout=0.0, **options)  # fmt: skip
+                    num_heads=2, dropout=0.0, attention_dropout=0.0, **options)
     return BertForPreTraining(config).train()
 
 

@@ -52,7 +52,7 @@ def _number(given: str | None, option: str, path: Path, width: int) -> int | Non
         return None
     if not given.isdigit() or not 1 <= int(given) <= width:
         raise UsageError(f"{path}: {option} {given!r}: a column number from 1 to {width} (the file's token "
-                         f"lines have {width} fields)")  # fmt: skip
+                         f"lines have {width} fields)")
     return int(given) - 1
 
 
@@ -73,10 +73,10 @@ def layout(path: Path, settings) -> Layout:
     tag = _number(settings.label_column, "--label-column", path, width)
     if tag is None:  # 80%: a malformed tag among the first lines is a fault of its line, not of the column
         tagged = [c for c in range(width) if c != word
-                  and sum(bool(IOB_TAG.match(r[c])) for r in rows) >= 0.8 * len(rows)]  # fmt: skip
+                  and sum(bool(IOB_TAG.match(r[c])) for r in rows) >= 0.8 * len(rows)]
         if not tagged:
             raise UsageError(f"{path}: no column holds tags (O, B-X, I-X...); name the tag column with "
-                             "--label-column N")  # fmt: skip
+                             "--label-column N")
         tag = tagged[-1]
     return Layout(tabs, width, word, tag)
 

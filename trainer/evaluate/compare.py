@@ -85,7 +85,7 @@ def write_predictions(directory: Path, name: str, data: TaskData, split: str, pr
     side files' names, relative to `directory`."""
     kind, examples = data.task, data.scored[split].examples
     lines = [json.dumps(kind.record(e, i, kind.gold(data, e), p), ensure_ascii=False)
-             for i, (e, p) in enumerate(zip(examples, predictions, strict=True))]  # fmt: skip
+             for i, (e, p) in enumerate(zip(examples, predictions, strict=True))]
     stem = f"predictions/{name}-{split}"
     storage.write_text(directory / f"{stem}.jsonl", "".join(line + "\n" for line in lines), encoding="utf-8")
     sides = kind.side_files(data, data.scored[split], predictions)
@@ -107,12 +107,12 @@ def run_task(task: Task) -> dict[str, Any]:
     finally:
         torch.set_num_threads(threads)
     sides = [name for split, predictions in found["predictions"].items()
-             for name in write_predictions(job.out, task.id, job.data, split, predictions)]  # fmt: skip
+             for name in write_predictions(job.out, task.id, job.data, split, predictions)]
     record = {"init": init, "seed": seed, "config": {"lr": lr, "batch_size": batch, "epochs": epochs},
               "scores": found["scores"], "epoch": found["epoch"], "curve": found["curve"],
               "diverged": found["diverged"], "collapsed": found["collapsed"], "state": found["state"],
               "encoded": found["encoded"], "threads": job.threads,
-              "seconds": round(time.perf_counter() - started, 2)}  # fmt: skip
+              "seconds": round(time.perf_counter() - started, 2)}
     write_json(job.out / task.outputs[0], record)
     shown = " ".join(f"{name} {s[settings.metric]:.4f}" for name, s in found["scores"].items())
     grid = task.id != run_name(init, seed, None)
@@ -141,7 +141,7 @@ def prepare(source: str | Path, settings: EvalSettings) -> tuple[TaskData, EvalS
     shape = model_shape(source)
     size = size_of(shape["hidden_size"], shape["num_layers"])
     resolved, notes = settings.resolve(size, shape["max_position"], headline(data.task, settings.metric),
-                                       data.kind)  # fmt: skip
+                                       data.kind)
     return data, resolved, notes, shape | {"size": size}
 
 
@@ -165,10 +165,10 @@ def evaluate(
         log(f"note: {note}")
     files = [p for p in (settings.train, settings.dev, settings.test) if p]
     identity = {"settings": asdict(settings), "model": model_identity,
-                "inputs": {"files": input_files(files)}}  # fmt: skip
+                "inputs": {"files": input_files(files)}}
     if out is None:
         with tempfile.TemporaryDirectory(prefix="corpusprep-evaluate-") as scratch, \
-                Artifact(scratch, KIND, identity, quiet=True) as art:  # fmt: skip
+                Artifact(scratch, KIND, identity, quiet=True) as art:
             return _build(art, source, data, settings, notes, shape, workers)
     inputs = [*files, source]
     with Artifact(out, KIND, identity, inputs=inputs, overwrite=overwrite) as art:
@@ -179,7 +179,7 @@ def evaluate(
 
 
 def _build(art: Artifact, source: str | Path, data: TaskData, settings: EvalSettings, notes: list[str],
-           shape: dict, workers: int | None) -> dict[str, Any]:  # fmt: skip
+           shape: dict, workers: int | None) -> dict[str, Any]:
     """Run what is not done yet (pool workers), choose, summarise, write the result and the page, commit."""
     load, started = os.getloadavg()[0], time.perf_counter()
     configs = settings.configs(shape["size"], data.task.name)
@@ -199,7 +199,7 @@ def _build(art: Artifact, source: str | Path, data: TaskData, settings: EvalSett
     seconds = round(sum(r["seconds"] for r in records), 1)  # of the runs, one after the other
     result |= {"notes": notes, "run_count": len(records), "seconds": seconds,
                "wall_seconds": round(time.perf_counter() - started, 1), "runs_at_once": at_once,
-               "load_average": load, "cpus": default_workers()}  # fmt: skip
+               "load_average": load, "cpus": default_workers()}
     if grid:
         result["grid"] = grid
     plotted = [name] if (name := curves.plot(result, art.directory)) else []
@@ -220,12 +220,12 @@ def choose(todo: list[Task], records: list[dict], settings: EvalSettings) -> tup
         by.setdefault(config, {}).setdefault(init, []).append(i)
     metric = settings.metric
     medians = {c: {init: summary.spread([records[i]["scores"]["dev"][metric] for i in runs])["median"]
-                   for init, runs in inits.items()} for c, inits in by.items()}  # fmt: skip
+                   for init, runs in inits.items()} for c, inits in by.items()}
     best = {init: max(by, key=lambda c, init=init: medians[c][init]) for init in finetune.INITS}
     pairs = zip(*(by[best[init]][init] for init in finetune.INITS), strict=True)
     chosen = [i for pair in pairs for i in pair]
     grid = [{"lr": c[0], "batch_size": c[1], "epochs": c[2], "dev_median": medians[c],
-             "chosen": [init for init in finetune.INITS if best[init] == c]} for c in by]  # fmt: skip
+             "chosen": [init for init in finetune.INITS if best[init] == c]} for c in by]
     return chosen, grid if len(by) > 1 else []
 
 
@@ -267,7 +267,7 @@ def baseline_scores(data: TaskData, split: str) -> dict[str, Any]:
 
 
 def summarize(data: TaskData, settings: EvalSettings, records: list[dict], description: str, cost: dict,
-              source: str, shape: dict) -> dict[str, Any]:  # fmt: skip
+              source: str, shape: dict) -> dict[str, Any]:
     """The chosen runs' scores -> per split: both models' per-seed headline scores, medians, spreads, gain,
     verdict; the other metrics' medians; the cheap baseline and the published figures that apply."""
     kind, metric = data.task, settings.metric
@@ -298,7 +298,7 @@ def summarize(data: TaskData, settings: EvalSettings, records: list[dict], descr
         found["warnings"] = summary.warnings(found, base[metric], result["baseline_name"])
         found["warnings"] += summary.run_warnings(records, split, kind.unit)
         found["published"] = published.figures(published.benchmark_of(settings.benchmark, split),
-                                               shape["num_layers"], shape["hidden_size"])  # fmt: skip
+                                               shape["num_layers"], shape["hidden_size"])
         result["splits"][split] = found
     splits = {"train": data.train, **data.scored}
     if skipped := {n: s.skips.to_dict() for n, s in splits.items() if s.skips.counts}:

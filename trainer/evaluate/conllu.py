@@ -24,7 +24,7 @@ def label_field(column: str | None) -> int:
     if name.isdigit() and 2 < int(name) <= 10:
         return int(name) - 1
     raise UsageError(f"--label-column {column!r}: for CoNLL-U, one of {', '.join(CONLLU_LABELS)} or a "
-                     "field number 3-10")  # fmt: skip
+                     "field number 3-10")
 
 
 def read_conllu(path: Path, fmt: str, settings) -> Split:

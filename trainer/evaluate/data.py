@@ -43,7 +43,7 @@ ON_ERROR = ("fail", "skip")
 # its content (SQuAD's JSON, else JSON lines: `readers.format_of`)
 SUFFIXES = {".conllu": "conllu", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl",
             ".iob": "conll", ".iob1": "conll", ".iob2": "conll", ".bio": "conll",
-            ".bioes": "conll"}  # fmt: skip
+            ".bioes": "conll"}
 SNIFFED = (".conll", ".tsv", ".txt", ".train", ".testa", ".testb", ".dev", ".test", "")
 SNIFF_LINES = 200
 
@@ -155,7 +155,7 @@ class Faults:
 
 
 def read_lines(path: Path, stats: ReadStats,
-               faults: Faults | None = None) -> Iterator[tuple[int, str | None]]:  # fmt: skip
+               faults: Faults | None = None) -> Iterator[tuple[int, str | None]]:
     """(line number, text) of a file, decompressed; unreadable or truncated files are one line. A line over
     MAX_LINE_BYTES is never held whole: it is a fault (`faults`), then (number, None) for the reader to
     leave out its sentence or row."""
@@ -205,7 +205,7 @@ def sniff(path: Path) -> str:
         return "conllu"
     inner_blank = any(not line.strip() for line in lines[: len(lines) - 1]) and len(tokens) > 1
     if any(t.startswith("-DOCSTART-") for t in tokens) or (inner_blank and tokens) or \
-            (tokens and all(IOB_TAG.match(t.split()[-1] if t.split() else "") for t in tokens)):  # fmt: skip
+            (tokens and all(IOB_TAG.match(t.split()[-1] if t.split() else "") for t in tokens)):
         return "conll"
     return "tsv"
 
@@ -229,7 +229,7 @@ def file_format(path: Path, fmt: str) -> str:
     if suffix in SNIFFED:
         return sniff(path)
     raise UsageError(f"{path}: cannot tell the format from the name; pass --format "
-                     f"({', '.join(FORMATS[1:])})")  # fmt: skip
+                     f"({', '.join(FORMATS[1:])})")
 
 
 class Sentences:
@@ -289,7 +289,7 @@ def label_set(train: Split, names: Iterator[str]) -> tuple[str, ...]:
         labels.add(label)
         if len(labels) > MAX_LABELS:
             raise DataError(f"{train.path}: more than {MAX_LABELS:,} distinct labels (a column of free text? "
-                            "name the label column with --label-column)")  # fmt: skip
+                            "name the label column with --label-column)")
     if len(labels) < 2:
         raise DataError(f"{train.path}: only one label ({next(iter(labels))!r}); nothing to learn")
     return tuple(sorted(labels))
@@ -306,13 +306,13 @@ def check_known_labels(split: Split, known: set[str], faults: Faults, whole_sent
                 kept.append(example)
             else:
                 faults.fault("unknown_label", example.line, f"label {example.label!r} is not in the training "
-                             "data")  # fmt: skip
+                             "data")
             continue
         labels = list(example.labels)
         for i, label in enumerate(labels):
             if label and label not in known:
                 faults.fault("unknown_label", example.lines[i], f"label {label!r} of word "
-                             f"{example.words[i]!r} is not in the training data")  # fmt: skip
+                             f"{example.words[i]!r} is not in the training data")
                 labels[i] = ""  # no label: not scored
         if whole_sentence and "" in labels:
             continue

@@ -49,7 +49,7 @@ def require_transformers() -> Any:
         import transformers
     except ImportError as error:
         raise UsageError(f"trainer.evaluate needs transformers and accelerate ({error.name} is missing): "
-                         f"{EXTRA}") from None  # fmt: skip
+                         f"{EXTRA}") from None
     return transformers
 
 
@@ -142,7 +142,7 @@ class Scored:
 
 
 def score_split(model, collator, data: TaskData, split: str, encoded: Encoded, batch_size: int,
-                state: dict) -> Scored:  # fmt: skip
+                state: dict) -> Scored:
     kind, examples = data.task, data.scored[split].examples
     outputs = predict(model, collator, kind, encoded, batch_size)
     predictions = kind.decode(data, split, examples, encoded, outputs, state)
@@ -171,7 +171,7 @@ def train(model, tokenizer, data: TaskData, encoded: Encoded, settings: EvalSett
 
 
 def fit(model, tokenizer, data: TaskData, encoded: Encoded, settings: EvalSettings, seed: int,
-        callbacks: list | None = None):  # fmt: skip
+        callbacks: list | None = None):
     """Fine-tune `model` in place with transformers.Trainer: AdamW, linear warm-up then decay, the settings'
     epochs (as a number of steps, so both models take exactly the same schedule). Returns the Trainer's
     TrainOutput (its `training_loss`: the mean loss of all steps, NaN ones included)."""
@@ -198,13 +198,13 @@ def fit(model, tokenizer, data: TaskData, encoded: Encoded, settings: EvalSettin
     # batches of similar lengths: less padding (transformers 5 names the option; 4.x had a flag)
     names = {f.name for f in dataclasses.fields(transformers.TrainingArguments)}
     options |= {"train_sampling_strategy": "group_by_length"} if "train_sampling_strategy" in names else \
-        {"group_by_length": True}  # fmt: skip
+        {"group_by_length": True}
     with tempfile.TemporaryDirectory(prefix="corpusprep-finetune-") as scratch, seeded(seed), \
-            _quiet(transformers):  # fmt: skip
+            _quiet(transformers):
         args = transformers.TrainingArguments(output_dir=scratch, **options)
         trainer = transformers.Trainer(model=model, args=args, train_dataset=encoded.features,
                                        data_collator=data.task.collator(transformers, tokenizer),
-                                       callbacks=callbacks)  # fmt: skip
+                                       callbacks=callbacks)
         trainer.remove_callback(transformers.PrinterCallback)  # its dict of run times on stdout
         output = trainer.train()
     model.eval()
@@ -232,7 +232,7 @@ def run(hf_dir: Path, data: TaskData, settings: EvalSettings, init: str, seed: i
     model = build_model(hf_dir, data, init, seed)
     collator = kind.collator(transformers, tokenizer)
     encoded = {name: kind.encode(tokenizer, data, s.examples, settings, train=False) for name, s in
-               data.scored.items()}  # fmt: skip
+               data.scored.items()}
     batch = settings.batch_size * 2
     curve: list[list[float]] = []
     best: dict[str, Any] = {}
@@ -254,7 +254,7 @@ def run(hf_dir: Path, data: TaskData, settings: EvalSettings, init: str, seed: i
     diverged = None
     if not math.isfinite(output.training_loss) or not _weights_finite(model):
         diverged = f"training loss {output.training_loss:.4g}" if not math.isfinite(output.training_loss) \
-            else "weights not finite"  # fmt: skip
+            else "weights not finite"
     if best["epoch"] != curve[-1][0]:
         model.load_state_dict(best["weights"])
     state = best["state"]

@@ -82,7 +82,7 @@ def settings_for(task: GlueTask, directory: Path, base: EvalSettings) -> EvalSet
     columns = cola_columns(train) if task.name == "CoLA" else {}
     return replace(base, train=str(train), dev=str(dev), test=str(second) if second else None,
                    task=task.kind, format="tsv", metric=task.metric, benchmark=task.benchmark,
-                   **columns)  # fmt: skip
+                   **columns)
 
 
 def chosen(names: str | None) -> list[GlueTask]:
@@ -97,20 +97,20 @@ def chosen(names: str | None) -> list[GlueTask]:
 
 
 def run_suite(source: str | Path, directory: str | Path, base: EvalSettings, out: str | Path | None,
-              names: str | None = None, **options) -> dict[str, Any]:  # fmt: skip
+              names: str | None = None, **options) -> dict[str, Any]:
     """Evaluate every task present; returns {"tasks": {name: evaluation result}, "skipped": [names]}."""
     from trainer.evaluate.compare import evaluate, log
 
     directory = Path(directory)
     if not storage.is_dir(directory):
         raise UsageError(f"{storage.url(directory)}: not a directory (GLUE's layout: TASK/train.tsv, "
-                         "TASK/dev.tsv)")  # fmt: skip
+                         "TASK/dev.tsv)")
     todo = {t.name: settings_for(t, directory, base) for t in chosen(names)}
     missing = [name for name, s in todo.items() if s is None]
     present = {name: s for name, s in todo.items() if s is not None}
     if not present:
         raise UsageError(f"{directory}: no GLUE task (TASK/train.tsv and TASK/dev.tsv for TASK in "
-                         f"{', '.join(t.name for t in TASKS)})")  # fmt: skip
+                         f"{', '.join(t.name for t in TASKS)})")
     for settings in present.values():  # every setting checked before the first run
         settings.check()
     results = {}
@@ -149,7 +149,7 @@ def table(suite: dict[str, Any]) -> str:
     head = "| GLUE dev | " + " | ".join(header for header, _, _ in columns) + " | Average |"
     lines = [head, "|---|" + "---:|" * (len(columns) + 1)]
     for key, name in (("pretrained", "pre-trained"), ("random", "random init"), ("gain", "gain"),
-                      ("baseline", "baseline (majority class; word overlap for STS-B)")):  # fmt: skip
+                      ("baseline", "baseline (majority class; word overlap for STS-B)")):
         values = [_value(results, task, split, key) for _, task, split in columns]
         sign = "+" if key == "gain" else ""
         cells = [f"{100 * v:{sign}.1f}" for v in values] + [f"{100 * statistics.fmean(values):{sign}.1f}"]
@@ -159,7 +159,7 @@ def table(suite: dict[str, Any]) -> str:
     notes = [f"Medians over {seeds} seeds of each model's dev score, as percentages: F1 for QQP and MRPC, "
              "Spearman for STS-B, Matthews for CoLA, accuracy for the others (Table 1's metrics); the epoch "
              "is chosen on dev (MNLI: on matched). The average is over the columns shown. WNLI is left out "
-             "(as BERT's Table 1 average and Cramming's GLUE-sane)."]  # fmt: skip
+             "(as BERT's Table 1 average and Cramming's GLUE-sane)."]
     if suite.get("missing"):
         notes.append(f"Not in the directory: {', '.join(suite['missing'])}.")
     verdicts = [f"- {header}: {results[task]['splits'][split]['verdict']}" for header, task, split in columns]
@@ -178,4 +178,4 @@ def _published_row(columns: list, results: dict, size: str) -> str | None:
         values.append(match[0]["value"])
     cells = [f"{100 * v:.1f}" for v in values] + [f"{100 * statistics.fmean(values):.1f}"]
     return f"| BERT-{size} (published, not measured: {published.SOURCE}, GLUE test server) | " + \
-        " | ".join(cells) + " |"  # fmt: skip
+        " | ".join(cells) + " |"

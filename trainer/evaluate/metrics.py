@@ -68,7 +68,7 @@ def entities(golds: list[list[str]], predictions: list[list[str]]) -> dict[str, 
     micro = report.pop("micro avg")
     types = {name: {"precision": float(r["precision"]), "recall": float(r["recall"]),
                     "f1": float(r["f1-score"]), "n": int(r["support"])}
-             for name, r in report.items() if not name.endswith(" avg")}  # fmt: skip
+             for name, r in report.items() if not name.endswith(" avg")}
     return {"entity_f1": float(micro["f1-score"]), "entity_precision": float(micro["precision"]),
             "entity_recall": float(micro["recall"]), "n": int(micro["support"]),
-            "per_type": types}  # fmt: skip
+            "per_type": types}

@@ -25,7 +25,7 @@ from corpusprep.tokenize import VocabInfo
 from trainer.checkpoint import STEP_DIR, WEIGHTS, find_checkpoint, read_config
 from trainer.export import check_hf_model, export, local_copy
 
-HF_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+HF_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 CHECKPOINT_SIGNS = (WEIGHTS, "checkpoints")  # trainer/checkpoint.py: what find_checkpoint looks for
 
 
@@ -40,7 +40,7 @@ def is_hf_dir(path: Path) -> bool:
     """A Hugging Face model directory (config.json beside its weights) that is no trainer checkpoint."""
     return (
         storage.is_file(path / "config.json")
-        and any(storage.is_file(path / name) for name in HF_WEIGHTS)
+        and any(storage.is_file(path / name) for name in HF_WEIGHT_FILES)
         and not any(storage.exists(path / sign) for sign in CHECKPOINT_SIGNS)
     )
 
@@ -121,12 +121,12 @@ def pretraining_cost(checkpoint: Path) -> dict[str, Any]:
     batch, accum = _field(train, "data", "batch_size"), _field(train, "schedule", "grad_accum")
     if not (_whole(batch) and _whole(accum) and step * batch * accum <= schemas.MAX_INT):
         return {"known": True, "steps": step, "note": "no batch size in its config.json (or not a whole "
-                "number > 0): examples, tokens and time unknown"}  # fmt: skip
+                "number > 0): examples, tokens and time unknown"}
     per_step = batch * accum
     cost = {"known": True, "steps": step, "examples": step * per_step, "tokens": None, "seconds": None}
     path = checkpoint.parent.parent / "metrics.jsonl"
     windows = [(n, r) for n, r in metrics(path)
-               if "seq_per_s" in r and _whole(r.get("step")) and r["step"] <= step]  # fmt: skip
+               if "seq_per_s" in r and _whole(r.get("step")) and r["step"] <= step]
     if not windows:
         return cost | {"note": "no metrics.jsonl: tokens and time unknown"}
     seconds = tokens = 0.0
@@ -134,7 +134,7 @@ def pretraining_cost(checkpoint: Path) -> dict[str, Any]:
     for number, record in windows:
         rate, token_rate = record["seq_per_s"], record.get("tokens_per_s")
         bad = next((k for k, v in (("seq_per_s", rate), ("tokens_per_s", token_rate)) if not _positive(v)),
-                   None)  # fmt: skip
+                   None)
         if bad or record["step"] <= previous:
             why = f"{bad} is not a finite number > 0" if bad else f"step {record['step']} after {previous}"
             return cost | {"note": f"{path}:{number}: {why}: tokens and time unknown"}
@@ -142,7 +142,7 @@ def pretraining_cost(checkpoint: Path) -> dict[str, Any]:
         seconds, tokens, previous = seconds + took, tokens + token_rate * took, record["step"]
     if not (math.isfinite(seconds) and tokens <= schemas.MAX_INT):
         return cost | {"note": f"{path}: its rates give {tokens:.3g} tokens in {seconds:.3g} s, beyond any "
-                       "run: tokens and time unknown"}  # fmt: skip
+                       "run: tokens and time unknown"}
     note = "one process; from metrics.jsonl" + ("" if previous == step else f" up to step {previous}")
     return cost | {"tokens": round(tokens), "seconds": round(seconds, 1), "note": note}
 

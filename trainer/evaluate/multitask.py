@@ -63,7 +63,7 @@ def settings(table: dict[str, Any]) -> dict[str, EvalSettings]:
 
 
 def evaluate_tasks(model: str | Path, tasks: dict[str, EvalSettings], out: Path,
-                   **options) -> dict[str, dict[str, Any]]:  # fmt: skip
+                   **options) -> dict[str, dict[str, Any]]:
     """Every task's evaluation (the one task's into `out`, several into `out/NAME`)."""
     from trainer.evaluate.compare import evaluate, log
 
@@ -78,7 +78,7 @@ def evaluate_tasks(model: str | Path, tasks: dict[str, EvalSettings], out: Path,
 def table(results: dict[str, dict[str, Any]]) -> list[str]:
     """One markdown table across tasks: each scored split's headline medians, gain, baseline and verdict."""
     lines = ["| task | metric | pre-trained | random init | gain | baseline | verdict |",
-             "|---|---|---:|---:|---:|---:|---|"]  # fmt: skip
+             "|---|---|---:|---:|---:|---:|---|"]
     for name, result in results.items():
         for split, s in result["splits"].items():
             gain = s["gain"]

@@ -72,5 +72,5 @@ def figures(benchmark: str | None, layers: int, hidden: int) -> list[dict]:
         value = getattr(figure, size)
         if value is not None:
             rows.append({"name": f"BERT-{size} (published, not measured: {SOURCE}, {figure.table})",
-                         "metric": figure.metric, "value": value})  # fmt: skip
+                         "metric": figure.metric, "value": value})
     return rows

@@ -18,7 +18,7 @@ def read_squad(path: Path, fmt: str, settings) -> Split:
 
 
 READERS = {"conllu": conllu.read_conllu, "conll": columns.read_columns, "tsv": tables.read_table,
-           "csv": tables.read_table, "jsonl": tables.read_table, "squad": read_squad}  # fmt: skip
+           "csv": tables.read_table, "jsonl": tables.read_table, "squad": read_squad}
 
 
 def format_of(path: Path, fmt: str) -> str:
@@ -45,12 +45,12 @@ def read_task(settings) -> TaskData:
     """The train, dev (and test) files of `settings` (trainer.evaluate.settings.EvalSettings), read by the
     reader of their format and checked by the task kind (`--task`, or the one `auto` picks)."""
     paths = {name: check_file(p) for name, p in (("train", settings.train), ("dev", settings.dev),
-             ("test", settings.test)) if p}  # fmt: skip
+             ("test", settings.test)) if p}
     formats = {name: format_of(p, settings.format) for name, p in paths.items()}
     for name, fmt in formats.items():
         if fmt != formats["train"]:
             raise UsageError(f"{paths[name]}: a {fmt} file, but the training file is a {formats['train']} "
-                             "file")  # fmt: skip
+                             "file")
     kind = choose_kind(settings.task, formats["train"], paths["train"])
     splits = {name: read_split(p, formats[name], settings) for name, p in paths.items()}
     train = splits["train"]

@@ -25,7 +25,7 @@ SCORE = Num(-1, 1)  # every metric: accuracy, F1, P/R in [0, 1]; Matthews and co
 ENTITY_TYPE = Obj({"precision": SCORE, "recall": SCORE, "f1": SCORE, "n": COUNT})
 QUESTIONS = Obj({"exact_match": SCORE, "f1": SCORE, "n": COUNT})  # SQuAD v2.0: answerable, unanswerable
 SCORES = Obj({"n": COUNT}, {"truncated": COUNT, "per_type": MapOf(ENTITY_TYPE), "has_answer": QUESTIONS,
-                            "no_answer": QUESTIONS}, rest=SCORE)  # fmt: skip  # and every metric
+                            "no_answer": QUESTIONS}, rest=SCORE)  # and every metric
 EVALUATE_RUN = Obj({
     "init": Str(("pretrained", "random")), "seed": SEED, "threads": Int(1), "seconds": Num(0),
     "scores": MapOf(SCORES),
@@ -33,9 +33,9 @@ EVALUATE_RUN = Obj({
     "epoch": Num(0), "curve": ListOf(ListOf(Num(), 2, 2)), "diverged": Opt(Str()), "collapsed": MapOf(Str()),
     "config": Obj({"lr": Num(0), "batch_size": Int(1), "epochs": Num(0)}), "state": MapOf(Anything()),
     "encoded": MapOf(MapOf(COUNT)),  # per split: examples, features (windows), truncated...
-})  # fmt: skip
+})
 SEED_SCORES = Obj({"scores": ListOf(Num()), "mean": Num(), "std": Opt(Num(0))},
-                  {"interval": ListOf(Num(), 2, 2), "median": Num(), "min": Num(), "max": Num()})  # fmt: skip
+                  {"interval": ListOf(Num(), 2, 2), "median": Num(), "min": Num(), "max": Num()})
 MEDIANS = Obj({"pretrained": Num(), "random": Num(), "baseline": Num()})  # a metric's, over the seeds
 PUBLISHED = Obj({"name": Str(), "metric": Str(), "value": Num()})
 EVALUATION = Rule(
@@ -61,7 +61,7 @@ EVALUATION = Rule(
          "curves": ListOf(Str())},
     ),
     lambda r: None if "dev" in r["splits"] else ("splits", "no dev split"),
-)  # fmt: skip
+)
 
 records.register(__name__, {
     "evaluation": EVALUATION,  # EVAL_DIR/evaluation.json (trainer.evaluate)

@@ -39,7 +39,7 @@ class Size:
 GRID_BATCH = (16, 32)
 BERT = "Devlin et al. 2019, A.3: batch 16 or 32, lr 5e-5, 3e-5 or 2e-5, 2-4 epochs, chosen on dev"
 TURC = ("Turc et al. 2019 (BERT's small models): lr 3e-4 to 3e-5, 4 epochs, chosen on dev; tiny and mini "
-        "at the top of that range or above")  # fmt: skip
+        "at the top of that range or above")
 # The presets of trainer/config.py (layers, hidden). A model of another shape takes the size whose hidden
 # size is the nearest at or above its own.
 SIZES = {
@@ -113,7 +113,7 @@ class EvalSettings:
     def check(self, where: str = "") -> EvalSettings:
         """Raise UsageError naming the first setting out of range (`where`: "evaluate." in a pipeline)."""
         choices = {"task": TASKS, "format": FORMATS, "on_error": ON_ERROR, "device": DEVICES,
-                   "select": SELECT}  # fmt: skip
+                   "select": SELECT}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise UsageError(f"{where}{name}={getattr(self, name)!r}: one of {', '.join(allowed)}")
@@ -133,7 +133,7 @@ class EvalSettings:
             raise UsageError(f"{where}max_length={self.max_length}: must be 8 to {MAX_LENGTH:,} word pieces")
         if not 1 <= self.max_answer_length <= MAX_LENGTH:
             raise UsageError(f"{where}max_answer_length={self.max_answer_length}: must be 1 to "
-                             f"{MAX_LENGTH:,} word pieces")  # fmt: skip
+                             f"{MAX_LENGTH:,} word pieces")
         if not (0 <= self.weight_decay < math.inf):
             raise UsageError(f"{where}weight_decay={self.weight_decay}: must be >= 0 and finite")
         if not 0 <= self.warmup < 1:
@@ -164,13 +164,13 @@ class EvalSettings:
         length; and a note for each change a user should hear about."""
         defaults = SIZES[size]
         filled = {n: getattr(defaults, n) for n in ("lr", "epochs", "batch_size", "seeds")
-                  if getattr(self, n) is None}  # fmt: skip
+                  if getattr(self, n) is None}
         if "lr" in filled and defaults.sentence_lr and not task_kind(kind).token_level:
             filled["lr"] = defaults.sentence_lr
         notes = []
         if self.max_length > positions:
             notes.append(f"max_length {self.max_length} capped at {positions}: the model has {positions} "
-                         "positions")  # fmt: skip
+                         "positions")
             filled["max_length"] = positions
         resolved = replace(self, **filled, metric=metric)
         if kind == "qa":

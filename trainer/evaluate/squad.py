@@ -108,7 +108,7 @@ def read_bounded(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
                 size += len(block)
                 if size > limit:
                     raise DataError(f"{path}: more than {limit // 2**20} MiB (decompressed): no SQuAD file "
-                                    "this reader takes")  # fmt: skip
+                                    "this reader takes")
                 blocks.append(block)
     except Unopenable as error:
         raise InputError(str(error)) from None
@@ -124,7 +124,7 @@ def squad_shape(document: Any) -> bool:
     """SQuAD's shape at the top: an object with a "data" list of objects holding "paragraphs"."""
     articles = document.get("data") if isinstance(document, dict) else None
     return isinstance(articles, list) and bool(articles) and \
-        all(isinstance(a, dict) and "paragraphs" in a for a in articles)  # fmt: skip
+        all(isinstance(a, dict) and "paragraphs" in a for a in articles)
 
 
 def is_squad(path: Path) -> bool:
@@ -203,7 +203,7 @@ def _paragraphs(articles: list, faults: QuestionFaults) -> Any:
                 problem = 'no "qas" list'
             elif len(paragraph["context"]) > MAX_CONTEXT_CHARS:
                 problem = (f"a context of {len(paragraph['context']):,} characters, more than the "
-                           f"{MAX_CONTEXT_CHARS:,} this reader takes")  # fmt: skip
+                           f"{MAX_CONTEXT_CHARS:,} this reader takes")
             if problem is not None:
                 faults.fault("malformed_paragraph", where, problem)
                 continue
@@ -214,12 +214,12 @@ def _question(qa: Any, where: str, context: str, version: str, faults: QuestionF
     """One question, checked; None (after its fault) when it cannot be used."""
     if not isinstance(qa, dict):
         faults.fault("malformed_question", where, 'a question is an object with "id", "question" and '
-                     '"answers"')  # fmt: skip
+                     '"answers"')
         return None
     qid = qa.get("id")
     if not isinstance(qid, str) or not qid.strip() or len(qid) > MAX_ID_CHARS:
         shown = 'no "id" text' if not isinstance(qid, str) or not qid.strip() else \
-            f"an id of {len(qid):,} characters (at most {MAX_ID_CHARS})"  # fmt: skip
+            f"an id of {len(qid):,} characters (at most {MAX_ID_CHARS})"
         faults.fault("malformed_question", where, shown)
         return None
     text, answers, impossible = qa.get("question"), qa.get("answers"), qa.get("is_impossible", False)
@@ -228,12 +228,12 @@ def _question(qa: Any, where: str, context: str, version: str, faults: QuestionF
         problem = "malformed_question", 'no "question" text'
     elif len(text) > MAX_QUESTION_CHARS:
         problem = "malformed_question", (f"a question of {len(text):,} characters (at most "
-                                         f"{MAX_QUESTION_CHARS:,})")  # fmt: skip
+                                         f"{MAX_QUESTION_CHARS:,})")
     elif not isinstance(impossible, bool):
         problem = "malformed_question", '"is_impossible" is not true or false'
     elif not isinstance(answers, list) or len(answers) > MAX_ANSWERS:
         problem = "bad_answer", ('no "answers" list' if not isinstance(answers, list) else
-                                 f"{len(answers):,} answers, more than {MAX_ANSWERS}")  # fmt: skip
+                                 f"{len(answers):,} answers, more than {MAX_ANSWERS}")
     elif version == "1.1" and not answers:
         problem = "bad_answer", "no answer (in v1.1 every question has one; v2.0 has unanswerable ones)"
     elif impossible and answers:
@@ -260,7 +260,7 @@ def _answer(answer: Any, context: str) -> Answer | str:
         return f'answer {_shown(text)}: "answer_start" is not a whole number'
     if start < 0 or start + len(text) > len(context):
         return (f"answer {_shown(text)} at {start}:{start + len(text)} lies outside its context "
-                f"({len(context):,} characters)")  # fmt: skip
+                f"({len(context):,} characters)")
     found = context[start : start + len(text)]
     if found != text:
         return f"answer {_shown(text)} does not match the context at answer_start {start} ({_shown(found)})"

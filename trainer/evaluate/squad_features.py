@@ -56,7 +56,7 @@ def check_windows(max_length: int, doc_stride: int | None, max_answer_length: in
     if not 0 <= stride < room:
         raise UsageError(f"doc_stride={stride}: the pieces consecutive windows share, 0 to {room - 1} at "
                          f"max_length {max_length} (a window holds {room} pieces of context after a "
-                         f"{question_pieces(max_length)}-piece question)")  # fmt: skip
+                         f"{question_pieces(max_length)}-piece question)")
     if max_answer_length < 1:
         raise UsageError(f"max_answer_length={max_answer_length}: must be >= 1 word piece")
     return stride
@@ -78,7 +78,7 @@ class QAFeatures(Encoded):
 
 
 def encode(tokenizer, questions: list[Question], max_length: int, doc_stride: int, labels: bool,
-           max_answer_length: int = MAX_ANSWER_LENGTH) -> QAFeatures:  # fmt: skip
+           max_answer_length: int = MAX_ANSWER_LENGTH) -> QAFeatures:
     """Windows of every question (a fast tokenizer: its offsets are what map spans back); with `labels`,
     each window's start and end positions (training)."""
     keep = question_pieces(max_length)
@@ -87,14 +87,14 @@ def encode(tokenizer, questions: list[Question], max_length: int, doc_stride: in
     for first in range(0, len(questions), CHUNK):
         chunk = range(first, min(first + CHUNK, len(questions)))
         asked = tokenizer([texts[i] for i in chunk], add_special_tokens=False, return_offsets_mapping=True,
-                          verbose=False)["offset_mapping"]  # fmt: skip
+                          verbose=False)["offset_mapping"]
         for i, spans in zip(chunk, asked, strict=True):
             if len(spans) > keep:  # cut at a piece's end: the cut text is exactly those pieces again
                 texts[i] = texts[i][: spans[keep - 1][1]]
                 out.truncated += 1
         batch = tokenizer([texts[i] for i in chunk], [questions[i].context for i in chunk],
                           truncation="only_second", max_length=max_length, stride=doc_stride,
-                          return_overflowing_tokens=True, return_offsets_mapping=True)  # fmt: skip
+                          return_overflowing_tokens=True, return_offsets_mapping=True)
         reached: set[int] = set()
         for f, sample in enumerate(batch["overflow_to_sample_mapping"]):
             i = first + sample
@@ -144,7 +144,7 @@ class Span:
 
 
 def best_span(start_logits: np.ndarray, end_logits: np.ndarray, offsets: np.ndarray, context_start: int,
-              max_answer_length: int) -> Span | None:  # fmt: skip
+              max_answer_length: int) -> Span | None:
     """The window's span of context pieces with the highest start + end logit, end >= start, at most
     `max_answer_length` pieces (ties: the earliest start, then the shortest); None without context pieces."""
     n = len(offsets)
@@ -160,7 +160,7 @@ def best_span(start_logits: np.ndarray, end_logits: np.ndarray, offsets: np.ndar
 
 
 def decode(questions: list[Question], features: QAFeatures, start_logits: list[np.ndarray],
-           end_logits: list[np.ndarray]) -> tuple[dict, dict]:  # fmt: skip
+           end_logits: list[np.ndarray]) -> tuple[dict, dict]:
     """Each question's best span text (over all its windows, at most `features.max_answer_length` pieces;
     "" when no window holds a context piece) and its null odds (null score - best span score: +inf without a
     span)."""
@@ -168,7 +168,7 @@ def decode(questions: list[Question], features: QAFeatures, start_logits: list[n
     null = [math.inf] * len(questions)
     for f, i in enumerate(features.example):
         span = best_span(start_logits[f], end_logits[f], features.offsets[f], features.context_start[f],
-                         features.max_answer_length)  # fmt: skip
+                         features.max_answer_length)
         if span is not None and (best[i] is None or span.score > best[i].score):
             best[i] = span
         null[i] = min(null[i], float(start_logits[f][0]) + float(end_logits[f][0]))

@@ -79,7 +79,7 @@ def score(golds: dict[str, list[str]], predictions: dict[str, str], version: str
     exacts, f1s = {}, {}
     for qid, answers in golds.items():
         exacts[qid], f1s[qid] = question_score(answers, predictions[qid], version) if qid in predictions \
-            else (0, 0)  # fmt: skip
+            else (0, 0)
     result = _totals(list(golds), exacts, f1s)
     if version == "2.0":
         for name, answerable in (("has_answer", True), ("no_answer", False)):
@@ -91,14 +91,14 @@ def score(golds: dict[str, list[str]], predictions: dict[str, str], version: str
 
 def _totals(ids: list[str], exacts: dict, f1s: dict) -> dict:
     return {"exact_match": percent([exacts[q] for q in ids], len(ids)),
-            "f1": percent([f1s[q] for q in ids], len(ids)), "n": len(ids)}  # fmt: skip
+            "f1": percent([f1s[q] for q in ids], len(ids)), "n": len(ids)}
 
 
 # ---------------------------------------------------------------- v2.0: the no-answer threshold
 
 
 def _sweep(spans: dict[str, str], scores: dict[str, float], null_odds: dict[str, float],
-           has_answer: dict[str, bool]) -> tuple[float, float | None]:  # fmt: skip
+           has_answer: dict[str, bool]) -> tuple[float, float | None]:
     """The v2.0 script's sweep: start from every question answered "" (each unanswerable one right), then
     answer the questions in ascending odds (a stable sort, in `null_odds`' order), each adding its span's
     score (answerable) or losing 1 (unanswerable, with a non-empty span). The best total in percent, and the
@@ -118,7 +118,7 @@ def _sweep(spans: dict[str, str], scores: dict[str, float], null_odds: dict[str,
 
 
 def best_threshold(spans: dict[str, str], scores: dict[str, float], null_odds: dict[str, float],
-                   has_answer: dict[str, bool]) -> tuple[float, float]:  # fmt: skip
+                   has_answer: dict[str, bool]) -> tuple[float, float]:
     """The v2.0 script's (best_f1, best_f1_thresh) (or best_exact with exact scores): 0.0 when answering
     no question is best, as the script says."""
     best, threshold = _sweep(spans, scores, null_odds, has_answer)
@@ -126,7 +126,7 @@ def best_threshold(spans: dict[str, str], scores: dict[str, float], null_odds: d
 
 
 def choose_null_threshold(golds: dict[str, list[str]], spans: dict[str, str],
-                          null_odds: dict[str, float]) -> float:  # fmt: skip
+                          null_odds: dict[str, float]) -> float:
     """The threshold on `null_odds` that maximises v2.0 F1 on these questions (dev), by the script's sweep
     over each question's best span; -inf where answering no question is best (the script then reports 0.0,
     which would answer the questions of negative odds)."""

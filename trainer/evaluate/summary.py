@@ -20,7 +20,7 @@ from typing import Any
 
 # two-sided 95% quantiles of Student's t by degrees of freedom; between rows the smaller df (wider)
 T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-         10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}  # fmt: skip
+         10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}
 Z_975 = 1.959964
 
 
@@ -42,7 +42,7 @@ def mean_std(values: list[float]) -> tuple[float, float | None]:
 def spread(values: list[float]) -> dict[str, Any]:
     mean, std = mean_std(values)
     return {"scores": values, "mean": mean, "std": std, "median": statistics.median(values),
-            "min": min(values), "max": max(values)}  # fmt: skip
+            "min": min(values), "max": max(values)}
 
 
 def compare(pretrained: list[float], random: list[float], metric: str = "accuracy") -> dict[str, Any]:
@@ -53,7 +53,7 @@ def compare(pretrained: list[float], random: list[float], metric: str = "accurac
     gain, gain_std = result["gain"]["mean"], result["gain"]["std"]
     if gain_std is None:
         result["verdict"] = (f"one seed: gain {gain:+.3f} {metric}; run 2 or more seeds (--seeds) to tell it "
-                             "from seed noise")  # fmt: skip
+                             "from seed noise")
         result["outcome"] = "unknown"
         return result
     half = t_975(n - 1) * gain_std / math.sqrt(n)
@@ -68,7 +68,7 @@ def compare(pretrained: list[float], random: list[float], metric: str = "accurac
         side = "lower" if gains[0] < 0 else "higher"
         result["outcome"] = "no_gain"
         result["verdict"] = (f"not established: every seed {side} with pre-training, {shown}, but the "
-                             f"{interval} includes 0; run more seeds (--seeds) to tell")  # fmt: skip
+                             f"{interval} includes 0; run more seeds (--seeds) to tell")
     else:
         result["outcome"] = "no_gain"
         result["verdict"] = f"no gain beyond seed noise: {shown} ({interval}; the seeds disagree on its sign)"
@@ -85,7 +85,7 @@ def warnings(comparison: dict[str, Any], baseline: float, baseline_name: str) ->
             found.append(f"the {name} model ({median:.4f}) does not beat the {baseline_name} baseline "
                          f"({baseline:.4f})" + (": fine-tuning did not converge (more --epochs, another "
                                                 "--lr?) or the model learnt little" if key == "pretrained"
-                                                else ""))  # fmt: skip
+                                                else ""))
     return found
 
 
@@ -99,7 +99,7 @@ def run_warnings(runs: list[dict], split: str, unit: str) -> list[str]:
             found.append(f"{who}: training diverged ({run['diverged']}): its scores mean nothing; lower --lr")
         if collapsed := run.get("collapsed", {}).get(split):
             found.append(f"{who} predicts {collapsed}: it collapsed to one answer (more --epochs, another "
-                         f"--lr?)")  # fmt: skip
+                         f"--lr?)")
     return found
 
 
@@ -117,7 +117,7 @@ def table(result: dict[str, Any], split: str = "dev") -> list[str]:
     head = f"| {split} {result['metric']} ({result['unit']}) | " + " | ".join(f"seed {s}" for s in seeds)
     lines = [head + " | median | mean | std |", "|---|" + "---:|" * (len(seeds) + 3)]
     for key, name, signed in (("pretrained", "pre-trained", False), ("random", "random init", False),
-                              ("gain", "gain", True)):  # fmt: skip
+                              ("gain", "gain", True)):
         row = scores[key]
         cells = [_cell(v, signed) for v in row["scores"]]
         cells += [_cell(row.get("median"), signed), _cell(row["mean"], signed), _cell(row["std"])]
@@ -129,7 +129,7 @@ def table(result: dict[str, Any], split: str = "dev") -> list[str]:
 
     lines.append(reference(result["baseline_name"], scores["baseline"]))
     lines += [reference(row["name"], row["value"]) for row in scores.get("published", [])
-              if row["metric"] == result["metric"]]  # fmt: skip
+              if row["metric"] == result["metric"]]
     return lines
 
 
@@ -137,7 +137,7 @@ def other_metrics(result: dict[str, Any], split: str) -> str | None:
     """The split's other metrics, medians over seeds: `f1 0.81 (random 0.79, baseline 0.68)`."""
     found = result["splits"][split].get("metrics", {})
     parts = [f"{name} {m['pretrained']:.4f} (random {m['random']:.4f}, baseline {m['baseline']:.4f})"
-             for name, m in found.items() if name != result["metric"]]  # fmt: skip
+             for name, m in found.items() if name != result["metric"]]
     return f"{split}: also (medians) {'; '.join(parts)}" if parts else None
 
 
@@ -150,7 +150,7 @@ def cost_line(cost: dict[str, Any]) -> str:
         parts.append(f"{cost['examples']:,} sequences")
     if cost.get("tokens") is not None:
         parts.append(f"{cost['tokens'] / 1e6:,.1f}M tokens" if cost["tokens"] >= 1e5 else
-                     f"{cost['tokens']:,} tokens")  # fmt: skip
+                     f"{cost['tokens']:,} tokens")
     if cost.get("seconds") is not None:
         parts.append(f"{cost['seconds'] / 60:,.1f} min of training")
     note = f" ({cost['note']})" if cost.get("note") else ""
@@ -161,7 +161,7 @@ def settings_line(result: dict[str, Any]) -> str:
     s = result["settings"]
     chosen = "the epoch chosen on dev" if s.get("select", "best") == "best" else "the last epoch"
     grid = f"; a grid of {len(result['grid'])} configurations, each model's chosen on dev (below)" if \
-        result.get("grid") else ""  # fmt: skip
+        result.get("grid") else ""
     windows = ""
     if result.get("kind") == "qa" and s.get("doc_stride") is not None:
         windows = f" (context windows sharing {s['doc_stride']}, answers at most {s['max_answer_length']})"
@@ -181,7 +181,7 @@ def encoding_line(result: dict[str, Any]) -> str | None:
         part = f"{split} {c['examples']:,} examples in {c['features']:,} model inputs (windows)"
         part += f", {c['truncated']:,} cut to fit" if c["truncated"] else ""
         part += f", {c['unreachable']:,} answers in no one window (trained as no answer)" \
-            if c.get("unreachable") else ""  # fmt: skip
+            if c.get("unreachable") else ""
         parts.append(part)
     return f"encoded: {'; '.join(parts)}" if parts else None
 
@@ -189,7 +189,7 @@ def encoding_line(result: dict[str, Any]) -> str | None:
 def markdown(result: dict[str, Any]) -> str:
     """The whole evaluation as a page: what was compared, the tables, the verdicts and the costs."""
     lines = [f"model: {result['model']['description']}", cost_line(result["model"]["cost"]),
-             f"task: {result['task']}", settings_line(result)]  # fmt: skip
+             f"task: {result['task']}", settings_line(result)]
     lines += [f"note: {note}" for note in result.get("notes", [])]
     lines += [encoded] if (encoded := encoding_line(result)) else []
     lines.append("")

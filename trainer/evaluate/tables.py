@@ -19,7 +19,7 @@ from trainer.evaluate.data import Faults, Row, Split, read_lines
 # Column names recognised in a header (case-insensitive).
 LABEL_NAMES = ("label", "gold_label", "quality", "is_duplicate", "labels", "class", "score")
 PAIR_NAMES = (("sentence1", "sentence2"), ("#1 string", "#2 string"), ("question1", "question2"),
-              ("question", "sentence"), ("premise", "hypothesis"), ("text_a", "text_b"))  # fmt: skip
+              ("question", "sentence"), ("premise", "hypothesis"), ("text_a", "text_b"))
 TEXT_NAMES = ("sentence", "text", "text_a")
 
 
@@ -65,7 +65,7 @@ def _column(given: str, header: list[str] | None, path: Path, option: str) -> st
 
 
 def choose_columns(header: list[str] | None, path: Path, text: str | None, pair: str | None,
-                   label: str | None) -> Columns:  # fmt: skip
+                   label: str | None) -> Columns:
     """The columns named by the options, else recognised from the header (GLUE's names and the usual
     others); without a header every column must be named by number."""
 
@@ -77,14 +77,14 @@ def choose_columns(header: list[str] | None, path: Path, text: str | None, pair:
         text_b = _column(pair, header, path, "--pair-column") if pair is not None else None
     elif header is None:
         raise UsageError(f"{path}: no header; name the columns by number (--text-column N [--pair-column N] "
-                         "--label-column N)")  # fmt: skip
+                         "--label-column N)")
     elif pairs := _find(header, PAIR_NAMES, "the sentence pair", "--text-column/--pair-column", path):
         text_col, text_b = exact(pairs[0][0]), exact(pairs[0][1])
     elif singles := _find(header, TEXT_NAMES, "the text column", "--text-column", path):
         text_col, text_b = exact(singles[0]), None
     else:
         raise UsageError(f"{path}: no column named like a sentence (columns: {', '.join(header)}); name it "
-                         "with --text-column")  # fmt: skip
+                         "with --text-column")
     if label is not None:
         label_col = _column(label, header, path, "--label-column")
     elif header is None:
@@ -93,12 +93,12 @@ def choose_columns(header: list[str] | None, path: Path, text: str | None, pair:
         label_col = exact(labels[0])
     else:
         raise UsageError(f"{path}: no label column (columns: {', '.join(header)}); name it with "
-                         "--label-column (a test file without labels cannot be scored)")  # fmt: skip
+                         "--label-column (a test file without labels cannot be scored)")
     return Columns(text_col, text_b, label_col)
 
 
 def _records(path: Path, fmt: str, stats: ReadStats,
-             faults: Faults) -> Iterator[tuple[int, list[str] | dict]]:  # fmt: skip
+             faults: Faults) -> Iterator[tuple[int, list[str] | dict]]:
     """(line, fields) of a TSV/CSV file (a list, the header first when there is one) or (line, object)
     of a JSONL file. TSV is split at every tab with no quoting, as GLUE's own reader does (its files hold
     unbalanced quotes); CSV follows RFC 4180 quoting, a quoted field may span lines. A line over the line
@@ -169,7 +169,7 @@ def read_table(path: Path, fmt: str, settings) -> Split:
             elif settings.header:
                 header = [h.strip() for h in record]
             columns = choose_columns(header, path, settings.text_column, settings.pair_column,
-                                     settings.label_column)  # fmt: skip
+                                     settings.label_column)
             split.fields = columns.describe()
             if isinstance(record, list):
                 width = len(record)
@@ -177,10 +177,10 @@ def read_table(path: Path, fmt: str, settings) -> Split:
                     continue
         if isinstance(record, list) and len(record) != width:
             faults.fault("wrong_field_count", number, f"{len(record)} fields, the "
-                         f"{'header' if header else 'first row'} has {width}")  # fmt: skip
+                         f"{'header' if header else 'first row'} has {width}")
             continue
         text, text_b, label = (_text(_value(record, c, header)) if c is not None else None
-                               for c in (columns.text, columns.text_b, columns.label))  # fmt: skip
+                               for c in (columns.text, columns.text_b, columns.label))
         problem = None
         for column, value in ((columns.text, text), (columns.text_b, text_b)):
             if column is not None and value is None:

@@ -26,7 +26,7 @@ from corpusprep.errors import UsageError
 
 __all__ = ["DEFAULT_ENGINE", "ENGINES", "OUTPUTS_KEY", "Executor", "ExecutorOptions", "LocalExecutor",
            "Stats", "Task", "death", "default_workers", "engine_class", "executor_for", "load_marker",
-           "marker_path", "merge_stats", "run_tasks"]  # fmt: skip
+           "marker_path", "merge_stats", "run_tasks"]
 
 ENGINES = {
     "local": "corpusprep.engine.executor.local:LocalExecutor",  # a process pool on this machine
@@ -57,7 +57,7 @@ class ExecutorOptions:
             raise UsageError(f"unknown engine {self.engine!r}: choose one of {', '.join(ENGINES)}")
         object.__setattr__(self, "engine", name)
         if isinstance(self.workers, bool) or not isinstance(self.workers, (int, type(None))) or (
-                self.workers or 0) < 0:  # fmt: skip
+                self.workers or 0) < 0:
             raise UsageError(f"--workers {self.workers!r}: must be a whole number >= 0")
         object.__setattr__(self, "workers", self.workers or None)
         takes = engine_class(name).settings

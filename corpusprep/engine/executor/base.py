@@ -62,7 +62,7 @@ class Executor(abc.ABC):
 
     @abc.abstractmethod
     def _map(self, fn: Callable[[Task], Stats], tasks: Sequence[Task], marker_dir: Path,
-             root: Path) -> Iterator[tuple[Task, dict]]:  # fmt: skip
+             root: Path) -> Iterator[tuple[Task, dict]]:
         """Run every task through `run_and_mark`; yield (task, its marker's record) as each finishes."""
 
     def run(
@@ -135,7 +135,7 @@ def load_marker(path: Path) -> dict | None:
         return records.load_record(path, "task_marker", missing_ok=True)
     except DataError as error:
         raise DataError(f"{error} (a marker corpusprep did not write: delete it, and its task runs again)"
-                        ) from None  # fmt: skip
+                        ) from None
 
 
 def run_and_mark(fn: Callable[[Task], Stats], task: Task, marker_dir: Path, root: Path) -> dict:
@@ -171,7 +171,7 @@ def merge_stats(parts: Iterable[Stats]) -> Stats:
             if key in merged and _shape(merged[key]) != _shape(value):
                 shapes = f"{_shape(merged[key])}, {_shape(value)}"
                 raise DataError(f"task stats of two shapes at {key!r} ({shapes}): a task marker corpusprep "
-                                "did not write? Pass --overwrite to rebuild")  # fmt: skip
+                                "did not write? Pass --overwrite to rebuild")
             if key not in merged:
                 merged[key] = merge_stats([value]) if isinstance(value, dict) else value
             elif isinstance(value, dict):

@@ -45,7 +45,7 @@ def init_ray(address: str | None, num_cpus: int | None = None) -> None:
         # tasks fail after minutes of retries (ray-project/ray#5288, #33047)
         python = printable(sys.executable)
         raise UsageError(f"--engine ray: Ray cannot start local workers from a Python whose path has a "
-                         f"space ({python}); move the environment, or use --engine local")  # fmt: skip
+                         f"space ({python}); move the environment, or use --engine local")
     try:
         if address:
             # Nodes of an existing cluster import corpusprep from their own installation.

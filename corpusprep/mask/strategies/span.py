@@ -98,7 +98,7 @@ class _WordGrid:
         same_run = np.zeros(n * words, bool)  # False after a row's last word: its run ends there
         same_run[:-1] = run_of[1:] == run_of[:-1]
         return cls(per_row, words, never, pad_rows(first, per_row, words),
-                   pad_rows(word_length[first], per_row, words, fill=never).ravel(), same_run)  # fmt: skip
+                   pad_rows(word_length[first], per_row, words, fill=never).ravel(), same_run)
 
     def draw_starts(self, rows: np.ndarray, u: np.ndarray, left: np.ndarray) -> tuple[np.ndarray, ...]:
         """The start of each row's span: a free word that fits the budget left, uniformly. First by rejection
@@ -123,7 +123,7 @@ class _WordGrid:
         return rows[keep], word[keep], u[keep]
 
     def take_span(self, rows: np.ndarray, word: np.ndarray, drawn: np.ndarray,
-                  left: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+                  left: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The span from each row's start `word`: it and the words after it while the drawn length, the run
         (the link from the word before), the row's end and the free words last, then as many as fit the
         budget. Marks its words taken; returns its tokens and words."""

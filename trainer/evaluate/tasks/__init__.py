@@ -26,7 +26,7 @@ REGISTRY = {  # name -> module holding its KIND
     "qa": "trainer.evaluate.tasks.qa",
 }
 AUTO = {"conllu": "tag", "conll": "ner", "tsv": "classify", "csv": "classify", "jsonl": "classify",
-        "squad": "qa"}  # fmt: skip
+        "squad": "qa"}
 TASKS = ("auto", *REGISTRY)
 # every metric a kind reports (--metric NAME chooses the headline among its kind's)
 METRICS = ("accuracy", "f1", "matthews", "pearson", "spearman", "entity_f1", "exact_match")
@@ -44,7 +44,7 @@ def choose_kind(name: str, fmt: str, train: Path) -> Any:
     kind = task_kind(AUTO[fmt] if name == "auto" else name)
     if fmt not in kind.formats:
         raise UsageError(f"--task {kind.name}: {train} is a {fmt} file; {kind.name} reads "
-                         f"{', '.join(kind.formats)}")  # fmt: skip
+                         f"{', '.join(kind.formats)}")
     return kind
 
 

@@ -54,7 +54,7 @@ class Encoded:
     def counts(self) -> dict[str, int]:
         """What encoding did, for the run's record: examples, their features (windows), those cut."""
         return {"examples": len(set(self.example)), "features": len(self.features),
-                "truncated": self.truncated}  # fmt: skip
+                "truncated": self.truncated}
 
 
 class TaskKind:
@@ -105,7 +105,7 @@ class TaskKind:
         return transformers.DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8)
 
     def decode(self, data: TaskData, split: str, examples: list[Example], encoded: Encoded,
-               outputs: list[dict[str, Any]], state: dict) -> list[Any]:  # fmt: skip
+               outputs: list[dict[str, Any]], state: dict) -> list[Any]:
         """One prediction per example from the outputs of all its features (see the module's docstring)."""
         raise NotImplementedError
 

@@ -42,7 +42,7 @@ def encode_rows(tokenizer, rows: list[Row], targets: list[Any], max_length: int)
     long = [i for i, ids in enumerate(batch["input_ids"]) if len(ids) > max_length]
     if long:  # only these again, cut to fit
         cut = tokenizer([texts[i] for i in long], [pairs[i] for i in long] if pairs else None,
-                        truncation="longest_first", max_length=max_length, verbose=False)  # fmt: skip
+                        truncation="longest_first", max_length=max_length, verbose=False)
         for j, i in enumerate(long):
             for key in batch:
                 batch[key][i] = cut[key][j]
@@ -75,7 +75,7 @@ class Classify(TaskKind):
         return encode_rows(tokenizer, examples, [ids[r.label] for r in examples], settings.max_length)
 
     def decode(self, data: TaskData, split: str, examples: list, encoded: Encoded, outputs: list,
-               state: dict) -> list[str]:  # fmt: skip
+               state: dict) -> list[str]:
         return [data.labels[int(np.asarray(out["logits"]).argmax())] for out in outputs]
 
     def gold(self, data: TaskData, example: Row) -> Any:
@@ -84,7 +84,7 @@ class Classify(TaskKind):
     def score(self, data: TaskData, golds: list, predictions: list) -> dict[str, Any]:
         return {"accuracy": metrics.accuracy(golds, predictions),
                 "f1": metrics.f1(golds, predictions, positive(data.labels)),
-                "matthews": metrics.matthews(golds, predictions), "n": len(golds)}  # fmt: skip
+                "matthews": metrics.matthews(golds, predictions), "n": len(golds)}
 
     def baseline(self, data: TaskData, split: Split) -> list[str]:
         counts = Counter(e.label for e in data.train.examples)

@@ -39,7 +39,7 @@ class Ner(Tag):
     def score(self, data: TaskData, golds: list, predictions: list) -> dict[str, Any]:
         found = metrics.entities(golds, predictions)
         flat = [(g, p) for gs, ps in zip(golds, predictions, strict=True)
-                for g, p in zip(gs, ps, strict=True)]  # fmt: skip
+                for g, p in zip(gs, ps, strict=True)]
         return found | {"accuracy": metrics.accuracy([g for g, _ in flat], [p for _, p in flat])}
 
     def baseline(self, data: TaskData, split: Split) -> list[list[str]]:

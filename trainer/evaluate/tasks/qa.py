@@ -39,7 +39,7 @@ from trainer.evaluate.tasks.base import TaskKind
 def fractions(found: dict[str, Any]) -> dict[str, Any]:
     """squad_metric's percentages as the fractions every trainer.evaluate score is (its breakdowns too)."""
     return {k: v / 100 if k in ("exact_match", "f1") else fractions(v) if isinstance(v, dict) else v
-            for k, v in found.items()}  # fmt: skip
+            for k, v in found.items()}
 
 
 class QA(TaskKind):
@@ -64,7 +64,7 @@ class QA(TaskKind):
         if split.version != data.train.version:
             raise UsageError(f"{split.path}: SQuAD v{split.version}, but the training file is v"
                              f"{data.train.version} (a task's files are one version: its scoring rules, and "
-                             "whether no answer is learnt)")  # fmt: skip
+                             "whether no answer is learnt)")
 
     def num_labels(self, data: TaskData) -> int:
         return 2  # a start and an end logit per piece
@@ -72,7 +72,7 @@ class QA(TaskKind):
     def size(self, split: SquadSplit) -> str:
         unanswerable = sum(1 for q in split.examples if not q.answers)
         return f"{len(split.examples):,} questions" + (f" ({unanswerable:,} unanswerable)" if
-                                                       split.version == "2.0" else "")  # fmt: skip
+                                                       split.version == "2.0" else "")
 
     def check_model(self, hf_dir) -> None:
         from trainer.evaluate.finetune import load_tokenizer
@@ -85,18 +85,18 @@ class QA(TaskKind):
     def encode(self, tokenizer, data: TaskData, examples: list, settings, *, train: bool) -> QAFeatures:
         stride = check_windows(settings.max_length, settings.doc_stride, settings.max_answer_length)
         return encode(tokenizer, examples, settings.max_length, stride, labels=train,
-                      max_answer_length=settings.max_answer_length)  # fmt: skip
+                      max_answer_length=settings.max_answer_length)
 
     def collator(self, transformers, tokenizer):
         # inputs padded; the start and end positions of training are one number each
         return transformers.DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8)
 
     def decode(self, data: TaskData, split: str, examples: list[Question], encoded: QAFeatures,
-               outputs: list, state: dict) -> list[dict[str, Any]]:  # fmt: skip
+               outputs: list, state: dict) -> list[dict[str, Any]]:
         """Each question's best span; v2.0: "" where its null odds exceed the threshold, chosen here on dev
         (kept in `state`) and read from `state` on test."""
         spans, odds = decode(examples, encoded, [o["start_logits"] for o in outputs],
-                             [o["end_logits"] for o in outputs])  # fmt: skip
+                             [o["end_logits"] for o in outputs])
         if data.train.version == "2.0":
             if split == "dev":  # -inf (answer nothing) is None in the run's record: JSON has no infinity
                 threshold = squad_metric.choose_null_threshold({q.id: q.golds for q in examples}, spans, odds)
@@ -116,7 +116,7 @@ class QA(TaskKind):
         keys = [str(i) for i in range(len(golds))]
         found = squad_metric.score(dict(zip(keys, golds, strict=True)),
                                    {k: p["text"] for k, p in zip(keys, predictions, strict=True)},
-                                   data.train.version)  # fmt: skip
+                                   data.train.version)
         return fractions(found)
 
     def baseline(self, data: TaskData, split: SquadSplit) -> list[dict[str, Any]]:

@@ -64,7 +64,7 @@ class Regression(Classify):
         return encode_rows(tokenizer, examples, [float(r.label) for r in examples], settings.max_length)
 
     def decode(self, data: TaskData, split: str, examples: list, encoded: Encoded, outputs: list,
-               state: dict) -> list[float]:  # fmt: skip
+               state: dict) -> list[float]:
         return [float(np.asarray(out["logits"]).reshape(-1)[0]) for out in outputs]
 
     def gold(self, data: TaskData, example: Row) -> float:
@@ -72,7 +72,7 @@ class Regression(Classify):
 
     def score(self, data: TaskData, golds: list, predictions: list) -> dict[str, Any]:
         return {"pearson": metrics.pearson(golds, predictions),
-                "spearman": metrics.spearman(golds, predictions), "n": len(golds)}  # fmt: skip
+                "spearman": metrics.spearman(golds, predictions), "n": len(golds)}
 
     def baseline(self, data: TaskData, split: Split) -> list[float]:
         if data.pair:

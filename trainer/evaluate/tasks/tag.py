@@ -66,7 +66,7 @@ class Tag(TaskKind):
 
     @staticmethod
     def _add_window(encoded: Encoded, tokenizer, sentence: Sentence, si: int, window: list,
-                    label_ids: dict[str, int]) -> None:  # fmt: skip
+                    label_ids: dict[str, int]) -> None:
         ids, labels, where = [tokenizer.cls_token_id], [IGNORE], []
         for wi, word in window:
             if word:  # a word the tokenizer drops entirely (only control characters) cannot be labelled
@@ -81,7 +81,7 @@ class Tag(TaskKind):
         encoded.meta.append(where)
 
     def decode(self, data: TaskData, split: str, examples: list, encoded: Encoded, outputs: list,
-               state: dict) -> list[list[str]]:  # fmt: skip
+               state: dict) -> list[list[str]]:
         """A tag per word: its first piece's; a word without a piece gets `self.no_piece`."""
         predicted = [[self.no_piece] * len(s.words) for s in examples]
         for si, where, out in zip(encoded.example, encoded.meta, outputs, strict=True):
@@ -100,7 +100,7 @@ class Tag(TaskKind):
     def score(self, data: TaskData, golds: list, predictions: list) -> dict[str, Any]:
         """Word accuracy over the words with a gold label ("" is a word left out of the score)."""
         pairs = [(g, p) for gs, ps in zip(golds, predictions, strict=True)
-                 for g, p in zip(gs, ps, strict=True) if g]  # fmt: skip
+                 for g, p in zip(gs, ps, strict=True) if g]
         return {"accuracy": metrics.accuracy([g for g, _ in pairs], [p for _, p in pairs]), "n": len(pairs)}
 
     def baseline(self, data: TaskData, split: Split) -> list[list[str]]:
