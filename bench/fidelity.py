@@ -78,7 +78,7 @@ from corpusprep.read import ReadOptions, iter_documents
 from corpusprep.shard.schema import SCHEMA_VERSION, shard_schema
 from corpusprep.split import get_splitter
 from corpusprep.tokenize import SPECIAL_TOKENS, VocabInfo
-from trainer.config import ModelConfig
+from trainer.config import DataConfig, ModelConfig
 from trainer.data import ShardStream
 from trainer.model import BertForPreTraining
 from trainer.resume import init_weights
@@ -319,8 +319,8 @@ def score(model: BertForPreTraining, heldout: Path, maskings: int) -> torch.Tens
     mask_vocab = MaskVocab.from_vocab(shards.vocab_info())
     total = None
     for k in range(maskings):
-        stream = ShardStream(shards, "train", 64, 0, shuffle=False, loop=False, mask_vocab=mask_vocab,
-                             mask_key=("eval", k))
+        stream = ShardStream(shards, "train", DataConfig(batch_size=64), 0, shuffle=False, loop=False,
+                             mask_vocab=mask_vocab, mask_key=("eval", k))
         rows = score_rows(model, stream, 0, torch.device("cpu"), contextlib.nullcontext)
         total = rows if total is None else total + rows
     return total
@@ -403,8 +403,8 @@ def baseline(heldout: Path, maskings: int) -> dict[str, float]:
     mask_vocab = MaskVocab.from_vocab(shards.vocab_info())
     counts = np.zeros(shards.vocab.size, dtype=np.int64)
     for k in range(maskings):
-        stream = ShardStream(shards, "train", 256, 0, shuffle=False, loop=False, mask_vocab=mask_vocab,
-                             mask_key=("eval", k))
+        stream = ShardStream(shards, "train", DataConfig(batch_size=256), 0, shuffle=False, loop=False,
+                             mask_vocab=mask_vocab, mask_key=("eval", k))
         for batch in stream:
             counts += np.bincount(batch["mlm_labels"].numpy(), minlength=len(counts))
     return {"unigram": counts.max() / counts.sum()}

@@ -107,6 +107,7 @@ def measure(kind: str, shards_dir: str, batch_size: int, consumers: int) -> dict
     reads every chunk its slices fall in); "worker": DataLoader worker 0 of `consumers` of one rank, making
     runs of micro-batches as the trainer's workers do (`trainer.data.loader_batches`), its share."""
     from trainer.batch import collate
+    from trainer.config import DataConfig
     from trainer.data import ShardStream
     from trainer.shards import open_shards
 
@@ -117,7 +118,8 @@ def measure(kind: str, shards_dir: str, batch_size: int, consumers: int) -> dict
     seen = 0
     if kind in ("ours", "rank", "worker"):
         world = consumers if kind == "rank" else 1
-        stream = ShardStream(shards, "train", batch_size, seed=0, world_size=world, loop=False)
+        stream = ShardStream(shards, "train", DataConfig(batch_size=batch_size), seed=0, world_size=world,
+                             loop=False)
         workers = consumers if kind == "worker" else 1
         stream.group = stream.grouped(workers)
         for item in stream.worker_batches(0, workers):
@@ -126,7 +128,7 @@ def measure(kind: str, shards_dir: str, batch_size: int, consumers: int) -> dict
         assert abs(seen - share) <= batch_size * stream.group, (seen, rows, kind)  # to within a run
         rows = seen
     elif kind == "collate":  # the collator alone, over batches already read
-        stream = ShardStream(shards, "train", batch_size, seed=0, loop=False)
+        stream = ShardStream(shards, "train", DataConfig(batch_size=batch_size), seed=0, loop=False)
         tables = [t.slice(i, batch_size) for t in stream.rows() for i in range(0, t.num_rows, batch_size)]
         start, cpu = time.perf_counter(), time.process_time()
         for table in tables:

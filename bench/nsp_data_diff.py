@@ -52,6 +52,7 @@ from corpusprep.errors import DataError
 from corpusprep.mask import MaskVocab
 from corpusprep.mask.examples import list_parts
 from trainer.batch import forward_loss
+from trainer.config import DataConfig
 from trainer.data import ShardStream
 from trainer.shards import open_shards
 
@@ -347,8 +348,8 @@ def predictions(run_dir: Path, heldout: Path, maskings: int) -> dict[str, np.nda
     out: dict[str, list] = {k: [] for k in ("label", "input", "column", "length", "row", "predicted")}
     with torch.no_grad():
         for k in range(maskings):
-            stream = ShardStream(shards, "train", 64, 0, shuffle=False, loop=False, mask_vocab=mask_vocab,
-                                 mask_key=("eval", k))
+            stream = ShardStream(shards, "train", DataConfig(batch_size=64), 0, shuffle=False, loop=False,
+                                 mask_vocab=mask_vocab, mask_key=("eval", k))
             first = 0
             for batch in stream:
                 logits, *_ = forward_loss(model, batch, contextlib.nullcontext)

@@ -85,12 +85,13 @@ def loader_epoch(shards: str, cache_dir: str) -> dict:
     opening the shards: the manifest, on S3 the client) timed apart."""
     start = time.perf_counter()
     from trainer.cache import ShardCache
+    from trainer.config import DataConfig
     from trainer.data import ShardStream
     from trainer.shards import open_shards
 
     cache = ShardCache(cache_dir, max_bytes=8 << 30, ahead=2)
     opened = open_shards(shards, cache=cache) if "://" in shards else open_shards(shards)
-    stream = ShardStream(opened, "train", 256, seed=0, loop=False)
+    stream = ShardStream(opened, "train", DataConfig(batch_size=256), seed=0, loop=False)
     opening, cpu = time.perf_counter() - start, time.process_time()
     start = time.perf_counter()
     seen = sum(len(batch["rows"]) for batch in stream.worker_batches(0, 1))

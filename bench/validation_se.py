@@ -24,7 +24,7 @@ import torch
 
 from corpusprep.mask import MaskVocab
 from trainer import checkpoint
-from trainer.config import ModelConfig
+from trainer.config import DataConfig, ModelConfig
 from trainer.data import ShardStream
 from trainer.model import BertForPreTraining
 from trainer.resume import init_weights
@@ -61,8 +61,8 @@ def main() -> None:
     batches = 0 if 0 in args.rows else -(-max(args.rows) // args.batch_size)
 
     def masking(k: int | None) -> torch.Tensor:
-        stream = ShardStream(shards, args.split, args.batch_size, seed, shuffle=False, loop=False,
-                             mask_vocab=None if k is None else mask_vocab, mask_key=("eval", k))
+        stream = ShardStream(shards, args.split, DataConfig(batch_size=args.batch_size), seed, shuffle=False,
+                             loop=False, mask_vocab=None if k is None else mask_vocab, mask_key=("eval", k))
         return score_rows(model, stream, batches, torch.device("cpu"), contextlib.nullcontext)
 
     shard_masks = masking(None)

@@ -41,6 +41,7 @@ from corpusprep.mask import MaskVocab
 from corpusprep.objectives.base import Objective
 from corpusprep.shard.table import remask_table
 from trainer.batch import check_rows, collate
+from trainer.config import DataConfig
 from trainer.shards import ShardFile, Shards
 
 # ---------------------------------------------------------------- chunks and their order
@@ -127,34 +128,33 @@ class ShardStream(IterableDataset):
         self,
         shards: Shards,
         split: str,
-        batch_size: int,
+        data: DataConfig,
         seed: int = 0,
         rank: int = 0,
         world_size: int = 1,
-        chunk_rows: int = 1024,
-        pad_multiple: int = 8,
-        dynamic_masking: bool = False,
+        *,
         shuffle: bool = True,
         loop: bool = True,
         start: Position | None = None,
         mask_vocab: MaskVocab | None = None,
         mask_key: tuple = ("trainer-mask",),
     ):
+        """`data`: the batch size, chunk rows, padding and dynamic masking (the config's `data` table)."""
         super().__init__()
-        self.shards, self.split, self.batch_size, self.seed = shards, split, batch_size, seed
+        self.shards, self.split, self.batch_size, self.seed = shards, split, data.batch_size, seed
         self.rank, self.world_size = rank, world_size
         self.files = shards.files(split)
-        self.chunks = plan_chunks(self.files, chunk_rows)
+        self.chunks = plan_chunks(self.files, data.chunk_rows)
         self.epoch_examples = sum(chunk.rows for chunk in self.chunks)
         if loop and not self.epoch_examples:
             raise UsageError(f"{shards.directory}: no {split} rows to train on")
         self.start = start.offset(self.epoch_examples) if start else 0  # an offset in the endless order
-        self.pad_multiple = pad_multiple
+        self.pad_multiple = data.pad_multiple
         self.shuffle, self.loop = shuffle, loop
         # masked afresh (with these tables, and rng_for(seed, *mask_key, epoch, chunk)) when dynamic or
         # given one: the trainer's evaluation masks the validation rows k times, by (seed, "eval", k)
         self.mask_vocab, self.masking, self.mask_key = mask_vocab, shards.masking(), mask_key
-        if dynamic_masking and mask_vocab is None:  # built once here, pickled to the workers
+        if data.dynamic_masking and mask_vocab is None:  # built once here, pickled to the workers
             self.mask_vocab = MaskVocab.from_vocab(shards.vocab_info(), shards.word_segmenter())
         self.group = 1  # micro-batches a DataLoader worker makes at a time (`batches` sets it)
 

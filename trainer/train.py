@@ -11,6 +11,7 @@ init_from) and the checkpoint format (trainer.checkpoint)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -122,16 +123,13 @@ def build_data(
     config: TrainConfig, shards: Shards, ranks: Dist, device: torch.device, start: Position
 ) -> Iterator[dict[str, torch.Tensor]]:
     """This rank's endless stream of training batches, continuing at `start`."""
-    c = config.data
-    stream = ShardStream(
-        shards, "train", c.batch_size, config.seed, ranks.rank, ranks.world, c.chunk_rows, c.pad_multiple,
-        c.dynamic_masking, start=start,
-    )
+    data = config.data
+    stream = ShardStream(shards, "train", data, config.seed, ranks.rank, ranks.world, start=start)
     # the DataLoader draws a base seed when iterated; its own generator keeps that out of the global RNG,
     # which dropout uses and checkpoints restore (otherwise a resumed run would drift by one draw)
     return loader_batches(
-        stream, num_workers=c.num_workers, pin_memory=device.type == "cuda", persistent_workers=False,
-        prefetch_factor=4 if c.num_workers else None, generator=torch.Generator(),
+        stream, num_workers=data.num_workers, pin_memory=device.type == "cuda", persistent_workers=False,
+        prefetch_factor=4 if data.num_workers else None, generator=torch.Generator(),
     )
 
 
@@ -331,13 +329,11 @@ class Trainer:
     def _evaluate_masking(self, k: int) -> torch.Tensor:
         """[R, 6] per validation row of this rank (`score_rows`; up to eval.max_batches batches), masking k
         (the model in eval mode: `evaluate` sets it)."""
-        c, ranks = self.config, self.ranks
-        val = ShardStream(
-            self.shards, "validation", c.data.batch_size, c.seed, ranks.rank, ranks.world, c.data.chunk_rows,
-            c.data.pad_multiple, shuffle=False, loop=False, mask_vocab=self.eval_mask_vocab,
-            mask_key=("eval", k),
-        )
-        return score_rows(self.model, val, c.eval.max_batches, self.device, self.autocast)
+        config, ranks = self.config, self.ranks
+        data = dataclasses.replace(config.data, dynamic_masking=False)  # masked by (seed, "eval", k) or not
+        val = ShardStream(self.shards, "validation", data, config.seed, ranks.rank, ranks.world,
+                          shuffle=False, loop=False, mask_vocab=self.eval_mask_vocab, mask_key=("eval", k))
+        return score_rows(self.model, val, config.eval.max_batches, self.device, self.autocast)
 
     def state_dict(self) -> dict[str, dict]:
         """This rank's states as a checkpoint holds them (the trainer state gathers every rank's)."""

@@ -66,11 +66,13 @@ def test_shard_overwrite_refuses_while_a_trainer_reads_the_shards(outputs, tmp_p
 def test_a_shard_replaced_under_a_reading_trainer_stops_it_in_one_line(outputs, tmp_path):
     """Where the lock does not reach (another machine on NFS): each shard's identity is checked as it is
     opened, so the trainer never trains on a mix of old and new rows."""
+    from trainer.config import DataConfig
     from trainer.data import ShardStream
     from trainer.shards import open_shards
 
     shards = copy(outputs.shards, tmp_path / "shards")
-    stream = ShardStream(open_shards(shards), "train", 8, chunk_rows=32, shuffle=False, loop=False)
+    stream = ShardStream(open_shards(shards), "train", DataConfig(batch_size=8, chunk_rows=32), shuffle=False,
+                         loop=False)
     first, second = (f.path for f in stream.files)
     batches = iter(stream)
     next(batches)  # reading the first shard

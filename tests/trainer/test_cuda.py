@@ -28,7 +28,7 @@ from tests.trainer.test_hf_parity import FAMILIES, exported_pair, random_rows, t
 from tests.trainer.test_train import REPO, small_run
 from tests.trainer.test_unpadded import compiled_graphs, varying_batches
 from trainer.batch import forward_loss, to_device
-from trainer.config import PRESET_NAMES, OptimConfig, preset
+from trainer.config import PRESET_NAMES, DataConfig, OptimConfig, preset
 from trainer.data import ShardStream
 from trainer.model import BertForPreTraining, Layout, attention, compile_model
 from trainer.optim import build_optimizer
@@ -47,7 +47,8 @@ def bf16():
 
 
 def loader_batch(shards_dir, rows: int = 16, seed: int = 1) -> dict:
-    return to_device(next(iter(ShardStream(open_shards(shards_dir), "train", rows, seed=seed))), DEVICE)
+    stream = ShardStream(open_shards(shards_dir), "train", DataConfig(batch_size=rows), seed=seed)
+    return to_device(next(iter(stream)), DEVICE)
 
 
 def rel_error(x: torch.Tensor, ref: torch.Tensor) -> float:

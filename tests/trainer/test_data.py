@@ -16,6 +16,7 @@ from corpusprep.errors import DataError, UsageError
 from corpusprep.mask import MaskVocab, num_predictions
 from corpusprep.shard.table import remask_table
 from tests.contexts import quiet
+from trainer.config import DataConfig
 from trainer.data import Position, ShardStream
 from trainer.shards import open_shards
 
@@ -47,7 +48,8 @@ def test_ranks_and_workers_cover_every_row_exactly_once(tiny_shards):
     seen = Counter()
     per_rank = []
     for rank in range(2):
-        stream = ShardStream(shards, "train", 50, seed=3, rank=rank, world_size=2, chunk_rows=100, loop=False)
+        stream = ShardStream(shards, "train", DataConfig(batch_size=50, chunk_rows=100), seed=3, rank=rank,
+                             world_size=2, loop=False)
         keys = [k for batch in DataLoader(stream, batch_size=None, num_workers=2) for k in row_keys(batch)]
         per_rank.append(len(keys))
         seen.update(keys)
@@ -62,7 +64,8 @@ def test_order_is_seeded_and_changes_every_epoch(tiny_shards):
     n = sum(f.rows for f in shards.files("train"))
 
     def first_rows(seed: int, skip_epochs: int = 0) -> list[tuple]:
-        stream = ShardStream(shards, "train", 64, seed=seed, chunk_rows=100, start=Position(skip_epochs, 0))
+        stream = ShardStream(shards, "train", DataConfig(batch_size=64, chunk_rows=100), seed=seed,
+                             start=Position(skip_epochs, 0))
         return row_keys(next(iter(stream)))
 
     assert first_rows(1) == first_rows(1)
@@ -76,7 +79,7 @@ def test_an_epoch_in_the_endless_stream_is_a_permutation(tiny_shards):
     """Training mode: the first n rows of one consumer's stream are exactly the split, then it goes on."""
     shards = open_shards(tiny_shards)
     n = sum(f.rows for f in shards.files("train"))
-    stream = ShardStream(shards, "train", 100, seed=5, chunk_rows=64)
+    stream = ShardStream(shards, "train", DataConfig(batch_size=100, chunk_rows=64), seed=5)
     rows = [k for batch in itertools.islice(iter(stream), n // 100 + 2) for k in row_keys(batch)]
     assert Counter(rows[:n]) == all_rows(tiny_shards)
     assert len(rows) > n  # the partial last batch was completed from the next epoch
@@ -90,7 +93,8 @@ def test_resume_position_gives_the_same_batches(tiny_shards, workers):
     def batches(start: int, count: int) -> list[list[tuple]]:
         position = Position()
         position.advance(start * 48, n)  # as the trainer counts: examples, epochs carried
-        stream = ShardStream(shards, "train", 48, seed=7, chunk_rows=128, start=position)
+        stream = ShardStream(shards, "train", DataConfig(batch_size=48, chunk_rows=128), seed=7,
+                             start=position)
         loader = DataLoader(stream, batch_size=None, num_workers=workers)
         return [row_keys(b) for b in itertools.islice(loader, count)]
 
@@ -143,7 +147,8 @@ def test_dynamic_masking_follows_bert_rules(tiny_shards):
 def test_dynamic_masking_differs_per_epoch(tiny_shards):
     shards = open_shards(tiny_shards)
     n = sum(f.rows for f in shards.files("train"))
-    stream = ShardStream(shards, "train", 64, seed=0, dynamic_masking=True, shuffle=False, chunk_rows=200)
+    stream = ShardStream(shards, "train", DataConfig(batch_size=64, dynamic_masking=True, chunk_rows=200),
+                         seed=0, shuffle=False)
     epoch0 = next(stream.rows(0))
     epoch1 = next(stream.rows(n))  # the same first chunk, one epoch later
     assert epoch0["masked_lm_positions"] != epoch1["masked_lm_positions"]
@@ -185,10 +190,11 @@ def test_more_ranks_than_chunks_share_them(tiny_shards):
     order used to need a chunk per rank and worker."""
     shards = open_shards(tiny_shards)
     rows = json.loads((tiny_shards / "manifest.json").read_text())["splits"]["train"]["examples"]
-    streams = [ShardStream(shards, "train", 8, rank=r, world_size=64, chunk_rows=rows) for r in range(64)]
+    data = DataConfig(batch_size=8, chunk_rows=rows)
+    streams = [ShardStream(shards, "train", data, rank=r, world_size=64) for r in range(64)]
     assert len(streams[0].chunks) < 64
     by_rank = [row_keys(next(iter(stream))) for stream in streams]
-    one = ShardStream(shards, "train", 512, chunk_rows=rows)
+    one = ShardStream(shards, "train", DataConfig(batch_size=512, chunk_rows=rows))
     assert [k for keys in by_rank for k in keys] == row_keys(next(iter(one)))
 
 
@@ -256,7 +262,8 @@ def test_the_loaders_dynamic_masking_follows_the_shards_rule(whole_word_shards):
     vocab = VocabInfo.load(shards.vocab_info().directory / "vocab.txt")
     assert vocab.is_special.sum() > 50  # the reserved slots are there to be (never) drawn
     static = [pq.read_table(p) for p in sorted((whole_word_shards / "train").glob("*.parquet"))]
-    stream = ShardStream(shards, "train", 64, seed=9, dynamic_masking=True, shuffle=False, loop=False)
+    stream = ShardStream(shards, "train", DataConfig(batch_size=64, dynamic_masking=True), seed=9,
+                         shuffle=False, loop=False)
     dynamic = list(stream.rows())
     assert sum(t.num_rows for t in dynamic) == sum(t.num_rows for t in static)  # > 5,000 rows
     before, after = masking_statistics(static, vocab), masking_statistics(dynamic, vocab)

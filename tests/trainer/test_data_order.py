@@ -15,6 +15,7 @@ import pytest
 from torch.utils.data import DataLoader
 
 from tests.trainer.test_data import row_keys
+from trainer.config import DataConfig
 from trainer.data import Position, ShardStream, loader_batches
 from trainer.shards import open_shards
 
@@ -28,8 +29,8 @@ def consume(shards, world: int, workers: int, batch_size: int, micro_batches: in
     examples of all ranks). `grouped`: through `loader_batches`, as the trainer reads (several workers
     make runs of micro-batches); else a plain DataLoader (one micro-batch a worker at a time)."""
     epoch_examples = shards.examples("train")
-    streams = [ShardStream(shards, "train", batch_size, SEED, rank, world, CHUNK_ROWS, start=position)
-               for rank in range(world)]
+    data = DataConfig(batch_size=batch_size, chunk_rows=CHUNK_ROWS)
+    streams = [ShardStream(shards, "train", data, SEED, rank, world, start=position) for rank in range(world)]
     if grouped:
         loaders = [loader_batches(stream, num_workers=workers, prefetch_factor=4 if workers else None)
                    for stream in streams]
@@ -105,10 +106,11 @@ def test_a_resume_with_another_batch_size_continues_at_the_exact_example(shards,
 def test_a_stream_starts_at_its_positions_example(shards):
     """A position is an offset in the endless order: epoch e, example x is the (e n + x)-th example."""
     n = shards.examples("train")
-    stream = ShardStream(shards, "train", 8, SEED, chunk_rows=CHUNK_ROWS)
+    stream = ShardStream(shards, "train", DataConfig(batch_size=8, chunk_rows=CHUNK_ROWS), SEED)
     order = [k for table in itertools.islice(stream.rows(n - 4), 2) for k in table_keys(table)]
     for epoch, example, expected in ((0, n - 4, order[:8]), (1, 0, order[4:12])):
-        at = ShardStream(shards, "train", 8, SEED, chunk_rows=CHUNK_ROWS, start=Position(epoch, example))
+        at = ShardStream(shards, "train", DataConfig(batch_size=8, chunk_rows=CHUNK_ROWS), SEED,
+                         start=Position(epoch, example))
         assert row_keys(next(iter(at))) == expected
 
 

@@ -18,6 +18,7 @@ from corpusprep.engine import storage
 from corpusprep.errors import DataError
 from trainer import run
 from trainer.cache import ShardCache, cache_folder
+from trainer.config import DataConfig
 from trainer.data import ShardStream, epoch_order, loader_batches, plan_chunks
 from trainer.shards import open_shards
 
@@ -33,7 +34,8 @@ def upload(local: Path, url: str) -> str:
 
 def epoch_batches(shards, batch_size: int = 256) -> list[dict]:
     """A little more than one epoch of training batches (dynamically masked: the vocab is read too)."""
-    stream = ShardStream(shards, "train", batch_size, seed=3, chunk_rows=64, dynamic_masking=True)
+    stream = ShardStream(shards, "train",
+                         DataConfig(batch_size=batch_size, chunk_rows=64, dynamic_masking=True), seed=3)
     batches = stream.worker_batches(0, 1)
     return [next(batches) for _ in range(stream.epoch_examples // batch_size + 2)]
 
@@ -93,9 +95,10 @@ def test_dataloader_workers_read_a_store_through_their_own_cache(tiny_shards, s3
     directory, and together they make the batches one reader of the local directory makes."""
     url = upload(tiny_shards, s3_dir)
     remote = open_shards(url, cache=ShardCache(tmp_path / "cache", max_bytes=1 << 30, ahead=1))
-    stream = ShardStream(remote, "train", 64, seed=5, chunk_rows=64)
+    stream = ShardStream(remote, "train", DataConfig(batch_size=64, chunk_rows=64), seed=5)
     got = list(itertools.islice(loader_batches(stream, num_workers=2), 40))
-    want = ShardStream(open_shards(tiny_shards), "train", 64, seed=5, chunk_rows=64).worker_batches(0, 1)
+    want = ShardStream(open_shards(tiny_shards), "train", DataConfig(batch_size=64, chunk_rows=64),
+                       seed=5).worker_batches(0, 1)
     assert_same_batches(got, [next(want) for _ in range(40)])
     assert {p.suffix for p in (tmp_path / "cache" / cache_folder()).iterdir()} == {".parquet", ".json"}
 

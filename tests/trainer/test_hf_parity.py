@@ -21,7 +21,7 @@ from tests.interop.helpers import (
 )
 from tests.trainer.conftest import padded_rows
 from trainer.batch import forward_loss
-from trainer.config import MODERN, OptimConfig, ScheduleConfig, preset
+from trainer.config import MODERN, DataConfig, OptimConfig, ScheduleConfig, preset
 from trainer.data import ShardStream
 from trainer.export import export
 from trainer.hf_families import key_names
@@ -120,7 +120,7 @@ def decayed(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> set[str
 def test_fifty_training_steps_match_transformers(tiny_shards, tmp_path):
     steps = 50
     shards = open_shards(tiny_shards)
-    batches = list(itertools.islice(ShardStream(shards, "train", batch_size=16, seed=1), steps))
+    batches = list(itertools.islice(ShardStream(shards, "train", DataConfig(batch_size=16), seed=1), steps))
     rows = [padded_rows(b) for b in batches]  # the same batches as transformers takes them
     assert any(not bool(r["attention_mask"].all()) for r in rows)  # padding is exercised
     torch.manual_seed(0)

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from trainer.batch import forward_loss
-from trainer.config import preset
+from trainer.config import DataConfig, preset
 from trainer.data import ShardStream
 from trainer.model import BertForPreTraining
 from trainer.shards import open_shards
@@ -63,7 +63,7 @@ def test_the_nsp_path_can_fit_a_few_batches(tiny_shards):
     """
     torch.set_num_threads(1)
     shards = open_shards(tiny_shards)
-    batches = list(itertools.islice(ShardStream(shards, "train", batch_size=16, seed=1), 2))
+    batches = list(itertools.islice(ShardStream(shards, "train", DataConfig(batch_size=16), seed=1), 2))
     torch.manual_seed(0)
     config = preset("tiny", vocab_size=shards.vocab.size, dropout=0.0, attention_dropout=0.0)
     model = BertForPreTraining(config)

@@ -227,6 +227,7 @@ def test_a_two_rank_run_resumes_in_one_process(tiny_shards, tmp_path, capsys):
     """Elastic resume: 4 steps of 2 ranks x 4 examples under torchrun, resumed by one process with batches
     of 8 (the same global batch), where a changed rank count used to be refused: it goes on at example 32
     of the global order, its first batch is examples 32..39, and the checkpoint says 32 + 4 x 8."""
+    from trainer.config import DataConfig
     from trainer.data import Position, ShardStream
     from trainer.dist import Dist
     from trainer.shards import open_shards
@@ -242,7 +243,8 @@ def test_a_two_rank_run_resumes_in_one_process(tiny_shards, tmp_path, capsys):
     assert "saved by 2 rank(s), resumed on 1: data go on at epoch 0, example 32" in capsys.readouterr().out
     trainer.train_step()
     shards = open_shards(tiny_shards)
-    order = ShardStream(shards, "train", 8, config.seed, chunk_rows=64, start=Position(0, 32))
+    order = ShardStream(shards, "train", DataConfig(batch_size=8, chunk_rows=64), config.seed,
+                        start=Position(0, 32))
     assert row_keys(trainer.last_batch) == row_keys(next(iter(order)))
     del trainer
     assert train(config)["steps"] == 8
@@ -315,6 +317,7 @@ def test_resume_with_another_batch_size_continues_at_the_next_example(tiny_shard
     """(d) 4 steps of 8 examples, then resumed with batches of 12 and 2 DataLoader workers: the position
     counts examples, so the resumed run's first batch is examples 32..43 of the global order, and its
     checkpoint says 32 + 8 x 12 (not a step count)."""
+    from trainer.config import DataConfig
     from trainer.data import Position, ShardStream
     from trainer.dist import Dist
     from trainer.shards import open_shards
@@ -327,7 +330,8 @@ def test_resume_with_another_batch_size_continues_at_the_next_example(tiny_shard
     trainer = Trainer(config, Dist(), torch.device("cpu"))
     trainer.train_step()
     shards = open_shards(tiny_shards)
-    order = ShardStream(shards, "train", 12, config.seed, chunk_rows=64, start=Position(0, 32))
+    order = ShardStream(shards, "train", DataConfig(batch_size=12, chunk_rows=64), config.seed,
+                        start=Position(0, 32))
     assert row_keys(trainer.last_batch) == row_keys(next(iter(order)))
     assert trainer.position == Position(0, 44)
     del trainer

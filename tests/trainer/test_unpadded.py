@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from corpusprep.mask.examples import list_parts
 from tests.trainer.conftest import build_shards, padded_rows
 from trainer.batch import MODEL_INPUTS, TOKEN_MULTIPLE, collate, forward_loss
-from trainer.config import MODERN, preset
+from trainer.config import MODERN, DataConfig, preset
 from trainer.data import ShardStream
 from trainer.model import BertForPreTraining, compile_model, unpad
 from trainer.shards import open_shards
@@ -145,7 +145,7 @@ def test_a_training_step_never_reads_the_device_on_the_host(shards_of, case):
     (the step before this change called nonzero and read the mask with bool() in every forward)."""
     name, options = STEPS[case]
     shards = open_shards(shards_of(name))
-    batch = next(iter(ShardStream(shards, "train", 16, seed=1)))
+    batch = next(iter(ShardStream(shards, "train", DataConfig(batch_size=16), seed=1)))
     torch.manual_seed(0)
     config = preset("tiny", vocab_size=shards.vocab.size, objective=name, **options)
     model = BertForPreTraining(config).train()
@@ -185,7 +185,7 @@ def test_forward_and_backward_compile_as_one_graph(shards_of, case, fresh_compil
     AOTAutograd, as inductor would take it) that gives eager's loss and gradients."""
     name, options = STEPS[case]
     shards = open_shards(shards_of(name))
-    batch = next(iter(ShardStream(shards, "train", 16, seed=3)))
+    batch = next(iter(ShardStream(shards, "train", DataConfig(batch_size=16), seed=3)))
     eager, model = (small_model(shards.vocab.size, name, **options) for _ in range(2))
     graphs = CompileCounterWithBackend("aot_eager")
     compile_model(model, backend=graphs)
@@ -234,6 +234,6 @@ def test_batches_of_varying_lengths_reuse_one_graph(shards_of, case, fresh_compi
     assert compiled_graphs(graphs) == 1
     model.eval()
     with torch.no_grad():
-        for batch in ShardStream(shards, "validation", 40, shuffle=False, loop=False):
+        for batch in ShardStream(shards, "validation", DataConfig(batch_size=40), shuffle=False, loop=False):
             forward_loss(model, batch, contextlib.nullcontext)
     assert compiled_graphs(graphs) == 2
