@@ -48,7 +48,7 @@ from trainer.model import BertConfig, BertForPreTraining
 # ---------------------------------------------------------------- configs
 
 
-def trained_length(saved: dict, config: BertConfig) -> int | None:
+def trained_length(saved: dict, max_position: int) -> int | None:
     """The longest sequence the checkpoint's run trained on (its shards' max_seq_length, as its config.json
     records them), when the run started from random weights; None when unknown (an import, an older run, a
     value out of range) or when it started from other weights (checkpoint.init_from), whose positions were
@@ -60,7 +60,7 @@ def trained_length(saved: dict, config: BertConfig) -> int | None:
     length = field(saved.get("shards"), "max_seq_length")
     if init_from or not isinstance(length, int) or isinstance(length, bool):
         return None
-    return length if 1 <= length <= config.max_position else None
+    return length if 1 <= length <= max_position else None
 
 
 EXPORT_WEIGHTS_FILE = "model.safetensors"
@@ -231,7 +231,7 @@ def export_dir(
     # Positions beyond the longest trained sequence hold their random initialisation: the export ends at the
     # trained length (max_position_embeddings, the position table, the tokenizer's model_max_length), so a
     # longer input is an error or truncated, never silently read with untrained positions.
-    trained = trained_length(saved, config)
+    trained = trained_length(saved, config.max_position)
     if trained is not None and trained < config.max_position:
         table = "bert.embeddings.position_embeddings.weight"  # rotary positions have no table
         if table in weights:

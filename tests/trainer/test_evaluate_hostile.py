@@ -8,25 +8,26 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 import torch
 
 from corpusprep.engine.records import MAX_INT
 from corpusprep.errors import DataError
-from tests.trainer.evaluate_helpers import conllu, fast_settings, write_run
+from tests.trainer.evaluate_helpers import conllu, fast_settings, toy_config, write_run
 from tests.trainer.test_evaluate_command import args, fake_runs, toy  # noqa: F401 - fixtures
 from trainer.evaluate import __main__ as command
 from trainer.evaluate import data as data_module
 from trainer.evaluate import finetune
 from trainer.evaluate.data import MAX_LABELS, MAX_WORDS, Row
-from trainer.evaluate.model import pretrained, pretraining_cost
+from trainer.evaluate.model import model_shape, pretrained, pretraining_cost
 from trainer.evaluate.readers import read_task
 from trainer.evaluate.settings import EvalSettings
 from trainer.evaluate.tasks.classify import encode_rows
 from trainer.evaluate.tasks.tag import CHARS_PER_PIECE
 from trainer.export import export
+from trainer.model import BertForPreTraining
 
 main = command.main
 
@@ -305,3 +306,25 @@ def test_a_model_of_64_positions_evaluates_sentences_longer_than_that(toy, tmp_p
                 "--device", "cpu"]
         assert main(argv) == 0
         assert "note: max_length 128 capped at 64: the model has 64 positions" in capsys.readouterr().out
+
+
+def test_a_checkpoint_trained_shorter_than_its_positions_is_capped_at_that_length(toy, tmp_path):  # noqa: F811
+    """The CPU recipe's model has 128 positions and trained on rows of 64: its export ends at 64, so the
+    evaluation must cap max_length at 64, not 128 (it crashed with `The size of tensor a (128) must match
+    the size of tensor b (64)` on every run)."""
+    from trainer.checkpoint import save
+
+    config = replace(toy_config(toy["vocab"]), max_position=128)
+    model = BertForPreTraining(config)
+    optimizer = torch.optim.AdamW(model.parameters())
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
+    states = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+              "scheduler": schedule.state_dict(),
+              "trainer": {"step": 1, "data": {"epoch": 0, "examples": 8}, "last_metrics": {},
+                          "rng": [{"cpu": torch.get_rng_state(), "cuda": None}]}}
+    saved = {"model": asdict(config), "shards": {"max_seq_length": 40},
+             "train": {"data": {"shards": ""}, "checkpoint": {"init_from": ""}}}
+    checkpoint = save(tmp_path / "run", 1, states, saved, keep=1)
+    assert model_shape(checkpoint)["max_position"] == 40
+    hf = export(checkpoint, tmp_path / "hf", toy["vocab"])
+    assert json.loads((hf / "config.json").read_text())["max_position_embeddings"] == 40

@@ -23,7 +23,7 @@ from corpusprep.engine.lock import LOCK_NAME
 from corpusprep.errors import DataError, UsageError
 from corpusprep.tokenize import VocabInfo
 from trainer.checkpoint import STEP_DIR, WEIGHTS, find_checkpoint, read_config
-from trainer.export import check_hf_model, export, local_copy
+from trainer.export import check_hf_model, export, local_copy, trained_length
 
 HF_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 CHECKPOINT_SIGNS = (WEIGHTS, "checkpoints")  # trainer/checkpoint.py: what find_checkpoint looks for
@@ -74,7 +74,12 @@ def model_shape(source: str | Path) -> dict[str, int]:
     """hidden_size, num_layers and max_position of the model at `source`, from its config (checked as
     export reads it): what its fine-tuning defaults, its max_length and its published figures depend on."""
     found = locate(source)
-    config = asdict(check_hf_model(found)) if is_hf_dir(found) else read_config(found)["model"]
+    if is_hf_dir(found):
+        config = asdict(check_hf_model(found))
+    else:  # exported for the evaluation: its positions end at the length it was trained on
+        saved = read_config(found)
+        config = dict(saved["model"])
+        config["max_position"] = trained_length(saved, config["max_position"]) or config["max_position"]
     return {k: config[k] for k in ("hidden_size", "num_layers", "max_position")}
 
 
