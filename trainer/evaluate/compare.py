@@ -161,8 +161,6 @@ def evaluate(
     `workers_for`); they do not change the numbers."""
     model_identity = model_identity if model_identity is not None else {"files": model_files(source)}
     data, settings, notes, shape = prepare(source, settings)
-    for note in notes:
-        log(f"note: {note}")
     files = [p for p in (settings.train, settings.dev, settings.test) if p]
     identity = {"settings": asdict(settings), "model": model_identity,
                 "inputs": {"files": input_files(files)}}
@@ -180,7 +178,10 @@ def evaluate(
 
 def _build(art: Artifact, source: str | Path, data: TaskData, settings: EvalSettings, notes: list[str],
            shape: dict, workers: int | None) -> dict[str, Any]:
-    """Run what is not done yet (pool workers), choose, summarise, write the result and the page, commit."""
+    """Run what is not done yet (pool workers), choose, summarise, write the result and the page, commit.
+    The notes are said here, once the output is known to be writable: a refused output is one line."""
+    for note in notes:
+        log(f"note: {note}")
     load, started = os.getloadavg()[0], time.perf_counter()
     configs = settings.configs(shape["size"], data.task.name)
     with pretrained(source, settings.vocab) as model:
