@@ -80,7 +80,7 @@ def _gather(args: PairArgs) -> tuple[np.ndarray, np.ndarray]:
     keys, docs = [], []
     for chunk in range(args.chunks):
         found = load_npz(keys_path(args.work, chunk), *[n for n in names if n])
-        key = found[0].reshape(len(found[0]), -1)
+        key = found[0] if found[0].ndim == 2 else found[0][:, None]  # a band's keys: one column
         doc = found[1] if names[1] else key[:, 1].astype(np.int64)
         key = key[:, :1] if args.kind == "lines" else key
         mine = key[:, 0] % np.uint64(args.buckets) == np.uint64(args.bucket)

@@ -78,12 +78,16 @@ def write_report(out_dir: Path, stats: dict) -> None:
 
     outcomes = {"kept": stats["kept"], **stats["removed"]}
     fig, axes = plt.subplots(1, 2 if stats.get("languages") else 1, figsize=(11, 4), squeeze=False)
-    axes[0][0].barh(list(outcomes)[::-1], list(outcomes.values())[::-1], color="tab:blue")
-    axes[0][0].set(title="documents by outcome", xlabel="documents")
+    # Log scales and counts on the bars: a few removals beside thousands kept must still show.
+    bars = axes[0][0].barh(list(outcomes)[::-1], list(outcomes.values())[::-1], color="tab:blue")
+    axes[0][0].bar_label(bars, fmt="{:,.0f}", padding=2)
+    axes[0][0].set(title="documents by outcome", xlabel="documents (log scale)", xscale="log")
+    axes[0][0].margins(x=0.15)
     if stats.get("languages"):
         top = sorted(stats["languages"].items(), key=lambda x: -x[1])[:15]
-        axes[0][1].bar([k for k, _ in top], [v for _, v in top], color="tab:green")
-        axes[0][1].set(title="languages of the kept documents", ylabel="documents")
+        bars = axes[0][1].bar([k for k, _ in top], [v for _, v in top], color="tab:green")
+        axes[0][1].bar_label(bars, fmt="{:,.0f}", padding=2, fontsize=8)
+        axes[0][1].set(title="languages of the kept documents", ylabel="documents (log scale)", yscale="log")
     fig.tight_layout()
     with atomic_path(out_dir / "report.png") as tmp:
         fig.savefig(tmp, format="png", dpi=90, metadata={"Software": None})

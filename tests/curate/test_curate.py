@@ -157,3 +157,19 @@ def test_lines_repeated_across_documents_are_taken_out_but_in_the_first(tmp_path
         left = [x for x in texts[i].split("\n") if x.lower() != notice.lower()]
         assert kept[f"c.jsonl:{i}"] == "\n".join(left)
     assert sum(t.endswith("See also") for t in kept.values()) == 6
+
+
+
+def test_the_report_plot_of_all_removed_or_a_few_warns_of_nothing(tmp_path):
+    """The outcome chart is log-scaled so that a few removals beside thousands kept show; a bar of 0 (all
+    removed) must not make matplotlib warn on the user's terminal."""
+    import warnings
+
+    (tmp_path / "in.jsonl").write_text('{"text": "one two three four"}\n' * 3)
+    for name, options in (("few", CurateOptions()), ("none-kept", CurateOptions(filters=("gopher",)))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            stats = curate([str(tmp_path / "in.jsonl")], tmp_path / name, options, ReadOptions(),
+                           context=quiet(1))
+        assert (stats["documents"], stats["kept"]) == (3, 1 if name == "few" else 0)
+        assert (tmp_path / name / "report.png").read_bytes()[:4] == b"\x89PNG"
