@@ -58,6 +58,7 @@ def test_each_task_in_glues_format_with_its_metric_and_table_1(toy, fake_runs, t
     # the fake runs score 0.9 + seed/1000 (pre-trained) and 0.8 + seed/1000: medians 90.1 and 80.1
     assert "| pre-trained | 90.1 | 90.1 | 90.1 | 90.1 | 90.1 | 90.1 | 90.1 |" in out
     assert "| gain | +10.0 | +10.0 | +10.0 | +10.0 | +10.0 | +10.0 | +10.0 |" in out
+    assert "The gain is the median of each seed's difference" in out
     assert "WNLI is left out" in out and "Not in the directory: QQP, QNLI, SST-2." in out
     assert len(fake_runs) == 5 * 3 * 2  # WNLI never runs
     assert "BERT-base" not in out  # the toy model is not BERT's shape

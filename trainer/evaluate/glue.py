@@ -159,7 +159,9 @@ def table(suite: dict[str, Any]) -> str:
     notes = [f"Medians over {seeds} seeds of each model's dev score, as percentages: F1 for QQP and MRPC, "
              "Spearman for STS-B, Matthews for CoLA, accuracy for the others (Table 1's metrics); the epoch "
              "is chosen on dev (MNLI: on matched). The average is over the columns shown. WNLI is left out "
-             "(as BERT's Table 1 average and Cramming's GLUE-sane)."]
+             "(as BERT's Table 1 average and Cramming's GLUE-sane). The gain is the median of each seed's "
+             "difference (both models fine-tuned with that seed), so it need not be the difference of the "
+             "two medians above it, nor have its sign."]
     if suite.get("missing"):
         notes.append(f"Not in the directory: {', '.join(suite['missing'])}.")
     verdicts = [f"- {header}: {results[task]['splits'][split]['verdict']}" for header, task, split in columns]
