@@ -1,16 +1,18 @@
 """The modern encoder recipe, change by change, at one budget of CPU time (issue 38, item 4).
 
-Each row of ROWS adds one change to the row above; every row pre-trains for the same training time
-(`schedule.budget`, the trainer's clock: steps only, not evaluation) with each pre-training seed, then is
-scored by `python -m trainer.evaluate` on each task (its CLI, so the task kinds and options it gains apply
-here unchanged). Rows with no Hugging Face class (pre-LN with GeGLU and a position table: trainer.evaluate
-fine-tunes through an export) get the trainer's own held-out masked-LM loss and accuracy only, which every
-row also reports (comparable between rows of the same masking rate).
+Each row of ROWS adds one change to the row above; every row pre-trains for the same training time with each
+pre-training seed, then is scored by `python -m trainer.evaluate` on each task (its CLI, so the task kinds and
+options it gains apply here unchanged). The time is turned into each row's steps once, from its speed on an
+idle machine (`speed`, into OUT/speeds.json): the runs then take a fixed number of steps, so they give the
+same models on a busy machine, or spread over days, as on an idle one (a time budget would not). Rows with no
+Hugging Face class (pre-LN with GeGLU and a position table: trainer.evaluate fine-tunes through an export) get
+the trainer's own held-out masked-LM loss and accuracy only, which every row also reports (comparable between
+rows of the same masking rate).
 
+    python bench/recipe_ablation.py speed                                 # idle: each row's sequences/s
     python bench/recipe_ablation.py run --budget 30m --seeds 3            # every row, UD EWT UPOS
-    python bench/recipe_ablation.py run --budget 30m --rows recipe mini  # some rows
+    python bench/recipe_ablation.py run --budget 30m --rows recipe mini   # some rows
     python bench/recipe_ablation.py run ... --task upos --task 'cola=--train C/train.tsv.xz --dev C/dev.tsv'
-    python bench/recipe_ablation.py speed --steps 60                     # steps/s of the presets
 
 The data (vocab, packed pairs, shards) is the recipe's (`pipelines/cpu-recipe.toml`, built once per masking
 rate with `corpusprep run --until shard`); the training settings are its [train] table plus the row's, the
@@ -25,6 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -36,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from corpusprep.settings import read_toml  # noqa: E402
-from trainer.config import PRESET_LR, load_config, preset_size  # noqa: E402
+from trainer.config import PRESET_LR, load_config, parse_duration  # noqa: E402
 
 RECIPE = REPO / "pipelines" / "cpu-recipe.toml"
 EWT = REPO.parent / "shared" / "eval" / "ud_en_ewt" / "en_ewt-ud"
@@ -139,15 +143,8 @@ class Bench:
         from corpusprep.errors import UsageError
         from trainer.hf_families import family_of
 
-        nested: dict = {}
-        for key, value in values.items():
-            *sections, name = key.split(".")
-            node = nested
-            for section in sections:
-                node = node.setdefault(section, {})
-            node[name] = value
         objective = self.recipe["pairs"]["objective"]
-        model = load_config(nested).model.bert_config(vocab_size=300, objective=objective)
+        model = load_config(nest(values)).model.bert_config(vocab_size=300, objective=objective)
         try:
             family = family_of(model)
         except UsageError:
@@ -156,17 +153,26 @@ class Bench:
 
     def pretrain(self, row: Row, seed: int) -> Path:
         values, masking = self.train_settings(row)
-        values |= {"schedule.budget": self.args.budget, "schedule.steps": 10**9}  # the budget ends the run
+        values["schedule.steps"] = self.steps(row)
         run_dir = self.out / "runs" / f"{row.name}-seed{seed}"
         marker = run_dir.with_name(run_dir.name + ".done")
         if not marker.exists():
             resume = ["--resume"] if run_dir.exists() else []
             command = [*self.python, "-m", "trainer.run", "--shards", str(self.shards(masking)), "--run-dir",
                        str(run_dir), *settings(values | {"seed": seed}), *resume]
-            print(f"{row.name} seed {seed}: pre-training for {self.args.budget}", flush=True)
+            print(f"{row.name} seed {seed}: pre-training {values['schedule.steps']:,} steps", flush=True)
             run(command, self.out / "logs" / f"{run_dir.name}.log")
             marker.write_text(time.strftime("%Y-%m-%d %H:%M:%S\n"))
         return run_dir
+
+    def steps(self, row: Row) -> int:
+        """The row's steps in --budget at its idle speed (OUT/speeds.json)."""
+        speeds = read_speeds(self.out)["rows"]
+        if row.name not in speeds:
+            sys.exit(f"{self.out / 'speeds.json'}: no speed of row {row.name!r}: run `speed --rows "
+                     f"{row.name}` on an idle machine")
+        values, _ = self.train_settings(row)
+        return steps_in(parse_duration(self.args.budget), speeds[row.name]["seq_per_s"], values)
 
     def evaluate(self, run_dir: Path, task: str) -> dict:
         """trainer.evaluate's record for one pre-trained run on one task (its -o: a rerun reuses it)."""
@@ -188,6 +194,41 @@ class Bench:
             name, _, flags = spec.partition("=")
             chosen[name] = flags or TASKS[name]
         return chosen
+
+
+def read_speeds(out: Path) -> dict:
+    path = out / "speeds.json"
+    return json.loads(path.read_text()) if path.is_file() else {"rows": {}}
+
+
+def steps_in(seconds: float, seq_per_s: float, values: dict) -> int:
+    """The steps that take `seconds` at `seq_per_s`: the sequences it reads, in the row's batches (fewer
+    a step early on with a batch ramp: trainer.optim.micro_batches, as the trainer takes them)."""
+    from trainer.optim import micro_batches
+
+    schedule = load_config(nest(values)).schedule
+    micro, total = values["data.batch_size"], seconds * seq_per_s
+
+    def reads(steps: int) -> int:
+        return micro * sum(micro_batches(i / steps, schedule) for i in range(steps))
+
+    low, high = 1, max(1, math.ceil(total / micro))  # at most one micro-batch a step
+    while low < high:  # the fewest steps that read the sequences
+        middle = (low + high) // 2
+        low, high = (middle + 1, high) if reads(middle) < total else (low, middle)
+    return low
+
+
+def nest(values: dict) -> dict:
+    """Dotted keys -> the nested tables load_config reads."""
+    nested: dict = {}
+    for key, value in values.items():
+        *sections, name = key.split(".")
+        node = nested
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[name] = value
+    return nested
 
 
 def evaluate_builds(config) -> bool:
@@ -260,7 +301,8 @@ def run_rows(args: argparse.Namespace) -> int:
     bench = Bench(args)
     rows = [BY_NAME[name] for name in args.rows] if args.rows else ROWS
     seeds = [args.first_seed + i for i in range(args.seeds)]
-    results: dict = {"budget": args.budget, "seeds": seeds, "tasks": bench.tasks, "rows": {}}
+    results: dict = {"budget": args.budget, "speeds_measured": read_speeds(bench.out).get("measured"),
+                     "seeds": seeds, "tasks": bench.tasks, "rows": {}}
     for row in rows:
         values, masking = bench.train_settings(row)
         scorer = bench.scorer(values)
@@ -283,7 +325,8 @@ def write(results: dict, out: Path) -> str:
     """The table (markdown) and results.json; returns the table."""
     tasks = list(results["tasks"])
     head = ["row", "change", "steps", "held-out MLM acc", *tasks, *[f"{t}: vs row above" for t in tasks]]
-    lines = [f"Budget {results['budget']} of training per run; pre-training seeds {results['seeds']}; "
+    lines = [f"Budget {results['budget']} of training per run, as steps at each row's idle speed (measured "
+             f"{results['speeds_measured']}); pre-training seeds {results['seeds']}; "
              "mean ± sd over them. Scores: trainer.evaluate's pre-trained mean (test split if given, else "
              "dev).", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     before: dict[str, list[float]] = {}
@@ -311,25 +354,31 @@ def write(results: dict, out: Path) -> str:
 
 
 def speed(args: argparse.Namespace) -> int:
-    """Steps/s (and sequences/s) of each preset at the recipe's training settings on the recipe's shards,
-    over `--steps` steps after a warm-up window (the first progress record, which holds start-up)."""
+    """Each row's sequences/s on its shards at its settings (a batch ramp off: its full batch), over
+    `--steps` steps after the first progress window (which holds start-up), into OUT/speeds.json: what `run`
+    turns the budget into steps with. Measure on an idle machine; the load is recorded beside the speeds."""
     bench = Bench(args)
-    shards = bench.shards(0.15)
-    print("| preset | steps/s | sequences/s | tokens/s |\n|---|---|---|---|")
-    for name in args.presets:
-        values, _ = bench.train_settings(ROWS[0])
-        values |= {"model.preset": name, "optim.lr": PRESET_LR[preset_size(name)],
-                   "schedule.steps": args.steps, "eval.every": 0, "eval.max_batches": 1,
-                   "logging.every": 10, "checkpoint.every": args.steps}
-        run_dir = bench.out / "speed" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
-        run([*bench.python, "-m", "trainer.run", "--shards", str(shards), "--run-dir", str(run_dir),
-             *settings(values)], bench.out / "logs" / f"speed-{name}.log")
+    speeds, load = read_speeds(bench.out), os.getloadavg()[0]
+    if load > 0.5:
+        print(f"warning: load average {load:.1f}: the speeds, so every row's steps, will be low", flush=True)
+    print("| row | steps/s | sequences/s | tokens/s |\n|---|---|---|---|", flush=True)
+    for row in [BY_NAME[name] for name in args.rows] if args.rows else ROWS:
+        values, masking = bench.train_settings(row)
+        values |= {"schedule.steps": args.steps, "schedule.batch_ramp_fraction": 0.0, "eval.every": 0,
+                   "eval.max_batches": 1, "logging.every": max(1, args.steps // 6),
+                   "checkpoint.every": args.steps}
+        run_dir = bench.out / "speed" / f"{row.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        run([*bench.python, "-m", "trainer.run", "--shards", str(bench.shards(masking)), "--run-dir",
+             str(run_dir), *settings(values)], bench.out / "logs" / f"speed-{row.name}.log")
         records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
         windows = [r for r in records if "seq_per_s" in r][1:]  # the first window holds start-up
         seqs = statistics.fmean(r["seq_per_s"] for r in windows)
         tokens = statistics.fmean(r["tokens_per_s"] for r in windows)
-        batch = values["data.batch_size"]
-        print(f"| {name} | {seqs / batch:.2f} | {seqs:,.0f} | {tokens:,.0f} |", flush=True)
+        batch = values["data.batch_size"] * values.get("schedule.grad_accum", 1)
+        speeds["rows"][row.name] = {"seq_per_s": seqs, "tokens_per_s": tokens, "load": load}
+        print(f"| {row.name} | {seqs / batch:.2f} | {seqs:,.0f} | {tokens:,.0f} |", flush=True)
+    speeds["measured"] = f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, {platform.machine()}"
+    (bench.out / "speeds.json").write_text(json.dumps(speeds, indent=2) + "\n")
     return 0
 
 
@@ -341,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
                    help='settings of the data stages, e.g. \'{"input": {"paths": ["small.txt"]}}\'')
     sub = p.add_subparsers(dest="command", required=True)
     rows = sub.add_parser("run", help="pre-train and score rows")
-    rows.add_argument("--budget", default="30m", help="training time of every run (default 30m)")
+    rows.add_argument("--budget", default="30m", help="training time of every run, as steps at each row's "
+                      "speed (default 30m)")
     rows.add_argument("--seeds", type=int, default=3, help="pre-training seeds per row (default 3)")
     rows.add_argument("--first-seed", type=int, default=12345, help="the recipe's seed, then +1, +2 ...")
     rows.add_argument("--rows", nargs="+", choices=list(BY_NAME), help="default: every row")
@@ -350,9 +400,9 @@ def main(argv: list[str] | None = None) -> int:
                       "repeatable (default: upos)")
     rows.add_argument("--eval-extra", default="", help="flags appended to every trainer.evaluate call")
     rows.set_defaults(handler=run_rows)
-    pace = sub.add_parser("speed", help="steps/s of presets at the recipe's settings")
-    pace.add_argument("--presets", nargs="+", default=["tiny", "mini", "modern-tiny", "modern-mini"])
-    pace.add_argument("--steps", type=int, default=60)
+    pace = sub.add_parser("speed", help="each row's sequences/s (on an idle machine), for run's steps")
+    pace.add_argument("--rows", nargs="+", choices=list(BY_NAME), help="default: every row")
+    pace.add_argument("--steps", type=int, default=60, help="steps measured per row (default 60)")
     pace.set_defaults(handler=speed)
     args = p.parse_args(argv)
     return args.handler(args)
