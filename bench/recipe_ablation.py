@@ -25,6 +25,7 @@ OUT/table.md, the numbers to OUT/results.json.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -43,10 +44,6 @@ from corpusprep.settings import read_toml  # noqa: E402
 from trainer.config import PRESET_LR, load_config, parse_duration  # noqa: E402
 
 RECIPE = REPO / "pipelines" / "cpu-recipe.toml"
-EWT = REPO.parent / "shared" / "eval" / "ud_en_ewt" / "en_ewt-ud"
-TASKS = {  # name -> trainer.evaluate's task flags; `--task NAME=FLAGS` adds or replaces one
-    "upos": f"--train {EWT}-train.conllu.xz --dev {EWT}-dev.conllu.xz",
-}
 
 
 @dataclass(frozen=True)
@@ -177,23 +174,45 @@ class Bench:
     def evaluate(self, run_dir: Path, task: str) -> dict:
         """trainer.evaluate's record for one pre-trained run on one task (its -o: a rerun reuses it)."""
         out = self.out / "evaluations" / f"{run_dir.name}-{task}"
-        if not (out / "evaluation.json").is_file():
+        flags = self.tasks[task]  # a GLUE task through --glue: the suite's record of it is in its own folder
+        glue = flags[flags.index("--glue-tasks") + 1] if "--glue-tasks" in flags else ""
+        record = out / glue / "evaluation.json"
+        if not record.is_file():
             common = [arg for key, value in self.recipe.get("evaluate", {}).items()
                       if key not in ("train", "dev", "test")
                       for arg in (f"--{key.replace('_', '-')}", str(value))]
-            command = [*self.python, "-m", "trainer.evaluate", str(run_dir), *self.tasks[task].split(),
-                       *common, *self.args.eval_extra.split(), "-o", str(out)]
+            command = [*self.python, "-m", "trainer.evaluate", str(run_dir), *flags, *common,
+                       *self.args.eval_extra.split(), "-o", str(out)]
             print(f"{run_dir.name}: evaluating on {task}", flush=True)
             run(command, self.out / "logs" / f"{run_dir.name}-{task}.log")
-        return json.loads((out / "evaluation.json").read_text())
+        return json.loads(record.read_text())
 
-    @property
-    def tasks(self) -> dict[str, str]:
+    @functools.cached_property
+    def tasks(self) -> dict[str, list[str]]:
+        """Task name -> trainer.evaluate's task flags: a yardstick by name, or NAME=FLAGS."""
         chosen = {}
         for spec in self.args.task or ["upos"]:
             name, _, flags = spec.partition("=")
-            chosen[name] = flags or TASKS[name]
+            chosen[name] = flags.split() if flags else yardstick(name, Path(self.args.data), self.out)
         return chosen
+
+
+def yardstick(name: str, data: Path, out: Path) -> list[str]:
+    """trainer.evaluate's flags for a task of bench/yardsticks.py: its files (DATA, ../shared), capped as
+    there (the same seeded samples as the yardsticks' table) into OUT/data, a GLUE task through --glue."""
+    from types import SimpleNamespace
+
+    from bench import yardsticks
+
+    files = yardsticks.task_files(name, data, out)
+    if files is None:
+        sys.exit(f"task {name}: its files are not in {data} (bench/yardsticks.py says where they come from)")
+    caps = SimpleNamespace(train_caps=yardsticks.CAPS, dev_caps=yardsticks.DEV_CAPS)
+    kept, _ = yardsticks.prepared(name, files, caps, out)
+    if glue := yardsticks.YARDSTICKS[name].glue:
+        return ["--glue", str(out / "data" / "glue"), "--glue-tasks", glue]
+    return [*(flag for split, path in kept.items() for flag in (f"--{split}", str(path))),
+            *yardsticks.YARDSTICKS[name].flags]
 
 
 def read_speeds(out: Path) -> dict:
@@ -396,8 +415,10 @@ def main(argv: list[str] | None = None) -> int:
     rows.add_argument("--first-seed", type=int, default=12345, help="the recipe's seed, then +1, +2 ...")
     rows.add_argument("--rows", nargs="+", choices=list(BY_NAME), help="default: every row")
     rows.add_argument("--task", action="append", metavar="NAME[=FLAGS]",
-                      help=f"a task by name ({', '.join(TASKS)}) or NAME=trainer.evaluate's task flags; "
-                      "repeatable (default: upos)")
+                      help="a task of bench/yardsticks.py by name (upos, ner, cola, sts-b, ...) or "
+                      "NAME=trainer.evaluate's task flags; repeatable (default: upos)")
+    rows.add_argument("--data", default="/work/data", help="bench/yardsticks.py's --data: the public copies "
+                      "of its tasks (default /work/data)")
     rows.add_argument("--eval-extra", default="", help="flags appended to every trainer.evaluate call")
     rows.set_defaults(handler=run_rows)
     pace = sub.add_parser("speed", help="each row's sequences/s (on an idle machine), for run's steps")
