@@ -78,6 +78,7 @@ ROWS = [
          "schedule.batch_ramp_start": 0.25}),
 ]
 BY_NAME = {row.name: row for row in ROWS}
+ROWS_HELP = f"of {', '.join(BY_NAME)} (default: every row)"
 
 
 def flat(table: dict, prefix: str = "") -> dict:
@@ -413,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
                       "speed (default 30m)")
     rows.add_argument("--seeds", type=int, default=3, help="pre-training seeds per row (default 3)")
     rows.add_argument("--first-seed", type=int, default=12345, help="the recipe's seed, then +1, +2 ...")
-    rows.add_argument("--rows", nargs="+", choices=list(BY_NAME), help="default: every row")
+    rows.add_argument("--rows", nargs="+", choices=list(BY_NAME), metavar="ROW", help=ROWS_HELP)
     rows.add_argument("--task", action="append", metavar="NAME[=FLAGS]",
                       help="a task of bench/yardsticks.py by name (upos, ner, cola, sts-b, ...) or "
                       "NAME=trainer.evaluate's task flags; repeatable (default: upos)")
@@ -422,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     rows.add_argument("--eval-extra", default="", help="flags appended to every trainer.evaluate call")
     rows.set_defaults(handler=run_rows)
     pace = sub.add_parser("speed", help="each row's sequences/s (on an idle machine), for run's steps")
-    pace.add_argument("--rows", nargs="+", choices=list(BY_NAME), help="default: every row")
+    pace.add_argument("--rows", nargs="+", choices=list(BY_NAME), metavar="ROW", help=ROWS_HELP)
     pace.add_argument("--steps", type=int, default=60, help="steps measured per row (default 60)")
     pace.set_defaults(handler=speed)
     args = p.parse_args(argv)
