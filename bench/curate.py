@@ -132,6 +132,60 @@ def signatures(corpus: Path, limit: int | None) -> list[dict]:
     return rows
 
 
+# ------------------------------------------------------------------------------------- quality filters
+
+# Ours in the groups datatrove's two Gopher filters cover (its repetition filter also checks paragraphs; its
+# quality filter bullets, alphabetic words and stop words): each group on one Doc, as the stage applies them.
+FILTER_GROUPS = {"repetition": ("repeated-lines", "repeated-ngrams"),
+                 "quality": ("word-count", "word-length", "symbol-ratio", "ellipsis-lines")}
+
+
+def filter_rows(corpus: Path, limit: int | None) -> list[dict]:
+    """Each filter of ours alone (a fresh Doc: its words split inside the timing), our groups, and datatrove's
+    GopherRepetitionFilter and GopherQualityFilter, over the corpus: documents per CPU-second, removed."""
+    from corpusprep.curate import filters
+    from corpusprep.curate.filters.base import Doc
+
+    texts = documents(corpus, limit)
+
+    def timed(name: str, verdict) -> dict:
+        start = time.process_time()
+        removed = sum(bool(verdict(t)) for t in texts)
+        cpu = time.process_time() - start
+        return {"name": name, "documents": len(texts), "removed": removed, "cpu_s": round(cpu, 2),
+                "docs_per_cpu_s": round(len(texts) / cpu, 1)}
+
+    rows = [timed(name, lambda t, f=filters.get(name): f.apply(Doc(t)).remove) for name in filters.REGISTRY]
+    for group, names in FILTER_GROUPS.items():
+        chosen = [filters.get(name) for name in names]
+
+        def apply(text: str, chosen=chosen) -> bool:
+            doc = Doc(text)
+            return any(f.apply(doc).remove for f in chosen)
+
+        rows.append(timed(f"ours: {group} ({', '.join(names)})", apply))
+        try:
+            peer = datatrove_gopher(group)
+        except ImportError as error:
+            rows.append({"name": f"datatrove: {group}", "skipped": str(error)[:120]})
+            continue
+        rows.append(timed(f"datatrove: Gopher{group.title()}Filter", peer))
+        rows[-2]["ours_vs_datatrove"] = round(rows[-2]["docs_per_cpu_s"] / rows[-1]["docs_per_cpu_s"], 2)
+    return rows
+
+
+def datatrove_gopher(group: str):
+    """datatrove's Gopher filter of the group as a predicate "removed", its words split on whitespace (its
+    English tokenizer needs spaCy; a split is cheaper, to datatrove's favour)."""
+    from datatrove.data import Document
+    from datatrove.pipeline.filters import gopher_quality_filter, gopher_repetition_filter
+
+    module = gopher_repetition_filter if group == "repetition" else gopher_quality_filter
+    module.split_into_words = lambda text, language: text.split()
+    step = (module.GopherRepetitionFilter if group == "repetition" else module.GopherQualityFilter)()
+    return lambda text: step.filter(Document(text=text, id="")) is not True
+
+
 # ------------------------------------------------------------------------------------------ the stage
 
 STEPS = {  # each adds to the one before: the cost of a step is its row minus the row before
@@ -337,7 +391,7 @@ def one_langid(name: str, small: bool) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="a dry run on a few hundred documents")
-    parser.add_argument("--only", choices=("signatures", "dedup", "stage", "planted", "langid"))
+    parser.add_argument("--only", choices=("signatures", "dedup", "filters", "stage", "planted", "langid"))
     parser.add_argument("--corpus", type=Path, default=ENWIKI, help="the corpus of the signature and stage "
                         "runs (default: the shared Wikipedia corpus)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -360,6 +414,9 @@ def main() -> None:
     if args.only in (None, "dedup"):
         results["near-dedup beside datatrove's (5-grams, 14 x 8, 1 worker)"] = dedup_beside_datatrove(
             args.corpus, args.small)
+    if args.only in (None, "filters"):
+        results["quality filters, one at a time and beside datatrove's Gopher filters"] = filter_rows(
+            args.corpus, 300 if args.small else None)
     if args.only in (None, "planted"):
         results["near-duplicates on planted copies"] = planted(args.small)
     if args.only in (None, "langid"):

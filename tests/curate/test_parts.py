@@ -135,3 +135,52 @@ def test_options_are_checked():
     with pytest.raises(UsageError, match="--threshold"):
         CurateOptions(threshold=0)
     assert CurateOptions(languages=("EN", " fr")).languages == ("en", "fr")
+
+
+def tuple_counted_ngram_verdict(words: list[str]) -> str | None:
+    """Gopher's n-gram repetition rules counted over tuples of words, the plain reading of the rules: the
+    reference the hashed filter must agree with."""
+    from collections import Counter
+
+    from corpusprep.curate.filters.repeated_ngrams import DUPLICATED, TOP
+
+    total = sum(map(len, words))
+    if not total:
+        return None
+    for n, limit in TOP.items():
+        grams = Counter(tuple(words[i: i + n]) for i in range(len(words) - n + 1))
+        if grams:
+            gram, count = max(grams.items(), key=lambda item: (item[1], item[0]))
+            share = count * sum(map(len, gram)) / total
+            if count > 1 and share > limit:
+                return f"top {n}-gram {' '.join(gram)!r} covers {share:.0%}; at most {limit:.0%}"
+    for n, limit in DUPLICATED.items():
+        grams = Counter(tuple(words[i: i + n]) for i in range(len(words) - n + 1))
+        covered = [False] * len(words)
+        for i in range(len(words) - n + 1):
+            if grams[tuple(words[i: i + n])] > 1:
+                covered[i: i + n] = [True] * n
+        share = sum(len(w) for w, c in zip(words, covered, strict=True) if c) / total
+        if share > limit:
+            return f"repeated {n}-grams cover {share:.0%}; at most {limit:.0%}"
+    return None
+
+
+def test_the_hashed_ngram_filter_gives_the_verdicts_of_counting_word_tuples():
+    """2,000 random documents, from no repetition to nearly all (a few words, repeated spans, ties between
+    equally frequent n-grams of different lengths): the same verdict, message included."""
+    rng = random.Random(11)
+    rule = filters.get("repeated-ngrams")
+    removed = 0
+    for _ in range(2000):
+        vocabulary = [("w" * rng.randint(1, 9)) + str(i) for i in range(rng.choice([2, 5, 30, 1000]))]
+        words = rng.choices(vocabulary, k=rng.randint(0, 300))
+        for _ in range(rng.randint(0, 3)):  # paste a repeated span
+            span = words[rng.randrange(max(1, len(words))):][: rng.randint(1, 12)]
+            at = rng.randint(0, len(words))
+            words[at:at] = span * rng.randint(1, 4)
+        doc = Doc(" ".join(words))
+        expected = tuple_counted_ngram_verdict(doc.plain_words)
+        assert rule.apply(doc).remove == expected, words
+        removed += expected is not None
+    assert 300 < removed < 1700  # both verdicts well represented
