@@ -40,6 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from corpusprep.engine.rng import stable_hash  # noqa: E402
 from corpusprep.settings import read_toml  # noqa: E402
 from trainer.config import PRESET_LR, load_config, parse_duration  # noqa: E402
 
@@ -113,7 +114,8 @@ class Bench:
 
     def shards(self, masking: float) -> Path:
         """The recipe's shards at this masking rate (its pairs, vocab and seeds), built once."""
-        run_dir = self.out / f"data-mask{round(masking * 100)}"
+        name = f"data-mask{round(masking * 100)}"
+        run_dir = self.out / (keyed(name, self.args.data_set) if self.args.data_set else name)
         if not (run_dir / "shards" / "manifest.json").is_file():
             length = self.recipe["pairs"]["max_seq_length"]
             data = {"shard.masked_lm_prob": masking,
@@ -149,16 +151,22 @@ class Bench:
             return "no HF class"
         return "evaluate" if evaluate_builds(model) else f"evaluate cannot read {family.title} yet"
 
-    def pretrain(self, row: Row, seed: int) -> Path:
+    def pretraining(self, row: Row, seed: int) -> tuple[Path, list[str]]:
+        """The run's directory, named by everything that makes its model (settings, steps, shards: a rerun
+        with another budget or recipe is another run, never a finished one reused), and its command."""
         values, masking = self.train_settings(row)
-        values["schedule.steps"] = self.steps(row)
-        run_dir = self.out / "runs" / f"{row.name}-seed{seed}"
+        values |= {"schedule.steps": self.steps(row), "seed": seed}
+        shards = str(self.shards(masking))
+        run_dir = self.out / "runs" / keyed(f"{row.name}-seed{seed}", values, shards)
+        return run_dir, [*self.python, "-m", "trainer.run", "--shards", shards, "--run-dir", str(run_dir),
+                         *settings(values)]
+
+    def pretrain(self, row: Row, seed: int) -> Path:
+        run_dir, command = self.pretraining(row, seed)
         marker = run_dir.with_name(run_dir.name + ".done")
         if not marker.exists():
-            resume = ["--resume"] if run_dir.exists() else []
-            command = [*self.python, "-m", "trainer.run", "--shards", str(self.shards(masking)), "--run-dir",
-                       str(run_dir), *settings(values | {"seed": seed}), *resume]
-            print(f"{row.name} seed {seed}: pre-training {values['schedule.steps']:,} steps", flush=True)
+            command += ["--resume"] if run_dir.exists() else []
+            print(f"{row.name} seed {seed}: pre-training {self.steps(row):,} steps", flush=True)
             run(command, self.out / "logs" / f"{run_dir.name}.log")
             marker.write_text(time.strftime("%Y-%m-%d %H:%M:%S\n"))
         return run_dir
@@ -172,28 +180,36 @@ class Bench:
         values, _ = self.train_settings(row)
         return steps_in(parse_duration(self.args.budget), speeds[row.name]["seq_per_s"], values)
 
+    def evaluation(self, run_dir: Path, task: str) -> tuple[Path, list[str]]:
+        """trainer.evaluate's output directory for one run on one task, named by its flags (a rerun with
+        other fine-tuning settings is another evaluation), and its command."""
+        recipe = self.recipe.get("evaluate", {})  # its settings; the task's files come from the task
+        common = [arg for key, value in recipe.items() if key not in ("train", "dev", "test")
+                  for arg in (f"--{key.replace('_', '-')}", str(value))]
+        flags = [*self.tasks[task], *common, *self.args.eval_extra.split()]
+        out = self.out / "evaluations" / keyed(f"{run_dir.name}-{task}", flags)
+        return out, [*self.python, "-m", "trainer.evaluate", str(run_dir), *flags, "-o", str(out)]
+
     def evaluate(self, run_dir: Path, task: str) -> dict:
         """trainer.evaluate's record for one pre-trained run on one task (its -o: a rerun reuses it)."""
-        out = self.out / "evaluations" / f"{run_dir.name}-{task}"
-        flags = self.tasks[task]  # a GLUE task through --glue: the suite's record of it is in its own folder
-        glue = flags[flags.index("--glue-tasks") + 1] if "--glue-tasks" in flags else ""
-        record = out / glue / "evaluation.json"
-        if not record.is_file():
-            common = [arg for key, value in self.recipe.get("evaluate", {}).items()
-                      if key not in ("train", "dev", "test")
-                      for arg in (f"--{key.replace('_', '-')}", str(value))]
-            command = [*self.python, "-m", "trainer.evaluate", str(run_dir), *flags, *common,
-                       *self.args.eval_extra.split(), "-o", str(out)]
+        out, command = self.evaluation(run_dir, task)
+        if not any(out.rglob("evaluation.json")):
             print(f"{run_dir.name}: evaluating on {task}", flush=True)
-            run(command, self.out / "logs" / f"{run_dir.name}-{task}.log")
-        return json.loads(record.read_text())
+            run(command, self.out / "logs" / f"{out.name}.log")
+        # a GLUE task goes through --glue: the suite writes its record in the task's own folder
+        return json.loads(next(out.rglob("evaluation.json")).read_text())
 
     @functools.cached_property
     def tasks(self) -> dict[str, list[str]]:
         """Task name -> trainer.evaluate's task flags: a yardstick by name, or NAME=FLAGS."""
         chosen = {}
+        from bench.yardsticks import YARDSTICKS
+
         for spec in self.args.task or ["upos"]:
             name, _, flags = spec.partition("=")
+            if not flags and name not in YARDSTICKS:
+                sys.exit(f"--task {name!r}: a task of bench/yardsticks.py ({', '.join(YARDSTICKS)}), or "
+                         "NAME=trainer.evaluate's task flags")
             chosen[name] = flags.split() if flags else yardstick(name, Path(self.args.data), self.out)
         return chosen
 
@@ -214,6 +230,11 @@ def yardstick(name: str, data: Path, out: Path) -> list[str]:
         return ["--glue", str(out / "data" / "glue"), "--glue-tasks", glue]
     return [*(flag for split, path in kept.items() for flag in (f"--{split}", str(path))),
             *yardsticks.YARDSTICKS[name].flags]
+
+
+def keyed(name: str, *settings) -> str:
+    """`name` and 8 hex digits of what it was made with."""
+    return f"{name}-{stable_hash(json.dumps(settings, sort_keys=True, default=str)):016x}"[: len(name) + 9]
 
 
 def read_speeds(out: Path) -> dict:
@@ -392,6 +413,8 @@ def speed(args: argparse.Namespace) -> int:
              str(run_dir), *settings(values)], bench.out / "logs" / f"speed-{row.name}.log")
         records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
         windows = [r for r in records if "seq_per_s" in r][1:]  # the first window holds start-up
+        if not windows:
+            sys.exit(f"speed: {args.steps} steps left no progress window after start-up; give more --steps")
         seqs = statistics.fmean(r["seq_per_s"] for r in windows)
         tokens = statistics.fmean(r["tokens_per_s"] for r in windows)
         batch = values["data.batch_size"] * values.get("schedule.grad_accum", 1)

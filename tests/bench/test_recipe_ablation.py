@@ -48,6 +48,28 @@ def test_a_budget_becomes_the_steps_that_read_its_sequences_batch_ramp_included(
     assert reads >= 600 * 64 * 5 > reads - 64
 
 
+def test_a_run_or_evaluation_of_other_settings_is_another_never_one_reused(tmp_path, monkeypatch):
+    """Runs and evaluations are named by what makes them: a dry run's models and scores are not found again
+    by a real run into the same --out, nor a run of another budget resumed with the new one's steps."""
+    def bench(budget: str, extra: str = "") -> Bench:
+        args = argparse.Namespace(out=str(tmp_path), recipe=REPO / "pipelines" / "cpu-recipe.toml",
+                                  data_set={}, budget=budget, eval_extra=extra, data=str(tmp_path),
+                                  task=["upos=--train t.conllu --dev d.conllu"])
+        made = Bench(args)
+        monkeypatch.setattr(made, "shards", lambda masking: tmp_path / f"shards{masking}")
+        return made
+
+    (tmp_path / "speeds.json").write_text(json.dumps({"rows": {"recipe": {"seq_per_s": 500.0}}}))
+    row = BY_NAME["recipe"]
+    short, long = bench("5s").pretraining(row, 1), bench("30m").pretraining(row, 1)
+    assert short[0] != long[0] and short[0] == bench("5s").pretraining(row, 1)[0]  # stable names
+    assert bench("5s").pretraining(row, 2)[0] != short[0]
+    assert short[0].name.startswith("recipe-seed1-") and "schedule.steps=40" in " ".join(short[1])
+    quick = bench("5s", "--epochs 0.05").evaluation(short[0], "upos")
+    full = bench("5s").evaluation(short[0], "upos")
+    assert quick[0] != full[0] and "--epochs" in quick[1] and "--epochs" not in full[1]
+
+
 def head_conllu(source, out, sentences: int) -> str:
     with lzma.open(source, "rt", encoding="utf-8") as text:
         blocks = text.read().split("\n\n")[:sentences]
@@ -83,14 +105,18 @@ def test_the_smallest_ablation_pretrains_scores_and_tabulates(tmp_path):
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert list(results["rows"]) == ["recipe", "batch-ramp"]
     assert results["rows"]["recipe"]["masking"] == 0.15 and results["rows"]["batch-ramp"]["masking"] == 0.30
-    for entry in results["rows"].values():
+    made = Bench(argparse.Namespace(out=str(tmp_path / "out"), recipe=REPO / "pipelines" / "cpu-recipe.toml"))
+    for name, entry in results["rows"].items():
         assert entry["scorer"] == "evaluate"
         found = entry["seeds"]["12345"]
-        assert found["steps"] >= 5 and 0 <= found["val_mlm_acc"] <= 1  # 5 s at the measured speed
+        values, _ = made.train_settings(BY_NAME[name])  # 5 s at the row's measured speed, as steps
+        assert found["steps"] == steps_in(5, speeds["rows"][name]["seq_per_s"], values)
+        assert 0 <= found["val_mlm_acc"] <= 1
         assert found["upos"]["split"] == "dev" and 0 < found["upos"]["pretrained"] <= 1
     table = (tmp_path / "out" / "table.md").read_text()
     assert table in run.stdout and "| batch-ramp | batch ramp" in table
     for row, full in (("recipe", True), ("batch-ramp", False)):  # the ramp reached the trainer
-        metrics = (tmp_path / "out" / "runs" / f"{row}-seed12345" / "metrics.jsonl").read_text().splitlines()
+        [metrics] = (tmp_path / "out" / "runs").glob(f"{row}-seed12345-*/metrics.jsonl")
+        metrics = metrics.read_text().splitlines()
         batches = [json.loads(line)["seqs_per_step"] for line in metrics if "seqs_per_step" in line]
         assert batches and (min(batches) == 64) is full, (row, batches)
