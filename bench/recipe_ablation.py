@@ -144,7 +144,7 @@ class Bench:
         from trainer.hf_families import family_of
 
         objective = self.recipe["pairs"]["objective"]
-        model = load_config(nest(values)).model.bert_config(vocab_size=300, objective=objective)
+        model = config_of(values).model.bert_config(vocab_size=300, objective=objective)
         try:
             family = family_of(model)
         except UsageError:
@@ -234,7 +234,7 @@ def yardstick(name: str, data: Path, out: Path) -> list[str]:
 
 def keyed(name: str, *settings) -> str:
     """`name` and 8 hex digits of what it was made with."""
-    return f"{name}-{stable_hash(json.dumps(settings, sort_keys=True, default=str)):016x}"[: len(name) + 9]
+    return f"{name}-{stable_hash(json.dumps(settings, sort_keys=True, default=str)) >> 32:08x}"
 
 
 def read_speeds(out: Path) -> dict:
@@ -247,7 +247,7 @@ def steps_in(seconds: float, seq_per_s: float, values: dict) -> int:
     a step early on with a batch ramp: trainer.optim.micro_batches, as the trainer takes them)."""
     from trainer.optim import micro_batches
 
-    schedule = load_config(nest(values)).schedule
+    schedule = config_of(values).schedule
     micro, total = values["data.batch_size"], seconds * seq_per_s
 
     def reads(steps: int) -> int:
@@ -260,16 +260,9 @@ def steps_in(seconds: float, seq_per_s: float, values: dict) -> int:
     return low
 
 
-def nest(values: dict) -> dict:
-    """Dotted keys -> the nested tables load_config reads."""
-    nested: dict = {}
-    for key, value in values.items():
-        *sections, name = key.split(".")
-        node = nested
-        for section in sections:
-            node = node.setdefault(section, {})
-        node[name] = value
-    return nested
+def config_of(values: dict):
+    """The trainer's config of dotted-key settings, read as `trainer.run --set` reads them."""
+    return load_config(overrides=[f"{key}={json.dumps(value)}" for key, value in values.items()])
 
 
 def evaluate_builds(config) -> bool:

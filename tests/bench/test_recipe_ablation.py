@@ -13,16 +13,15 @@ import sys
 
 import pytest
 
-from bench.recipe_ablation import BY_NAME, ROWS, Bench, nest, steps_in
+from bench.recipe_ablation import BY_NAME, ROWS, Bench, config_of, steps_in
 from tests.conftest import REPO, shared_path
-from trainer.config import load_config
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.name for row in ROWS])
 def test_every_row_is_a_config_the_trainer_accepts(row, tmp_path):
     bench = Bench(argparse.Namespace(out=str(tmp_path), recipe=REPO / "pipelines" / "cpu-recipe.toml"))
     values, masking = bench.train_settings(row)
-    config = load_config(nest(values | {"schedule.steps": steps_in(1800, 500.0, values)}))
+    config = config_of(values | {"schedule.steps": steps_in(1800, 500.0, values)})
     assert 0.1 <= masking <= 0.3
     for key, value in row.train.items():  # the row's own change reaches the config
         section, _, name = key.rpartition(".")
@@ -43,7 +42,7 @@ def test_a_budget_becomes_the_steps_that_read_its_sequences_batch_ramp_included(
     assert 3195 <= steps <= 3205
     from trainer.optim import micro_batches
 
-    schedule = load_config(nest(ramp | {"schedule.steps": steps})).schedule
+    schedule = config_of(ramp | {"schedule.steps": steps}).schedule
     reads = 16 * sum(micro_batches(i / steps, schedule) for i in range(steps))
     assert reads >= 600 * 64 * 5 > reads - 64
 
