@@ -4,7 +4,7 @@ and 4-gram covers at most 20%, 18%, 16% of the characters of words; the words in
 
 The n-grams are counted by their 64-bit hashes in numpy (curate/text.py, as the MinHash shingles): the same
 verdicts as counting tuples of words (a collision: 2^-64 a pair; tests/curate/test_parts.py compares them),
-4.7x faster on the Wikipedia corpus (BENCHMARKS.md, "Curate")."""
+4.8x faster on the Wikipedia corpus (BENCHMARKS.md, "Curate")."""
 
 import numpy as np
 
