@@ -40,6 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.yardsticks import PUBLIC_DATA  # noqa: E402
 from corpusprep.engine.rng import stable_hash  # noqa: E402
 from corpusprep.settings import read_toml  # noqa: E402
 from trainer.config import PRESET_LR, load_config, parse_duration  # noqa: E402
@@ -434,8 +435,8 @@ def main(argv: list[str] | None = None) -> int:
     rows.add_argument("--task", action="append", metavar="NAME[=FLAGS]",
                       help="a task of bench/yardsticks.py by name (upos, ner, cola, sts-b, ...) or "
                       "NAME=trainer.evaluate's task flags; repeatable (default: upos)")
-    rows.add_argument("--data", default="/work/data", help="bench/yardsticks.py's --data: the public copies "
-                      "of its tasks (default /work/data)")
+    rows.add_argument("--data", default=str(PUBLIC_DATA), help="bench/yardsticks.py's --data: the public "
+                      "copies of its tasks (default %(default)s)")
     rows.add_argument("--eval-extra", default="", help="flags appended to every trainer.evaluate call")
     rows.set_defaults(handler=run_rows)
     pace = sub.add_parser("speed", help="each row's sequences/s (on an idle machine), for run's steps")

@@ -33,8 +33,8 @@ figures** (BERT-base's 88.5 F1 is on the whole dev set after training on 87,599 
 the model's 64 positions (the CPU recipe's), where a context takes ~6 windows (doc stride 14, by
 squad_features' default at that length): no `--benchmark`, so no published row is shown beside it.
 
-Data: public copies, fetched with the search tool's `fetch` into DATA (default /work/data; never committed;
-missing files skip their task with a line saying so):
+Data: public copies, fetched with the search tool's `fetch` into DATA (`--data`, default $CORPUSPREP_EVAL_DATA
+or ../data beside the repository; never committed; a missing file skips its task with a line saying so):
 
     ud_en_ewt    ../shared/eval/ud_en_ewt/en_ewt-ud-{train,dev}.conllu.xz (UD English-EWT, in the repository's
                  shared data)
@@ -80,6 +80,8 @@ sys.path.insert(0, str(REPO))  # run as a script: the repository's packages
 from corpusprep.engine.rng import stable_hash  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "eval"
+# The fetched public copies (the docstring lists them), beside the repository like ../shared; the tests' too.
+PUBLIC_DATA = Path(os.environ.get("CORPUSPREP_EVAL_DATA") or REPO.parent / "data")
 
 
 @dataclass(frozen=True)
@@ -458,7 +460,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("mode", nargs="?", choices=("run", "estimate", "converge"), default="run")
     p.add_argument("model", help="a run dir, a checkpoint or a Hugging Face directory")
-    p.add_argument("--data", default="/work/data", help="the fetched public copies (see the docstring)")
+    p.add_argument("--data", default=str(PUBLIC_DATA), help="the fetched public copies (see the docstring; "
+                   "default: %(default)s)")
     p.add_argument("--tasks", default=",".join(DEFAULT_TASKS), help="upos, ner, squad, cola, mrpc, rte, "
                    "sts-b, sst-2; glue: cola,mrpc,rte,sts-b (default: %(default)s)")
     p.add_argument("--max-train", metavar="N|TASK=N,...|all", help="training examples kept (a seeded sample; "

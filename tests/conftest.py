@@ -46,6 +46,17 @@ def shared_path(relative: str) -> Path:
     return path
 
 
+def public_path(relative: str) -> Path:
+    """A file of the fetched public evaluation copies (bench/yardsticks.py lists them and says where they come
+    from), or a skip: CI has none."""
+    from bench.yardsticks import PUBLIC_DATA
+
+    path = PUBLIC_DATA / relative
+    if not path.exists():
+        pytest.skip(f"needs {relative} of the public copies in {PUBLIC_DATA} (bench/yardsticks.py)")
+    return path
+
+
 @pytest.fixture(scope="session")
 def enwiki_path() -> Path:
     return shared_path("corpus/enwiki_AA.txt.xz")

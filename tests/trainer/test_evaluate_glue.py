@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.yardsticks import PUBLIC_DATA
 from tests.trainer.test_evaluate_command import args, fake_runs, toy  # noqa: F401 - fixtures
 from trainer.evaluate import glue, published
 from trainer.evaluate.__main__ import main
@@ -121,11 +122,11 @@ def test_the_published_rows_are_table_1s_over_the_same_columns():
     assert "| pre-trained | 50.0 | 50.0 | 50.0 |" in table and "BERT-large" not in table
 
 
-GLUE = Path("/work/data/glue")
+GLUE = PUBLIC_DATA / "glue"
 
 
 @pytest.mark.slow  # ~1.5 s: SST-2's 67,349 rows
-@pytest.mark.skipif(not (GLUE / "MRPC" / "train.tsv").is_file(), reason="GLUE is not in /work/data")
+@pytest.mark.skipif(not (GLUE / "MRPC" / "train.tsv").is_file(), reason=f"GLUE is not in {PUBLIC_DATA}")
 def test_real_glue_files_read_as_distributed():
     """The public copies bench/yardsticks.py names: the row counts of GLUE's release (Wang et al. 2019)."""
     counts = {"MRPC": (3_668, 408), "RTE": (2_490, 277), "STS-B": (5_749, 1_500), "SST-2": (67_349, 872)}

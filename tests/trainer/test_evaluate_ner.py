@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
 
+from bench.yardsticks import PUBLIC_DATA
 from corpusprep.errors import DataError, UsageError
 from tests.trainer.test_evaluate_data import task
 from trainer.evaluate.compare import baseline_scores
@@ -55,7 +56,6 @@ UNER = """\
 2\tleft\tO\t-\t-
 """
 
-DATA = Path("/work/data")  # public copies fetched for the benchmarks (bench/yardsticks.py says from where)
 
 
 def ner(tmp_path: Path, train: str, dev: str, name: str = "x.txt", **settings):
@@ -162,11 +162,11 @@ def test_conlleval_rules_by_hand():
     assert found["entity_f1"] == 1.0 and found["per_type"]["PER"]["n"] == 2
 
 
-CONLL = DATA / "conll2003"
+CONLL = PUBLIC_DATA / "conll2003"
 
 
 @pytest.mark.slow  # ~10 s: 300,000 tokens read and scored
-@pytest.mark.skipif(not (CONLL / "eng.train").is_file(), reason="CoNLL-2003 is not in /work/data")
+@pytest.mark.skipif(not (CONLL / "eng.train").is_file(), reason=f"CoNLL-2003 is not in {PUBLIC_DATA}")
 def test_conll_2003_real_files_count_as_published_and_score_as_seqeval():
     """eng.train/testa as distributed (IOB1): the sentence, token and entity counts of Tjong Kim Sang and De
     Meulder 2003 (Table 1), and the most frequent tag per word scored by the kind equals seqeval."""

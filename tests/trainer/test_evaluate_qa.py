@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.yardsticks import PUBLIC_DATA
 from corpusprep.errors import UsageError
 from tests.interop.helpers import one_thread
 from tests.trainer.evaluate_helpers import stand_in_run, write_toy_task
@@ -39,7 +40,7 @@ from trainer.evaluate.settings import EvalSettings
 from trainer.evaluate.squad_metric import score
 
 REPO = Path(__file__).resolve().parents[2]
-SQUAD_DIR = Path(os.environ.get("CORPUSPREP_SQUAD_DIR", "/work/data/squad"))
+SQUAD_DIR = PUBLIC_DATA / "squad"
 
 
 @pytest.fixture(scope="module")

@@ -1,14 +1,13 @@
 """Exact match and F1 by the official SQuAD rules: hand-computed cases, then the official scripts themselves
 (`evaluate-v1.1.py`, `evaluate-v2.0.py`, run as they are in a subprocess) on random predictions and, when
 they are here, on the real dev sets: our numbers equal theirs to the last bit. The scripts and data are public
-copies fetched outside the repository (never committed): $CORPUSPREP_SQUAD_DIR, default /work/data/squad
+copies fetched outside the repository (never committed): squad/ of bench/yardsticks.py's DATA
 (its README.md says where each came from); the tests that need them skip without them."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 
 from corpusprep.engine.files import write_json
+from tests.conftest import public_path
 from tests.trainer.test_evaluate_squad import paragraph, qa, write_squad
 from trainer.evaluate.squad import read_squad
 from trainer.evaluate.squad_metric import (
@@ -30,14 +30,9 @@ from trainer.evaluate.squad_metric import (
     score,
 )
 
-SQUAD_DIR = Path(os.environ.get("CORPUSPREP_SQUAD_DIR", "/work/data/squad"))
-
 
 def official(name: str) -> Path:
-    script = SQUAD_DIR / name
-    if not script.is_file():
-        pytest.skip(f"{script}: the official script is not here (set CORPUSPREP_SQUAD_DIR)")
-    return script
+    return public_path(f"squad/{name}")
 
 
 # ---------------------------------------------------------------- hand-computed
@@ -188,9 +183,8 @@ def test_v2_scores_and_best_thresholds_equal_the_official_script_exactly(seed, t
 def test_on_real_dev_v1_with_bert_predictions_equal_the_official_script(tmp_path):
     """SQuAD v1.1 dev and BERT's leaderboard predictions on it (EM 86.2, F1 92.2), and random spans."""
     script = official("evaluate-v1.1.py")
-    dev, bert = SQUAD_DIR / "dev-v1.1.json", SQUAD_DIR / "predictions-bert-ensemble-v1.1-dev.json"
-    if not (dev.is_file() and bert.is_file()):
-        pytest.skip(f"{dev} or {bert} is not here")
+    dev = public_path("squad/dev-v1.1.json")
+    bert = public_path("squad/predictions-bert-ensemble-v1.1-dev.json")
     split = read_squad(dev)
     theirs = run_official(script, dev, bert)
     ours = score(split.golds(), json.loads(bert.read_text()), "1.1")
@@ -202,9 +196,7 @@ def test_on_real_dev_v1_with_bert_predictions_equal_the_official_script(tmp_path
 def test_on_real_dev_v2_with_random_answers_equal_the_official_script(tmp_path):
     """CS224N's half of SQuAD v2.0 dev, each question answered by a random span of its context or ""."""
     script = official("evaluate-v2.0.py")
-    dev = SQUAD_DIR / "dev-v2.0-cs224n-half.json"
-    if not dev.is_file():
-        pytest.skip(f"{dev} is not here")
+    dev = public_path("squad/dev-v2.0-cs224n-half.json")
     split = read_squad(dev)
     rng = np.random.default_rng(5)
     answers = {}

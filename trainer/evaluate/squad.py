@@ -15,8 +15,8 @@ the question id (or its place, `data[3].paragraphs[0].qas[2]`, when it has no us
 `on_error="skip"` the question left out and counted. A duplicate id is the same kind of fault (predictions
 are keyed by id). A file that is not JSON, or not SQuAD's shape at the top, is always one line, exit 1.
 
-Public copies the tests use when present (never committed; /work/data/squad/README.md, or
-$CORPUSPREP_SQUAD_DIR): SQuAD v1.1 dev, github.com/pulakdas1999/QnA_using_BERT @ 4892566, dev-v1.1.json.zip
+Public copies the tests use when present (never committed; squad/README.md of bench/yardsticks.py's DATA):
+SQuAD v1.1 dev, github.com/pulakdas1999/QnA_using_BERT @ 4892566, dev-v1.1.json.zip
 (md5 3e85deb501d4e538b6bc56f786231552, torchtext's); the first 11 articles of v1.1 train,
 github.com/ermeba/jupiter_bert @ b893930, train-v1.1.json (a copy cut at 1.28 MB); CS224N's half of v2.0
 dev, github.com/chrischute/squad @ 85623ad, data/dev-v2.0.json; the official scripts,
