@@ -138,7 +138,7 @@ def _span(rng: np.random.Generator, words: list[str]) -> tuple[str, int]:
 
 
 def run_official(script: Path, data: Path, predictions: Path, *extra: str) -> dict:
-    out = data.with_suffix(".eval.json")
+    out = predictions.with_suffix(".eval.json")  # beside the predictions (a scratch dir), never beside `data`
     done = subprocess.run([sys.executable, str(script), str(data), str(predictions), *extra]
                           + (["-o", str(out)] if "v2.0" in script.name else []),
                           capture_output=True, text=True, check=True, timeout=120)
