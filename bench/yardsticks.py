@@ -37,7 +37,9 @@ Data: public copies, fetched with the search tool's `fetch` into DATA (`--data`,
 or ../data beside the repository; never committed; a missing file skips its task with a line saying so):
 
     ud_en_ewt    ../shared/eval/ud_en_ewt/en_ewt-ud-{train,dev}.conllu.xz (UD English-EWT, in the repository's
-                 shared data)
+                 shared data); test from DATA/ud_en_ewt/en_ewt-ud-test.conllu when it is there (2,077
+                 sentences; without it UPOS scores dev), from github.com/UniversalDependencies/UD_English-EWT
+                 @ 15d613d8447b3478787d4c278730a1e48a945efb, whose dev file is byte for byte ../shared's
     conll2003/   eng.train, eng.testa (dev), eng.testb (test): the original CoNLL-2003 English files (IOB1),
                  from github.com/ZhixiuYe/HSCRF-pytorch @ 86bb64890317b74517c5ad44b47c66635df327d8, data/;
                  14,041 / 3,250 / 3,453 sentences as published
@@ -166,6 +168,8 @@ def task_files(name: str, data: Path, scratch: Path) -> dict[str, Path] | None:
     elif name == "upos":
         ewt = SHARED / "ud_en_ewt"
         files = {"train": ewt / "en_ewt-ud-train.conllu.xz", "dev": ewt / "en_ewt-ud-dev.conllu.xz"}
+        if (test := data / "ud_en_ewt" / "en_ewt-ud-test.conllu").is_file():  # optional: else dev is scored
+            files["test"] = test
     else:
         conll = data / "conll2003"
         files = {"train": conll / "eng.train", "dev": conll / "eng.testa", "test": conll / "eng.testb"}
