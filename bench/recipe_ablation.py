@@ -15,8 +15,9 @@ rows of the same masking rate).
     python bench/recipe_ablation.py run ... --task upos --task 'cola=--train C/train.tsv.xz --dev C/dev.tsv'
 
 The data (vocab, packed pairs, shards) is the recipe's (`pipelines/cpu-recipe.toml`, built once per masking
-rate with `corpusprep run --until shard`); the training settings are its [train] table plus the row's, the
-fine-tuning settings its [evaluate] table (`--eval-extra` appends flags, e.g. a dry run's `--epochs 0.05`).
+rate and data change with `corpusprep run --until shard`); the training settings are its [train] table plus
+the row's, the fine-tuning settings its [evaluate] table (`--eval-extra` appends flags, e.g. a dry run's
+`--epochs 0.05`).
 Everything lands under --out (default runs/ablation); a rerun skips what is done (a trainer run with its
 marker, an evaluation through evaluate's own -o), so a killed run continues. The table goes to stdout and to
 OUT/table.md, the numbers to OUT/results.json.
@@ -54,6 +55,7 @@ class Row:
     change: str  # what it adds to the row above, in the table
     train: dict = field(default_factory=dict)  # `--set` values of trainer.run (dotted keys)
     masking: float | None = None  # the shards' masked_lm_prob from this row on (None: the row above's)
+    data: dict = field(default_factory=dict)  # `corpusprep run --set` values of the data, from this row on
 
 
 # Each row adds its change to every row above it (the order of issue 38). The larger preset keeps its own
@@ -61,7 +63,8 @@ class Row:
 # completes ModernBERT's layout (its embedding LayerNorm, no segments, eps 1e-5): the `modern-mini` preset;
 # the schedule is warm-up-stable-decay with a 1-sqrt cooldown over the last 20% (Hagele et al. 2024); the
 # ramp keeps the final batch of 64 (as micro-batches of 16, so the ramp has whole ones to add) and starts at a
-# quarter of it, as Cramming's rises over the run's first part.
+# quarter of it, as Cramming's rises over the run's first part. `cased` keeps case in the vocab and the text,
+# as Google's README advises where case carries information (NER, part-of-speech tags: two of the tasks).
 ROWS = [
     Row("recipe", "pipelines/cpu-recipe.toml (tiny, post-LN BERT)", masking=0.15),
     Row("mini", "the mini preset (L4/H256) at the same time", {"model.preset": "mini",
@@ -78,6 +81,7 @@ ROWS = [
     Row("batch-ramp", "batch ramp: 16 rows a step rising to 64 at 25% of the run",
         {"data.batch_size": 16, "schedule.grad_accum": 4, "schedule.batch_ramp_fraction": 0.25,
          "schedule.batch_ramp_start": 0.25}),
+    Row("cased", "cased vocab and text (BERT-cased)", data={"vocab.cased": True}),
 ]
 BY_NAME = {row.name: row for row in ROWS}
 ROWS_HELP = f"of {', '.join(BY_NAME)} (default: every row)"
@@ -113,14 +117,15 @@ class Bench:
         self.recipe = read_toml(Path(args.recipe), "recipe")
         self.python = [sys.executable]
 
-    def shards(self, masking: float) -> Path:
-        """The recipe's shards at this masking rate (its pairs, vocab and seeds), built once."""
-        name = f"data-mask{round(masking * 100)}"
-        run_dir = self.out / (keyed(name, self.args.data_set) if self.args.data_set else name)
+    def shards(self, masking: float, changed: dict) -> Path:
+        """The recipe's shards at this masking rate and with these data settings (its pairs, vocab and
+        seeds otherwise), built once."""
+        name, changed = f"data-mask{round(masking * 100)}", flat(self.args.data_set) | changed
+        run_dir = self.out / (keyed(name, changed) if changed else name)
         if not (run_dir / "shards" / "manifest.json").is_file():
             length = self.recipe["pairs"]["max_seq_length"]
             data = {"shard.masked_lm_prob": masking,
-                    "shard.max_predictions_per_seq": math.ceil(masking * length)} | flat(self.args.data_set)
+                    "shard.max_predictions_per_seq": math.ceil(masking * length)} | changed
             command = [str(Path(sys.executable).parent / "corpusprep"), "run", str(self.args.recipe),
                        "--run-dir", str(run_dir), "--until", "shard", "--no-progress", *settings(data)]
             print(f"data: masking {masking:.0%} -> {run_dir}", flush=True)
@@ -135,6 +140,11 @@ class Bench:
             values |= row.train
             masking = row.masking if row.masking is not None else masking
         return values, masking
+
+    def data_of(self, upto: Row) -> Path:
+        """The row's shards: its masking rate and the data changes of the rows up to it."""
+        changed = {key: value for row in ROWS[: ROWS.index(upto) + 1] for key, value in row.data.items()}
+        return self.shards(self.train_settings(upto)[1], changed)
 
     def scorer(self, values: dict) -> str:
         """Who scores a row's model: "evaluate" (trainer.evaluate fine-tunes its export), or why only the
@@ -155,9 +165,9 @@ class Bench:
     def pretraining(self, row: Row, seed: int) -> tuple[Path, list[str]]:
         """The run's directory, named by everything that makes its model (settings, steps, shards: a rerun
         with another budget or recipe is another run, never a finished one reused), and its command."""
-        values, masking = self.train_settings(row)
+        values, _ = self.train_settings(row)
         values |= {"schedule.steps": self.steps(row), "seed": seed}
-        shards = str(self.shards(masking))
+        shards = str(self.data_of(row))
         run_dir = self.out / "runs" / keyed(f"{row.name}-seed{seed}", values, shards)
         return run_dir, [*self.python, "-m", "trainer.run", "--shards", shards, "--run-dir", str(run_dir),
                          *settings(values)]
@@ -398,12 +408,12 @@ def speed(args: argparse.Namespace) -> int:
         print(f"warning: load average {load:.1f}: the speeds, so every row's steps, will be low", flush=True)
     print("| row | steps/s | sequences/s | tokens/s |\n|---|---|---|---|", flush=True)
     for row in [BY_NAME[name] for name in args.rows] if args.rows else ROWS:
-        values, masking = bench.train_settings(row)
+        values, _ = bench.train_settings(row)
         values |= {"schedule.steps": args.steps, "schedule.batch_ramp_fraction": 0.0, "eval.every": 0,
                    "eval.max_batches": 1, "logging.every": max(1, args.steps // 6),
                    "checkpoint.every": args.steps}
         run_dir = bench.out / "speed" / f"{row.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-        run([*bench.python, "-m", "trainer.run", "--shards", str(bench.shards(masking)), "--run-dir",
+        run([*bench.python, "-m", "trainer.run", "--shards", str(bench.data_of(row)), "--run-dir",
              str(run_dir), *settings(values)], bench.out / "logs" / f"speed-{row.name}.log")
         records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
         windows = [r for r in records if "seq_per_s" in r][1:]  # the first window holds start-up

@@ -55,7 +55,7 @@ def test_a_run_or_evaluation_of_other_settings_is_another_never_one_reused(tmp_p
                                   data_set={}, budget=budget, eval_extra=extra, data=str(tmp_path),
                                   task=["upos=--train t.conllu --dev d.conllu"])
         made = Bench(args)
-        monkeypatch.setattr(made, "shards", lambda masking: tmp_path / f"shards{masking}")
+        monkeypatch.setattr(made, "shards", lambda masking, changed: tmp_path / f"shards{masking}")
         return made
 
     (tmp_path / "speeds.json").write_text(json.dumps({"rows": {"recipe": {"seq_per_s": 500.0}}}))
@@ -67,6 +67,23 @@ def test_a_run_or_evaluation_of_other_settings_is_another_never_one_reused(tmp_p
     quick = bench("5s", "--epochs 0.05").evaluation(short[0], "upos")
     full = bench("5s").evaluation(short[0], "upos")
     assert quick[0] != full[0] and "--epochs" in quick[1] and "--epochs" not in full[1]
+
+
+def test_a_data_change_holds_from_its_row_on_in_shards_of_its_own(tmp_path, monkeypatch):
+    """A row's data changes (the `cased` row's vocab) reach its shards and every row below it, never a row
+    above; the name of shards with changes says so (the recipe's stay `data-mask15`)."""
+    args = argparse.Namespace(out=str(tmp_path), recipe=REPO / "pipelines" / "cpu-recipe.toml", data_set={})
+    built = []
+    monkeypatch.setattr("bench.recipe_ablation.run", lambda command, log: built.append(command))
+    bench = Bench(args)
+    assert bench.data_of(BY_NAME["recipe"]).parent.name == "data-mask15"
+    assert bench.data_of(BY_NAME["batch-ramp"]).parent.name == "data-mask30"
+    cased = bench.data_of(BY_NAME["cased"]).parent.name
+    assert cased.startswith("data-mask30-")
+    assert cased != bench.shards(0.30, {"vocab.cased": False}).parent.name
+    sets = [" ".join(command) for command in built]
+    assert ["vocab.cased=true" in line for line in sets] == [False, False, True, False]
+    assert all("shard.masked_lm_prob=0.3" in line for line in sets[1:])
 
 
 def head_conllu(source, out, sentences: int) -> str:
@@ -88,7 +105,7 @@ def test_the_smallest_ablation_pretrains_scores_and_tabulates(tmp_path):
     data = {"input": {"paths": [str(tmp_path / "small.txt")]}, "pairs": {"validation_fraction": 0.05}}
     bench = [sys.executable, "bench/recipe_ablation.py", "--out", str(tmp_path / "out"), "--data-set",
              json.dumps(data)]
-    rows = ["--rows", "recipe", "batch-ramp"]
+    rows = ["--rows", "recipe", "cased"]  # the last row: every change above it, the ramp and the case too
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     task = ["--task", f"upos=--train {train} --dev {dev}",
             "--eval-extra", "--epochs 1 --seeds 1 --on-error skip"]
@@ -100,10 +117,10 @@ def test_the_smallest_ablation_pretrains_scores_and_tabulates(tmp_path):
             continue
         assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     speeds = json.loads((tmp_path / "out" / "speeds.json").read_text())
-    assert set(speeds["rows"]) == {"recipe", "batch-ramp"} and speeds["measured"]
+    assert set(speeds["rows"]) == {"recipe", "cased"} and speeds["measured"]
     results = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert list(results["rows"]) == ["recipe", "batch-ramp"]
-    assert results["rows"]["recipe"]["masking"] == 0.15 and results["rows"]["batch-ramp"]["masking"] == 0.30
+    assert list(results["rows"]) == ["recipe", "cased"]
+    assert results["rows"]["recipe"]["masking"] == 0.15 and results["rows"]["cased"]["masking"] == 0.30
     made = Bench(argparse.Namespace(out=str(tmp_path / "out"), recipe=REPO / "pipelines" / "cpu-recipe.toml"))
     for name, entry in results["rows"].items():
         assert entry["scorer"] == "evaluate"
@@ -113,9 +130,12 @@ def test_the_smallest_ablation_pretrains_scores_and_tabulates(tmp_path):
         assert 0 <= found["val_mlm_acc"] <= 1
         assert found["upos"]["split"] == "dev" and 0 < found["upos"]["pretrained"] <= 1
     table = (tmp_path / "out" / "table.md").read_text()
-    assert table in run.stdout and "| batch-ramp | batch ramp" in table
-    for row, full in (("recipe", True), ("batch-ramp", False)):  # the ramp reached the trainer
+    assert table in run.stdout and "| cased | cased vocab" in table
+    for row, full in (("recipe", True), ("cased", False)):  # the ramp reached the trainer
         [metrics] = (tmp_path / "out" / "runs").glob(f"{row}-seed12345-*/metrics.jsonl")
         metrics = metrics.read_text().splitlines()
         batches = [json.loads(line)["seqs_per_step"] for line in metrics if "seqs_per_step" in line]
         assert batches and (min(batches) == 64) is full, (row, batches)
+    for data, lowercase in (("data-mask15-*", True), ("data-mask30-*", False)):  # the case reached the vocab
+        [tokenizer] = (tmp_path / "out").glob(f"{data}/vocab/tokenizer.json")
+        assert json.loads(tokenizer.read_text())["normalizer"]["lowercase"] is lowercase
