@@ -318,11 +318,13 @@ def held_out(run_dir: Path) -> dict:
             "val_mlm_acc": last["val_mlm_acc"]}
 
 
-def task_score(record: dict) -> tuple[str, float, float]:
-    """(split, the pre-trained model's mean score over the fine-tuning seeds, the random init's)."""
+def task_score(record: dict) -> dict:
+    """The scored split (test if given), the pre-trained model's and the random init's mean scores over the
+    fine-tuning seeds, and the task kind's cheap baseline (most frequent tag, all O, majority class...)."""
     split = "test" if "test" in record["splits"] else "dev"
     scores = record["splits"][split]
-    return split, scores["pretrained"]["mean"], scores["random"]["mean"]
+    return {"split": split, "pretrained": scores["pretrained"]["mean"], "random": scores["random"]["mean"],
+            "baseline": scores["baseline"], "baseline_name": record["baseline_name"]}
 
 
 def mean_sd(values: list[float]) -> str:
@@ -357,8 +359,7 @@ def run_rows(args: argparse.Namespace) -> int:
             found = held_out(run_dir)
             if scorer == "evaluate":
                 for task in bench.tasks:
-                    split, pretrained, random = task_score(bench.evaluate(run_dir, task))
-                    found[task] = {"split": split, "pretrained": pretrained, "random": random}
+                    found[task] = task_score(bench.evaluate(run_dir, task))
             entry["seeds"][seed] = found
         results["rows"][row.name] = entry
         write(results, bench.out)
@@ -369,11 +370,18 @@ def run_rows(args: argparse.Namespace) -> int:
 def write(results: dict, out: Path) -> str:
     """The table (markdown) and results.json; returns the table."""
     tasks = list(results["tasks"])
-    head = ["row", "change", "steps", "held-out MLM acc", *tasks, *[f"{t}: vs row above" for t in tasks]]
+    scored = [r for entry in results["rows"].values() for r in entry["seeds"].values()]
+    found = {task: next((r[task] for r in scored if task in r), None) for task in tasks}
+    heads = [f"{task} ({found[task]['split']})" if found[task] else task for task in tasks]
+    head = ["row", "change", "steps", "held-out MLM acc", *heads, *[f"{t}: vs row above" for t in tasks]]
+    baselines = "; ".join(f"{t}: {f['baseline_name']} {f['baseline']:.4f}" for t, f in found.items() if f)
     lines = [f"Budget {results['budget']} of training per run, as steps at each row's idle speed (measured "
-             f"{results['speeds_measured']}); pre-training seeds {results['seeds']}; "
-             "mean ± sd over them. Scores: trainer.evaluate's pre-trained mean (test split if given, else "
-             "dev).", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+             f"{results['speeds_measured']}); pre-training seeds {results['seeds']}. A score is the "
+             "pre-trained model's (trainer.evaluate's mean over its fine-tuning seeds; test split if given, "
+             "else dev), mean ± sd over the pre-training seeds, then the same architecture randomly "
+             "initialised (mean). "
+             f"Cheap baselines, the same for every row: {baselines or 'none scored yet'}.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     before: dict[str, list[float]] = {}
     for name, entry in results["rows"].items():
         runs = list(entry["seeds"].values())
@@ -385,8 +393,8 @@ def write(results: dict, out: Path) -> str:
                 cells.append(entry["scorer"])
                 deltas.append("")
                 continue
-            scores = [r[task]["pretrained"] for r in runs]
-            cells.append(mean_sd(scores))
+            scores, random = [r[task]["pretrained"] for r in runs], [r[task]["random"] for r in runs]
+            cells.append(f"{mean_sd(scores)} (random {statistics.fmean(random):.4f})")
             deltas.append(verdict(scores, before.get(task)))
             before[task] = scores
         change = f"{entry['change']} (masking {entry['masking']:.0%})"
