@@ -1,6 +1,6 @@
 """Read-stage throughput on the enwiki file: ours vs the decompression ceiling and a naive text-mode loop.
 
-    .venv/bin/python bench/read.py [/work/shared/corpus/enwiki_AA.txt.xz]
+    .venv/bin/python bench/read.py [../shared/corpus/enwiki_AA.txt.xz]
 """
 
 from __future__ import annotations

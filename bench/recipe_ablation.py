@@ -7,7 +7,7 @@ idle machine (`speed`, into OUT/speeds.json): the runs then take a fixed number 
 same models on a busy machine, or spread over days, as on an idle one (a time budget would not). Rows with no
 Hugging Face class (pre-LN with GeGLU and a position table: trainer.evaluate fine-tunes through an export) get
 the trainer's own held-out masked-LM loss and accuracy only, which every row also reports (comparable between
-rows of the same masking rate).
+rows of the same data: masking rate, vocab and text).
 
     python bench/recipe_ablation.py speed                                 # idle: each row's sequences/s
     python bench/recipe_ablation.py run --budget 30m --seeds 3            # every row, UD EWT UPOS
@@ -87,6 +87,11 @@ BY_NAME = {row.name: row for row in ROWS}
 ROWS_HELP = f"of {', '.join(BY_NAME)} (default: every row)"
 
 
+def data_changes(upto: Row) -> dict:
+    """The data settings the rows up to `upto` change (`corpusprep run --set` keys)."""
+    return {key: value for row in ROWS[: ROWS.index(upto) + 1] for key, value in row.data.items()}
+
+
 def flat(table: dict, prefix: str = "") -> dict:
     out = {}
     for key, value in table.items():
@@ -119,17 +124,23 @@ class Bench:
 
     def shards(self, masking: float, changed: dict) -> Path:
         """The recipe's shards at this masking rate and with these data settings (its pairs, vocab and
-        seeds otherwise), built once."""
+        seeds otherwise), built once. Shards found under the name are used only if they were built from
+        the same data settings (their pipeline.json; the recipe file is read again): the runs are named
+        after the shards' path, so other shards there would pass for these."""
         name, changed = f"data-mask{round(masking * 100)}", flat(self.args.data_set) | changed
         run_dir = self.out / (keyed(name, changed) if changed else name)
-        if not (run_dir / "shards" / "manifest.json").is_file():
-            length = self.recipe["pairs"]["max_seq_length"]
-            data = {"shard.masked_lm_prob": masking,
-                    "shard.max_predictions_per_seq": math.ceil(masking * length)} | changed
-            command = [str(Path(sys.executable).parent / "corpusprep"), "run", str(self.args.recipe),
-                       "--run-dir", str(run_dir), "--until", "shard", "--no-progress", *settings(data)]
-            print(f"data: masking {masking:.0%} -> {run_dir}", flush=True)
-            run(command, self.out / "logs" / f"{run_dir.name}.log")
+        length = changed.get("pairs.max_seq_length", self.recipe["pairs"]["max_seq_length"])
+        data = {"shard.masked_lm_prob": masking,
+                "shard.max_predictions_per_seq": math.ceil(masking * length)} | changed
+        if (run_dir / "shards" / "manifest.json").is_file():
+            if differ := data_differences(run_dir, self.args.recipe, settings(data)[1::2]):
+                sys.exit(f"{run_dir}: built from other data settings ({', '.join(differ)}) than "
+                         f"{self.args.recipe} gives now; give another --out")
+            return run_dir / "shards"
+        command = [str(Path(sys.executable).parent / "corpusprep"), "run", str(self.args.recipe),
+                   "--run-dir", str(run_dir), "--until", "shard", "--no-progress", *settings(data)]
+        print(f"data: masking {masking:.0%} -> {run_dir}", flush=True)
+        run(command, self.out / "logs" / f"{run_dir.name}.log")
         return run_dir / "shards"
 
     def train_settings(self, upto: Row) -> tuple[dict, float]:
@@ -143,8 +154,7 @@ class Bench:
 
     def data_of(self, upto: Row) -> Path:
         """The row's shards: its masking rate and the data changes of the rows up to it."""
-        changed = {key: value for row in ROWS[: ROWS.index(upto) + 1] for key, value in row.data.items()}
-        return self.shards(self.train_settings(upto)[1], changed)
+        return self.shards(self.train_settings(upto)[1], data_changes(upto))
 
     def scorer(self, values: dict) -> str:
         """Who scores a row's model: "evaluate" (trainer.evaluate fine-tunes its export), or why only the
@@ -248,6 +258,28 @@ def keyed(name: str, *settings) -> str:
     return f"{name}-{stable_hash(json.dumps(settings, sort_keys=True, default=str)) >> 32:08x}"
 
 
+DATA_TABLES = ("pipeline", "input", "vocab", "pairs", "shard")  # what the shards are made from
+
+
+def data_differences(run_dir: Path, recipe: Path, overrides: list[str]) -> list[str]:
+    """The data settings (`table.key`) in which the pipeline run in `run_dir` differs from `recipe` with
+    `overrides`, as `corpusprep run` resolves them; a run dir without its pipeline.json differs in all."""
+    from pipelines.load import load_pipeline
+
+    wanted = json.loads(json.dumps(load_pipeline(recipe, overrides, check_inputs=False).config, default=str))
+    path = run_dir / "pipeline.json"
+    built = json.loads(path.read_text()) if path.is_file() else {}
+    differ = []
+    for table in DATA_TABLES:
+        ours, theirs = wanted.get(table, {}), built.get(table)
+        if not isinstance(theirs, dict):
+            differ.append(table)
+            continue
+        differ += [f"{table}.{key}" for key in sorted(set(ours) | set(theirs))
+                   if ours.get(key) != theirs.get(key)]
+    return differ
+
+
 def read_speeds(out: Path) -> dict:
     path = out / "speeds.json"
     return json.loads(path.read_text()) if path.is_file() else {"rows": {}}
@@ -327,10 +359,11 @@ def task_score(record: dict) -> dict:
             "baseline": scores["baseline"], "baseline_name": record["baseline_name"]}
 
 
-def mean_sd(values: list[float]) -> str:
+def mean_sd(values: list[float], note: str = "") -> str:
+    """`mean ± sd (note)`, or `value (1 seed; note)`."""
     if len(values) < 2:
-        return f"{values[0]:.4f} (1 seed)"
-    return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}"
+        return f"{values[0]:.4f} (1 seed{'; ' + note if note else ''})"
+    return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}" + (f" ({note})" if note else "")
 
 
 def verdict(now: list[float], before: list[float] | None) -> str:
@@ -353,7 +386,8 @@ def run_rows(args: argparse.Namespace) -> int:
     for row in rows:
         values, masking = bench.train_settings(row)
         scorer = bench.scorer(values)
-        entry = {"change": row.change, "masking": masking, "scorer": scorer, "seeds": {}}
+        entry = {"change": row.change, "masking": masking, "data": data_changes(row), "scorer": scorer,
+                 "seeds": {}}
         for seed in seeds:
             run_dir = bench.pretrain(row, seed)
             found = held_out(run_dir)
@@ -394,10 +428,11 @@ def write(results: dict, out: Path) -> str:
                 deltas.append("")
                 continue
             scores, random = [r[task]["pretrained"] for r in runs], [r[task]["random"] for r in runs]
-            cells.append(f"{mean_sd(scores)} (random {statistics.fmean(random):.4f})")
+            cells.append(mean_sd(scores, f"random {statistics.fmean(random):.4f}"))
             deltas.append(verdict(scores, before.get(task)))
             before[task] = scores
-        change = f"{entry['change']} (masking {entry['masking']:.0%})"
+        data = "".join(f", {key}={json.dumps(value)}" for key, value in entry.get("data", {}).items())
+        change = f"{entry['change']} (masking {entry['masking']:.0%}{data})"
         lines.append(f"| {name} | {change} | {steps:,.0f} | {acc} | " + " | ".join(cells + deltas) + " |")
     table = "\n".join(lines) + "\n"
     out.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,7 @@ TRAIN = {  # run name -> (shards dir, extra trainer flags)
     "train-none": ("shards-none-span", []),
     "train-sop-dyn": ("shards-sop-token", ["--dynamic-masking"]),
 }
-SHARED_WIKI = Path("/work/shared/corpus/enwiki_AA.txt.xz")
+SHARED_WIKI = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "enwiki_AA.txt.xz"
 
 
 def sh(repo: Path, *args: str) -> None:

@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from bench.recipe_ablation import BY_NAME, ROWS, Bench, config_of, steps_in
+from bench import recipe_ablation
+from bench.recipe_ablation import BY_NAME, ROWS, Bench, Row, config_of, steps_in, write
 from tests.conftest import REPO, shared_path
 
 
@@ -74,16 +75,74 @@ def test_a_data_change_holds_from_its_row_on_in_shards_of_its_own(tmp_path, monk
     above; the name of shards with changes says so (the recipe's stay `data-mask15`)."""
     args = argparse.Namespace(out=str(tmp_path), recipe=REPO / "pipelines" / "cpu-recipe.toml", data_set={})
     built = []
-    monkeypatch.setattr("bench.recipe_ablation.run", lambda command, log: built.append(command))
+    monkeypatch.setattr(recipe_ablation, "run", lambda command, log: built.append(command))
+    later = Row("later", "a row after the data change", {"optim.lr": 1e-4})
+    monkeypatch.setattr(recipe_ablation, "ROWS", [*ROWS, later])
     bench = Bench(args)
     assert bench.data_of(BY_NAME["recipe"]).parent.name == "data-mask15"
+    assert bench.data_of(BY_NAME["mini"]).parent.name == "data-mask15"
     assert bench.data_of(BY_NAME["batch-ramp"]).parent.name == "data-mask30"
     cased = bench.data_of(BY_NAME["cased"]).parent.name
-    assert cased.startswith("data-mask30-")
+    assert cased.startswith("data-mask30-") and bench.data_of(later).parent.name == cased
     assert cased != bench.shards(0.30, {"vocab.cased": False}).parent.name
     sets = [" ".join(command) for command in built]
-    assert ["vocab.cased=true" in line for line in sets] == [False, False, True, False]
-    assert all("shard.masked_lm_prob=0.3" in line for line in sets[1:])
+    assert ["vocab.cased=true" in line for line in sets] == [False, False, False, True, True, False]
+    assert all("shard.masked_lm_prob=0.3" in line for line in sets[2:])
+    assert "shard.max_predictions_per_seq=20" in sets[2]
+    bench.shards(0.4, {"pairs.max_seq_length": 128})  # a longer row predicts more: 40% of 128, rounded up
+    assert "shard.max_predictions_per_seq=52" in " ".join(built[-1])
+
+
+def test_shards_built_from_other_data_settings_are_refused_not_reused(tmp_path, monkeypatch):
+    """The runs are named after their shards' path: shards found there that another recipe (or an edited
+    one) built would pass for this one's. They are refused in one line; the same settings are reused."""
+    from pipelines.load import load_pipeline
+
+    recipe = REPO / "pipelines" / "cpu-recipe.toml"
+    monkeypatch.setattr(recipe_ablation, "run", lambda command, log: pytest.fail("rebuilt"))
+    made = tmp_path / "data-mask15"
+    (made / "shards").mkdir(parents=True)
+    (made / "shards" / "manifest.json").write_text("{}")
+    overrides = ["shard.masked_lm_prob=0.15", "shard.max_predictions_per_seq=10"]
+    config = load_pipeline(recipe, overrides, check_inputs=False).config
+    (made / "pipeline.json").write_text(json.dumps(config, default=str))
+    args = argparse.Namespace(out=str(tmp_path), recipe=recipe, data_set={})
+    assert Bench(args).shards(0.15, {}) == made / "shards"
+    edited = tmp_path / "edited.toml"
+    [corpus] = config["input"]["paths"]  # the recipe's input as the recipe's folder resolves it
+    text = recipe.read_text().replace("vocab_size = 8000", "vocab_size = 9000")
+    edited.write_text(text.replace('"../../shared/corpus/enwiki_AA.txt.xz"', json.dumps(corpus)))
+    with pytest.raises(SystemExit, match=r"data-mask15: built from other data settings \(vocab.vocab_size\)"):
+        Bench(argparse.Namespace(out=str(tmp_path), recipe=edited, data_set={})).shards(0.15, {})
+    (made / "pipeline.json").unlink()  # shards of unknown making
+    with pytest.raises(SystemExit, match="built from other data settings"):
+        Bench(args).shards(0.15, {})
+
+
+def test_the_table_puts_each_score_beside_its_random_init_and_the_cheap_baselines(tmp_path):
+    def seed(upos: float, random: float) -> dict:
+        return {"steps": 100, "val_mlm_acc": 0.3, "val_mlm_loss": 4.0,
+                "upos": {"split": "test", "pretrained": upos, "random": random, "baseline": 0.8666,
+                         "baseline_name": "most frequent tag per word"}}
+
+    held_out = {"steps": 100, "val_mlm_acc": 0.3, "val_mlm_loss": 4.0}
+    results = {"budget": "30m", "speeds_measured": "today", "seeds": [1, 2], "tasks": {"upos": []}, "rows": {
+        "recipe": {"change": "the recipe", "masking": 0.15, "data": {}, "scorer": "evaluate",
+                   "seeds": {"1": seed(0.90, 0.88), "2": seed(0.91, 0.89)}},
+        "geglu": {"change": "GeGLU", "masking": 0.15, "data": {}, "scorer": "no HF class",
+                  "seeds": {"1": held_out, "2": held_out}},
+        "cased": {"change": "cased", "masking": 0.3, "data": {"vocab.cased": True}, "scorer": "evaluate",
+                  "seeds": {"1": seed(0.95, 0.90), "2": seed(0.96, 0.91)}}}}
+    table = write(results, tmp_path)
+    assert "| upos (test) |" in table and "upos: most frequent tag per word 0.8666." in table
+    assert "| recipe | the recipe (masking 15%) | 100 | 0.3000 ± 0.0000 | 0.9050 ± 0.0071 (random 0.8850) |" \
+        in table
+    assert "| geglu | GeGLU (masking 15%) | 100 | 0.3000 ± 0.0000 | no HF class |  |" in table
+    assert "| cased | cased (masking 30%, vocab.cased=true) |" in table
+    assert "| +0.0500 ± 0.0071 helps |" in table
+    results["rows"] = {"geglu": results["rows"]["geglu"]}  # nothing fine-tuned yet
+    assert "none scored yet" in write(results, tmp_path) and "| upos |" in write(results, tmp_path)
+    assert json.loads((tmp_path / "results.json").read_text()) == results
 
 
 def head_conllu(source, out, sentences: int) -> str:

@@ -57,7 +57,6 @@ UNER = """\
 """
 
 
-
 def ner(tmp_path: Path, train: str, dev: str, name: str = "x.txt", **settings):
     return task(tmp_path, train, dev, name=name, **settings)
 

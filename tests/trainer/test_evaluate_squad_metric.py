@@ -137,8 +137,8 @@ def _span(rng: np.random.Generator, words: list[str]) -> tuple[str, int]:
     return " ".join(words[a : b + 1]), len(" ".join(words[:a])) + (1 if a else 0)
 
 
-def run_official(script: Path, data: Path, predictions: Path, *extra: str) -> dict:
-    out = predictions.with_suffix(".eval.json")  # beside the predictions (a scratch dir), never beside `data`
+def run_official(script: Path, data: Path, predictions: Path, *extra: str, scratch: Path) -> dict:
+    out = scratch / "official.eval.json"  # v2.0 writes its scores: never beside `data` or the predictions
     done = subprocess.run([sys.executable, str(script), str(data), str(predictions), *extra]
                           + (["-o", str(out)] if "v2.0" in script.name else []),
                           capture_output=True, text=True, check=True, timeout=120)
@@ -151,7 +151,7 @@ def test_v1_scores_equal_the_official_script_exactly(seed, tmp_path):
     data, answers, _ = random_dataset(np.random.default_rng(seed), 300, v2=False)
     path = write_squad(tmp_path / "dev.json", data)
     write_json(tmp_path / "pred.json", answers)
-    theirs = run_official(script, path, tmp_path / "pred.json")
+    theirs = run_official(script, path, tmp_path / "pred.json", scratch=tmp_path)
     ours = score(read_squad(path).golds(), answers, "1.1")
     assert (ours["exact_match"], ours["f1"]) == (theirs["exact_match"], theirs["f1"])
 
@@ -165,7 +165,8 @@ def test_v2_scores_and_best_thresholds_equal_the_official_script_exactly(seed, t
     write_json(tmp_path / "odds.json", odds)
     # a threshold no odds exceed: the scores are those of the answers as given
     odds_file = str(tmp_path / "odds.json")
-    theirs = run_official(script, path, tmp_path / "pred.json", "-n", odds_file, "-t", "1e300")
+    theirs = run_official(script, path, tmp_path / "pred.json", "-n", odds_file, "-t", "1e300",
+                          scratch=tmp_path)
     golds = read_squad(path).golds()
     ours = score(golds, answers, "2.0")
     assert (ours["exact_match"], ours["f1"], ours["n"]) == (theirs["exact"], theirs["f1"], theirs["total"])
@@ -186,7 +187,7 @@ def test_on_real_dev_v1_with_bert_predictions_equal_the_official_script(tmp_path
     dev = public_path("squad/dev-v1.1.json")
     bert = public_path("squad/predictions-bert-ensemble-v1.1-dev.json")
     split = read_squad(dev)
-    theirs = run_official(script, dev, bert)
+    theirs = run_official(script, dev, bert, scratch=tmp_path)
     ours = score(split.golds(), json.loads(bert.read_text()), "1.1")
     assert (ours["exact_match"], ours["f1"]) == (theirs["exact_match"], theirs["f1"])
     assert round(ours["exact_match"], 1) == 86.2 and round(ours["f1"], 1) == 92.2
@@ -204,7 +205,7 @@ def test_on_real_dev_v2_with_random_answers_equal_the_official_script(tmp_path):
         a = int(rng.integers(len(q.context)))
         answers[q.id] = "" if rng.random() < 0.4 else q.context[a : a + int(rng.integers(1, 30))]
     write_json(tmp_path / "pred.json", answers)
-    theirs = run_official(script, dev, tmp_path / "pred.json")
+    theirs = run_official(script, dev, tmp_path / "pred.json", scratch=tmp_path)
     ours = score(split.golds(), answers, "2.0")
     assert (ours["exact_match"], ours["f1"]) == (theirs["exact"], theirs["f1"])
     assert ours["has_answer"]["n"] == theirs["HasAns_total"]
