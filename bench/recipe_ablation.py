@@ -42,7 +42,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.yardsticks import PUBLIC_DATA  # noqa: E402
+from corpusprep.engine.records import parse_json  # noqa: E402
 from corpusprep.engine.rng import stable_hash  # noqa: E402
+from corpusprep.errors import DataError, UsageError  # noqa: E402
 from corpusprep.settings import read_toml  # noqa: E402
 from trainer.config import PRESET_LR, load_config, parse_duration  # noqa: E402
 
@@ -161,7 +163,6 @@ class Bench:
         held-out masked LM does: no Hugging Face class computes it, or trainer.evaluate builds another class
         from its export (it built Bert* classes from any export before it took transformers' Auto classes:
         a silently fresh encoder, never a score)."""
-        from corpusprep.errors import UsageError
         from trainer.hf_families import family_of
 
         objective = self.recipe["pairs"]["objective"]
@@ -268,7 +269,7 @@ def data_differences(run_dir: Path, recipe: Path, overrides: list[str]) -> list[
 
     wanted = json.loads(json.dumps(load_pipeline(recipe, overrides, check_inputs=False).config, default=str))
     path = run_dir / "pipeline.json"
-    built = json.loads(path.read_text()) if path.is_file() else {}
+    built = parse_json(path.read_bytes(), path) if path.is_file() else {}
     differ = []
     for table in DATA_TABLES:
         ours, theirs = wanted.get(table, {}), built.get(table)
@@ -282,7 +283,7 @@ def data_differences(run_dir: Path, recipe: Path, overrides: list[str]) -> list[
 
 def read_speeds(out: Path) -> dict:
     path = out / "speeds.json"
-    return json.loads(path.read_text()) if path.is_file() else {"rows": {}}
+    return parse_json(path.read_bytes(), path) if path.is_file() else {"rows": {}}
 
 
 def steps_in(seconds: float, seq_per_s: float, values: dict) -> int:
@@ -498,7 +499,10 @@ def main(argv: list[str] | None = None) -> int:
     pace.add_argument("--steps", type=int, default=150, help="steps run per row (default 150)")
     pace.set_defaults(handler=speed)
     args = p.parse_args(argv)
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except (DataError, UsageError) as error:  # a bad file or recipe: one line, as the commands say it
+        sys.exit(str(error))
 
 
 if __name__ == "__main__":

@@ -199,3 +199,18 @@ def test_the_smallest_ablation_pretrains_scores_and_tabulates(tmp_path):
     for data, lowercase in (("data-mask15-*", True), ("data-mask30-*", False)):  # the case reached the vocab
         [tokenizer] = (tmp_path / "out").glob(f"{data}/vocab/tokenizer.json")
         assert json.loads(tokenizer.read_text())["normalizer"]["lowercase"] is lowercase
+
+
+@pytest.mark.parametrize("broken", ["speeds.json", "data-mask15/pipeline.json"])
+def test_a_broken_file_of_its_own_is_one_line_naming_it(tmp_path, broken):
+    (tmp_path / "data-mask15" / "shards").mkdir(parents=True)
+    (tmp_path / "data-mask15" / "shards" / "manifest.json").write_text("{}")
+    (tmp_path / "speeds.json").write_text(json.dumps({"rows": {"recipe": {"seq_per_s": 500.0}}}))
+    (tmp_path / broken).write_text('{"rows": ')  # cut short, as a killed write leaves it
+    command = [sys.executable, "bench/recipe_ablation.py", "--out", str(tmp_path), "run", "--budget", "5s",
+               "--rows", "recipe"]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and str(tmp_path / broken) in done.stderr
+    assert "not valid JSON" in done.stderr
