@@ -18,9 +18,13 @@ The data (vocab, packed pairs, shards) is the recipe's (`pipelines/cpu-recipe.to
 rate and data change with `corpusprep run --until shard`); the training settings are its [train] table plus
 the row's, the fine-tuning settings its [evaluate] table (`--eval-extra` appends flags, e.g. a dry run's
 `--epochs 0.05`).
-Everything lands under --out (default runs/ablation); a rerun skips what is done (a trainer run with its
-marker, an evaluation through evaluate's own -o), so a killed run continues. The table goes to stdout and to
-OUT/table.md, the numbers to OUT/results.json.
+Data, runs and evaluations land under --out (default runs/ablation); a rerun skips what is done (a trainer
+run with its marker, an evaluation through evaluate's own -o), so a killed run continues. What the table is
+made of goes to --results (default: OUT): speeds.json, and a record of each finished run's scores
+(records/RUN.json, named as its run: by what makes it, with this machine's paths left out). A run with its
+record is done even where its files are gone, so the ablation, 23 hours of a 2-core machine, goes on from
+machine to machine with bench/results/recipe_ablation (committed) as --results. The table goes to stdout and
+to RESULTS/table.md, the numbers to RESULTS/results.json.
 """
 
 from __future__ import annotations
@@ -121,8 +125,22 @@ def run(command: list[str], log: Path) -> None:
 class Bench:
     def __init__(self, args: argparse.Namespace):
         self.args, self.out = args, Path(args.out).resolve()
+        self.results = Path(getattr(args, "results", None) or self.out).resolve()
         self.recipe = read_toml(Path(args.recipe), "recipe")
         self.python = [sys.executable]
+
+    def key(self, name: str, *settings) -> str:
+        """`name` and 8 hex digits of what it was made with, this machine's paths as names (OUT, DATA, REPO,
+        ..): the same run has the same name, so the same record, on any machine."""
+        return f"{name}-{stable_hash(self.portable(settings)) >> 32:08x}"
+
+    def portable(self, value) -> str:
+        """`value` as JSON with this machine's paths as names: OUT, DATA, REPO and .. (its folder)."""
+        text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+        data = Path(getattr(self.args, "data", PUBLIC_DATA)).resolve()
+        for path, alias in ((self.out, "OUT"), (data, "DATA"), (REPO, "REPO"), (REPO.parent, "..")):
+            text = text.replace(str(path), alias)
+        return text
 
     def shards(self, masking: float, changed: dict) -> Path:
         """The recipe's shards at this masking rate and with these data settings (its pairs, vocab and
@@ -130,7 +148,7 @@ class Bench:
         the same data settings (their pipeline.json; the recipe file is read again): the runs are named
         after the shards' path, so other shards there would pass for these."""
         name, changed = f"data-mask{round(masking * 100)}", flat(self.args.data_set) | changed
-        run_dir = self.out / (keyed(name, changed) if changed else name)
+        run_dir = self.out / (self.key(name, changed) if changed else name)
         length = changed.get("pairs.max_seq_length", self.recipe["pairs"]["max_seq_length"])
         data = {"shard.masked_lm_prob": masking,
                 "shard.max_predictions_per_seq": math.ceil(masking * length)} | changed
@@ -179,7 +197,7 @@ class Bench:
         values, _ = self.train_settings(row)
         values |= {"schedule.steps": self.steps(row), "seed": seed}
         shards = str(self.data_of(row))
-        run_dir = self.out / "runs" / keyed(f"{row.name}-seed{seed}", values, shards)
+        run_dir = self.out / "runs" / self.key(f"{row.name}-seed{seed}", values, shards)
         return run_dir, [*self.python, "-m", "trainer.run", "--shards", shards, "--run-dir", str(run_dir),
                          *settings(values)]
 
@@ -195,9 +213,9 @@ class Bench:
 
     def steps(self, row: Row) -> int:
         """The row's steps in --budget at its idle speed (OUT/speeds.json)."""
-        speeds = read_speeds(self.out)["rows"]
+        speeds = read_speeds(self.results)["rows"]
         if row.name not in speeds:
-            sys.exit(f"{self.out / 'speeds.json'}: no speed of row {row.name!r}: run `speed --rows "
+            sys.exit(f"{self.results / 'speeds.json'}: no speed of row {row.name!r}: run `speed --rows "
                      f"{row.name}` on an idle machine")
         values, _ = self.train_settings(row)
         return steps_in(parse_duration(self.args.budget), speeds[row.name]["seq_per_s"], values)
@@ -209,7 +227,7 @@ class Bench:
         common = [arg for key, value in recipe.items() if key not in ("train", "dev", "test")
                   for arg in (f"--{key.replace('_', '-')}", str(value))]
         flags = [*self.tasks[task], *common, *self.args.eval_extra.split()]
-        out = self.out / "evaluations" / keyed(f"{run_dir.name}-{task}", flags)
+        out = self.out / "evaluations" / self.key(f"{run_dir.name}-{task}", flags)
         return out, [*self.python, "-m", "trainer.evaluate", str(run_dir), *flags, "-o", str(out)]
 
     def evaluate(self, run_dir: Path, task: str) -> dict:
@@ -220,6 +238,25 @@ class Bench:
             run(command, self.out / "logs" / f"{out.name}.log")
         # a GLUE task goes through --glue: the suite writes its record in the task's own folder
         return json.loads(next(out.rglob("evaluation.json")).read_text())
+
+    def scored(self, row: Row, seed: int, scorer: str) -> dict:
+        """A run's held-out masked LM and its score on each task, from its record (RESULTS/records) where it
+        has them; else pre-trained (or resumed, or again: the runs are deterministic) and evaluated, each
+        result recorded as it comes."""
+        run_dir, _ = self.pretraining(row, seed)
+        path = self.results / "records" / f"{run_dir.name}.json"
+        record = read_record(path) if path.is_file() else {"row": row.name, "seed": seed, "tasks": {}}
+        if "held_out" not in record:
+            record["held_out"] = held_out(self.pretrain(row, seed))
+            write_json(path, record)
+        tasks = self.tasks if scorer == "evaluate" else {}
+        for task in tasks:
+            name = self.evaluation(run_dir, task)[0].name
+            if record["tasks"].get(task, {}).get("evaluation") != name:  # none yet, or of other settings
+                score = task_score(self.evaluate(self.pretrain(row, seed), task))
+                record["tasks"][task] = {"evaluation": name, **score}
+                write_json(path, record)
+        return record["held_out"] | {task: record["tasks"][task] for task in tasks}
 
     @functools.cached_property
     def tasks(self) -> dict[str, list[str]]:
@@ -254,11 +291,6 @@ def yardstick(name: str, data: Path, out: Path) -> list[str]:
             *yardsticks.YARDSTICKS[name].flags]
 
 
-def keyed(name: str, *settings) -> str:
-    """`name` and 8 hex digits of what it was made with."""
-    return f"{name}-{stable_hash(json.dumps(settings, sort_keys=True, default=str)) >> 32:08x}"
-
-
 DATA_TABLES = ("pipeline", "input", "vocab", "pairs", "shard")  # what the shards are made from
 
 
@@ -281,9 +313,44 @@ def data_differences(run_dir: Path, recipe: Path, overrides: list[str]) -> list[
     return differ
 
 
-def read_speeds(out: Path) -> dict:
-    path = out / "speeds.json"
+def read_speeds(results: Path) -> dict:
+    path = results / "speeds.json"
     return parse_json(path.read_bytes(), path) if path.is_file() else {"rows": {}}
+
+
+RECORD = {"held_out": {"steps": int, "val_mlm_loss": float, "val_mlm_acc": float},
+          "task": {"evaluation": str, "split": str, "pretrained": float, "random": float, "baseline": float,
+                   "baseline_name": str}}
+
+
+def read_record(path: Path) -> dict:
+    """A run's record (`scored`), checked field by field: it may come from another machine, or be edited."""
+    record = parse_json(path.read_bytes(), path)
+
+    def check(value, fields: dict, what: str) -> None:
+        if not isinstance(value, dict):
+            raise DataError(f"{path}: {what} is not an object")
+        for key, kind in fields.items():
+            found = value.get(key)
+            if not isinstance(found, int if kind is int else (int, float) if kind is float else kind) \
+                    or isinstance(found, bool):
+                raise DataError(f"{path}: {what}.{key} is not {'a string' if kind is str else 'a number'}")
+
+    check(record, {"row": str, "seed": int}, "the record")
+    check(record.get("tasks"), {}, "tasks")
+    if "held_out" in record:
+        check(record["held_out"], RECORD["held_out"], "held_out")
+    for task, score in record["tasks"].items():
+        check(score, RECORD["task"], f"tasks.{task}")
+    return record
+
+
+def write_json(path: Path, value) -> None:
+    """`value` as JSON at `path`, whole or not at all (a killed write leaves the old file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_name(path.name + ".tmp")
+    scratch.write_text(json.dumps(value, indent=2) + "\n")
+    scratch.replace(path)
 
 
 def steps_in(seconds: float, seq_per_s: float, values: dict) -> int:
@@ -382,23 +449,18 @@ def run_rows(args: argparse.Namespace) -> int:
     bench = Bench(args)
     rows = [BY_NAME[name] for name in args.rows] if args.rows else ROWS
     seeds = [args.first_seed + i for i in range(args.seeds)]
-    results: dict = {"budget": args.budget, "speeds_measured": read_speeds(bench.out).get("measured"),
-                     "seeds": seeds, "tasks": bench.tasks, "rows": {}}
+    results: dict = {"budget": args.budget, "speeds_measured": read_speeds(bench.results).get("measured"),
+                     "seeds": seeds, "tasks": json.loads(bench.portable(bench.tasks)), "rows": {}}
     for row in rows:
         values, masking = bench.train_settings(row)
         scorer = bench.scorer(values)
         entry = {"change": row.change, "masking": masking, "data": data_changes(row), "scorer": scorer,
                  "seeds": {}}
         for seed in seeds:
-            run_dir = bench.pretrain(row, seed)
-            found = held_out(run_dir)
-            if scorer == "evaluate":
-                for task in bench.tasks:
-                    found[task] = task_score(bench.evaluate(run_dir, task))
-            entry["seeds"][seed] = found
+            entry["seeds"][seed] = bench.scored(row, seed, scorer)
         results["rows"][row.name] = entry
-        write(results, bench.out)
-    print(write(results, bench.out))
+        write(results, bench.results)
+    print(write(results, bench.results))
     return 0
 
 
@@ -438,7 +500,7 @@ def write(results: dict, out: Path) -> str:
     table = "\n".join(lines) + "\n"
     out.mkdir(parents=True, exist_ok=True)
     (out / "table.md").write_text(table)
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_json(out / "results.json", results)
     return table
 
 
@@ -447,7 +509,7 @@ def speed(args: argparse.Namespace) -> int:
     `--steps` steps after the first progress window (which holds start-up), into OUT/speeds.json: what `run`
     turns the budget into steps with. Measure on an idle machine; the load is recorded beside the speeds."""
     bench = Bench(args)
-    speeds, load = read_speeds(bench.out), os.getloadavg()[0]
+    speeds, load = read_speeds(bench.results), os.getloadavg()[0]
     if load > 0.5:
         print(f"warning: load average {load:.1f}: the speeds, so every row's steps, will be low", flush=True)
     print("| row | steps/s | sequences/s | tokens/s |\n|---|---|---|---|", flush=True)
@@ -469,13 +531,15 @@ def speed(args: argparse.Namespace) -> int:
         speeds["rows"][row.name] = {"seq_per_s": seqs, "tokens_per_s": tokens, "load": load}
         print(f"| {row.name} | {seqs / batch:.2f} | {seqs:,.0f} | {tokens:,.0f} |", flush=True)
     speeds["measured"] = f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, {platform.machine()}"
-    (bench.out / "speeds.json").write_text(json.dumps(speeds, indent=2) + "\n")
+    write_json(bench.results / "speeds.json", speeds)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", default="runs/ablation", help="where data, runs, evaluations and the table go")
+    p.add_argument("--out", default="runs/ablation", help="where data, runs and evaluations go")
+    p.add_argument("--results", help="where speeds.json, the runs' records and the table go (default: OUT; "
+                   "bench/results/recipe_ablation holds the ablation's so far)")
     p.add_argument("--recipe", type=Path, default=RECIPE, help="the pipeline file of row 1's settings")
     p.add_argument("--data-set", type=json.loads, default={}, metavar="JSON",
                    help='settings of the data stages, e.g. \'{"input": {"paths": ["small.txt"]}}\'')

@@ -214,3 +214,95 @@ def test_a_broken_file_of_its_own_is_one_line_naming_it(tmp_path, broken):
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.count("\n") == 1 and str(tmp_path / broken) in done.stderr
     assert "not valid JSON" in done.stderr
+
+
+def ledger_bench(out, results, data, monkeypatch) -> Bench:
+    """A Bench at `out` with a task whose files lie under OUT and DATA, shards not built."""
+    recipe = REPO / "pipelines" / "cpu-recipe.toml"
+    args = argparse.Namespace(out=str(out), results=str(results), recipe=recipe, data_set={}, budget="5s",
+                              eval_extra="--seeds 1", data=str(data),
+                              task=[f"upos=--train {out}/data/t.conllu --dev {data}/d.conllu"])
+    made = Bench(args)
+    monkeypatch.setattr(made, "shards", lambda masking, changed: made.out / f"data-mask{masking}" / "shards")
+    return made
+
+
+def test_runs_and_evaluations_have_the_same_names_on_any_machine(tmp_path, monkeypatch):
+    """A run's record is found by its run's name: paths of this machine (OUT, DATA) must not be in it, or the
+    ablation's records would not be found on the next machine."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "speeds.json").write_text(json.dumps({"rows": {"recipe": {"seq_per_s": 500.0}}}))
+    here = ledger_bench(tmp_path / "a" / "out", results, tmp_path / "a" / "data", monkeypatch)
+    there = ledger_bench(tmp_path / "elsewhere" / "out", results, tmp_path / "b" / "data", monkeypatch)
+    row = BY_NAME["recipe"]
+    (run_here, command), (run_there, _) = here.pretraining(row, 1), there.pretraining(row, 1)
+    assert run_here.name == run_there.name and str(here.out) in " ".join(command)
+    assert here.evaluation(run_here, "upos")[0].name == there.evaluation(run_there, "upos")[0].name
+    other = ledger_bench(tmp_path / "a" / "out", results, tmp_path / "a" / "data", monkeypatch)
+    other.args.task = [f"upos=--train {other.out}/data/other.conllu --dev {tmp_path}/a/data/d.conllu"]
+    assert other.evaluation(run_here, "upos")[0].name != here.evaluation(run_here, "upos")[0].name
+
+
+def test_a_recorded_run_is_never_run_again_even_where_its_files_are_gone(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "speeds.json").write_text(json.dumps({"rows": {"recipe": {"seq_per_s": 500.0}}}))
+    bench = ledger_bench(tmp_path / "out", results, tmp_path / "data", monkeypatch)
+    done = []
+    monkeypatch.setattr(Bench, "pretrain", lambda self, row, seed: done.append(("pretrain", seed)) or row)
+    monkeypatch.setattr(recipe_ablation, "held_out", lambda run_dir: {"steps": 40, "val_mlm_loss": 5.0,
+                                                                       "val_mlm_acc": 0.2})
+    score = {"splits": {"dev": {"pretrained": {"mean": 0.9}, "random": {"mean": 0.8}, "baseline": 0.7}},
+             "baseline_name": "most frequent tag per word"}
+    monkeypatch.setattr(Bench, "evaluate", lambda self, run, task: done.append(("evaluate", task)) or score)
+    row = BY_NAME["recipe"]
+    first = bench.scored(row, 1, "evaluate")
+    assert done == [("pretrain", 1), ("pretrain", 1), ("evaluate", "upos")]
+    assert first["upos"]["pretrained"] == 0.9 and first["val_mlm_acc"] == 0.2
+    done.clear()  # another machine: nothing under OUT, the records committed
+    elsewhere = ledger_bench(tmp_path / "new" / "out", results, tmp_path / "data", monkeypatch)
+    assert elsewhere.scored(row, 1, "evaluate") == first and done == []
+    elsewhere.args.eval_extra = "--seeds 3"  # other fine-tuning settings: evaluated again, the run kept
+    del elsewhere.__dict__["tasks"]
+    assert elsewhere.scored(row, 1, "evaluate")["upos"]["evaluation"] != first["upos"]["evaluation"]
+    assert done == [("pretrain", 1), ("evaluate", "upos")]
+
+
+def test_a_record_is_read_as_untrusted_every_mutation_one_error_or_a_record(tmp_path):
+    """Records come from other machines and sessions: any mutation of one is read or refused in one DataError
+    naming the file, never another exception."""
+    import random
+
+    from bench.recipe_ablation import read_record
+    from corpusprep.errors import DataError
+
+    good = {"row": "recipe", "seed": 1, "held_out": {"steps": 40, "val_mlm_loss": 5.0, "val_mlm_acc": 0.2},
+            "tasks": {"upos": {"evaluation": "e", "split": "dev", "pretrained": 0.9, "random": 0.8,
+                               "baseline": 0.7, "baseline_name": "most frequent"}}}
+    path = tmp_path / "records" / "run.json"
+    path.parent.mkdir()
+    text = json.dumps(good)
+    path.write_text(text)
+    assert read_record(path) == good
+    rng = random.Random(38)
+    values = [None, True, "x", 3, 2.5, [], {}, -1]
+    refused = 0
+    for _ in range(400):
+        record = json.loads(text)
+        node = record
+        for _ in range(rng.randint(0, 2)):  # walk into a nested object, then break one field of it
+            inner = [key for key, value in node.items() if isinstance(value, dict)]
+            node = node[rng.choice(inner)] if inner else node
+        key = rng.choice(list(node))
+        if rng.random() < 0.3:
+            del node[key]
+        else:
+            node[key] = rng.choice(values)
+        path.write_text(json.dumps(record) if rng.random() < 0.9 else text[: rng.randrange(len(text))])
+        try:
+            read_record(path)
+        except DataError as error:
+            assert str(error).startswith(str(path)) and "\n" not in str(error)
+            refused += 1
+    assert refused > 300  # almost every mutation breaks a field the table reads
