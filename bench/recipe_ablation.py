@@ -3,7 +3,7 @@
 Each row of ROWS adds one change to the row above; every row pre-trains for the same training time with each
 pre-training seed, then is scored by `python -m trainer.evaluate` on each task (its CLI, so the task kinds and
 options it gains apply here unchanged). The time is turned into each row's steps once, from its speed on an
-idle machine (`speed`, into OUT/speeds.json): the runs then take a fixed number of steps, so they give the
+idle machine (`speed`, into RESULTS/speeds.json): the runs then take a fixed number of steps, so they give the
 same models on a busy machine, or spread over days, as on an idle one (a time budget would not). Rows with no
 Hugging Face class (pre-LN with GeGLU and a position table: trainer.evaluate fine-tunes through an export) get
 the trainer's own held-out masked-LM loss and accuracy only, which every row also reports (comparable between
@@ -21,20 +21,23 @@ the row's, the fine-tuning settings its [evaluate] table (`--eval-extra` appends
 Data, runs and evaluations land under --out (default runs/ablation); a rerun skips what is done (a trainer
 run with its marker, an evaluation through evaluate's own -o), so a killed run continues. What the table is
 made of goes to --results (default: OUT): speeds.json, and a record of each finished run's scores
-(records/RUN.json, named as its run: by what makes it, with this machine's paths left out). A run with its
-record is done even where its files are gone, so the ablation, 23 hours of a 2-core machine, goes on from
-machine to machine with bench/results/recipe_ablation (committed) as --results. The table goes to stdout and
-to RESULTS/table.md, the numbers to RESULTS/results.json.
+(records/RUN.json, named as its run: by what makes it, with this machine's paths left out; an evaluation
+by its flags and its files' content). A run with its record is done even where its files are gone, so the
+ablation, 23 hours of a 2-core machine, goes on from machine to machine with bench/results/recipe_ablation
+(committed) as --results. The table goes to stdout and to RESULTS/table.md, the numbers to
+RESULTS/results.json: every row with a record of the seeds asked for, whichever rows this call ran.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -126,6 +129,7 @@ class Bench:
     def __init__(self, args: argparse.Namespace):
         self.args, self.out = args, Path(args.out).resolve()
         self.results = Path(getattr(args, "results", None) or self.out).resolve()
+        self.data = Path(getattr(args, "data", None) or PUBLIC_DATA).resolve()
         self.recipe = read_toml(Path(args.recipe), "recipe")
         self.python = [sys.executable]
 
@@ -135,23 +139,30 @@ class Bench:
         return f"{name}-{stable_hash(self.portable(settings)) >> 32:08x}"
 
     def portable(self, value) -> str:
-        """`value` as JSON with this machine's paths as names: OUT, DATA, REPO and .. (its folder)."""
+        """`value` as JSON with this machine's paths as names: OUT, DATA, REPO and .. (its folder), each where
+        a path is whole or starts a longer one, never inside a name (/work in /workspace); never the root."""
         text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
-        data = Path(getattr(self.args, "data", PUBLIC_DATA)).resolve()
-        for path, alias in ((self.out, "OUT"), (data, "DATA"), (REPO, "REPO"), (REPO.parent, "..")):
-            text = text.replace(str(path), alias)
+        for path, alias in ((self.out, "OUT"), (self.data, "DATA"), (REPO, "REPO"), (REPO.parent, "..")):
+            if path.parent != path:
+                quoted = re.escape(json.dumps(str(path), ensure_ascii=False)[1:-1])
+                text = re.sub(rf'(?<![^\s"=]){quoted}(?=[/\s"]|$)', alias, text)
         return text
 
-    def shards(self, masking: float, changed: dict) -> Path:
-        """The recipe's shards at this masking rate and with these data settings (its pairs, vocab and
-        seeds otherwise), built once. Shards found under the name are used only if they were built from
-        the same data settings (their pipeline.json; the recipe file is read again): the runs are named
-        after the shards' path, so other shards there would pass for these."""
+    def shard_run(self, masking: float, changed: dict) -> tuple[Path, dict]:
+        """The pipeline run dir of the recipe's shards at this masking rate and with these data settings (its
+        pairs, vocab and seeds otherwise), and the `corpusprep run --set` values that make them."""
         name, changed = f"data-mask{round(masking * 100)}", flat(self.args.data_set) | changed
-        run_dir = self.out / (self.key(name, changed) if changed else name)
         length = changed.get("pairs.max_seq_length", self.recipe["pairs"]["max_seq_length"])
         data = {"shard.masked_lm_prob": masking,
                 "shard.max_predictions_per_seq": math.ceil(masking * length)} | changed
+        return self.out / (self.key(name, changed) if changed else name), data
+
+    def shards(self, masking: float, changed: dict) -> Path:
+        """The recipe's shards at this masking rate and with these data settings, built once. Shards found
+        under the name are used only if they were built from the same data settings (their pipeline.json;
+        the recipe file is read again): the runs are named after the shards' path, so other shards there
+        would pass for these."""
+        run_dir, data = self.shard_run(masking, changed)
         if (run_dir / "shards" / "manifest.json").is_file():
             if differ := data_differences(run_dir, self.args.recipe, settings(data)[1::2]):
                 sys.exit(f"{run_dir}: built from other data settings ({', '.join(differ)}) than "
@@ -172,9 +183,11 @@ class Bench:
             masking = row.masking if row.masking is not None else masking
         return values, masking
 
-    def data_of(self, upto: Row) -> Path:
-        """The row's shards: its masking rate and the data changes of the rows up to it."""
-        return self.shards(self.train_settings(upto)[1], data_changes(upto))
+    def data_of(self, upto: Row, build: bool = True) -> Path:
+        """The row's shards: its masking rate and the data changes of the rows up to it (built unless not
+        `build`: a name, for a run that may have its record)."""
+        masking, changed = self.train_settings(upto)[1], data_changes(upto)
+        return self.shards(masking, changed) if build else self.shard_run(masking, changed)[0] / "shards"
 
     def scorer(self, values: dict) -> str:
         """Who scores a row's model: "evaluate" (trainer.evaluate fine-tunes its export), or why only the
@@ -192,12 +205,14 @@ class Bench:
         return "evaluate" if evaluate_builds(model) else f"evaluate cannot read {family.title} yet"
 
     def pretraining(self, row: Row, seed: int) -> tuple[Path, list[str]]:
-        """The run's directory, named by everything that makes its model (settings, steps, shards: a rerun
-        with another budget or recipe is another run, never a finished one reused), and its command."""
+        """The run's directory, named by everything that makes its model (settings, steps, shards and the
+        recipe's data tables as written: a rerun with another budget or recipe is another run, never a
+        finished one reused, on this machine or from its record), and its command."""
         values, _ = self.train_settings(row)
         values |= {"schedule.steps": self.steps(row), "seed": seed}
-        shards = str(self.data_of(row))
-        run_dir = self.out / "runs" / self.key(f"{row.name}-seed{seed}", values, shards)
+        shards = str(self.data_of(row, build=False))
+        data = {table: self.recipe.get(table) for table in DATA_TABLES}
+        run_dir = self.out / "runs" / self.key(f"{row.name}-seed{seed}", values, shards, data)
         return run_dir, [*self.python, "-m", "trainer.run", "--shards", shards, "--run-dir", str(run_dir),
                          *settings(values)]
 
@@ -205,6 +220,7 @@ class Bench:
         run_dir, command = self.pretraining(row, seed)
         marker = run_dir.with_name(run_dir.name + ".done")
         if not marker.exists():
+            self.data_of(row)  # built, or checked
             command += ["--resume"] if run_dir.exists() else []
             print(f"{row.name} seed {seed}: pre-training {self.steps(row):,} steps", flush=True)
             run(command, self.out / "logs" / f"{run_dir.name}.log")
@@ -212,7 +228,7 @@ class Bench:
         return run_dir
 
     def steps(self, row: Row) -> int:
-        """The row's steps in --budget at its idle speed (OUT/speeds.json)."""
+        """The row's steps in --budget at its idle speed (RESULTS/speeds.json)."""
         speeds = read_speeds(self.results)["rows"]
         if row.name not in speeds:
             sys.exit(f"{self.results / 'speeds.json'}: no speed of row {row.name!r}: run `speed --rows "
@@ -221,13 +237,14 @@ class Bench:
         return steps_in(parse_duration(self.args.budget), speeds[row.name]["seq_per_s"], values)
 
     def evaluation(self, run_dir: Path, task: str) -> tuple[Path, list[str]]:
-        """trainer.evaluate's output directory for one run on one task, named by its flags (a rerun with
-        other fine-tuning settings is another evaluation), and its command."""
+        """trainer.evaluate's output directory for one run on one task, named by its flags and the content of
+        the files they read (a rerun with other fine-tuning settings or data is another evaluation), and its
+        command."""
         recipe = self.recipe.get("evaluate", {})  # its settings; the task's files come from the task
         common = [arg for key, value in recipe.items() if key not in ("train", "dev", "test")
                   for arg in (f"--{key.replace('_', '-')}", str(value))]
         flags = [*self.tasks[task], *common, *self.args.eval_extra.split()]
-        out = self.out / "evaluations" / self.key(f"{run_dir.name}-{task}", flags)
+        out = self.out / "evaluations" / self.key(f"{run_dir.name}-{task}", flags, self.inputs[task])
         return out, [*self.python, "-m", "trainer.evaluate", str(run_dir), *flags, "-o", str(out)]
 
     def evaluate(self, run_dir: Path, task: str) -> dict:
@@ -241,22 +258,48 @@ class Bench:
 
     def scored(self, row: Row, seed: int, scorer: str) -> dict:
         """A run's held-out masked LM and its score on each task, from its record (RESULTS/records) where it
-        has them; else pre-trained (or resumed, or again: the runs are deterministic) and evaluated, each
-        result recorded as it comes."""
-        run_dir, _ = self.pretraining(row, seed)
-        path = self.results / "records" / f"{run_dir.name}.json"
-        record = read_record(path) if path.is_file() else {"row": row.name, "seed": seed, "tasks": {}}
-        if "held_out" not in record:
-            record["held_out"] = held_out(self.pretrain(row, seed))
-            write_json(path, record)
-        tasks = self.tasks if scorer == "evaluate" else {}
-        for task in tasks:
-            name = self.evaluation(run_dir, task)[0].name
-            if record["tasks"].get(task, {}).get("evaluation") != name:  # none yet, or of other settings
-                score = task_score(self.evaluate(self.pretrain(row, seed), task))
-                record["tasks"][task] = {"evaluation": name, **score}
-                write_json(path, record)
-        return record["held_out"] | {task: record["tasks"][task] for task in tasks}
+        has them; else pre-trained (or resumed, or again where its files are gone) and evaluated, each result
+        recorded as it comes. A record is of one model: a run made again that gives other weights (another
+        machine's arithmetic) starts a new one."""
+        record, names = self.record(row, seed), self.evaluation_names(row, seed, scorer)
+        if record is None or any(name not in record["evaluations"] for name in names.values()):
+            run_dir = self.pretrain(row, seed)
+            path, model = self.record_path(row, seed), weights_digest(run_dir)
+            if record is None or record["model"] != model:
+                record = {"row": row.name, "seed": seed, "model": model, "held_out": held_out(run_dir),
+                          "evaluations": {}}
+                write_atomic(path, json.dumps(record, indent=2) + "\n")
+            for task, name in names.items():
+                if name not in record["evaluations"]:
+                    record["evaluations"][name] = {"task": task, **task_score(self.evaluate(run_dir, task))}
+                    write_atomic(path, json.dumps(record, indent=2) + "\n")
+        return found_in(record, names)
+
+    def record_path(self, row: Row, seed: int) -> Path:
+        return self.results / "records" / f"{self.pretraining(row, seed)[0].name}.json"
+
+    def record(self, row: Row, seed: int) -> dict | None:
+        """The run's record, if it has one (checked: it may come from another machine, or be edited)."""
+        path = self.record_path(row, seed)
+        return read_record(path, row.name, seed) if path.is_file() else None
+
+    def recorded(self, row: Row, seed: int, scorer: str) -> dict | None:
+        """What the run's record holds for this call's tasks (those evaluated with its flags), or None: a
+        row this call did not run, in the table from its records."""
+        if row.name not in read_speeds(self.results)["rows"] or not (record := self.record(row, seed)):
+            return None
+        names = self.evaluation_names(row, seed, scorer)
+        return found_in(record, {task: name for task, name in names.items() if name in record["evaluations"]})
+
+    def evaluation_names(self, row: Row, seed: int, scorer: str) -> dict[str, str]:
+        """Task -> the name of the run's evaluation on it (none for a row not fine-tuned)."""
+        run_dir = self.pretraining(row, seed)[0]
+        return {task: self.evaluation(run_dir, task)[0].name for task in self.tasks if scorer == "evaluate"}
+
+    @functools.cached_property
+    def inputs(self) -> dict[str, list[str]]:
+        """Task name -> the SHA-256 of each file its flags read."""
+        return {task: [file_digest(path) for path in files_read(flags)] for task, flags in self.tasks.items()}
 
     @functools.cached_property
     def tasks(self) -> dict[str, list[str]]:
@@ -269,7 +312,7 @@ class Bench:
             if not flags and name not in YARDSTICKS:
                 sys.exit(f"--task {name!r}: a task of bench/yardsticks.py ({', '.join(YARDSTICKS)}), or "
                          "NAME=trainer.evaluate's task flags")
-            chosen[name] = flags.split() if flags else yardstick(name, Path(self.args.data), self.out)
+            chosen[name] = flags.split() if flags else yardstick(name, self.data, self.out)
         return chosen
 
 
@@ -318,13 +361,13 @@ def read_speeds(results: Path) -> dict:
     return parse_json(path.read_bytes(), path) if path.is_file() else {"rows": {}}
 
 
-RECORD = {"held_out": {"steps": int, "val_mlm_loss": float, "val_mlm_acc": float},
-          "task": {"evaluation": str, "split": str, "pretrained": float, "random": float, "baseline": float,
-                   "baseline_name": str}}
+SCORE = 1e6  # bounds of a recorded number: any metric, loss or baseline lies well within them
 
 
-def read_record(path: Path) -> dict:
-    """A run's record (`scored`), checked field by field: it may come from another machine, or be edited."""
+def read_record(path: Path, row: str, seed: int) -> dict:
+    """A run's record (`Bench.scored`), checked field by field: it may come from another machine, or be
+    edited; a number the table could not print (NaN, infinite, beyond SCORE) or text that would break its
+    lines is one DataError naming the file."""
     record = parse_json(path.read_bytes(), path)
 
     def check(value, fields: dict, what: str) -> None:
@@ -332,25 +375,73 @@ def read_record(path: Path) -> dict:
             raise DataError(f"{path}: {what} is not an object")
         for key, kind in fields.items():
             found = value.get(key)
-            if not isinstance(found, int if kind is int else (int, float) if kind is float else kind) \
-                    or isinstance(found, bool):
-                raise DataError(f"{path}: {what}.{key} is not {'a string' if kind is str else 'a number'}")
+            if kind is str:
+                ok = isinstance(found, str) and found.isprintable() and "|" not in found
+            elif kind is int:
+                ok = isinstance(found, int) and not isinstance(found, bool) and 0 <= found < SCORE ** 2
+            else:
+                # false for NaN and infinities too; a huge int compares without becoming a float
+                ok = isinstance(found, (int, float)) and not isinstance(found, bool) and abs(found) <= SCORE
+            if not ok:
+                raise DataError(f"{path}: {what}.{key} is not {'text' if kind is str else 'a number'} it "
+                                "can hold")
 
-    check(record, {"row": str, "seed": int}, "the record")
-    check(record.get("tasks"), {}, "tasks")
-    if "held_out" in record:
-        check(record["held_out"], RECORD["held_out"], "held_out")
-    for task, score in record["tasks"].items():
-        check(score, RECORD["task"], f"tasks.{task}")
+    check(record, {"row": str, "seed": int, "model": str}, "the record")
+    if (record["row"], record["seed"]) != (row, seed):
+        raise DataError(f"{path}: the record of {record['row']} seed {record['seed']}, not of {row} seed "
+                        f"{seed}")
+    check(record.get("held_out"), {"steps": int, "val_mlm_loss": float, "val_mlm_acc": float}, "held_out")
+    check(record.get("evaluations"), {}, "evaluations")
+    for name, score in record["evaluations"].items():
+        check(score, {"task": str, "split": str, "pretrained": float, "random": float, "baseline": float,
+                      "baseline_name": str}, f"evaluations.{name}")
     return record
 
 
-def write_json(path: Path, value) -> None:
-    """`value` as JSON at `path`, whole or not at all (a killed write leaves the old file)."""
+def found_in(record: dict, names: dict[str, str]) -> dict:
+    """A record's held-out masked LM and the scores of the evaluations `names` (task -> name)."""
+    return record["held_out"] | {task: record["evaluations"][name] for task, name in names.items()}
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """`text` at `path`, whole or not at all (a killed write leaves the old file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_name(path.name + ".tmp")
-    scratch.write_text(json.dumps(value, indent=2) + "\n")
+    scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    scratch.write_text(text)
     scratch.replace(path)
+
+
+def files_read(flags: list[str]) -> list[Path]:
+    """The files trainer.evaluate's task flags read: each flag that is a file, and a --glue directory's
+    tasks (--glue-tasks, else all)."""
+    files = [Path(flag) for flag in flags if Path(flag).is_file()]
+    if "--glue" in flags:
+        glue = Path(flags[flags.index("--glue") + 1])
+        tasks = (flags[flags.index("--glue-tasks") + 1].split(",") if "--glue-tasks" in flags
+                 else sorted(p.name for p in glue.iterdir() if p.is_dir()))
+        files += sorted(path for task in tasks for path in (glue / task).glob("*") if path.is_file())
+    return files
+
+
+def file_digest(path: Path) -> str:
+    with open(path, "rb") as data:
+        return hashlib.file_digest(data, "sha256").hexdigest()
+
+
+def weights_digest(run_dir: Path) -> str:
+    """SHA-256 of the run's final weights (each tensor's name, shape and bytes): what a record is of."""
+    import torch
+    from safetensors import safe_open
+
+    from trainer.checkpoint import latest
+
+    digest = hashlib.sha256()
+    with safe_open(latest(run_dir) / "weights.safetensors", framework="pt") as weights:
+        for name in sorted(weights.keys()):
+            tensor = weights.get_tensor(name).contiguous()
+            digest.update(f"{name}{list(tensor.shape)}{tensor.dtype}".encode())
+            digest.update(tensor.view(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 def steps_in(seconds: float, seq_per_s: float, values: dict) -> int:
@@ -446,20 +537,21 @@ def verdict(now: list[float], before: list[float] | None) -> str:
 
 
 def run_rows(args: argparse.Namespace) -> int:
+    """Pre-train and score the rows asked for, then tabulate every row with records of these seeds."""
     bench = Bench(args)
-    rows = [BY_NAME[name] for name in args.rows] if args.rows else ROWS
+    asked = [BY_NAME[name] for name in args.rows] if args.rows else ROWS
     seeds = [args.first_seed + i for i in range(args.seeds)]
     results: dict = {"budget": args.budget, "speeds_measured": read_speeds(bench.results).get("measured"),
                      "seeds": seeds, "tasks": json.loads(bench.portable(bench.tasks)), "rows": {}}
-    for row in rows:
+    for row in ROWS:
         values, masking = bench.train_settings(row)
         scorer = bench.scorer(values)
-        entry = {"change": row.change, "masking": masking, "data": data_changes(row), "scorer": scorer,
-                 "seeds": {}}
-        for seed in seeds:
-            entry["seeds"][seed] = bench.scored(row, seed, scorer)
-        results["rows"][row.name] = entry
-        write(results, bench.results)
+        found = {seed: bench.scored(row, seed, scorer) if row in asked else bench.recorded(row, seed, scorer)
+                 for seed in seeds}
+        if runs := {seed: run for seed, run in found.items() if run is not None}:
+            results["rows"][row.name] = {"change": row.change, "masking": masking, "data": data_changes(row),
+                                         "scorer": scorer, "seeds": runs}
+            write(results, bench.results)
     print(write(results, bench.results))
     return 0
 
@@ -470,7 +562,8 @@ def write(results: dict, out: Path) -> str:
     scored = [r for entry in results["rows"].values() for r in entry["seeds"].values()]
     found = {task: next((r[task] for r in scored if task in r), None) for task in tasks}
     heads = [f"{task} ({found[task]['split']})" if found[task] else task for task in tasks]
-    head = ["row", "change", "steps", "held-out MLM acc", *heads, *[f"{t}: vs row above" for t in tasks]]
+    head = ["row", "change", "seeds", "steps", "held-out MLM acc", *heads,
+            *[f"{t}: vs row above" for t in tasks]]
     baselines = "; ".join(f"{t}: {f['baseline_name']} {f['baseline']:.4f}" for t, f in found.items() if f)
     lines = [f"Budget {results['budget']} of training per run, as steps at each row's idle speed (measured "
              f"{results['speeds_measured']}); pre-training seeds {results['seeds']}. A score is the "
@@ -486,28 +579,32 @@ def write(results: dict, out: Path) -> str:
         acc = mean_sd([r["val_mlm_acc"] for r in runs])
         cells, deltas = [], []
         for task in tasks:
-            if entry["scorer"] != "evaluate":
-                cells.append(entry["scorer"])
+            done = [r[task] for r in runs if task in r]
+            if entry["scorer"] != "evaluate" or not done:
+                cells.append(entry["scorer"] if entry["scorer"] != "evaluate" else "not scored yet")
                 deltas.append("")
                 continue
-            scores, random = [r[task]["pretrained"] for r in runs], [r[task]["random"] for r in runs]
-            cells.append(mean_sd(scores, f"random {statistics.fmean(random):.4f}"))
+            scores = [score["pretrained"] for score in done]
+            random = statistics.fmean(score["random"] for score in done)
+            cells.append(mean_sd(scores, f"random {random:.4f}" + (f"; {len(done)} of {len(runs)} seeds"
+                                                                     if len(done) < len(runs) else "")))
             deltas.append(verdict(scores, before.get(task)))
             before[task] = scores
         data = "".join(f", {key}={json.dumps(value)}" for key, value in entry.get("data", {}).items())
         change = f"{entry['change']} (masking {entry['masking']:.0%}{data})"
-        lines.append(f"| {name} | {change} | {steps:,.0f} | {acc} | " + " | ".join(cells + deltas) + " |")
+        lines.append(f"| {name} | {change} | {len(runs)} | {steps:,.0f} | {acc} | "
+                     + " | ".join(cells + deltas) + " |")
     table = "\n".join(lines) + "\n"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "table.md").write_text(table)
-    write_json(out / "results.json", results)
+    write_atomic(out / "table.md", table)
+    write_atomic(out / "results.json", json.dumps(results, indent=2) + "\n")
     return table
 
 
 def speed(args: argparse.Namespace) -> int:
     """Each row's sequences/s on its shards at its settings (a batch ramp off: its full batch), over
-    `--steps` steps after the first progress window (which holds start-up), into OUT/speeds.json: what `run`
-    turns the budget into steps with. Measure on an idle machine; the load is recorded beside the speeds."""
+    `--steps` steps after the first progress window (which holds start-up), into RESULTS/speeds.json: what
+    `run` turns the budget into steps with. Measure on an idle machine; the load is recorded beside the
+    speeds."""
     bench = Bench(args)
     speeds, load = read_speeds(bench.results), os.getloadavg()[0]
     if load > 0.5:
@@ -531,7 +628,7 @@ def speed(args: argparse.Namespace) -> int:
         speeds["rows"][row.name] = {"seq_per_s": seqs, "tokens_per_s": tokens, "load": load}
         print(f"| {row.name} | {seqs / batch:.2f} | {seqs:,.0f} | {tokens:,.0f} |", flush=True)
     speeds["measured"] = f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, {platform.machine()}"
-    write_json(bench.results / "speeds.json", speeds)
+    write_atomic(bench.results / "speeds.json", json.dumps(speeds, indent=2) + "\n")
     return 0
 
 

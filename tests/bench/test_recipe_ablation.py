@@ -10,6 +10,7 @@ import lzma
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -135,11 +136,16 @@ def test_the_table_puts_each_score_beside_its_random_init_and_the_cheap_baseline
                   "seeds": {"1": seed(0.95, 0.90), "2": seed(0.96, 0.91)}}}}
     table = write(results, tmp_path)
     assert "| upos (test) |" in table and "upos: most frequent tag per word 0.8666." in table
-    assert "| recipe | the recipe (masking 15%) | 100 | 0.3000 ± 0.0000 | 0.9050 ± 0.0071 (random 0.8850) |" \
-        in table
-    assert "| geglu | GeGLU (masking 15%) | 100 | 0.3000 ± 0.0000 | no HF class |  |" in table
+    assert "| recipe | the recipe (masking 15%) | 2 | 100 | 0.3000 ± 0.0000 | 0.9050 ± 0.0071 (random " \
+        "0.8850) |" in table
+    assert "| geglu | GeGLU (masking 15%) | 2 | 100 | 0.3000 ± 0.0000 | no HF class |  |" in table
     assert "| cased | cased (masking 30%, vocab.cased=true) |" in table
     assert "| +0.0500 ± 0.0071 helps |" in table
+    del results["rows"]["cased"]["seeds"]["2"]["upos"]  # a seed not evaluated with these flags (yet)
+    assert "| 0.9500 (1 seed; random 0.9000; 1 of 2 seeds) |" in write(results, tmp_path)
+    del results["rows"]["cased"]["seeds"]["1"]["upos"]
+    assert "| cased | cased (masking 30%, vocab.cased=true) | 2 | 100 | 0.3000 ± 0.0000 | not scored yet |" \
+        in write(results, tmp_path)
     results["rows"] = {"geglu": results["rows"]["geglu"]}  # nothing fine-tuned yet
     assert "none scored yet" in write(results, tmp_path) and "| upos |" in write(results, tmp_path)
     assert json.loads((tmp_path / "results.json").read_text()) == results
@@ -216,79 +222,135 @@ def test_a_broken_file_of_its_own_is_one_line_naming_it(tmp_path, broken):
     assert "not valid JSON" in done.stderr
 
 
-def ledger_bench(out, results, data, monkeypatch) -> Bench:
-    """A Bench at `out` with a task whose files lie under OUT and DATA, shards not built."""
+def ledger_bench(out, results, data, monkeypatch, task: str | None = None) -> Bench:
+    """A Bench at `out`, a task whose files lie under OUT and DATA (made here), its speeds in `results`."""
+    (Path(out) / "data").mkdir(parents=True, exist_ok=True)
+    Path(data).mkdir(parents=True, exist_ok=True)
+    (Path(out) / "data" / "t.conllu").write_text("1\tA\ta\tX\n\n")
+    (Path(data) / "d.conllu").write_text("1\tB\tb\tX\n\n")
+    Path(results).mkdir(parents=True, exist_ok=True)
+    (Path(results) / "speeds.json").write_text(json.dumps({"rows": {"recipe": {"seq_per_s": 500.0},
+                                                                    "mini": {"seq_per_s": 100.0}}}))
     recipe = REPO / "pipelines" / "cpu-recipe.toml"
     args = argparse.Namespace(out=str(out), results=str(results), recipe=recipe, data_set={}, budget="5s",
-                              eval_extra="--seeds 1", data=str(data),
-                              task=[f"upos=--train {out}/data/t.conllu --dev {data}/d.conllu"])
+                              eval_extra="--seeds 1", data=str(data), first_seed=1, seeds=1, rows=None,
+                              task=[task or f"upos=--train {out}/data/t.conllu --dev {data}/d.conllu"])
     made = Bench(args)
-    monkeypatch.setattr(made, "shards", lambda masking, changed: made.out / f"data-mask{masking}" / "shards")
+    monkeypatch.setattr(made, "shards", lambda masking, changed: pytest.fail("shards built for a name"))
     return made
 
 
 def test_runs_and_evaluations_have_the_same_names_on_any_machine(tmp_path, monkeypatch):
-    """A run's record is found by its run's name: paths of this machine (OUT, DATA) must not be in it, or the
-    ablation's records would not be found on the next machine."""
-    results = tmp_path / "results"
-    results.mkdir()
-    (results / "speeds.json").write_text(json.dumps({"rows": {"recipe": {"seq_per_s": 500.0}}}))
-    here = ledger_bench(tmp_path / "a" / "out", results, tmp_path / "a" / "data", monkeypatch)
-    there = ledger_bench(tmp_path / "elsewhere" / "out", results, tmp_path / "b" / "data", monkeypatch)
+    """A run's record is found by its run's name: paths of this machine (OUT, DATA, a symlink to it) must not
+    be in it, or the ablation's records would not be found on the next machine; the files' content is."""
+    here = ledger_bench(tmp_path / "a" / "out", tmp_path / "results", tmp_path / "a" / "data", monkeypatch)
+    there = ledger_bench(tmp_path / "elsewhere" / "out", tmp_path / "results", tmp_path / "b" / "data",
+                         monkeypatch)
+    (tmp_path / "link").symlink_to(tmp_path / "b" / "data")
+    linked = ledger_bench(tmp_path / "c" / "out", tmp_path / "results", tmp_path / "link", monkeypatch,
+                          f"upos=--train {tmp_path}/c/out/data/t.conllu --dev {tmp_path}/b/data/d.conllu")
     row = BY_NAME["recipe"]
     (run_here, command), (run_there, _) = here.pretraining(row, 1), there.pretraining(row, 1)
-    assert run_here.name == run_there.name and str(here.out) in " ".join(command)
-    assert here.evaluation(run_here, "upos")[0].name == there.evaluation(run_there, "upos")[0].name
-    other = ledger_bench(tmp_path / "a" / "out", results, tmp_path / "a" / "data", monkeypatch)
-    other.args.task = [f"upos=--train {other.out}/data/other.conllu --dev {tmp_path}/a/data/d.conllu"]
-    assert other.evaluation(run_here, "upos")[0].name != here.evaluation(run_here, "upos")[0].name
+    assert run_here.name == run_there.name == linked.pretraining(row, 1)[0].name
+    assert str(here.out) in " ".join(command)
+    names = {bench.evaluation(run_here, "upos")[0].name for bench in (here, there, linked)}
+    assert len(names) == 1
+    (tmp_path / "b" / "data" / "d.conllu").write_text("1\tC\tc\tX\n\n")  # other data, same path
+    again = ledger_bench(tmp_path / "elsewhere" / "out", tmp_path / "results", tmp_path / "b" / "data",
+                         monkeypatch)
+    (tmp_path / "b" / "data" / "d.conllu").write_text("1\tC\tc\tX\n\n")
+    assert again.evaluation(run_here, "upos")[0].name not in names
+    # a path is replaced where it is whole or starts a longer one, never inside another name
+    assert here.portable([f"{here.out}", f"--x {here.out}/a", f"{here.out}space/b"]) == \
+        json.dumps(["OUT", "--x OUT/a", f"{here.out}space/b"], ensure_ascii=False)
+
+
+def test_a_recipe_of_other_data_makes_other_runs(tmp_path, monkeypatch):
+    """A run's name holds the recipe's data tables: an edited vocab size is another run, on any machine."""
+    bench = ledger_bench(tmp_path / "out", tmp_path / "results", tmp_path / "data", monkeypatch)
+    edited = tmp_path / "edited.toml"
+    edited.write_text(bench.args.recipe.read_text().replace("vocab_size = 8000", "vocab_size = 9000"))
+    other = ledger_bench(tmp_path / "out", tmp_path / "results", tmp_path / "data", monkeypatch)
+    other.args.recipe = edited
+    other.recipe = recipe_ablation.read_toml(edited, "recipe")
+    row = BY_NAME["recipe"]
+    assert bench.pretraining(row, 1)[0].name != other.pretraining(row, 1)[0].name
 
 
 def test_a_recorded_run_is_never_run_again_even_where_its_files_are_gone(tmp_path, monkeypatch):
-    results = tmp_path / "results"
-    results.mkdir()
-    (results / "speeds.json").write_text(json.dumps({"rows": {"recipe": {"seq_per_s": 500.0}}}))
-    bench = ledger_bench(tmp_path / "out", results, tmp_path / "data", monkeypatch)
-    done = []
-    monkeypatch.setattr(Bench, "pretrain", lambda self, row, seed: done.append(("pretrain", seed)) or row)
+    bench = ledger_bench(tmp_path / "out", tmp_path / "results", tmp_path / "data", monkeypatch)
+    done, weights = [], ["w1"]
+    monkeypatch.setattr(Bench, "pretrain", lambda self, row, seed: done.append("pretrain") or tmp_path)
+    monkeypatch.setattr(recipe_ablation, "weights_digest", lambda run_dir: weights[0])
     monkeypatch.setattr(recipe_ablation, "held_out", lambda run_dir: {"steps": 40, "val_mlm_loss": 5.0,
                                                                        "val_mlm_acc": 0.2})
     score = {"splits": {"dev": {"pretrained": {"mean": 0.9}, "random": {"mean": 0.8}, "baseline": 0.7}},
              "baseline_name": "most frequent tag per word"}
-    monkeypatch.setattr(Bench, "evaluate", lambda self, run, task: done.append(("evaluate", task)) or score)
+    monkeypatch.setattr(Bench, "evaluate", lambda self, run, task: done.append(task) or score)
     row = BY_NAME["recipe"]
     first = bench.scored(row, 1, "evaluate")
-    assert done == [("pretrain", 1), ("pretrain", 1), ("evaluate", "upos")]
-    assert first["upos"]["pretrained"] == 0.9 and first["val_mlm_acc"] == 0.2
+    assert done == ["pretrain", "upos"] and first["upos"]["pretrained"] == 0.9 and first["val_mlm_acc"] == 0.2
     done.clear()  # another machine: nothing under OUT, the records committed
-    elsewhere = ledger_bench(tmp_path / "new" / "out", results, tmp_path / "data", monkeypatch)
+    elsewhere = ledger_bench(tmp_path / "new" / "out", tmp_path / "results", tmp_path / "data", monkeypatch)
     assert elsewhere.scored(row, 1, "evaluate") == first and done == []
-    elsewhere.args.eval_extra = "--seeds 3"  # other fine-tuning settings: evaluated again, the run kept
-    del elsewhere.__dict__["tasks"]
-    assert elsewhere.scored(row, 1, "evaluate")["upos"]["evaluation"] != first["upos"]["evaluation"]
-    assert done == [("pretrain", 1), ("evaluate", "upos")]
+    elsewhere.args.eval_extra = "--seeds 3"  # other fine-tuning settings: evaluated again, the first kept
+    del elsewhere.__dict__["tasks"], elsewhere.__dict__["inputs"]
+    assert elsewhere.scored(row, 1, "evaluate")["upos"]["task"] == "upos" and done == ["pretrain", "upos"]
+    record = json.loads(elsewhere.record_path(row, 1).read_text())
+    assert len(record["evaluations"]) == 2 and record["model"] == "w1"
+    done.clear()
+    weights[0] = "w2"  # made again elsewhere, other weights: a new record, not scores of two models
+    elsewhere.args.eval_extra = "--seeds 2"
+    del elsewhere.__dict__["tasks"], elsewhere.__dict__["inputs"]
+    elsewhere.scored(row, 1, "evaluate")
+    record = json.loads(elsewhere.record_path(row, 1).read_text())
+    assert len(record["evaluations"]) == 1 and record["model"] == "w2" and done == ["pretrain", "upos"]
 
 
-def test_a_record_is_read_as_untrusted_every_mutation_one_error_or_a_record(tmp_path):
-    """Records come from other machines and sessions: any mutation of one is read or refused in one DataError
-    naming the file, never another exception."""
+def test_the_table_holds_every_recorded_row_whichever_rows_a_call_ran(tmp_path, monkeypatch):
+    """`run --rows mini` into the committed results must not drop the recipe's recorded row from the table."""
+    bench = ledger_bench(tmp_path / "out", tmp_path / "results", tmp_path / "data", monkeypatch)
+    monkeypatch.setattr(Bench, "scorer", lambda self, values: "evaluate")
+    monkeypatch.setattr(Bench, "pretrain", lambda self, row, seed: tmp_path)
+    monkeypatch.setattr(recipe_ablation, "weights_digest", lambda run_dir: "w")
+    monkeypatch.setattr(recipe_ablation, "held_out", lambda run_dir: {"steps": 40, "val_mlm_loss": 5.0,
+                                                                       "val_mlm_acc": 0.2})
+    score = {"splits": {"dev": {"pretrained": {"mean": 0.9}, "random": {"mean": 0.8}, "baseline": 0.7}},
+             "baseline_name": "most frequent tag per word"}
+    monkeypatch.setattr(Bench, "evaluate", lambda self, run, task: score)
+    monkeypatch.setattr(recipe_ablation, "Bench", lambda args: bench)
+    bench.args.rows = ["recipe"]
+    recipe_ablation.run_rows(bench.args)
+    bench.args.rows = ["mini"]
+    table = recipe_ablation.run_rows(bench.args) == 0 and (tmp_path / "results" / "table.md").read_text()
+    assert "| recipe |" in table and "| mini |" in table and "| pre-ln |" not in table
+    assert list(json.loads((tmp_path / "results" / "results.json").read_text())["rows"]) == ["recipe", "mini"]
+
+
+def test_a_record_is_read_as_untrusted_every_mutation_refused_in_one_line_or_tabulated(tmp_path):
+    """Records come from other machines and sessions: any mutation of one is refused in one DataError naming
+    the file, or read and tabulated; never another exception."""
     import random
 
-    from bench.recipe_ablation import read_record
+    from bench.recipe_ablation import found_in, read_record
     from corpusprep.errors import DataError
 
-    good = {"row": "recipe", "seed": 1, "held_out": {"steps": 40, "val_mlm_loss": 5.0, "val_mlm_acc": 0.2},
-            "tasks": {"upos": {"evaluation": "e", "split": "dev", "pretrained": 0.9, "random": 0.8,
-                               "baseline": 0.7, "baseline_name": "most frequent"}}}
+    good = {"row": "recipe", "seed": 1, "model": "ab12",
+            "held_out": {"steps": 40, "val_mlm_loss": 5.0, "val_mlm_acc": 0.2},
+            "evaluations": {"e1": {"task": "upos", "split": "dev", "pretrained": 0.9, "random": 0.8,
+                                   "baseline": 0.7, "baseline_name": "most frequent"}}}
     path = tmp_path / "records" / "run.json"
     path.parent.mkdir()
     text = json.dumps(good)
     path.write_text(text)
-    assert read_record(path) == good
+    assert read_record(path, "recipe", 1) == good
+    with pytest.raises(DataError, match="the record of recipe seed 1, not of mini seed 1"):
+        read_record(path, "mini", 1)  # another run's record under this run's name
     rng = random.Random(38)
-    values = [None, True, "x", 3, 2.5, [], {}, -1]
+    values = [None, True, "x", "a|b", "two\nlines", 3, -2.5, 10**400, 1e300, float("nan"), float("inf"), [],
+              {}, "recipe", 1]
     refused = 0
-    for _ in range(400):
+    for _ in range(600):
         record = json.loads(text)
         node = record
         for _ in range(rng.randint(0, 2)):  # walk into a nested object, then break one field of it
@@ -299,10 +361,18 @@ def test_a_record_is_read_as_untrusted_every_mutation_one_error_or_a_record(tmp_
             del node[key]
         else:
             node[key] = rng.choice(values)
-        path.write_text(json.dumps(record) if rng.random() < 0.9 else text[: rng.randrange(len(text))])
+        cut = rng.random() < 0.1
+        path.write_text(text[: rng.randrange(len(text))] if cut else json.dumps(record))
         try:
-            read_record(path)
+            read = read_record(path, "recipe", 1)
         except DataError as error:
             assert str(error).startswith(str(path)) and "\n" not in str(error)
             refused += 1
-    assert refused > 300  # almost every mutation breaks a field the table reads
+            continue
+        names = {score["task"]: name for name, score in read["evaluations"].items()}
+        results = {"budget": "30m", "speeds_measured": "today", "seeds": [1], "tasks": {"upos": []},
+                   "rows": {"recipe": {"change": "c", "masking": 0.15, "data": {}, "scorer": "evaluate",
+                                       "seeds": {1: found_in(read, names)}}}}
+        table = write(results, tmp_path / "table")
+        assert all(line.startswith("|") for line in table.splitlines()[2:]), table
+    assert refused > 400  # almost every mutation breaks a field the table reads
