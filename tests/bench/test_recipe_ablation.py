@@ -205,6 +205,16 @@ def test_the_smallest_ablation_pretrains_scores_and_tabulates(tmp_path):
     for data, lowercase in (("data-mask15-*", True), ("data-mask30-*", False)):  # the case reached the vocab
         [tokenizer] = (tmp_path / "out").glob(f"{data}/vocab/tokenizer.json")
         assert json.loads(tokenizer.read_text())["normalizer"]["lowercase"] is lowercase
+    records = sorted((tmp_path / "out" / "records").glob("*.json"))
+    assert [json.loads(r.read_text())["row"] for r in records] == ["cased", "recipe"]
+    import shutil
+
+    for gone in ("runs", "evaluations"):  # another machine: the records alone
+        shutil.rmtree(tmp_path / "out" / gone)
+    again = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert ": pre-training " not in again.stdout and ": evaluating on " not in again.stdout, again.stdout
+    assert (tmp_path / "out" / "table.md").read_text() == table
 
 
 @pytest.mark.parametrize("broken", ["speeds.json", "data-mask15/pipeline.json"])
