@@ -12,6 +12,7 @@ rows of the same data: masking rate, vocab and text).
     python bench/recipe_ablation.py speed                                 # idle: each row's sequences/s
     python bench/recipe_ablation.py run --budget 30m --seeds 3            # every row, UD EWT UPOS
     python bench/recipe_ablation.py run --budget 30m --rows recipe mini   # some rows
+    python bench/recipe_ablation.py run ... --table-only                   # the records' table so far
     python bench/recipe_ablation.py run ... --task upos --task 'cola=--train C/train.tsv.xz --dev C/dev.tsv'
 
 The data (vocab, packed pairs, shards) is the recipe's (`pipelines/cpu-recipe.toml`, built once per masking
@@ -539,7 +540,7 @@ def verdict(now: list[float], before: list[float] | None) -> str:
 def run_rows(args: argparse.Namespace) -> int:
     """Pre-train and score the rows asked for, then tabulate every row with records of these seeds."""
     bench = Bench(args)
-    asked = [BY_NAME[name] for name in args.rows] if args.rows else ROWS
+    asked = [] if args.table_only else [BY_NAME[name] for name in args.rows] if args.rows else ROWS
     seeds = [args.first_seed + i for i in range(args.seeds)]
     results: dict = {"budget": args.budget, "speeds_measured": read_speeds(bench.results).get("measured"),
                      "seeds": seeds, "tasks": json.loads(bench.portable(bench.tasks)), "rows": {}}
@@ -653,6 +654,8 @@ def main(argv: list[str] | None = None) -> int:
     rows.add_argument("--data", default=str(PUBLIC_DATA), help="bench/yardsticks.py's --data: the public "
                       "copies of its tasks (default %(default)s)")
     rows.add_argument("--eval-extra", default="", help="flags appended to every trainer.evaluate call")
+    rows.add_argument("--table-only", action="store_true", help="run nothing: the table of the records "
+                      "there are (the same flags name the same runs)")
     rows.set_defaults(handler=run_rows)
     pace = sub.add_parser("speed", help="each row's sequences/s (on an idle machine), for run's steps")
     pace.add_argument("--rows", nargs="+", choices=list(BY_NAME), metavar="ROW", help=ROWS_HELP)

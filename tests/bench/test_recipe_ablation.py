@@ -244,6 +244,7 @@ def ledger_bench(out, results, data, monkeypatch, task: str | None = None) -> Be
     recipe = REPO / "pipelines" / "cpu-recipe.toml"
     args = argparse.Namespace(out=str(out), results=str(results), recipe=recipe, data_set={}, budget="5s",
                               eval_extra="--seeds 1", data=str(data), first_seed=1, seeds=1, rows=None,
+                              table_only=False,
                               task=[task or f"upos=--train {out}/data/t.conllu --dev {data}/d.conllu"])
     made = Bench(args)
     monkeypatch.setattr(made, "shards", lambda masking, changed: pytest.fail("shards built for a name"))
@@ -329,12 +330,17 @@ def test_the_table_holds_every_recorded_row_whichever_rows_a_call_ran(tmp_path, 
              "baseline_name": "most frequent tag per word"}
     monkeypatch.setattr(Bench, "evaluate", lambda self, run, task: score)
     monkeypatch.setattr(recipe_ablation, "Bench", lambda args: bench)
-    bench.args.rows = ["recipe"]
+    bench.args.rows, bench.args.table_only = ["recipe"], False
     recipe_ablation.run_rows(bench.args)
     bench.args.rows = ["mini"]
     table = recipe_ablation.run_rows(bench.args) == 0 and (tmp_path / "results" / "table.md").read_text()
     assert "| recipe |" in table and "| mini |" in table and "| pre-ln |" not in table
     assert list(json.loads((tmp_path / "results" / "results.json").read_text())["rows"]) == ["recipe", "mini"]
+    (tmp_path / "results" / "table.md").unlink()
+    monkeypatch.setattr(Bench, "scored", lambda self, row, seed, scorer: pytest.fail("ran"))
+    bench.args.rows, bench.args.table_only = ["pre-ln"], True  # the table alone, whatever --rows says
+    assert recipe_ablation.run_rows(bench.args) == 0
+    assert (tmp_path / "results" / "table.md").read_text() == table
 
 
 def test_a_record_is_read_as_untrusted_every_mutation_refused_in_one_line_or_tabulated(tmp_path):
