@@ -542,8 +542,10 @@ def run_rows(args: argparse.Namespace) -> int:
     bench = Bench(args)
     asked = [] if args.table_only else [BY_NAME[name] for name in args.rows] if args.rows else ROWS
     seeds = [args.first_seed + i for i in range(args.seeds)]
+    # the tasks in --task's order: portable() sorts a dict's keys
+    tasks = {task: json.loads(bench.portable(flags)) for task, flags in bench.tasks.items()}
     results: dict = {"budget": args.budget, "speeds_measured": read_speeds(bench.results).get("measured"),
-                     "seeds": seeds, "tasks": json.loads(bench.portable(bench.tasks)), "rows": {}}
+                     "seeds": seeds, "tasks": tasks, "rows": {}}
     for row in ROWS:
         values, masking = bench.train_settings(row)
         scorer = bench.scorer(values)

@@ -331,10 +331,12 @@ def test_the_table_holds_every_recorded_row_whichever_rows_a_call_ran(tmp_path, 
     monkeypatch.setattr(Bench, "evaluate", lambda self, run, task: score)
     monkeypatch.setattr(recipe_ablation, "Bench", lambda args: bench)
     bench.args.rows, bench.args.table_only = ["recipe"], False
+    bench.args.task.insert(0, bench.args.task[0].replace("upos=", "zeta="))  # the table keeps --task's order
     recipe_ablation.run_rows(bench.args)
     bench.args.rows = ["mini"]
     table = recipe_ablation.run_rows(bench.args) == 0 and (tmp_path / "results" / "table.md").read_text()
     assert "| recipe |" in table and "| mini |" in table and "| pre-ln |" not in table
+    assert "| zeta (dev) | upos (dev) |" in table
     assert list(json.loads((tmp_path / "results" / "results.json").read_text())["rows"]) == ["recipe", "mini"]
     (tmp_path / "results" / "table.md").unlink()
     monkeypatch.setattr(Bench, "scored", lambda self, row, seed, scorer: pytest.fail("ran"))
