@@ -52,6 +52,7 @@ sys.path.insert(0, str(REPO))
 from bench.yardsticks import PUBLIC_DATA  # noqa: E402
 from corpusprep.engine.records import parse_json  # noqa: E402
 from corpusprep.engine.rng import stable_hash  # noqa: E402
+from corpusprep.engine.storage import write_text  # noqa: E402
 from corpusprep.errors import DataError, UsageError  # noqa: E402
 from corpusprep.settings import read_toml  # noqa: E402
 from trainer.config import PRESET_LR, load_config, parse_duration  # noqa: E402
@@ -269,11 +270,11 @@ class Bench:
             if record is None or record["model"] != model:
                 record = {"row": row.name, "seed": seed, "model": model, "held_out": held_out(run_dir),
                           "evaluations": {}}
-                write_atomic(path, json.dumps(record, indent=2) + "\n")
+                write_text(path, json.dumps(record, indent=2) + "\n")
             for task, name in names.items():
                 if name not in record["evaluations"]:
                     record["evaluations"][name] = {"task": task, **task_score(self.evaluate(run_dir, task))}
-                    write_atomic(path, json.dumps(record, indent=2) + "\n")
+                    write_text(path, json.dumps(record, indent=2) + "\n")
         return found_in(record, names)
 
     def record_path(self, row: Row, seed: int) -> Path:
@@ -402,14 +403,6 @@ def read_record(path: Path, row: str, seed: int) -> dict:
 def found_in(record: dict, names: dict[str, str]) -> dict:
     """A record's held-out masked LM and the scores of the evaluations `names` (task -> name)."""
     return record["held_out"] | {task: record["evaluations"][name] for task, name in names.items()}
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """`text` at `path`, whole or not at all (a killed write leaves the old file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    scratch.write_text(text)
-    scratch.replace(path)
 
 
 def files_read(flags: list[str]) -> list[Path]:
@@ -598,8 +591,8 @@ def write(results: dict, out: Path) -> str:
         lines.append(f"| {name} | {change} | {len(runs)} | {steps:,.0f} | {acc} | "
                      + " | ".join(cells + deltas) + " |")
     table = "\n".join(lines) + "\n"
-    write_atomic(out / "table.md", table)
-    write_atomic(out / "results.json", json.dumps(results, indent=2) + "\n")
+    write_text(out / "table.md", table)
+    write_text(out / "results.json", json.dumps(results, indent=2) + "\n")
     return table
 
 
@@ -631,7 +624,7 @@ def speed(args: argparse.Namespace) -> int:
         speeds["rows"][row.name] = {"seq_per_s": seqs, "tokens_per_s": tokens, "load": load}
         print(f"| {row.name} | {seqs / batch:.2f} | {seqs:,.0f} | {tokens:,.0f} |", flush=True)
     speeds["measured"] = f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, {platform.machine()}"
-    write_atomic(bench.results / "speeds.json", json.dumps(speeds, indent=2) + "\n")
+    write_text(bench.results / "speeds.json", json.dumps(speeds, indent=2) + "\n")
     return 0
 
 
