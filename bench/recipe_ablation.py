@@ -247,7 +247,8 @@ class Bench:
                   for arg in (f"--{key.replace('_', '-')}", str(value))]
         flags = [*self.tasks[task], *common, *self.args.eval_extra.split()]
         out = self.out / "evaluations" / self.key(f"{run_dir.name}-{task}", flags, self.inputs[task])
-        return out, [*self.python, "-m", "trainer.evaluate", str(run_dir), *flags, "-o", str(out)]
+        shared = ["--random-runs", str(self.out / "random-runs")]  # the same numbers: not in the name
+        return out, [*self.python, "-m", "trainer.evaluate", str(run_dir), *flags, "-o", str(out), *shared]
 
     def evaluate(self, run_dir: Path, task: str) -> dict:
         """trainer.evaluate's record for one pre-trained run on one task (its -o: a rerun reuses it)."""

@@ -407,6 +407,7 @@ PRODUCERS: dict[str, str] = {
     "safetensors_header": "corpusprep.engine.safetensors_file",
     "evaluation": "trainer.evaluate.schemas",
     "evaluate_run": "trainer.evaluate.schemas",
+    "random_run": "trainer.evaluate.schemas",
     "curate_stats": "corpusprep.curate.schemas",
     "curate_removed": "corpusprep.curate.schemas",
     "curate_read_task": "corpusprep.curate.schemas",

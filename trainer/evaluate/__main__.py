@@ -26,6 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tuning_options(parser.add_argument_group("fine-tuning, the same for both models"))
     parser.add_argument("--workers", type=int, metavar="N", help="fine-tuning runs at once (default: one per "
                         "CPU on a CPU, one on a GPU); does not change the scores")
+    parser.add_argument("--random-runs", metavar="DIR", help="keep the random init's runs in DIR and reuse "
+                        "them: an evaluation of another checkpoint of the same architecture and vocab, with "
+                        "the same data, settings and seeds, copies them rather than fine-tuning again (they "
+                        "read no pre-trained weight); does not change the scores")
     parser.add_argument(
         "--vocab", metavar="DIR", help="the checkpoint's vocab dir when its shards have moved"
     )
@@ -105,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     names = {f: getattr(args, f) for f in vars(args) if f in EvalSettings.__dataclass_fields__}
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers {args.workers}: must be >= 1")
-    options = {"overwrite": args.overwrite, "workers": args.workers}
+    options = {"overwrite": args.overwrite, "workers": args.workers, "random_runs": args.random_runs}
     if args.glue is not None:
         from trainer.evaluate import glue
 

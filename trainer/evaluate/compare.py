@@ -37,6 +37,7 @@ from corpusprep.read.inputs import input_files
 from trainer.evaluate import curves, finetune, published, summary
 from trainer.evaluate.data import TaskData
 from trainer.evaluate.model import model_files, model_shape, pretrained
+from trainer.evaluate.random_runs import RandomRuns
 from trainer.evaluate.readers import read_task
 from trainer.evaluate.settings import EvalSettings, size_of
 from trainer.evaluate.tasks import headline
@@ -58,6 +59,7 @@ class Job:
     settings: EvalSettings
     out: Path
     threads: int  # torch threads of the run: 1 on a CPU (see workers_for)
+    random_runs: RandomRuns | None = None  # a store of random-init runs to reuse and add to
 
 
 def run_name(init: str, seed: int, config: tuple | None) -> str:
@@ -98,6 +100,13 @@ def run_task(task: Task) -> dict[str, Any]:
     """One fine-tuning run (in a pool worker, or in this process): its record in runs/, its predictions in
     predictions/."""
     job, init, seed, (lr, batch, epochs) = task.args
+    shared = job.random_runs if init == "random" else None
+    entry = shared.entry(seed, (lr, batch, epochs)) if shared else None
+    if shared and (found := shared.take(entry, job.out, task, tuple(job.data.scored))):
+        record, files = found
+        write_json(job.out / task.outputs[0], record)
+        log(f"  {init:<10} seed {seed}: reused from {shared.directory / record['reused']}")
+        return record | {OUTPUTS_KEY: [f for f in files if f not in task.outputs]}
     settings = replace(job.settings, lr=lr, batch_size=batch, epochs=epochs)
     threads = torch.get_num_threads()
     torch.set_num_threads(job.threads)
@@ -114,6 +123,8 @@ def run_task(task: Task) -> dict[str, Any]:
               "encoded": found["encoded"], "threads": job.threads,
               "seconds": round(time.perf_counter() - started, 2)}
     write_json(job.out / task.outputs[0], record)
+    if shared:
+        shared.keep(entry, job.out, task.id, record, [*task.outputs[1:], *sides])
     shown = " ".join(f"{name} {s[settings.metric]:.4f}" for name, s in found["scores"].items())
     grid = task.id != run_name(init, seed, None)
     config = f" (lr {lr:g}, batch {batch}, {epochs:g} epochs)" if grid else ""
@@ -153,12 +164,15 @@ def evaluate(
     overwrite: bool = False,
     model_identity: Any = None,
     workers: int | None = None,
+    random_runs: str | Path | None = None,
 ) -> dict[str, Any]:
     """Evaluate the model at `source` (a run dir, a checkpoint or a Hugging Face directory); returns the
     result (`evaluation.json`'s content). `out`: the output directory (an artifact; None: a temporary one).
     `model_identity`: what fingerprints the model (default: its files' paths, sizes and times); the data
     files are fingerprinted as every input is (`read.inputs.input_files`). `workers`: runs at once (None:
-    `workers_for`); they do not change the numbers."""
+    `workers_for`); they do not change the numbers. `random_runs`: a store of random-init runs
+    (random_runs.py): one of the same architecture, vocab, data, settings and seed is copied from there, not
+    fine-tuned again; the new ones are added. It changes no number either."""
     model_identity = model_identity if model_identity is not None else {"files": model_files(source)}
     data, settings, notes, shape = prepare(source, settings)
     files = [p for p in (settings.train, settings.dev, settings.test) if p]
@@ -167,17 +181,17 @@ def evaluate(
     if out is None:
         with tempfile.TemporaryDirectory(prefix="corpusprep-evaluate-") as scratch, \
                 Artifact(scratch, KIND, identity, quiet=True) as art:
-            return _build(art, source, data, settings, notes, shape, workers)
+            return _build(art, source, data, settings, notes, shape, workers, random_runs)
     inputs = [*files, source]
     with Artifact(out, KIND, identity, inputs=inputs, overwrite=overwrite) as art:
         if art.complete is not None:
             log(f"{out}: complete, nothing to do")
             return load_record(Path(out) / RESULT, "evaluation")
-        return _build(art, source, data, settings, notes, shape, workers)
+        return _build(art, source, data, settings, notes, shape, workers, random_runs)
 
 
 def _build(art: Artifact, source: str | Path, data: TaskData, settings: EvalSettings, notes: list[str],
-           shape: dict, workers: int | None) -> dict[str, Any]:
+           shape: dict, workers: int | None, random_runs: str | Path | None) -> dict[str, Any]:
     """Run what is not done yet (pool workers), choose, summarise, write the result and the page, commit.
     The notes are said here, once the output is known to be writable: a refused output is one line."""
     for note in notes:
@@ -186,8 +200,10 @@ def _build(art: Artifact, source: str | Path, data: TaskData, settings: EvalSett
     configs = settings.configs(shape["size"], data.task.name)
     with pretrained(source, settings.vocab) as model:
         data.task.check_model(model.hf_dir)
-        threads = 1 if finetune.device_of(settings.device) == "cpu" else torch.get_num_threads()
-        job = Job(model.hf_dir, data, settings, art.directory, threads)
+        device = finetune.device_of(settings.device)
+        threads = 1 if device == "cpu" else torch.get_num_threads()
+        shared = RandomRuns.of(random_runs, model.hf_dir, settings, threads, device) if random_runs else None
+        job = Job(model.hf_dir, data, settings, art.directory, threads, shared)
         todo = tasks(settings, job, configs)
         at_once = workers_for(settings, workers, len(todo))
         log(f"evaluating {model.description}: {data.describe()}; {len(todo)} runs, {at_once} at a time")

@@ -33,7 +33,9 @@ EVALUATE_RUN = Obj({
     "epoch": Num(0), "curve": ListOf(ListOf(Num(), 2, 2)), "diverged": Opt(Str()), "collapsed": MapOf(Str()),
     "config": Obj({"lr": Num(0), "batch_size": Int(1), "epochs": Num(0)}), "state": MapOf(Anything()),
     "encoded": MapOf(MapOf(COUNT)),  # per split: examples, features (windows), truncated...
+    "reused": Str(),  # the random_runs entry it was copied from
 })
+RANDOM_RUN = Obj({"record": EVALUATE_RUN, "files": ListOf(Str())})
 SEED_SCORES = Obj({"scores": ListOf(Num()), "mean": Num(), "std": Opt(Num(0))},
                   {"interval": ListOf(Num(), 2, 2), "median": Num(), "min": Num(), "max": Num()})
 MEDIANS = Obj({"pretrained": Num(), "random": Num(), "baseline": Num()})  # a metric's, over the seeds
@@ -66,4 +68,5 @@ EVALUATION = Rule(
 records.register(__name__, {
     "evaluation": EVALUATION,  # EVAL_DIR/evaluation.json (trainer.evaluate)
     "evaluate_run": EVALUATE_RUN,  # one fine-tuning run (a task's stats, and EVAL_DIR/runs/*.json)
+    "random_run": RANDOM_RUN,  # a random init's run in a store of them (random_runs.py)
 })
