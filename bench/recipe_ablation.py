@@ -20,13 +20,16 @@ rate and data change with `corpusprep run --until shard`); the training settings
 the row's, the fine-tuning settings its [evaluate] table (`--eval-extra` appends flags, e.g. a dry run's
 `--epochs 0.05`).
 Data, runs and evaluations land under --out (default runs/ablation); a rerun skips what is done (a trainer
-run with its marker, an evaluation through evaluate's own -o), so a killed run continues. What the table is
+run with its marker, an evaluation through evaluate's own -o), so a killed run continues. The random init's
+fine-tuning runs are kept in OUT/random-runs (trainer.evaluate --random-runs): the same for every run of one
+architecture and vocab, they are made once; `--jobs 2` then evaluates two tasks at once. What the table is
 made of goes to --results (default: OUT): speeds.json, and a record of each finished run's scores
 (records/RUN.json, named as its run: by what makes it, with this machine's paths left out; an evaluation
 by its flags and its files' content). A run with its record is done even where its files are gone, so the
-ablation, 23 hours of a 2-core machine, goes on from machine to machine with bench/results/recipe_ablation
-(committed) as --results. The table goes to stdout and to RESULTS/table.md, the numbers to
-RESULTS/results.json: every row with a record of the seeds asked for, whichever rows this call ran.
+ablation, about 20 hours of a 2-core machine, goes on from machine to machine with
+bench/results/recipe_ablation (committed) as --results. The table goes to stdout and to RESULTS/table.md,
+the numbers to RESULTS/results.json: every row with a record of the seeds asked for, whichever rows this call
+ran.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -272,9 +276,12 @@ class Bench:
                 record = {"row": row.name, "seed": seed, "model": model, "held_out": held_out(run_dir),
                           "evaluations": {}}
                 write_text(path, json.dumps(record, indent=2) + "\n")
-            for task, name in names.items():
-                if name not in record["evaluations"]:
-                    record["evaluations"][name] = {"task": task, **task_score(self.evaluate(run_dir, task))}
+            todo = {name: task for task, name in names.items() if name not in record["evaluations"]}
+            with ThreadPoolExecutor(self.args.jobs) as pool:  # each a process; recorded as it ends
+                running = {pool.submit(self.evaluate, run_dir, task): name for name, task in todo.items()}
+                for done in as_completed(running):
+                    name = running[done]
+                    record["evaluations"][name] = {"task": todo[name], **task_score(done.result())}
                     write_text(path, json.dumps(record, indent=2) + "\n")
         return found_in(record, names)
 
@@ -533,6 +540,8 @@ def verdict(now: list[float], before: list[float] | None) -> str:
 
 def run_rows(args: argparse.Namespace) -> int:
     """Pre-train and score the rows asked for, then tabulate every row with records of these seeds."""
+    if args.jobs < 1:
+        sys.exit(f"--jobs {args.jobs}: at least 1")
     bench = Bench(args)
     asked = [] if args.table_only else [BY_NAME[name] for name in args.rows] if args.rows else ROWS
     seeds = [args.first_seed + i for i in range(args.seeds)]
@@ -650,6 +659,9 @@ def main(argv: list[str] | None = None) -> int:
     rows.add_argument("--data", default=str(PUBLIC_DATA), help="bench/yardsticks.py's --data: the public "
                       "copies of its tasks (default %(default)s)")
     rows.add_argument("--eval-extra", default="", help="flags appended to every trainer.evaluate call")
+    rows.add_argument("--jobs", type=int, default=1, metavar="N", help="a run's evaluations at once, each a "
+                      "trainer.evaluate process (default 1; 2 keeps 2 CPUs busy where its random runs are "
+                      "reused); the scores do not depend on it")
     rows.add_argument("--table-only", action="store_true", help="run nothing: the table of the records "
                       "there are (the same flags name the same runs)")
     rows.set_defaults(handler=run_rows)

@@ -10,6 +10,7 @@ import lzma
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -244,7 +245,7 @@ def ledger_bench(out, results, data, monkeypatch, task: str | None = None) -> Be
     recipe = REPO / "pipelines" / "cpu-recipe.toml"
     args = argparse.Namespace(out=str(out), results=str(results), recipe=recipe, data_set={}, budget="5s",
                               eval_extra="--seeds 1", data=str(data), first_seed=1, seeds=1, rows=None,
-                              table_only=False,
+                              table_only=False, jobs=1,
                               task=[task or f"upos=--train {out}/data/t.conllu --dev {data}/d.conllu"])
     made = Bench(args)
     monkeypatch.setattr(made, "shards", lambda masking, changed: pytest.fail("shards built for a name"))
@@ -316,6 +317,32 @@ def test_a_recorded_run_is_never_run_again_even_where_its_files_are_gone(tmp_pat
     elsewhere.scored(row, 1, "evaluate")
     record = json.loads(elsewhere.record_path(row, 1).read_text())
     assert len(record["evaluations"]) == 1 and record["model"] == "w2" and done == ["pretrain", "upos"]
+
+
+def test_a_runs_evaluations_go_jobs_at_a_time_each_recorded(tmp_path, monkeypatch):
+    """--jobs 2: two tasks' evaluations at once (each waits for the other at a barrier: one at a time would
+    time out), both in the record."""
+    second = "ner=--train {0}/data/t.conllu --dev {1}/d.conllu --task ner"
+    bench = ledger_bench(tmp_path / "out", tmp_path / "results", tmp_path / "data", monkeypatch)
+    bench.args.task.append(second.format(tmp_path / "out", tmp_path / "data"))
+    bench.args.jobs = 2
+    monkeypatch.setattr(Bench, "pretrain", lambda self, row, seed: tmp_path)
+    monkeypatch.setattr(recipe_ablation, "weights_digest", lambda run_dir: "w")
+    monkeypatch.setattr(recipe_ablation, "held_out", lambda run_dir: {"steps": 40, "val_mlm_loss": 5.0,
+                                                                       "val_mlm_acc": 0.2})
+    together = threading.Barrier(2, timeout=10)
+
+    def evaluate(self, run, task):
+        together.wait()
+        value = 0.9 if task == "upos" else 0.5
+        return {"splits": {"dev": {"pretrained": {"mean": value}, "random": {"mean": 0.1}, "baseline": 0.0}},
+                "baseline_name": "cheap"}
+
+    monkeypatch.setattr(Bench, "evaluate", evaluate)
+    found = bench.scored(BY_NAME["recipe"], 1, "evaluate")
+    assert found["upos"]["pretrained"] == 0.9 and found["ner"]["pretrained"] == 0.5
+    record = json.loads(bench.record_path(BY_NAME["recipe"], 1).read_text())
+    assert sorted(e["task"] for e in record["evaluations"].values()) == ["ner", "upos"]
 
 
 def test_the_table_holds_every_recorded_row_whichever_rows_a_call_ran(tmp_path, monkeypatch):
