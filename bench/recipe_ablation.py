@@ -26,7 +26,7 @@ architecture and vocab, they are made once; `--jobs 2` then evaluates two tasks 
 made of goes to --results (default: OUT): speeds.json, and a record of each finished run's scores
 (records/RUN.json, named as its run: by what makes it, with this machine's paths left out; an evaluation
 by its flags and its files' content). A run with its record is done even where its files are gone, so the
-ablation, about 20 hours of a 2-core machine, goes on from machine to machine with
+ablation, about 23 hours of a 2-core machine, goes on from machine to machine with
 bench/results/recipe_ablation (committed) as --results. The table goes to stdout and to RESULTS/table.md,
 the numbers to RESULTS/results.json: every row with a record of the seeds asked for, whichever rows this call
 ran.
@@ -279,10 +279,14 @@ class Bench:
             todo = {name: task for task, name in names.items() if name not in record["evaluations"]}
             with ThreadPoolExecutor(self.args.jobs) as pool:  # each a process; recorded as it ends
                 running = {pool.submit(self.evaluate, run_dir, task): name for name, task in todo.items()}
-                for done in as_completed(running):
-                    name = running[done]
-                    record["evaluations"][name] = {"task": todo[name], **task_score(done.result())}
-                    write_text(path, json.dumps(record, indent=2) + "\n")
+                try:
+                    for done in as_completed(running):
+                        name = running[done]
+                        record["evaluations"][name] = {"task": todo[name], **task_score(done.result())}
+                        write_text(path, json.dumps(record, indent=2) + "\n")
+                except BaseException:  # a failed evaluation (its log's tail) stops the bench: none started
+                    pool.shutdown(cancel_futures=True)
+                    raise
         return found_in(record, names)
 
     def record_path(self, row: Row, seed: int) -> Path:
@@ -540,8 +544,6 @@ def verdict(now: list[float], before: list[float] | None) -> str:
 
 def run_rows(args: argparse.Namespace) -> int:
     """Pre-train and score the rows asked for, then tabulate every row with records of these seeds."""
-    if args.jobs < 1:
-        sys.exit(f"--jobs {args.jobs}: at least 1")
     bench = Bench(args)
     asked = [] if args.table_only else [BY_NAME[name] for name in args.rows] if args.rows else ROWS
     seeds = [args.first_seed + i for i in range(args.seeds)]
@@ -638,6 +640,12 @@ def speed(args: argparse.Namespace) -> int:
     return 0
 
 
+def at_least_one(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number, at least 1")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="runs/ablation", help="where data, runs and evaluations go")
@@ -659,9 +667,9 @@ def main(argv: list[str] | None = None) -> int:
     rows.add_argument("--data", default=str(PUBLIC_DATA), help="bench/yardsticks.py's --data: the public "
                       "copies of its tasks (default %(default)s)")
     rows.add_argument("--eval-extra", default="", help="flags appended to every trainer.evaluate call")
-    rows.add_argument("--jobs", type=int, default=1, metavar="N", help="a run's evaluations at once, each a "
-                      "trainer.evaluate process (default 1; 2 keeps 2 CPUs busy where its random runs are "
-                      "reused); the scores do not depend on it")
+    rows.add_argument("--jobs", type=at_least_one, default=1, metavar="N", help="a run's evaluations at "
+                      "once, each a trainer.evaluate process (default 1; 2 keeps 2 CPUs busy where its "
+                      "random runs are reused); the scores do not depend on it")
     rows.add_argument("--table-only", action="store_true", help="run nothing: the table of the records "
                       "there are (the same flags name the same runs)")
     rows.set_defaults(handler=run_rows)

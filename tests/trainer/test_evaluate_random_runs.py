@@ -4,13 +4,17 @@ never trusted, never followed outside its directory."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import multiprocessing
+import os
 import random
 import shutil
 from pathlib import Path
 
 import pytest
 
+from corpusprep.errors import UsageError
 from tests.interop.helpers import one_thread
 from tests.trainer.evaluate_helpers import (
     fast_settings,
@@ -20,7 +24,7 @@ from tests.trainer.evaluate_helpers import (
     write_toy_vocab,
 )
 from trainer.evaluate import compare, finetune
-from trainer.evaluate.random_runs import RECORD
+from trainer.evaluate.random_runs import RECORD, STORED_NAME
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +101,9 @@ def test_anything_a_random_run_is_made_of_is_another_entry(toy, tmp_path, calls,
 
 def test_damaged_entries_are_said_and_made_again(toy, tmp_path, calls, capsys):
     """Random faults in the store's records and files (a field changed or dropped, a cut file, a name that
-    leads outside, a file gone): each evaluation either reuses an entry that reads back whole, or says why
-    not in one line and fine-tunes again; never a traceback, never a file read or written outside."""
+    leads outside, a link to a file outside, a file gone or edited): each evaluation either reuses an entry
+    that reads back whole, or says why not in one line and fine-tunes again; never a traceback, never a byte
+    read from outside."""
     store = tmp_path / "store"
     evaluate(toy, tmp_path, 0, "first", store, seeds=1)
     entry = next(store.iterdir())
@@ -107,7 +112,7 @@ def test_damaged_entries_are_said_and_made_again(toy, tmp_path, calls, capsys):
     secret.write_text("not a prediction\n")
     rng = random.Random(7)
     outcomes = {"reused": 0, "made again": 0}
-    for trial in range(60):
+    for trial in range(80):
         shutil.rmtree(entry)
         for name, data in pristine.items():
             (entry / name).parent.mkdir(parents=True, exist_ok=True)
@@ -120,20 +125,22 @@ def test_damaged_entries_are_said_and_made_again(toy, tmp_path, calls, capsys):
         if ("random", 12345) in calls:
             outcomes["made again"] += 1
             said = [line for line in err.splitlines() if "random runs:" in line]
-            assert len(said) <= 1 and "Traceback" not in err
+            assert len(said) == 1 and "Traceback" not in err, err
+            assert json.loads((entry / RECORD).read_text())["record"]["seed"] == 12345  # replaced, whole
         else:
             outcomes["reused"] += 1
             assert result["splits"]["dev"]["random"]["scores"] == [0.8]
-        assert secret.read_text() == "not a prediction\n"
-        assert not (tmp_path / f"eval{trial}" / "secret.jsonl").exists()
-    print(outcomes)
-    assert outcomes["made again"] >= 20 and outcomes["reused"] >= 1, outcomes
+        written = [p.read_bytes() for p in (tmp_path / f"eval{trial}").rglob("*") if p.is_file()]
+        assert not any(b"not a prediction" in data for data in written)
+    assert outcomes["made again"] >= 40 and outcomes["reused"] >= 3, outcomes
 
 
 def damage(entry: Path, rng: random.Random, secret: Path) -> None:
     record_path = entry / RECORD
     stored = json.loads(record_path.read_text())
-    fault = rng.choice(["field", "drop", "cut", "outside", "gone", "seed", "none"])
+    [(name, listed)] = stored["files"].items()
+    fault = rng.choice(["field", "drop", "cut", "outside", "link", "gone", "edited", "seed", "made_of",
+                        "none"])
     if fault == "field":
         key = rng.choice(["init", "seed", "threads", "seconds", "scores", "config"])
         stored["record"][key] = rng.choice([None, "x", -1, 1e400 if key == "seconds" else 2**70, [], {}])
@@ -144,13 +151,68 @@ def damage(entry: Path, rng: random.Random, secret: Path) -> None:
         record_path.write_text(text[: rng.randrange(len(text))])
         return
     elif fault == "outside":
-        stored["files"][0] = rng.choice([f"../../{secret.name}", "predictions/{run}-dev.jsonl/../../x",
-                                         str(secret), "predictions/{run}-../x.jsonl"])
+        other = rng.choice([f"../../{secret.name}", "predictions/{run}-dev.jsonl/../../x", str(secret),
+                            "predictions/{run}-../x.jsonl", "predictions/{run}-dev"])
+        stored["files"] = {other: listed}
+    elif fault == "link":  # the listed name, a link to a file outside with its size and digest
+        (entry / name).unlink()
+        (entry / name).symlink_to(secret)
+        stored["files"][name] = {"size": secret.stat().st_size,
+                                 "sha256": hashlib.sha256(secret.read_bytes()).hexdigest()}
     elif fault == "gone":
-        (entry / stored["files"][0]).unlink()
+        (entry / name).unlink()
+    elif fault == "edited":
+        (entry / name).write_bytes((entry / name).read_bytes()[: rng.randrange(listed["size"])])
     elif fault == "seed":
         stored["record"]["seed"] = 12346
+    elif fault == "made_of":
+        stored["made_of"]["threads"] = 2
     record_path.write_text(json.dumps(stored, default=str))
+
+
+@pytest.mark.parametrize("name", ["predictions/{run}-dev.jsonl", "predictions/{run}-test.predictions.json",
+                                  "predictions/{run}-dev.null-odds.json"])
+def test_every_predictions_file_a_task_kind_writes_may_be_stored(name):
+    assert STORED_NAME.fullmatch(name)
+
+
+def test_two_evaluations_may_share_a_store(toy, tmp_path, monkeypatch):
+    """Two evaluations (two processes) fine-tune the same random run at once, meeting at a barrier inside
+    it, and both keep it: each finishes, and a third evaluation reuses the entry."""
+    together = multiprocessing.get_context("fork").Barrier(2, timeout=30)
+
+    def run(hf_dir, data, settings, init, seed):
+        if init == "random":
+            together.wait()
+        return stand_in_run(data, settings, 0.8 if init == "random" else 0.9)
+
+    def one(i: int) -> None:
+        try:
+            result = evaluate(toy, tmp_path, i, f"at-once{i}", store, seeds=1)
+            os._exit(0 if result["splits"]["dev"]["random"]["scores"] == [0.8] else 3)
+        except BaseException:
+            os._exit(1)
+
+    monkeypatch.setattr(finetune, "run", run)
+    store = tmp_path / "store"
+    workers = [multiprocessing.get_context("fork").Process(target=one, args=(i,)) for i in (0, 1)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    made = []
+    monkeypatch.setattr(finetune, "run", lambda hf_dir, data, settings, init, seed: made.append(init) or
+                        stand_in_run(data, settings, 0.9))
+    assert evaluate(toy, tmp_path, 1, "after", store, seeds=1)["splits"]["dev"]["random"]["scores"] == [0.8]
+    assert made == ["pretrained"]
+
+
+def test_a_store_that_cannot_be_one_is_one_line(toy, tmp_path, calls):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UsageError, match=r"file: not a directory \(--random-runs\)"):
+        evaluate(toy, tmp_path, 0, "out", tmp_path / "file", seeds=1)
+    assert calls == []
 
 
 @pytest.mark.slow  # ~20 CPU-s: 3 real fine-tuning runs

@@ -21,7 +21,7 @@ optional extra (`.[eval]`); the trainer's own import path does not need them.
     model.py     the model source -> a directory transformers loads (via trainer.export), its shape, its cost
     finetune.py  one fine-tuning run, the epoch chosen on dev, its predictions and scores
     compare.py   the runs over seeds, inits (and a grid); an artifact when written to a directory
-    random_runs.py  a store of random-init runs, reused by evaluations of the same architecture
+    random_runs.py a store of random-init runs, reused by evaluations of the same architecture
     summary.py   seeds -> medians, spreads, gain, verdict, the markdown page (pure Python)
     curves.py    dev-curves.png: the dev score per epoch of both models
     glue.py      a GLUE directory, every task, and the Table 1 of it

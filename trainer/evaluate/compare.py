@@ -101,9 +101,8 @@ def run_task(task: Task) -> dict[str, Any]:
     predictions/."""
     job, init, seed, (lr, batch, epochs) = task.args
     shared = job.random_runs if init == "random" else None
-    entry = shared.entry(seed, (lr, batch, epochs)) if shared else None
-    if shared and (found := shared.take(entry, job.out, task, tuple(job.data.scored))):
-        record, files = found
+    if shared and (reused := shared.take(job.out, task, tuple(job.data.scored))):
+        record, files = reused
         write_json(job.out / task.outputs[0], record)
         log(f"  {init:<10} seed {seed}: reused from {shared.directory / record['reused']}")
         return record | {OUTPUTS_KEY: [f for f in files if f not in task.outputs]}
@@ -124,7 +123,7 @@ def run_task(task: Task) -> dict[str, Any]:
               "seconds": round(time.perf_counter() - started, 2)}
     write_json(job.out / task.outputs[0], record)
     if shared:
-        shared.keep(entry, job.out, task.id, record, [*task.outputs[1:], *sides])
+        shared.keep(job.out, task, record, [*task.outputs[1:], *sides])
     shown = " ".join(f"{name} {s[settings.metric]:.4f}" for name, s in found["scores"].items())
     grid = task.id != run_name(init, seed, None)
     config = f" (lr {lr:g}, batch {batch}, {epochs:g} epochs)" if grid else ""
@@ -202,7 +201,8 @@ def _build(art: Artifact, source: str | Path, data: TaskData, settings: EvalSett
         data.task.check_model(model.hf_dir)
         device = finetune.device_of(settings.device)
         threads = 1 if device == "cpu" else torch.get_num_threads()
-        shared = RandomRuns.of(random_runs, model.hf_dir, settings, threads, device) if random_runs else None
+        shared = RandomRuns.of(random_runs, model.hf_dir, data, settings, threads, device) if random_runs \
+            else None
         job = Job(model.hf_dir, data, settings, art.directory, threads, shared)
         todo = tasks(settings, job, configs)
         at_once = workers_for(settings, workers, len(todo))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from corpusprep.engine import records
 from corpusprep.engine.records import (
     COUNT,
+    FILES,
     MAX_INT,
     Anything,
     Bool,
@@ -35,7 +36,7 @@ EVALUATE_RUN = Obj({
     "encoded": MapOf(MapOf(COUNT)),  # per split: examples, features (windows), truncated...
     "reused": Str(),  # the random_runs entry it was copied from
 })
-RANDOM_RUN = Obj({"record": EVALUATE_RUN, "files": ListOf(Str())})
+RANDOM_RUN = Obj({"record": EVALUATE_RUN, "made_of": Anything(), "files": FILES})
 SEED_SCORES = Obj({"scores": ListOf(Num()), "mean": Num(), "std": Opt(Num(0))},
                   {"interval": ListOf(Num(), 2, 2), "median": Num(), "min": Num(), "max": Num()})
 MEDIANS = Obj({"pretrained": Num(), "random": Num(), "baseline": Num()})  # a metric's, over the seeds
