@@ -343,6 +343,8 @@ def test_a_runs_evaluations_go_jobs_at_a_time_each_recorded(tmp_path, monkeypatc
     assert found["upos"]["pretrained"] == 0.9 and found["ner"]["pretrained"] == 0.5
     record = json.loads(bench.record_path(BY_NAME["recipe"], 1).read_text())
     assert sorted(e["task"] for e in record["evaluations"].values()) == ["ner", "upos"]
+    machines = [record["machine"], *(e["machine"] for e in record["evaluations"].values())]
+    assert len(set(machines)) == 1 and "(" in machines[0]  # the CPU and torch's kernels, e.g. (AVX2)
 
 
 def test_the_table_holds_every_recorded_row_whichever_rows_a_call_ran(tmp_path, monkeypatch):
