@@ -22,7 +22,8 @@ the row's, the fine-tuning settings its [evaluate] table (`--eval-extra` appends
 Data, runs and evaluations land under --out (default runs/ablation); a rerun skips what is done (a trainer
 run with its marker, an evaluation through evaluate's own -o), so a killed run continues. The random init's
 fine-tuning runs are kept in OUT/random-runs (trainer.evaluate --random-runs): the same for every run of one
-architecture and vocab, they are made once; `--jobs 2` then evaluates two tasks at once. What the table is
+architecture and vocab, they are made once; `--jobs 2` then evaluates two tasks at once (where they are
+not kept yet, it puts four runs on 2 CPUs: 1.25x slower than one evaluation at a time). What the table is
 made of goes to --results (default: OUT): speeds.json, and a record of each finished run's scores
 (records/RUN.json, named as its run: by what makes it, with this machine's paths left out; an evaluation
 by its flags and its files' content). A run with its record is done even where its files are gone, so the
@@ -680,7 +681,8 @@ def main(argv: list[str] | None = None) -> int:
     rows.add_argument("--eval-extra", default="", help="flags appended to every trainer.evaluate call")
     rows.add_argument("--jobs", type=at_least_one, default=1, metavar="N", help="a run's evaluations at "
                       "once, each a trainer.evaluate process (default 1; 2 keeps 2 CPUs busy where its "
-                      "random runs are reused); the scores do not depend on it")
+                      "random runs are reused, and overloads them where they are not); the scores do not "
+                      "depend on it")
     rows.add_argument("--table-only", action="store_true", help="run nothing: the table of the records "
                       "there are (the same flags name the same runs)")
     rows.set_defaults(handler=run_rows)
