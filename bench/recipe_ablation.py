@@ -537,11 +537,12 @@ def task_score(record: dict) -> dict:
             "baseline": scores["baseline"], "baseline_name": record["baseline_name"]}
 
 
-def mean_sd(values: list[float], note: str = "") -> str:
-    """`mean ± sd (note)`, or `value (1 seed; note)`."""
+def spread(values: list[float], note: str = "") -> str:
+    """`median [min, max] (note)` over the pre-training seeds, or `value (1 seed; note)`."""
     if len(values) < 2:
         return f"{values[0]:.4f} (1 seed{'; ' + note if note else ''})"
-    return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}" + (f" ({note})" if note else "")
+    return (f"{statistics.median(values):.4f} [{min(values):.4f}, {max(values):.4f}]"
+            + (f" ({note})" if note else ""))
 
 
 def verdict(now: list[float], before: list[float] | None) -> str:
@@ -589,15 +590,16 @@ def write(results: dict, out: Path) -> str:
     lines = [f"Budget {results['budget']} of training per run, as steps at each row's idle speed (measured "
              f"{results['speeds_measured']}); pre-training seeds {results['seeds']}. A score is the "
              "pre-trained model's (trainer.evaluate's mean over its fine-tuning seeds; test split if given, "
-             "else dev), mean ± sd over the pre-training seeds, then the same architecture randomly "
-             "initialised (mean). "
+             "else dev), median [min, max] over the pre-training seeds, then the same architecture "
+             "randomly initialised (median); a change against the row above is the difference of the means "
+             "± its standard error (Welch), beyond 2 of which it helps or hurts. "
              f"Cheap baselines, the same for every row: {baselines or 'none scored yet'}.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     before: dict[str, list[float]] = {}
     for name, entry in results["rows"].items():
         runs = list(entry["seeds"].values())
         steps = statistics.fmean(r["steps"] for r in runs)
-        acc = mean_sd([r["val_mlm_acc"] for r in runs])
+        acc = spread([r["val_mlm_acc"] for r in runs])
         cells, deltas = [], []
         for task in tasks:
             done = [r[task] for r in runs if task in r]
@@ -606,8 +608,8 @@ def write(results: dict, out: Path) -> str:
                 deltas.append("")
                 continue
             scores = [score["pretrained"] for score in done]
-            random = statistics.fmean(score["random"] for score in done)
-            cells.append(mean_sd(scores, f"random {random:.4f}" + (f"; {len(done)} of {len(runs)} seeds"
+            random = statistics.median(score["random"] for score in done)
+            cells.append(spread(scores, f"random {random:.4f}" + (f"; {len(done)} of {len(runs)} seeds"
                                                                      if len(done) < len(runs) else "")))
             deltas.append(verdict(scores, before.get(task)))
             before[task] = scores
