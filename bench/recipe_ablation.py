@@ -61,6 +61,7 @@ from corpusprep.engine.storage import write_text  # noqa: E402
 from corpusprep.errors import DataError, UsageError  # noqa: E402
 from corpusprep.settings import read_toml  # noqa: E402
 from trainer.config import PRESET_LR, load_config, parse_duration  # noqa: E402
+from trainer.evaluate.summary import spread  # noqa: E402
 
 RECIPE = REPO / "pipelines" / "cpu-recipe.toml"
 
@@ -537,12 +538,13 @@ def task_score(record: dict) -> dict:
             "baseline": scores["baseline"], "baseline_name": record["baseline_name"]}
 
 
-def spread(values: list[float], note: str = "") -> str:
-    """`median [min, max] (note)` over the pre-training seeds, or `value (1 seed; note)`."""
+def median_range(values: list[float], note: str = "") -> str:
+    """`median [min, max] (note)` over the pre-training seeds (trainer.evaluate's `spread`), or
+    `value (1 seed; note)`."""
     if len(values) < 2:
         return f"{values[0]:.4f} (1 seed{'; ' + note if note else ''})"
-    return (f"{statistics.median(values):.4f} [{min(values):.4f}, {max(values):.4f}]"
-            + (f" ({note})" if note else ""))
+    found = spread(values)
+    return f"{found['median']:.4f} [{found['min']:.4f}, {found['max']:.4f}]" + (f" ({note})" if note else "")
 
 
 def verdict(now: list[float], before: list[float] | None) -> str:
@@ -599,7 +601,7 @@ def write(results: dict, out: Path) -> str:
     for name, entry in results["rows"].items():
         runs = list(entry["seeds"].values())
         steps = statistics.fmean(r["steps"] for r in runs)
-        acc = spread([r["val_mlm_acc"] for r in runs])
+        acc = median_range([r["val_mlm_acc"] for r in runs])
         cells, deltas = [], []
         for task in tasks:
             done = [r[task] for r in runs if task in r]
@@ -609,8 +611,8 @@ def write(results: dict, out: Path) -> str:
                 continue
             scores = [score["pretrained"] for score in done]
             random = statistics.median(score["random"] for score in done)
-            cells.append(spread(scores, f"random {random:.4f}" + (f"; {len(done)} of {len(runs)} seeds"
-                                                                     if len(done) < len(runs) else "")))
+            missing = f"; {len(done)} of {len(runs)} seeds" if len(done) < len(runs) else ""
+            cells.append(median_range(scores, f"random {random:.4f}{missing}"))
             deltas.append(verdict(scores, before.get(task)))
             before[task] = scores
         data = "".join(f", {key}={json.dumps(value)}" for key, value in entry.get("data", {}).items())

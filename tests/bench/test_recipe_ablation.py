@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench import recipe_ablation
-from bench.recipe_ablation import BY_NAME, ROWS, Bench, Row, config_of, spread, steps_in, write
+from bench.recipe_ablation import BY_NAME, ROWS, Bench, Row, config_of, median_range, steps_in, write
 from tests.conftest import REPO, shared_path
 
 
@@ -142,7 +142,7 @@ def test_the_table_puts_each_score_beside_its_random_init_and_the_cheap_baseline
     assert "| geglu | GeGLU (masking 15%) | 2 | 100 | 0.3000 [0.3000, 0.3000] | no HF class |  |" in table
     assert "| cased | cased (masking 30%, vocab.cased=true) |" in table
     assert "| +0.0500 ± 0.0071 helps |" in table
-    assert spread([0.90, 0.99, 0.91]) == "0.9100 [0.9000, 0.9900]"  # the median, not the mean (0.9333)
+    assert median_range([0.90, 0.99, 0.91]) == "0.9100 [0.9000, 0.9900]"  # the median, not the mean
     del results["rows"]["cased"]["seeds"]["2"]["upos"]  # a seed not evaluated with these flags (yet)
     assert "| 0.9500 (1 seed; random 0.9000; 1 of 2 seeds) |" in write(results, tmp_path)
     del results["rows"]["cased"]["seeds"]["1"]["upos"]
