@@ -576,6 +576,8 @@ def run_rows(args: argparse.Namespace) -> int:
             results["rows"][row.name] = {"change": row.change, "masking": masking, "data": data_changes(row),
                                          "scorer": scorer, "seeds": runs}
             write(results, bench.results)
+    if not results["rows"]:  # only where nothing was asked: a run writes its record or fails
+        raise UsageError(f"{bench.results / 'records'}: no record of these seeds, budget and tasks: no table")
     print(write(results, bench.results))
     return 0
 
@@ -586,7 +588,7 @@ def write(results: dict, out: Path) -> str:
     scored = [r for entry in results["rows"].values() for r in entry["seeds"].values()]
     found = {task: next((r[task] for r in scored if task in r), None) for task in tasks}
     heads = [f"{task} ({found[task]['split']})" if found[task] else task for task in tasks]
-    head = ["row", "change", "seeds", "steps", "held-out MLM acc", *heads,
+    head = ["row", "change", "seeds", "steps", "held-out MLM acc", *heads, "held-out MLM: vs row above",
             *[f"{t}: vs row above" for t in tasks]]
     baselines = "; ".join(f"{t}: {f['baseline_name']} {f['baseline']:.4f}" for t, f in found.items() if f)
     lines = [f"Budget {results['budget']} of training per run, as steps at each row's idle speed (measured "
@@ -594,15 +596,21 @@ def write(results: dict, out: Path) -> str:
              "pre-trained model's (trainer.evaluate's mean over its fine-tuning seeds; test split if given, "
              "else dev), median [min, max] over the pre-training seeds, then the same architecture "
              "randomly initialised (median); a change against the row above is the difference of the means "
-             "± its standard error (Welch), beyond 2 of which it helps or hurts. "
+             "± its standard error (Welch), beyond 2 of which it helps or hurts (a task's against the last "
+             "row above scored on it; the held-out MLM accuracy's only where masking and data are the "
+             "same). "
              f"Cheap baselines, the same for every row: {baselines or 'none scored yet'}.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    before: dict[str, list[float]] = {}
+    before: dict[str, tuple[str, list[float]]] = {}  # task -> the last row scored on it, its scores
+    above_name, above = "", None
     for name, entry in results["rows"].items():
         runs = list(entry["seeds"].values())
         steps = statistics.fmean(r["steps"] for r in runs)
-        acc = median_range([r["val_mlm_acc"] for r in runs])
-        cells, deltas = [], []
+        accs = [r["val_mlm_acc"] for r in runs]
+        # accuracy at another masking rate or vocab is another measure: no verdict across them
+        alike = above is not None and all(above.get(k) == entry.get(k) for k in ("masking", "data"))
+        accs_above = [r["val_mlm_acc"] for r in above["seeds"].values()] if alike else None
+        cells, deltas = [], [verdict(accs, accs_above)]
         for task in tasks:
             done = [r[task] for r in runs if task in r]
             if entry["scorer"] != "evaluate" or not done:
@@ -613,11 +621,14 @@ def write(results: dict, out: Path) -> str:
             random = statistics.median(score["random"] for score in done)
             missing = f"; {len(done)} of {len(runs)} seeds" if len(done) < len(runs) else ""
             cells.append(median_range(scores, f"random {random:.4f}{missing}"))
-            deltas.append(verdict(scores, before.get(task)))
-            before[task] = scores
+            last, previous = before.get(task, ("", None))
+            call = verdict(scores, previous)  # against a row further up where those between have no score
+            deltas.append(call + (f" (vs {last})" if call and last != above_name else ""))
+            before[task] = (name, scores)
+        above_name, above = name, entry
         data = "".join(f", {key}={json.dumps(value)}" for key, value in entry.get("data", {}).items())
         change = f"{entry['change']} (masking {entry['masking']:.0%}{data})"
-        lines.append(f"| {name} | {change} | {len(runs)} | {steps:,.0f} | {acc} | "
+        lines.append(f"| {name} | {change} | {len(runs)} | {steps:,.0f} | {median_range(accs)} | "
                      + " | ".join(cells + deltas) + " |")
     table = "\n".join(lines) + "\n"
     write_text(out / "table.md", table)

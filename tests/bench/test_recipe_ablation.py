@@ -127,21 +127,26 @@ def test_the_table_puts_each_score_beside_its_random_init_and_the_cheap_baseline
                 "upos": {"split": "test", "pretrained": upos, "random": random, "baseline": 0.8666,
                          "baseline_name": "most frequent tag per word"}}
 
-    held_out = {"steps": 100, "val_mlm_acc": 0.3, "val_mlm_loss": 4.0}
+    def held_out(acc: float) -> dict:
+        return {"steps": 100, "val_mlm_acc": acc, "val_mlm_loss": 4.0}
+
     results = {"budget": "30m", "speeds_measured": "today", "seeds": [1, 2], "tasks": {"upos": []}, "rows": {
         "recipe": {"change": "the recipe", "masking": 0.15, "data": {}, "scorer": "evaluate",
                    "seeds": {"1": seed(0.90, 0.88), "2": seed(0.91, 0.89)}},
         "geglu": {"change": "GeGLU", "masking": 0.15, "data": {}, "scorer": "no HF class",
-                  "seeds": {"1": held_out, "2": held_out}},
+                  "seeds": {"1": held_out(0.35), "2": held_out(0.36)}},
         "cased": {"change": "cased", "masking": 0.3, "data": {"vocab.cased": True}, "scorer": "evaluate",
                   "seeds": {"1": seed(0.95, 0.90), "2": seed(0.96, 0.91)}}}}
     table = write(results, tmp_path)
     assert "| upos (test) |" in table and "upos: most frequent tag per word 0.8666." in table
     assert "| recipe | the recipe (masking 15%) | 2 | 100 | 0.3000 [0.3000, 0.3000] | " \
         "0.9050 [0.9000, 0.9100] (random 0.8850) |" in table
-    assert "| geglu | GeGLU (masking 15%) | 2 | 100 | 0.3000 [0.3000, 0.3000] | no HF class |  |" in table
-    assert "| cased | cased (masking 30%, vocab.cased=true) |" in table
-    assert "| +0.0500 ± 0.0071 helps |" in table
+    # the held-out accuracy's verdict only against the same masking and data; a task's against the last
+    # row scored on it, named where rows between had no score
+    assert "| geglu | GeGLU (masking 15%) | 2 | 100 | 0.3550 [0.3500, 0.3600] | no HF class | " \
+        "+0.0550 ± 0.0050 helps |  |" in table
+    assert "| cased | cased (masking 30%, vocab.cased=true) | 2 | 100 | 0.3000 [0.3000, 0.3000] | " \
+        "0.9550 [0.9500, 0.9600] (random 0.9050) |  | +0.0500 ± 0.0071 helps (vs recipe) |" in table
     assert median_range([0.90, 0.99, 0.91]) == "0.9100 [0.9000, 0.9900]"  # the median, not the mean
     del results["rows"]["cased"]["seeds"]["2"]["upos"]  # a seed not evaluated with these flags (yet)
     assert "| 0.9500 (1 seed; random 0.9000; 1 of 2 seeds) |" in write(results, tmp_path)
@@ -373,6 +378,10 @@ def test_the_table_holds_every_recorded_row_whichever_rows_a_call_ran(tmp_path, 
     bench.args.rows, bench.args.table_only = ["pre-ln"], True  # the table alone, whatever --rows says
     assert recipe_ablation.run_rows(bench.args) == 0
     assert (tmp_path / "results" / "table.md").read_text() == table
+    bench.results = tmp_path / "mistyped"  # --results naming no records: one line, not an empty table
+    with pytest.raises(recipe_ablation.UsageError, match="mistyped/records: no record of these seeds"):
+        recipe_ablation.run_rows(bench.args)
+    assert not bench.results.exists()
 
 
 def test_a_record_is_read_as_untrusted_every_mutation_refused_in_one_line_or_tabulated(tmp_path):
