@@ -61,7 +61,7 @@ from corpusprep.engine.storage import write_text  # noqa: E402
 from corpusprep.errors import DataError, UsageError  # noqa: E402
 from corpusprep.settings import read_toml  # noqa: E402
 from trainer.config import PRESET_LR, load_config, parse_duration  # noqa: E402
-from trainer.evaluate.summary import spread  # noqa: E402
+from trainer.evaluate.summary import spread, t_975  # noqa: E402
 
 RECIPE = REPO / "pipelines" / "cpu-recipe.toml"
 
@@ -548,13 +548,17 @@ def median_range(values: list[float], note: str = "") -> str:
 
 
 def verdict(now: list[float], before: list[float] | None) -> str:
-    """The change against the row above: its mean difference and Welch's standard error (pre-training seeds);
-    "helps" or "hurts" beyond 2 standard errors, else "noise"."""
+    """The change against the row above (pre-training seeds): the mean difference ± its standard error, and
+    Welch's t-test at 95% (Welch-Satterthwaite degrees of freedom, rounded down), as trainer.evaluate judges
+    pre-training at 95%: "helps" or "hurts" where the interval excludes 0, else "noise"."""
     if not before or len(now) < 2 or len(before) < 2:
         return ""
     diff = statistics.fmean(now) - statistics.fmean(before)
-    se = math.sqrt(statistics.variance(now) / len(now) + statistics.variance(before) / len(before))
-    call = "helps" if diff > 2 * se else "hurts" if diff < -2 * se else "noise"
+    a, b = statistics.variance(now) / len(now), statistics.variance(before) / len(before)
+    se = math.sqrt(a + b)
+    df = (a + b) ** 2 / (a**2 / (len(now) - 1) + b**2 / (len(before) - 1)) if se else math.inf
+    half = t_975(max(1, math.floor(min(df, 1e6)))) * se
+    call = "helps" if diff > half else "hurts" if diff < -half else "noise"
     return f"{diff:+.4f} ± {se:.4f} {call}"
 
 
@@ -596,9 +600,9 @@ def write(results: dict, out: Path) -> str:
              "pre-trained model's (trainer.evaluate's mean over its fine-tuning seeds; test split if given, "
              "else dev), median [min, max] over the pre-training seeds, then the same architecture "
              "randomly initialised (median); a change against the row above is the difference of the means "
-             "± its standard error (Welch), beyond 2 of which it helps or hurts (a task's against the last "
-             "row above scored on it; the held-out MLM accuracy's only where masking and data are the "
-             "same). "
+             "± its standard error, which helps or hurts where Welch's 95% interval excludes 0 (a task's "
+             "against the last row above scored on it; the held-out MLM accuracy's only where masking and "
+             "data are the same). "
              f"Cheap baselines, the same for every row: {baselines or 'none scored yet'}.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     before: dict[str, tuple[str, list[float]]] = {}  # task -> the last row scored on it, its scores

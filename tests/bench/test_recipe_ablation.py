@@ -8,6 +8,7 @@ import argparse
 import json
 import lzma
 import os
+import random
 import subprocess
 import sys
 import threading
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench import recipe_ablation
-from bench.recipe_ablation import BY_NAME, ROWS, Bench, Row, config_of, median_range, steps_in, write
+from bench.recipe_ablation import BY_NAME, ROWS, Bench, Row, config_of, median_range, steps_in, verdict, write
 from tests.conftest import REPO, shared_path
 
 
@@ -134,7 +135,7 @@ def test_the_table_puts_each_score_beside_its_random_init_and_the_cheap_baseline
         "recipe": {"change": "the recipe", "masking": 0.15, "data": {}, "scorer": "evaluate",
                    "seeds": {"1": seed(0.90, 0.88), "2": seed(0.91, 0.89)}},
         "geglu": {"change": "GeGLU", "masking": 0.15, "data": {}, "scorer": "no HF class",
-                  "seeds": {"1": held_out(0.35), "2": held_out(0.36)}},
+                  "seeds": {"1": held_out(0.35), "2": held_out(0.351)}},
         "cased": {"change": "cased", "masking": 0.3, "data": {"vocab.cased": True}, "scorer": "evaluate",
                   "seeds": {"1": seed(0.95, 0.90), "2": seed(0.96, 0.91)}}}}
     table = write(results, tmp_path)
@@ -143,8 +144,8 @@ def test_the_table_puts_each_score_beside_its_random_init_and_the_cheap_baseline
         "0.9050 [0.9000, 0.9100] (random 0.8850) |" in table
     # the held-out accuracy's verdict only against the same masking and data; a task's against the last
     # row scored on it, named where rows between had no score
-    assert "| geglu | GeGLU (masking 15%) | 2 | 100 | 0.3550 [0.3500, 0.3600] | no HF class | " \
-        "+0.0550 ± 0.0050 helps |  |" in table
+    assert "| geglu | GeGLU (masking 15%) | 2 | 100 | 0.3505 [0.3500, 0.3510] | no HF class | " \
+        "+0.0505 ± 0.0005 helps |  |" in table
     assert "| cased | cased (masking 30%, vocab.cased=true) | 2 | 100 | 0.3000 [0.3000, 0.3000] | " \
         "0.9550 [0.9500, 0.9600] (random 0.9050) |  | +0.0500 ± 0.0071 helps (vs recipe) |" in table
     assert median_range([0.90, 0.99, 0.91]) == "0.9100 [0.9000, 0.9900]"  # the median, not the mean
@@ -156,6 +157,24 @@ def test_the_table_puts_each_score_beside_its_random_init_and_the_cheap_baseline
     results["rows"] = {"geglu": results["rows"]["geglu"]}  # nothing fine-tuned yet
     assert "none scored yet" in write(results, tmp_path) and "| upos |" in write(results, tmp_path)
     assert json.loads((tmp_path / "results.json").read_text()) == results
+
+
+def test_a_change_is_judged_by_welchs_t_test_at_95_percent():
+    """Beyond 2 standard errors is not 95% with 3 seeds a row: the verdict is Welch's t-test, its degrees of
+    freedom rounded down (so never bolder than scipy's exact test, and as bold wherever p < 0.01)."""
+    stats = pytest.importorskip("scipy.stats")
+    assert verdict([0.62, 0.66, 0.64], [0.60, 0.61, 0.62]) == "+0.0300 ± 0.0129 noise"  # 2.3 SE, p = 0.10
+    assert verdict([0.95, 0.96], [0.90, 0.91]).endswith("helps") and verdict([0.9], [0.8, 0.7]) == ""
+    assert verdict([0.0] * 3, [0.0] * 3).endswith("noise") and verdict([0.9] * 2, [0.8] * 2).endswith("helps")
+    rng = random.Random(7)
+    for _ in range(2000):
+        n, m, shift = rng.choice([2, 3, 5]), rng.choice([2, 3, 5]), rng.uniform(-0.03, 0.03)
+        now = [rng.gauss(0.9 + shift, rng.choice([0.003, 0.01, 0.03])) for _ in range(n)]
+        before = [rng.gauss(0.9, rng.choice([0.003, 0.01, 0.03])) for _ in range(m)]
+        call, exact = verdict(now, before).split()[-1], stats.ttest_ind(now, before, equal_var=False)
+        side = "helps" if exact.statistic > 0 else "hurts"
+        assert call in ("noise", side) and (call == "noise" or exact.pvalue < 0.05), (now, before, exact)
+        assert exact.pvalue >= 0.01 or call == side, (now, before, exact)
 
 
 def head_conllu(source, out, sentences: int) -> str:
