@@ -556,8 +556,8 @@ def verdict(now: list[float], before: list[float] | None) -> str:
     diff = statistics.fmean(now) - statistics.fmean(before)
     a, b = statistics.variance(now) / len(now), statistics.variance(before) / len(before)
     se = math.sqrt(a + b)
-    df = (a + b) ** 2 / (a**2 / (len(now) - 1) + b**2 / (len(before) - 1)) if se else math.inf
-    half = t_975(max(1, math.floor(min(df, 1e6)))) * se
+    df = (a + b) ** 2 / (a**2 / (len(now) - 1) + b**2 / (len(before) - 1)) if se else 1  # >= 1 (Welch)
+    half = t_975(max(1, math.floor(df))) * se
     call = "helps" if diff > half else "hurts" if diff < -half else "noise"
     return f"{diff:+.4f} ± {se:.4f} {call}"
 
