@@ -17,7 +17,7 @@ of the files it owns; nothing else is ever deleted or written over):
 - the record lists every file the cache created there: a copy by name, sha256 and identity (inode, size,
   modification and change times, as lstat gives them once it is in place: the cache never changes it
   after, so a file replaced or edited by hand, an inode number reused included, is another file), the
-  temporary files of fetches under way by name and inode (`.NAME.tmp-PID-START`, the seam's temporary
+  temporary files of fetches under way by name and inode (`.NAME.tmp-PID-START-N`, the seam's temporary
   names); a copy is put under its name with a hard link, which never replaces what is there (a name taken
   by anything else: the next free `<sha256>.N.parquet`); when each copy was last used is in the record too;
 - eviction, a damaged copy's removal and a killed fetch's cleanup remove only recorded names whose entry
@@ -61,7 +61,7 @@ RECORD_SCHEMA = Obj({
     "kind": Str((_KIND,)),
     "files": MapOf(Obj({"sha256": Str(pattern="[0-9a-f]{64}"), "identity": ListOf(Int(), 4, 4),
                         "used": Int()}), key=Str(pattern=_COPY, what="a cached copy's name")),
-    "writing": MapOf(Obj({"inode": Int()}), key=Str(pattern=rf"\.{_COPY}\.tmp-\d+-\d+", what="a fetch")),
+    "writing": MapOf(Obj({"inode": Int()}), key=Str(pattern=rf"\.{_COPY}\.tmp-\d+-\d+(-\d+)?", what="a fetch")),
 })
 
 

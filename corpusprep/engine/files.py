@@ -39,7 +39,7 @@ def remove_stale_temps(directory: str | Path, names: Iterable[str]) -> int:
 
 
 def stale_temps(directory: str | Path, names: Iterable[str]) -> list[Path]:
-    """What killed writes left under `directory`: the temporary names (`.NAME.tmp-PID-START`) of the files
+    """What killed writes left under `directory`: the temporary names (`.NAME.tmp-PID-START-N`) of the files
     and directories named by `names` (relative paths, fnmatch patterns: an output's own files), in the
     folders where they are written, and of no process alive but this one. Never a walk of the whole tree:
     a user's folder beside an output may hold names of this shape, and they are not ours. None on an object
@@ -70,12 +70,13 @@ def remove_stale_temps_of(path: Path) -> int:
     return remove_stale_temps(path.parent, [glob.escape(path.name)])
 
 
-_TEMP = re.compile(r"\.(.+)\.tmp-(\d{1,9})(?:-(\d{1,20}))?")  # temp_name's `.NAME.tmp-PID-START` (or -PID)
+# temp_name's `.NAME.tmp-PID-START-N` (or an older `-PID-START` or `-PID`)
+_TEMP = re.compile(r"\.(.+)\.tmp-(\d{1,9})(?:-(\d{1,20})(?:-\d{1,20})?)?")
 
 
 def parse_temp(name: str) -> tuple[str, int, int | None] | None:
-    """(NAME, PID, START) of a temporary name (`temp_name`'s `.NAME.tmp-PID-START`, or an older `-PID`);
-    None for any other name."""
+    """(NAME, PID, START) of a temporary name (`temp_name`'s `.NAME.tmp-PID-START-N`, or an older
+    `-PID-START` or `-PID`); None for any other name."""
     match = _TEMP.fullmatch(name)
     return (match[1], int(match[2]), match[3] and int(match[3])) if match else None
 

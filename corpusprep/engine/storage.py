@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import itertools
 import os
 import shutil
 import sys
@@ -233,9 +234,13 @@ def join(path: Any, name: str) -> Any:
 
 def temp_name(path: Path) -> Path:
     """The temporary name a file is written under before it is renamed into place (same directory):
-    `.NAME.tmp-PID-START`, the writer's pid and start time (`process_start`), so that a later run tells a
-    killed writer's leftovers from a live writer's even once the pid is reused (pid_max is often 32768)."""
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{process_start(os.getpid())}")
+    `.NAME.tmp-PID-START-N`, the writer's pid and start time (`process_start`), so that a later run tells a
+    killed writer's leftovers from a live writer's even once the pid is reused (pid_max is often 32768), and
+    N, this process's count of such names, so that two threads writing one file never share one."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{process_start(os.getpid())}-{next(_TEMP_SERIAL)}")
+
+
+_TEMP_SERIAL = itertools.count()  # next() on it is atomic in CPython: no two threads draw one N
 
 
 def process_start(pid: int) -> int:

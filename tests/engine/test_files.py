@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
@@ -16,6 +17,33 @@ def test_failed_write_leaves_neither_file_nor_temp(tmp_path):
         tmp.write_bytes(b"half")
         raise RuntimeError("killed mid-write")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_two_threads_writing_one_file_each_write_whole(tmp_path):
+    """Two threads of one process write one path at once (both inside the write before either renames):
+    each writes under its own temporary name, so neither removes the other's, and the file is one of the
+    two contents, whole. A name of (pid, start) alone was shared: the second removed the first's file."""
+    target, both_inside = tmp_path / "table.md", threading.Barrier(2, timeout=10)
+    failed = []
+
+    def write(text: str) -> None:
+        try:
+            with atomic_path(target) as tmp:
+                tmp.write_text(text[:3])
+                both_inside.wait()
+                with open(tmp, "a") as f:
+                    f.write(text[3:])
+        except Exception as error:  # noqa: BLE001 - the test's verdict, below
+            failed.append(error)
+
+    threads = [threading.Thread(target=write, args=(text * 1000,)) for text in ("first ", "second ")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failed == []
+    assert target.read_text() in ("first " * 1000, "second " * 1000)
+    assert [p.name for p in tmp_path.iterdir()] == ["table.md"]
 
 
 def test_write_replaces_atomically_and_json_is_canonical(tmp_path):
@@ -46,7 +74,7 @@ def test_a_reused_pid_does_not_keep_a_killed_writers_temp(tmp_path):
     live = os.getppid()  # a process that is alive, and not this one
     start = storage.process_start(live)
     own = storage.process_start(os.getpid())
-    assert start > 0 and temp_name(tmp_path / "x").name == f".x.tmp-{os.getpid()}-{own}"
+    assert start > 0 and temp_name(tmp_path / "x").name.startswith(f".x.tmp-{os.getpid()}-{own}-")
     for name in (f".a.json.tmp-{live}-{start}", f".b.json.tmp-{live}-{start + 1}", f".c.json.tmp-{live}"):
         (tmp_path / name).write_text("{")
     assert remove_stale_temps(tmp_path, ["*.json"]) == 1
