@@ -302,6 +302,21 @@ def test_runs_and_evaluations_have_the_same_names_on_any_machine(tmp_path, monke
         json.dumps(["OUT", "--x OUT/a", f"{here.out}space/b"], ensure_ascii=False)
 
 
+def test_every_committed_record_is_a_run_the_bench_makes_now(tmp_path):
+    """The committed table is repeatable with its command: each record's name is the name its row and seed
+    give now, at the table's budget (bench/results/recipe_ablation). An edit to a row, to the recipe row 1
+    starts from, or to how a run is named would leave records no run finds, and a table no one can repeat."""
+    results = REPO / "bench" / "results" / "recipe_ablation"
+    records = sorted((results / "records").glob("*.json"))
+    assert records, "no committed records"
+    bench = Bench(argparse.Namespace(out=str(tmp_path), results=str(results), recipe=recipe_ablation.RECIPE,
+                                     data_set={}, budget="30m", task=[]))
+    for record in records:
+        found = json.loads(record.read_text())
+        run_dir, _ = bench.pretraining(BY_NAME[found["row"]], found["seed"])
+        assert record.stem == run_dir.name
+
+
 def test_a_recipe_of_other_data_makes_other_runs(tmp_path, monkeypatch):
     """A run's name holds the recipe's data tables: an edited vocab size is another run, on any machine."""
     bench = ledger_bench(tmp_path / "out", tmp_path / "results", tmp_path / "data", monkeypatch)
