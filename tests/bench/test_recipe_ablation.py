@@ -123,22 +123,25 @@ def test_shards_built_from_other_data_settings_are_refused_not_reused(tmp_path, 
 
 
 def test_the_table_puts_each_score_beside_its_random_init_and_the_cheap_baselines(tmp_path):
-    def seed(upos: float, random: float) -> dict:
+    def seed(upos: float, random: float, dev: float | None = None) -> dict:
         return {"steps": 100, "val_mlm_acc": 0.3, "val_mlm_loss": 4.0,
                 "upos": {"split": "test", "pretrained": upos, "random": random, "baseline": 0.8666,
-                         "baseline_name": "most frequent tag per word"}}
+                         "baseline_name": "most frequent tag per word"} | ({"dev": dev} if dev else {})}
 
     def held_out(acc: float) -> dict:
         return {"steps": 100, "val_mlm_acc": acc, "val_mlm_loss": 4.0}
 
     results = {"budget": "30m", "speeds_measured": "today", "seeds": [1, 2], "tasks": {"upos": []}, "rows": {
         "recipe": {"change": "the recipe", "masking": 0.15, "data": {}, "scorer": "evaluate",
-                   "seeds": {"1": seed(0.90, 0.88), "2": seed(0.91, 0.89)}},
+                   "seeds": {"1": seed(0.90, 0.88, dev=0.93), "2": seed(0.91, 0.89)}},
         "geglu": {"change": "GeGLU", "masking": 0.15, "data": {}, "scorer": "no HF class",
                   "seeds": {"1": held_out(0.35), "2": held_out(0.351)}},
         "cased": {"change": "cased", "masking": 0.3, "data": {"vocab.cased": True}, "scorer": "evaluate",
-                  "seeds": {"1": seed(0.95, 0.90), "2": seed(0.96, 0.91)}}}}
+                  "seeds": {"1": seed(0.95, 0.90, dev=0.92), "2": seed(0.96, 0.91, dev=0.91)}}}}
     table = write(results, tmp_path)
+    # chosen on dev, never on test: cased's test scores are higher, the recipe's dev score is
+    assert "| recipe | 1 of 2 | 0.9300 | 0.9300 |\n| cased | 2 of 2 | 0.9150 | 0.9150 |" in table
+    assert table.endswith("Chosen: recipe, 0.0150 above cased.\n") and results["chosen_on_dev"] == "recipe"
     assert "| upos (test) |" in table and "upos: most frequent tag per word 0.8666." in table
     assert "| recipe | the recipe (masking 15%) | 2 | 100 | 0.3000 [0.3000, 0.3000] | " \
         "0.9050 [0.9000, 0.9100] (random 0.8850) |" in table
@@ -429,7 +432,7 @@ def test_a_record_is_read_as_untrusted_every_mutation_refused_in_one_line_or_tab
     good = {"row": "recipe", "seed": 1, "model": "ab12",
             "held_out": {"steps": 40, "val_mlm_loss": 5.0, "val_mlm_acc": 0.2},
             "evaluations": {"e1": {"task": "upos", "split": "dev", "pretrained": 0.9, "random": 0.8,
-                                   "baseline": 0.7, "baseline_name": "most frequent"}}}
+                                   "baseline": 0.7, "baseline_name": "most frequent", "dev": 0.91}}}
     path = tmp_path / "records" / "run.json"
     path.parent.mkdir()
     text = json.dumps(good)
@@ -465,5 +468,6 @@ def test_a_record_is_read_as_untrusted_every_mutation_refused_in_one_line_or_tab
                    "rows": {"recipe": {"change": "c", "masking": 0.15, "data": {}, "scorer": "evaluate",
                                        "seeds": {1: found_in(read, names)}}}}
         table = write(results, tmp_path / "table")
-        assert all(line.startswith("|") for line in table.splitlines()[2:]), table
+        tables = [part for part in table.split("\n\n") if part.startswith("|")]  # the scores', the choice's
+        assert all(line.startswith("|") for part in tables for line in part.strip().splitlines()), table
     assert refused > 400  # almost every mutation breaks a field the table reads
