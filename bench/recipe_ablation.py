@@ -644,20 +644,28 @@ def write(results: dict, out: Path) -> str:
     return table
 
 
+# What the recipe is for (issue 38's goal: UD EWT tags and entity F1). GLUE at these sizes sits at its floor
+# (CoLA's MCC 0 for most rows, one seed's 0.05 above it in another): averaged in, it chose a row that hurts
+# both goals beyond seed noise. It is reported beside them, not chosen on.
+CHOOSE_ON = ("upos", "ner")
+
+
 def on_dev(rows: dict, tasks: list[str]) -> tuple[list[str], str | None]:
-    """The rows' dev scores and their average over the tasks (as GLUE averages its tasks), and the row with
-    the highest: the recipe is chosen on dev, so the test scores above are reported, never chosen on. A
-    row's score is the median over its seeds scored on dev for every task (of each seed's average)."""
-    lines = ["", "Chosen on dev: the highest average over the tasks of the pre-trained model's dev score "
+    """The rows' dev scores and their average over the tasks of CHOOSE_ON that were run (else over every
+    task), and the row with the highest: the recipe is chosen on dev, so the test scores above are reported,
+    never chosen on. A row's average is the median over its seeds scored on dev for every task."""
+    chosen_on = [task for task in tasks if task in CHOOSE_ON] or tasks
+    which = ", ".join(chosen_on)
+    lines = ["", f"Chosen on dev: the highest average of the pre-trained model's dev scores on {which} "
              "(median over the seeds scored on dev on every task).", "",
-             "| row | seeds | " + " | ".join(f"{task} (dev)" for task in tasks) + " | average |",
+             "| row | seeds | " + " | ".join(f"{task} (dev)" for task in tasks) + f" | average ({which}) |",
              "|" + "---|" * (len(tasks) + 3)]
     averages = {}
     for name, entry in rows.items():
         runs = [run for run in entry["seeds"].values() if all("dev" in run.get(task, {}) for task in tasks)]
         if not tasks or entry["scorer"] != "evaluate" or not runs:
             continue
-        per_seed = [statistics.fmean(run[task]["dev"] for task in tasks) for run in runs]
+        per_seed = [statistics.fmean(run[task]["dev"] for task in chosen_on) for run in runs]
         averages[name] = statistics.median(per_seed)
         cells = [f"{statistics.median(run[task]['dev'] for run in runs):.4f}" for task in tasks]
         lines.append(f"| {name} | {len(runs)} of {len(entry['seeds'])} | {' | '.join(cells)} | "

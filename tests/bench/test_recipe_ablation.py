@@ -162,6 +162,25 @@ def test_the_table_puts_each_score_beside_its_random_init_and_the_cheap_baseline
     assert json.loads((tmp_path / "results.json").read_text()) == results
 
 
+def test_the_recipe_is_chosen_on_the_dev_scores_of_what_it_is_for():
+    """UPOS and NER choose (issue 38's goal); GLUE at its floor is reported, never chosen on: a row that is
+    worse on both goals is not chosen for one seed's CoLA above 0."""
+    from bench.recipe_ablation import on_dev
+
+    def run(upos: float, ner: float, cola: float) -> dict:
+        return {task: {"dev": value} for task, value in (("upos", upos), ("ner", ner), ("cola", cola))}
+
+    rows = {"a": {"scorer": "evaluate", "seeds": {1: run(0.93, 0.74, 0.0), 2: run(0.93, 0.75, 0.0)}},
+            "b": {"scorer": "evaluate", "seeds": {1: run(0.92, 0.71, 0.05), 2: run(0.92, 0.72, 0.04)}},
+            "c": {"scorer": "no HF class", "seeds": {1: {}}}}
+    lines, chosen = on_dev(rows, ["upos", "ner", "cola"])
+    assert chosen == "a" and lines[-1] == "Chosen: a, 0.0200 above b."
+    assert "| row | seeds | upos (dev) | ner (dev) | cola (dev) | average (upos, ner) |" in lines
+    assert "| a | 2 of 2 | 0.9300 | 0.7450 | 0.0000 | 0.8375 |" in lines
+    assert on_dev(rows, ["cola"])[1] == "b"  # neither goal run: every task chooses
+    assert on_dev(rows, []) == ([], None)
+
+
 def test_a_change_is_judged_by_welchs_t_test_at_95_percent():
     """Beyond 2 standard errors is not 95% with 3 seeds a row: the verdict is Welch's t-test, its degrees of
     freedom rounded down (so never bolder than scipy's exact test, and as bold wherever p < 0.01)."""
