@@ -61,7 +61,8 @@ RECORD_SCHEMA = Obj({
     "kind": Str((_KIND,)),
     "files": MapOf(Obj({"sha256": Str(pattern="[0-9a-f]{64}"), "identity": ListOf(Int(), 4, 4),
                         "used": Int()}), key=Str(pattern=_COPY, what="a cached copy's name")),
-    "writing": MapOf(Obj({"inode": Int()}), key=Str(pattern=rf"\.{_COPY}\.tmp-\d+-\d+(-\d+)?", what="a fetch")),
+    "writing": MapOf(Obj({"inode": Int()}),
+                     key=Str(pattern=rf"\.{_COPY}\.tmp-\d+-\d+(-\d+)?", what="a fetch")),
 })
 
 
