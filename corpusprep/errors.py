@@ -142,13 +142,14 @@ def _file_ancestor(path: Path) -> Path | None:
     return next((p for p in (path, *path.parents) if p.is_file()), None)
 
 
+_TEMP_NAME = re.compile(r"^\.(.+)\.tmp-\d+(-\d+){0,2}$")  # temp_name's `.NAME.tmp-PID-START-N`: NAME
+
+
 def user_path(name: str | bytes | os.PathLike) -> Path:
     """The path a user knows: a temporary name (`.NAME.tmp-PID-START-N`, being written) as its final NAME."""
-    from corpusprep.engine.files import parse_temp  # the engine imports this module
-
     path = Path(os.fsdecode(name))
-    temp = parse_temp(path.name)
-    return path.with_name(temp[0]) if temp else path
+    temp = _TEMP_NAME.match(path.name)
+    return path.with_name(temp[1]) if temp else path
 
 
 # what a failed write says, by errno: the one wording of a full disk wherever a write fails (any stage,

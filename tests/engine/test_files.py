@@ -9,6 +9,7 @@ import pytest
 
 from corpusprep.engine import storage
 from corpusprep.engine.files import atomic_path, read_json, remove_stale_temps, temp_name, write_json
+from corpusprep.errors import user_path
 
 
 def test_failed_write_leaves_neither_file_nor_temp(tmp_path):
@@ -44,6 +45,7 @@ def test_two_threads_writing_one_file_each_write_whole(tmp_path):
     assert failed == []
     assert target.read_text() in ("first " * 1000, "second " * 1000)
     assert [p.name for p in tmp_path.iterdir()] == ["table.md"]
+    assert user_path(temp_name(target)) == target  # an error names the file being written, not its temp
 
 
 def test_write_replaces_atomically_and_json_is_canonical(tmp_path):
