@@ -654,6 +654,8 @@ def on_dev(rows: dict, tasks: list[str]) -> tuple[list[str], str | None]:
     """The rows' dev scores and their average over the tasks of CHOOSE_ON that were run (else over every
     task), and the row with the highest: the recipe is chosen on dev, so the test scores above are reported,
     never chosen on. A row's average is the median over its seeds scored on dev for every task."""
+    if not tasks:
+        return [], None
     chosen_on = [task for task in tasks if task in CHOOSE_ON] or tasks
     which = ", ".join(chosen_on)
     lines = ["", f"Chosen on dev: the highest average of the pre-trained model's dev scores on {which} "
@@ -663,7 +665,7 @@ def on_dev(rows: dict, tasks: list[str]) -> tuple[list[str], str | None]:
     averages = {}
     for name, entry in rows.items():
         runs = [run for run in entry["seeds"].values() if all("dev" in run.get(task, {}) for task in tasks)]
-        if not tasks or entry["scorer"] != "evaluate" or not runs:
+        if entry["scorer"] != "evaluate" or not runs:
             continue
         per_seed = [statistics.fmean(run[task]["dev"] for task in chosen_on) for run in runs]
         averages[name] = statistics.median(per_seed)

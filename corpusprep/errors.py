@@ -142,13 +142,15 @@ def _file_ancestor(path: Path) -> Path | None:
     return next((p for p in (path, *path.parents) if p.is_file()), None)
 
 
-_TEMP_NAME = re.compile(r"^\.(.+)\.tmp-\d+(-\d+){0,2}$")  # temp_name's `.NAME.tmp-PID-START-N`: NAME
+# storage.temp_name's `.NAME.tmp-PID-START-N` (or an older `-PID-START` or `-PID`): NAME, PID, START. Here, in
+# the module the engine imports, so that the errors and the engine's clean-up read names with one pattern.
+TEMP_NAME = re.compile(r"\.(.+)\.tmp-(\d{1,9})(?:-(\d{1,20})(?:-\d{1,20})?)?")
 
 
 def user_path(name: str | bytes | os.PathLike) -> Path:
     """The path a user knows: a temporary name (`.NAME.tmp-PID-START-N`, being written) as its final NAME."""
     path = Path(os.fsdecode(name))
-    temp = _TEMP_NAME.match(path.name)
+    temp = TEMP_NAME.fullmatch(path.name)
     return path.with_name(temp[1]) if temp else path
 
 

@@ -211,8 +211,8 @@ class ShardCache:
     def _fetch(self, folder: PrivateDir, url: Any, sha256: str, suffix: str) -> str:
         """Fetch `url` into a new recorded file, verify it, and give it a free name; that name."""
         with self._owned() as record:
-            for n in range(1_000_000):  # another thread of this process may be fetching the same file
-                tmp = storage.temp_name(Path(f"{sha256}{f'.{n}' if n else ''}{suffix}")).name
+            for _ in range(1_000_000):  # a new name each call (temp_name): a taken one is skipped
+                tmp = storage.temp_name(Path(f"{sha256}{suffix}")).name
                 with contextlib.suppress(FileExistsError):
                     out = folder.create(tmp)
                     break

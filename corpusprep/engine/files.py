@@ -6,13 +6,13 @@ import fnmatch
 import glob
 import json
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from corpusprep.engine import storage
 from corpusprep.engine.storage import atomic_dir, atomic_path, fsync_dir, temp_name
+from corpusprep.errors import TEMP_NAME
 
 __all__ = ["atomic_dir", "atomic_path", "fsync_dir", "read_json", "remove_stale_temps",
            "remove_stale_temps_of", "parse_temp", "stale_temps", "temp_name", "writer_gone",
@@ -70,14 +70,10 @@ def remove_stale_temps_of(path: Path) -> int:
     return remove_stale_temps(path.parent, [glob.escape(path.name)])
 
 
-# temp_name's `.NAME.tmp-PID-START-N` (or an older `-PID-START` or `-PID`)
-_TEMP = re.compile(r"\.(.+)\.tmp-(\d{1,9})(?:-(\d{1,20})(?:-\d{1,20})?)?")
-
-
 def parse_temp(name: str) -> tuple[str, int, int | None] | None:
     """(NAME, PID, START) of a temporary name (`temp_name`'s `.NAME.tmp-PID-START-N`, or an older
     `-PID-START` or `-PID`); None for any other name."""
-    match = _TEMP.fullmatch(name)
+    match = TEMP_NAME.fullmatch(name)
     return (match[1], int(match[2]), match[3] and int(match[3])) if match else None
 
 
