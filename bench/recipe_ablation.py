@@ -15,10 +15,10 @@ rows of the same data: masking rate, vocab and text).
     python bench/recipe_ablation.py run ... --table-only                   # the records' table so far
     python bench/recipe_ablation.py run ... --task upos --task 'cola=--train C/train.tsv.xz --dev C/dev.tsv'
 
-The data (vocab, packed pairs, shards) is the recipe's (`pipelines/cpu-recipe.toml`, built once per masking
-rate and data change with `corpusprep run --until shard`); the training settings are its [train] table plus
-the row's, the fine-tuning settings its [evaluate] table (`--eval-extra` appends flags, e.g. a dry run's
-`--epochs 0.05`).
+The data (vocab, packed pairs, shards) is row 1's recipe's (RECIPE: the CPU recipe the ablation began from,
+pinned; `--recipe` gives another), built once per masking rate and data change with `corpusprep run --until
+shard`; the training settings are its [train] table plus the row's, the fine-tuning settings its [evaluate]
+table (`--eval-extra` appends flags, e.g. a dry run's `--epochs 0.05`).
 Data, runs and evaluations land under --out (default runs/ablation); a rerun skips what is done (a trainer
 run with its marker, an evaluation through evaluate's own -o), so a killed run continues. The random init's
 fine-tuning runs are kept in OUT/random-runs (trainer.evaluate --random-runs): the same for every run of one
@@ -63,7 +63,7 @@ from corpusprep.settings import read_toml  # noqa: E402
 from trainer.config import PRESET_LR, load_config, parse_duration  # noqa: E402
 from trainer.evaluate.summary import spread, t_975  # noqa: E402
 
-RECIPE = REPO / "pipelines" / "cpu-recipe.toml"
+RECIPE = REPO / "bench" / "recipe_ablation_row1.toml"  # the CPU recipe the ablation began from, pinned
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class Row:
 # quarter of it, as Cramming's rises over the run's first part. `cased` keeps case in the vocab and the text,
 # as Google's README advises where case carries information (NER, part-of-speech tags: two of the tasks).
 ROWS = [
-    Row("recipe", "pipelines/cpu-recipe.toml (tiny, post-LN BERT)", masking=0.15),
+    Row("recipe", "the CPU recipe it began from (tiny, post-LN BERT)", masking=0.15),
     Row("mini", "the mini preset (L4/H256) at the same time", {"model.preset": "mini",
                                                                  "optim.lr": PRESET_LR["mini"]}),
     Row("mask-30", "30% masking (MosaicBERT)", masking=0.30),

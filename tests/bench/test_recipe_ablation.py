@@ -23,7 +23,7 @@ from tests.conftest import REPO, shared_path
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.name for row in ROWS])
 def test_every_row_is_a_config_the_trainer_accepts(row, tmp_path):
-    bench = Bench(argparse.Namespace(out=str(tmp_path), recipe=REPO / "pipelines" / "cpu-recipe.toml"))
+    bench = Bench(argparse.Namespace(out=str(tmp_path), recipe=recipe_ablation.RECIPE))
     values, masking = bench.train_settings(row)
     config = config_of(values | {"schedule.steps": steps_in(1800, 500.0, values)})
     assert 0.1 <= masking <= 0.3
@@ -36,7 +36,7 @@ def test_every_row_is_a_config_the_trainer_accepts(row, tmp_path):
 
 
 def test_a_budget_becomes_the_steps_that_read_its_sequences_batch_ramp_included(tmp_path):
-    bench = Bench(argparse.Namespace(out=str(tmp_path), recipe=REPO / "pipelines" / "cpu-recipe.toml"))
+    bench = Bench(argparse.Namespace(out=str(tmp_path), recipe=recipe_ablation.RECIPE))
     plain, _ = bench.train_settings(BY_NAME["recipe"])
     assert steps_in(600, 64 * 5, plain) == 3000  # 10 minutes at 5 steps of 64 a second
     ramp, _ = bench.train_settings(BY_NAME["batch-ramp"])
@@ -55,7 +55,7 @@ def test_a_run_or_evaluation_of_other_settings_is_another_never_one_reused(tmp_p
     """Runs and evaluations are named by what makes them: a dry run's models and scores are not found again
     by a real run into the same --out, nor a run of another budget resumed with the new one's steps."""
     def bench(budget: str, extra: str = "") -> Bench:
-        args = argparse.Namespace(out=str(tmp_path), recipe=REPO / "pipelines" / "cpu-recipe.toml",
+        args = argparse.Namespace(out=str(tmp_path), recipe=recipe_ablation.RECIPE,
                                   data_set={}, budget=budget, eval_extra=extra, data=str(tmp_path),
                                   task=["upos=--train t.conllu --dev d.conllu"])
         made = Bench(args)
@@ -76,7 +76,7 @@ def test_a_run_or_evaluation_of_other_settings_is_another_never_one_reused(tmp_p
 def test_a_data_change_holds_from_its_row_on_in_shards_of_its_own(tmp_path, monkeypatch):
     """A row's data changes (the `cased` row's vocab) reach its shards and every row below it, never a row
     above; the name of shards with changes says so (the recipe's stay `data-mask15`)."""
-    args = argparse.Namespace(out=str(tmp_path), recipe=REPO / "pipelines" / "cpu-recipe.toml", data_set={})
+    args = argparse.Namespace(out=str(tmp_path), recipe=recipe_ablation.RECIPE, data_set={})
     built = []
     monkeypatch.setattr(recipe_ablation, "run", lambda command, log: built.append(command))
     later = Row("later", "a row after the data change", {"optim.lr": 1e-4})
@@ -101,7 +101,7 @@ def test_shards_built_from_other_data_settings_are_refused_not_reused(tmp_path, 
     one) built would pass for this one's. They are refused in one line; the same settings are reused."""
     from pipelines.load import load_pipeline
 
-    recipe = REPO / "pipelines" / "cpu-recipe.toml"
+    recipe = recipe_ablation.RECIPE
     monkeypatch.setattr(recipe_ablation, "run", lambda command, log: pytest.fail("rebuilt"))
     made = tmp_path / "data-mask15"
     (made / "shards").mkdir(parents=True)
@@ -234,7 +234,7 @@ def test_the_smallest_ablation_pretrains_scores_and_tabulates(tmp_path):
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert list(results["rows"]) == ["recipe", "cased"]
     assert results["rows"]["recipe"]["masking"] == 0.15 and results["rows"]["cased"]["masking"] == 0.30
-    made = Bench(argparse.Namespace(out=str(tmp_path / "out"), recipe=REPO / "pipelines" / "cpu-recipe.toml"))
+    made = Bench(argparse.Namespace(out=str(tmp_path / "out"), recipe=recipe_ablation.RECIPE))
     for name, entry in results["rows"].items():
         assert entry["scorer"] == "evaluate"
         found = entry["seeds"]["12345"]
@@ -289,7 +289,7 @@ def ledger_bench(out, results, data, monkeypatch, task: str | None = None) -> Be
     Path(results).mkdir(parents=True, exist_ok=True)
     (Path(results) / "speeds.json").write_text(json.dumps({"rows": {"recipe": {"seq_per_s": 500.0},
                                                                     "mini": {"seq_per_s": 100.0}}}))
-    recipe = REPO / "pipelines" / "cpu-recipe.toml"
+    recipe = recipe_ablation.RECIPE
     args = argparse.Namespace(out=str(out), results=str(results), recipe=recipe, data_set={}, budget="5s",
                               eval_extra="--seeds 1", data=str(data), first_seed=1, seeds=1, rows=None,
                               table_only=False, jobs=1,
