@@ -21,7 +21,7 @@ from tests.trainer.evaluate_helpers import (
     write_toy_task,
     write_toy_vocab,
 )
-from trainer.evaluate import compare
+from trainer.evaluate import compare, curves
 
 pytest.importorskip("transformers")
 
@@ -76,6 +76,8 @@ def test_every_score_is_recomputed_from_the_written_predictions(kind, toy, tmp_p
         assert run["scores"]["test"] == run["scores"]["dev"]
     assert written["curves"] == ["dev-curves.png"]
     assert (out / "dev-curves.png").read_bytes().startswith(b"\x89PNG")
+    assert curves.title(written).endswith(": 1 seed")  # its title counts the seeds in words a user reads
+    assert curves.title(written | {"seeds": [1, 2]}).endswith(": 2 seeds")
     dev = written["splits"]["dev"]
     assert dev["pretrained"]["scores"] == [r["scores"]["dev"][written["metric"]] for r in written["runs"]
                                            if r["init"] == "pretrained"]
