@@ -31,12 +31,13 @@ if [ ! -f "$STAMP" ] || ! grep -qxF -- "$want" "$STAMP"; then
   fi
   spec="$ROOT"
   [ -n "$EXTRAS" ] && spec="$ROOT[$EXTRAS]"
-  # The rest through uv where torch is the venv's own: a fresh test setup in 50-60 s where pip took 122 s (the
-  # README's "Dependencies"); torch pinned to the one installed, so nothing pulls another build. pip otherwise.
-  if "$VENV/bin/python" -c "import sys, torch; sys.exit(not torch.__file__.startswith(sys.prefix))" 2>/dev/null \
-      && "${pip[@]}" uv 2>/dev/null; then
-    "$VENV/bin/python" -c "import torch; print('torch==' + torch.__version__)" 2>/dev/null > "$VENV/.torch-pin"
-    # --compile-bytecode: as pip does; without it, every child started with -B compiles its imports again
+  # The rest through uv where torch is the venv's own (the README's "Dependencies" says why), torch pinned to the
+  # one installed so nothing pulls another build; --compile-bytecode as pip does (children started with -B
+  # would compile their imports again). pip otherwise.
+  pin="$("$VENV/bin/python" -c "import sys, torch; assert torch.__file__.startswith(sys.prefix)
+print('torch==' + torch.__version__)" 2>/dev/null)" || pin=""
+  if [ -n "$pin" ] && "${pip[@]}" uv 2>/dev/null; then
+    echo "$pin" > "$VENV/.torch-pin"
     "$VENV/bin/uv" pip install --quiet --compile-bytecode --python "$VENV/bin/python" \
       --constraint "$VENV/.torch-pin" -e "$spec" || "${pip[@]}" -e "$spec"
   else
